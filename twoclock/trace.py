@@ -1,0 +1,24 @@
+"""What one simulated run returns: first crossings and checkpointed metrics.
+
+Every model's `make_run` returns a pure function whose output is a `Trace`, so the
+sweep engine, the clocks and the result files never need to know which model ran.
+"""
+from typing import NamedTuple
+
+import jax
+
+
+class Trace(NamedTuple):
+    """First crossings of one run (0 = never within the budget) and checkpointed metrics.
+
+    prog_t / fail_t / div_t are 1-based update indices; prog_n / fail_n / div_n are the
+    samples consumed by then (equal to batch * t for a constant batch).
+    """
+    prog_t: jax.Array  # int32 []
+    fail_t: jax.Array  # int32 []
+    div_t: jax.Array   # int32 []: first update whose metrics are non-finite
+    prog_n: jax.Array  # int32 []
+    fail_n: jax.Array  # int32 []
+    div_n: jax.Array   # int32 []
+    extra: dict        # model-specific first crossings, e.g. {"collapse_n": int32 []}
+    ckpt: dict         # metrics at checkpoints, each [n_ckpt]; always has "samples"
