@@ -1,0 +1,9 @@
+"""twoclock: two-clock simulations of batch scaling in RL with verifiable rewards."""
+from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig, require
+from twoclock.trace import Trace
+from twoclock.sweep import MODELS, ModelSpec, SweepResult, run_sweep
+from twoclock import quadratic  # registers the "quadratic" model
+from twoclock import clocks, scaling
+
+__all__ = ["OptimConfig", "QuadraticConfig", "SweepConfig", "Trace", "MODELS", "ModelSpec",
+           "SweepResult", "run_sweep", "quadratic", "clocks", "scaling", "require"]
