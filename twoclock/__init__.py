@@ -1,4 +1,5 @@
 """twoclock: two-clock simulations of batch scaling in RL with verifiable rewards."""
+__version__ = "0.1.0"
 from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig, require
 from twoclock.trace import Trace
 from twoclock.sweep import MODELS, ModelSpec, SweepResult, run_sweep

@@ -145,4 +145,34 @@ def make_run(cfg: QuadraticConfig, opt: OptimConfig, n_steps: int, n_ckpt: int =
     return run
 
 
-register(ModelSpec("quadratic", make_run, static_batch=False, unit="samples"))
+def add_args(group) -> None:
+    """The quadratic model's command-line flags (defaults from QuadraticConfig)."""
+    d = QuadraticConfig()
+    group.add_argument("--dim", type=int, default=d.dim, help="progress-block dimension")
+    group.add_argument("--alpha", type=float, default=d.alpha, help="spectrum h_i = h_max i^-alpha")
+    group.add_argument("--h-max", type=float, default=d.h_max, help="largest curvature")
+    group.add_argument("--sigma", type=float, default=d.sigma, help="noise scale: C = sigma^2 H^gamma")
+    group.add_argument("--gamma", type=float, default=d.gamma, help="noise exponent gamma")
+    group.add_argument("--drift-dim", type=int, default=d.drift_dim, help="drift-block size")
+    group.add_argument("--drift-bias", type=float, default=d.drift_bias, help="drift pull b")
+    group.add_argument("--drift-noise", type=float, default=d.drift_noise,
+                       help="per-sample drift-gradient variance c_d")
+    group.add_argument("--drift-stat", choices=("mean", "norm"), default=d.drift_stat)
+    group.add_argument("--rotate", action="store_true", help="random rotation of H and C")
+    group.add_argument("--random-start", action="store_true", help="start at N(0, 1) offsets")
+    group.add_argument("--init-seed", type=int, default=d.init_seed)
+    group.add_argument("--target", type=float, default=d.target,
+                       help="progress target as a fraction of the initial loss, in (0, 1)")
+    group.add_argument("--drift-threshold", type=float, default=d.drift_threshold)
+
+
+def config_from_args(ns) -> QuadraticConfig:
+    return QuadraticConfig(
+        dim=ns.dim, alpha=ns.alpha, h_max=ns.h_max, sigma=ns.sigma, gamma=ns.gamma,
+        drift_dim=ns.drift_dim, drift_bias=ns.drift_bias, drift_noise=ns.drift_noise,
+        drift_stat=ns.drift_stat, rotate=ns.rotate, random_start=ns.random_start,
+        init_seed=ns.init_seed, target=ns.target, drift_threshold=ns.drift_threshold)
+
+
+register(ModelSpec("quadratic", make_run, static_batch=False, unit="samples",
+                   add_args=add_args, config_from_args=config_from_args))

@@ -1,0 +1,143 @@
+"""The headline command: sweep batch x lr0 x seed, print both clocks, write JSON and a figure."""
+import argparse
+import importlib
+import os
+import sys
+import time
+
+from twoclock.config import OptimConfig, SweepConfig
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports bad input as one line and exit code 2 (no usage dump)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def fail(prog: str, message: str):
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def add_sweep_args(p) -> None:
+    g = p.add_argument_group("sweep")
+    g.add_argument("--batches", type=int, nargs="+", help="batch sizes (space-separated)")
+    g.add_argument("--lr0", type=float, nargs="+", help="base learning rates at batch b0")
+    g.add_argument("--b0", type=float, default=8.0, help="reference batch of the LR rule")
+    g.add_argument("--lr-rule", default="sqrt", help="fixed | sqrt | linear")
+    g.add_argument("--optimizer", default="adam", help="sgd | momentum | adam")
+    g.add_argument("--b1", type=float, default=0.9)
+    g.add_argument("--b2", type=float, default=0.999)
+    g.add_argument("--eps", type=float, default=1e-8)
+    g.add_argument("--momentum", type=float, default=0.9, help="heavy-ball coefficient")
+    g.add_argument("--malladi", action="store_true",
+                   help="sqrt-rule companions: 1-beta -> k(1-beta), eps -> eps/sqrt(k)")
+    g.add_argument("--seeds", type=int, help="seeds per (batch, lr0)")
+    g.add_argument("--budget", type=int, help="sample budget per run")
+    g.add_argument("--seed", type=int, default=0, help="base PRNG seed")
+    g.add_argument("--n-ckpt", type=int, default=128, help="checkpoints recorded per run")
+    g.add_argument("--delta", type=float, default=0.2,
+                   help="critical batch: N_prog(B)/N_prog(B_min) >= 1 + delta")
+    o = p.add_argument_group("output")
+    o.add_argument("--out", default="results", help="folder for the JSON and the figure")
+    o.add_argument("--json", help="JSON path (default OUT/critical_batch_MODEL.json)")
+    o.add_argument("--no-figure", action="store_true")
+    o.add_argument("--quiet", action="store_true", help="no progress output")
+    o.add_argument("--x64", action="store_true", help="simulate in float64")
+
+
+def model_defaults(spec) -> dict:
+    """A model module's DEFAULT_SWEEP (batches, lr0s, seeds, budget), if it defines one."""
+    return dict(getattr(importlib.import_module(spec.make_run.__module__), "DEFAULT_SWEEP", {}))
+
+
+def build(argv, prog="critical_batch.py"):
+    """Parse argv into (spec, model_cfg, opt, sweep, ns); ValueError for invalid values."""
+    import twoclock  # noqa: F401  (registers the models)
+    from twoclock.sweep import MODELS
+
+    pre = OneLineParser(prog=prog, add_help=False)
+    pre.add_argument("--model", default="quadratic")
+    known, _ = pre.parse_known_args(argv)
+    if known.model not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(sorted(MODELS))} (got {known.model!r})")
+    spec = MODELS[known.model]
+    p = OneLineParser(prog=prog, description=__doc__)
+    p.add_argument("--model", default="quadratic", help=" | ".join(sorted(MODELS)))
+    add_sweep_args(p)
+    spec.add_args(p.add_argument_group(f"{spec.name} model"))
+    ns = p.parse_args(argv)
+    d = {**{f: getattr(SweepConfig(), f) for f in ("batches", "lr0s", "seeds", "budget")},
+         **model_defaults(spec)}
+    sweep = SweepConfig(
+        batches=tuple(ns.batches or d["batches"]), lr0s=tuple(ns.lr0 or d["lr0s"]),
+        seeds=ns.seeds if ns.seeds is not None else d["seeds"],
+        budget=ns.budget if ns.budget is not None else d["budget"],
+        seed=ns.seed, n_ckpt=ns.n_ckpt)
+    opt = OptimConfig(name=ns.optimizer, lr_rule=ns.lr_rule, b0=ns.b0, b1=ns.b1, b2=ns.b2,
+                      eps=ns.eps, momentum=ns.momentum, malladi=ns.malladi)
+    model_cfg = spec.config_from_args(ns)
+    if not (0 < ns.delta):
+        raise ValueError(f"delta must be > 0 (got {ns.delta!r})")
+    return spec, model_cfg, opt, sweep, ns
+
+
+def quadratic_theory(cfg, opt, sweep, runs, crit) -> None:
+    """Attach the theory's predictions to each run and critical batch (in place)."""
+    from twoclock import theory
+    for r in runs:
+        th = {}
+        if opt.name == "adam":
+            th["failure_samples"] = theory.adam_failure_samples(cfg, opt, r["lr0"], r["batch"])
+        else:
+            t = theory.steps_to_target(cfg, opt, r["batch"], r["lr"], sweep.budget // r["batch"])
+            th["progress_samples"] = t * r["batch"] if t else None
+        r["theory"] = th
+    if opt.name == "adam":
+        for cb in crit:
+            cb["theory"] = theory.critical_batch_mechanism(cfg, opt, cb["lr0"])
+
+
+def main(argv=None, prog="critical_batch.py") -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        spec, model_cfg, opt, sweep, ns = build(argv, prog)
+    except ValueError as e:
+        fail(prog, str(e))
+    if ns.x64:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+    from twoclock import plotting, report, results
+    from twoclock.sweep import run_sweep
+
+    t0 = time.perf_counter()
+    res = run_sweep(spec.name, model_cfg, opt, sweep, quiet=ns.quiet)
+    extras = tuple(k for k in res.extra if k.endswith("_n"))
+    runs = results.run_entries(res, opt, extra_summaries=extras)
+    crit = results.critical_batches(res, delta=ns.delta)
+    if spec.name == "quadratic":
+        quadratic_theory(model_cfg, opt, sweep, runs, crit)
+    module = importlib.import_module(spec.make_run.__module__)
+    if hasattr(module, "describe_batch"):
+        for r in runs:
+            r.update(module.describe_batch(model_cfg, r["batch"]))
+    out = {
+        "model": spec.name, "unit": spec.unit, "runs": runs, "critical_batch": crit,
+        "config": results.config_dict(model=model_cfg, optimizer=opt, sweep=sweep,
+                                      delta=ns.delta, x64=ns.x64),
+        "versions": results.versions(),
+        "seconds": {"simulation": res.seconds, "total": time.perf_counter() - t0},
+        "padded_fraction": res.padded_fraction,
+    }
+    json_path = ns.json or os.path.join(ns.out, f"critical_batch_{spec.name}.json")
+    results.write_json(json_path, out)
+    print(report.clock_table(out))
+    print(report.critical_table(out))
+    print(f"\nsimulated {res.prog_n.size} runs in {res.seconds:.1f} s "
+          f"(padding {100 * res.padded_fraction:.2f}% of useful updates); wrote {json_path}")
+    if not ns.no_figure:
+        stem = os.path.join(ns.out, f"critical_batch_{spec.name}")
+        paths = plotting.clocks_vs_batch(out, stem, unit=spec.unit)
+        print("figure: " + ", ".join(paths))
+    return 0

@@ -1,0 +1,70 @@
+"""Plain-text tables of result dicts for the terminal."""
+
+
+def fmt_samples(s: dict, budget=None) -> str:
+    """'median [lo, hi]'; a censored median prints as '>budget'."""
+    def one(v):
+        if v is None:
+            return f">{budget}" if budget is not None else ">budget"
+        return f"{v:.0f}"
+    return f"{one(s['median'])} [{one(s['ci'][0])}, {one(s['ci'][1])}]"
+
+
+def fmt_ratio(a, b) -> str:
+    if a is None or b is None:
+        return "-"
+    return f"x{a / b:.2f}"
+
+
+def fmt_num(v, spec=".0f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def clock_table(result: dict) -> str:
+    """The headline table: one row per (lr0, batch), clocks relative to the smallest batch."""
+    runs = result["runs"]
+    budget = result["config"]["sweep"]["budget"]
+    unit = result.get("unit", "samples")
+    head = (f"{'batch':>6} {'lr':>9} | {'N_prog median [95% CI]':>26} {'rel':>6} | "
+            f"{'N_fail median [95% CI]':>26} {'rel':>6} | {'updates':>8} {'rel':>6} | "
+            f"{'theory N_prog':>13} {'theory N_fail':>13}")
+    lines = [f"clocks in {unit}; rel = relative to the smallest batch at the same lr0", head,
+             "-" * len(head)]
+    for lr0 in sorted({r["lr0"] for r in runs}):
+        rows = sorted((r for r in runs if r["lr0"] == lr0), key=lambda r: r["batch"])
+        base = rows[0]
+        for r in rows:
+            th = r.get("theory", {})
+            p, f, u = r["progress_samples"], r["failure_samples"], r["progress_updates"]
+            line = (f"{r['batch']:>6} {r['lr']:>9.3g} | {fmt_samples(p, budget):>26} "
+                    f"{fmt_ratio(p['median'], base['progress_samples']['median']):>6} | "
+                    f"{fmt_samples(f, budget):>26} "
+                    f"{fmt_ratio(f['median'], base['failure_samples']['median']):>6} | "
+                    f"{fmt_num(u['median']):>8} "
+                    f"{fmt_ratio(u['median'], base['progress_updates']['median']):>6} | "
+                    f"{fmt_num(th.get('progress_samples')):>13} "
+                    f"{fmt_num(th.get('failure_samples')):>13}")
+            d = r.get("diverged", {})
+            if d.get("runs"):
+                line += (f"  diverged {d['runs']}/{p['seeds']} seeds "
+                         f"(median at {fmt_num(d['median_samples'])} {unit})")
+            lines.append(line)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def critical_table(result: dict) -> str:
+    lines = ["critical batch (smallest B with N_prog(B)/N_prog(B_min) >= "
+             f"{1 + result['config'].get('delta', 0.2):g}, interpolated on log B):"]
+    for cb in result["critical_batch"]:
+        meas = ("none in range" if cb["batch"] is None else
+                f"{cb['batch']:.1f} [{fmt_num(cb['ci'][0], '.1f')}, {fmt_num(cb['ci'][1], '.1f')}]"
+                f" (found in {cb['found']:.0%} of bootstrap resamples)")
+        line = f"  lr0={cb['lr0']:g}: measured {meas}"
+        th = cb.get("theory")
+        if th:
+            line += (f"; theory: {th['mechanism']} mechanism, B ~ {fmt_num(th['batch'], '.1f')}"
+                     f" (curvature {fmt_num(th.get('curvature'), '.1f')}, "
+                     f"saturation {fmt_num(th.get('saturation'), '.1f')})")
+        lines.append(line)
+    return "\n".join(lines)

@@ -1,0 +1,101 @@
+"""Tidy, self-describing result files: the JSON schema of every sweep, written atomically.
+
+Schema (one entry per (batch, lr0) in `runs`):
+    {batch, lr, lr0, lr_rule, optimizer,
+     progress_samples, failure_samples, progress_updates: {median, ci: [lo, hi], reached, seeds},
+     diverged: {runs, median_samples}, <model extras>}
+plus top-level `critical_batch` [{lr0, batch, ci, found}], `config`, `versions`.
+A censored median (fewer than half the seeds crossed) is null with reached < seeds.
+"""
+from dataclasses import asdict, is_dataclass
+import json
+import os
+import platform
+import tempfile
+
+import numpy as np
+
+from twoclock import clocks
+
+
+def versions() -> dict:
+    import jax
+    import optax
+    import matplotlib
+    import twoclock
+    return {"twoclock": twoclock.__version__, "jax": jax.__version__, "optax": optax.__version__,
+            "numpy": np.__version__, "matplotlib": matplotlib.__version__,
+            "python": platform.python_version(), "backend": jax.default_backend()}
+
+
+def config_dict(**parts) -> dict:
+    """JSON-ready dict of dataclass configs and plain values."""
+    out = {}
+    for k, v in parts.items():
+        out[k] = asdict(v) if is_dataclass(v) else v
+    return json.loads(json.dumps(out, default=_jsonable))
+
+
+def _jsonable(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, tuple):
+        return list(v)
+    raise TypeError(f"not JSON serialisable: {type(v)}")
+
+
+def run_entries(res, opt, extra_summaries: tuple = ()) -> list:
+    """One entry per (batch, lr0) of a SweepResult, in sweep order."""
+    S = res.prog_n.shape[-1]
+    idx = clocks.bootstrap_indices(S)
+    runs = []
+    for i, b in enumerate(res.batches):
+        for j, lr0 in enumerate(res.lr0s):
+            div = clocks.censored(res.div_n[i, j])
+            entry = {
+                "batch": int(b), "lr": float(res.lrs_BxL[i, j]), "lr0": float(lr0),
+                "lr_rule": opt.lr_rule, "optimizer": opt.name,
+                "progress_samples": clocks.summarize(res.prog_n[i, j], idx=idx),
+                "failure_samples": clocks.summarize(res.fail_n[i, j], idx=idx),
+                "progress_updates": clocks.summarize(res.prog_t[i, j], idx=idx),
+                "diverged": {"runs": int(np.isfinite(div).sum()),
+                             "median_samples": (float(np.median(div[np.isfinite(div)]))
+                                                if np.isfinite(div).any() else None)},
+            }
+            for name in extra_summaries:
+                entry[name] = clocks.summarize(res.extra[name][i, j], idx=idx)
+            runs.append(entry)
+    return runs
+
+
+def critical_batches(res, delta: float = 0.2) -> list:
+    out = []
+    S = res.prog_n.shape[-1]
+    for j, lr0 in enumerate(res.lr0s):
+        cb = clocks.critical_batch(list(res.batches), res.prog_n[:, j], delta=delta,
+                                   idx=clocks.bootstrap_indices(S))
+        out.append({"lr0": float(lr0), **cb})
+    return out
+
+
+def write_json(path: str, obj: dict) -> None:
+    """Write atomically: a temporary file in the same folder, then os.replace."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1, default=_jsonable, allow_nan=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def read_json(path: str) -> dict:
+    with open(path) as f:
+        return json.load(f)
