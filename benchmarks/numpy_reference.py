@@ -1,0 +1,132 @@
+"""Plain NumPy references of the simulators, vectorised over lanes (seeds x lr x batch).
+
+They exist to check that the JAX engine's speed is measured against the same work: the same
+model, the same optimizer (optax's Adam with bias correction, eps outside the square root),
+one Gaussian draw per coordinate-update, first crossings tracked every update. They are
+straightforward loops over updates with every array operation done for all lanes at once.
+"""
+from typing import Callable
+
+import numpy as np
+
+from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig
+from twoclock.quadratic import initial_loss, initial_offset, noise_variances, rotation, spectrum
+from twoclock.scaling import lr_for_batch
+from twoclock.sweep import n_steps_for
+
+
+def _adam_hparams(opt: OptimConfig, batch_N: np.ndarray, dtype):
+    """b1, b2, eps as [N, 1] arrays (Malladi companions make them depend on the batch)."""
+    b1 = np.full(batch_N.shape, opt.b1)
+    b2 = np.full(batch_N.shape, opt.b2)
+    eps = np.full(batch_N.shape, opt.eps)
+    if opt.malladi:
+        k = batch_N / opt.b0
+        b1 = 1.0 - np.minimum(k * (1.0 - b1), 1.0)
+        b2 = 1.0 - np.minimum(k * (1.0 - b2), 1.0)
+        eps = eps / np.sqrt(k)
+    return tuple(a.astype(dtype)[:, None] for a in (b1, b2, eps))
+
+
+def quadratic_lanes(cfg: QuadraticConfig, opt: OptimConfig, batch_N, lr_N, n_steps: int,
+                    seed: int = 0, dtype=np.float32,
+                    noise: Callable[[int], np.ndarray] | None = None) -> dict:
+    """Run N lanes of the quadratic model for n_steps updates; one lane per (batch, lr).
+
+    noise(t) -> z_NxP standard normals for update t (1-based) replaces the generator, so a
+    test can feed both implementations the same draws. Returns first crossings prog_t /
+    fail_t / div_t (int64 [N], 0 = never), and the final loss_N, drift_N, theta_NxP.
+    """
+    batch_N = np.asarray(batch_N, np.float64)
+    lr_N = np.asarray(lr_N, np.float64)
+    N, D, Dd = batch_N.size, cfg.dim, cfg.drift_dim
+    P = D + Dd
+    h = spectrum(cfg).astype(dtype)
+    half_h = (0.5 * spectrum(cfg)).astype(dtype)
+    q = rotation(cfg)
+    q = None if q is None else q.astype(dtype)
+    c_P = np.concatenate([noise_variances(cfg), np.full(Dd, cfg.drift_noise)])
+    sd_NxP = np.sqrt(c_P[None, :] / batch_N[:, None]).astype(dtype)
+    lr_N1 = lr_N.astype(dtype)[:, None]
+    target = cfg.target * initial_loss(cfg)
+    rng = np.random.default_rng(seed)
+
+    theta = np.zeros((N, P), dtype)
+    theta[:, :D] = initial_offset(cfg).astype(dtype)
+    x, d = theta[:, :D], theta[:, D:]  # views
+    g = np.empty((N, P), dtype)
+    tmp = np.empty((N, P), dtype)
+    mu = np.zeros((N, P), dtype)
+    nu = np.zeros((N, P), dtype)
+    if opt.name == "adam":
+        b1, b2, eps = _adam_hparams(opt, batch_N, dtype)
+        one_m_b1, one_m_b2 = (1 - b1).astype(dtype), (1 - b2).astype(dtype)
+    prog_t, fail_t, div_t = (np.zeros(N, np.int64) for _ in range(3))
+    loss = drift = np.zeros(N, dtype)
+
+    for t in range(1, n_steps + 1):
+        # gradient: H x + sqrt(c/B) z (in the eigenbasis when rotated); drift: -b + noise
+        if noise is None:
+            rng.standard_normal(out=g, dtype=dtype)
+        else:
+            g[...] = noise(t)
+        g *= sd_NxP
+        if q is None:
+            g[:, :D] += h * x
+        else:
+            g[:, :D] = (h * (x @ q) + g[:, :D]) @ q.T
+        g[:, D:] -= dtype(cfg.drift_bias)
+
+        if opt.name == "adam":
+            mu *= b1
+            np.multiply(g, one_m_b1, out=tmp)
+            mu += tmp
+            nu *= b2
+            np.multiply(g, g, out=tmp)
+            tmp *= one_m_b2
+            nu += tmp
+            c1 = (1 / (1 - b1 ** dtype(t))).astype(dtype)  # bias corrections, [N, 1]
+            c2 = (1 / (1 - b2 ** dtype(t))).astype(dtype)
+            np.multiply(nu, c2, out=tmp)
+            np.sqrt(tmp, out=tmp)
+            tmp += eps
+            np.divide(mu, tmp, out=tmp)
+            tmp *= c1
+            tmp *= lr_N1
+            theta -= tmp
+        elif opt.name == "momentum":
+            mu *= dtype(opt.momentum)
+            mu += g
+            theta -= lr_N1 * mu
+        else:
+            theta -= lr_N1 * g
+
+        e = x if q is None else x @ q
+        loss = (e * e) @ half_h
+        drift = d.mean(axis=1) if cfg.drift_stat == "mean" else np.linalg.norm(d, axis=1)
+        if Dd == 0:
+            drift = np.zeros(N, dtype)
+        for first, hit in ((prog_t, loss <= target), (fail_t, drift >= cfg.drift_threshold),
+                           (div_t, ~(np.isfinite(loss) & np.isfinite(drift)))):
+            first[(first == 0) & hit] = t
+    return {"prog_t": prog_t, "fail_t": fail_t, "div_t": div_t, "loss": loss,
+            "drift": drift, "theta": theta}
+
+
+def quadratic_sweep(cfg: QuadraticConfig, opt: OptimConfig, sweep: SweepConfig,
+                    dtype=np.float32) -> dict:
+    """The run_sweep grid in NumPy: one vectorised loop per batch over (lr0, seed) lanes.
+
+    Returns prog_n / fail_n / div_n / prog_t as int64 [B, L, S] (samples; 0 = never).
+    Seeds come from NumPy's generator, so agreement with JAX is statistical, not bitwise.
+    """
+    nB, nL, S = len(sweep.batches), len(sweep.lr0s), sweep.seeds
+    out = {k: np.zeros((nB, nL, S), np.int64) for k in ("prog_n", "fail_n", "div_n", "prog_t")}
+    for i, b in enumerate(sweep.batches):
+        lr_N = np.repeat([lr_for_batch(lr0, b, opt.b0, opt.lr_rule) for lr0 in sweep.lr0s], S)
+        r = quadratic_lanes(cfg, opt, np.full(nL * S, b), lr_N, n_steps_for(sweep.budget, b),
+                            seed=sweep.seed * 1_000_003 + i, dtype=dtype)
+        out["prog_t"][i] = r["prog_t"].reshape(nL, S)
+        for k in ("prog", "fail", "div"):
+            out[k + "_n"][i] = (r[k + "_t"] * b).reshape(nL, S)
+    return out

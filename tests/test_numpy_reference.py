@@ -1,0 +1,65 @@
+"""The NumPy reference the benchmark races against does the same work as the JAX model.
+
+Two checks: with the noise switched (almost) off both follow the same deterministic
+trajectory to float32 precision, for every optimizer and a rotated model; with noise, the
+median clocks over seeds agree within their bootstrap CIs (the generators differ, so
+agreement can only be statistical).
+"""
+import importlib.util
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from tests.helpers import assert_close
+from twoclock import clocks
+from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig
+from twoclock.quadratic import initial_loss, make_run
+from twoclock.sweep import run_sweep
+
+_spec = importlib.util.spec_from_file_location(
+    "numpy_reference", Path(__file__).resolve().parents[1] / "benchmarks" / "numpy_reference.py")
+nr = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(nr)
+
+
+@pytest.mark.parametrize("opt, rotate", [
+    (OptimConfig(), False),
+    (OptimConfig(), True),
+    (OptimConfig(malladi=True), False),
+    (OptimConfig(name="momentum"), False),
+    (OptimConfig(name="sgd"), False),
+])
+def test_noiseless_trajectory_matches_jax(opt, rotate):
+    cfg = QuadraticConfig(sigma=1e-6, drift_noise=1e-12, rotate=rotate, dim=16, drift_dim=4,
+                          drift_bias=0.02, drift_threshold=0.5)
+    n_steps, batch = 600, 32.0
+    lr = 2e-2 if opt.name == "adam" else 0.5
+    run = make_run(cfg, opt, n_steps, n_ckpt=n_steps)
+    tr = jax.jit(run)(jnp.float32(batch), jnp.float32(lr), jax.random.PRNGKey(0))
+    P = cfg.dim + cfg.drift_dim
+    ref = nr.quadratic_lanes(cfg, opt, [batch], [lr], n_steps,
+                             noise=lambda t: np.zeros((1, P), np.float32))
+    assert_close(ref["loss"][0] / initial_loss(cfg), tr.ckpt["loss_frac"][-1], rtol=1e-3,
+                 atol=1e-6, what="final loss fraction")
+    assert_close(ref["drift"][0], tr.ckpt["drift"][-1], rtol=1e-3, atol=1e-6, what="drift")
+    assert ref["prog_t"][0] > 0 and ref["fail_t"][0] > 0
+    # a crossing may move by one update when rounding puts the metric on the threshold
+    assert abs(int(ref["prog_t"][0]) - int(tr.prog_t)) <= 1
+    assert abs(int(ref["fail_t"][0]) - int(tr.fail_t)) <= 1
+
+
+def test_median_clocks_agree_with_jax():
+    cfg, opt = QuadraticConfig(), OptimConfig()
+    sweep = SweepConfig(batches=(8, 64), lr0s=(1e-2,), seeds=64, budget=24_000)
+    ref = nr.quadratic_sweep(cfg, opt, sweep)
+    jx = run_sweep("quadratic", cfg, opt, sweep, quiet=True)
+    for name in ("prog_n", "fail_n"):
+        for i, b in enumerate(sweep.batches):
+            a = clocks.summarize(ref[name][i, 0])
+            e = clocks.summarize(getattr(jx, name)[i, 0])
+            assert a["reached"] == e["reached"] == sweep.seeds, (name, b)
+            # 95% bootstrap CIs overlap (one update of slack for the sample quantisation)
+            assert a["ci"][0] <= e["ci"][1] + b and e["ci"][0] <= a["ci"][1] + b, (name, b, a, e)
