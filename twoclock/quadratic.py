@@ -66,23 +66,20 @@ def checkpoint_every(n_steps: int, n_ckpt: int) -> int:
     return max(1, math.ceil(n_steps / n_ckpt))
 
 
-def make_run(cfg: QuadraticConfig, opt: OptimConfig, n_steps: int, n_ckpt: int = 128,
-             batch=None):
-    """A pure run(batch, lr, key) -> Trace of n_steps updates (clocks ignore padded steps).
+def make_update(cfg: QuadraticConfig, opt: OptimConfig, n_steps: int):
+    """The per-update step shared by make_run and the batch schedules (twoclock.schedule).
 
-    The batch is a traced argument of run; make_run's `batch` exists only so every model
-    shares the engine's signature.
+    Returns step_for(batch, lr, key) -> (tx, update) with update(state, t) -> (state,
+    (loss, drift)); t is the 1-based global update index (its noise is fold_in(key, t)) and
+    updates past n_steps never set a clock. Batch and lr may be traced scalars.
     """
     dtype = jnp.result_type(float)
     h = jnp.asarray(spectrum(cfg), dtype)
     c = jnp.asarray(noise_variances(cfg), dtype)
     q = rotation(cfg)
     q = None if q is None else jnp.asarray(q, dtype)
-    x0 = jnp.asarray(initial_offset(cfg), dtype)
     D, Dd = cfg.dim, cfg.drift_dim
     target_loss = cfg.target * initial_loss(cfg)
-    every = checkpoint_every(n_steps, n_ckpt)
-    n_chunks = math.ceil(n_steps / every)
 
     def to_eig(v):
         return v if q is None else q.T @ v
@@ -99,12 +96,10 @@ def make_run(cfg: QuadraticConfig, opt: OptimConfig, n_steps: int, n_ckpt: int =
             return jnp.zeros((), dtype)
         return jnp.mean(d) if cfg.drift_stat == "mean" else jnp.linalg.norm(d)
 
-    def run(batch, lr, key) -> Trace:
+    def step_for(batch, lr, key):
         batch = jnp.asarray(batch, dtype)
         tx = make_optimizer(opt, lr, batch)
-        theta0 = jnp.concatenate([x0, jnp.zeros((Dd,), dtype)])
         noise_sd = jnp.sqrt(jnp.concatenate([c, jnp.full((Dd,), cfg.drift_noise, dtype)]) / batch)
-        zero = jnp.zeros((), jnp.int32)
 
         def update(state: QuadState, t):
             x = state.theta[:D]
@@ -125,12 +120,42 @@ def make_run(cfg: QuadraticConfig, opt: OptimConfig, n_steps: int, n_ckpt: int =
             )
             return state, (loss, drift)
 
+        return tx, update
+
+    return step_for
+
+
+def initial_state(cfg: QuadraticConfig, tx) -> QuadState:
+    """Start of a run: offsets x0, drift block at 0, fresh optimizer state, no crossings."""
+    dtype = jnp.result_type(float)
+    theta0 = jnp.concatenate([jnp.asarray(initial_offset(cfg), dtype),
+                              jnp.zeros((cfg.drift_dim,), dtype)])
+    zero = jnp.zeros((), jnp.int32)
+    return QuadState(theta0, tx.init(theta0), zero, zero, zero)
+
+
+def make_run(cfg: QuadraticConfig, opt: OptimConfig, n_steps: int, n_ckpt: int = 128,
+             batch=None):
+    """A pure run(batch, lr, key) -> Trace of n_steps updates (clocks ignore padded steps).
+
+    The batch is a traced argument of run; make_run's `batch` exists only so every model
+    shares the engine's signature.
+    """
+    dtype = jnp.result_type(float)
+    step_for = make_update(cfg, opt, n_steps)
+    every = checkpoint_every(n_steps, n_ckpt)
+    n_chunks = math.ceil(n_steps / every)
+
+    def run(batch, lr, key) -> Trace:
+        batch = jnp.asarray(batch, dtype)
+        tx, update = step_for(batch, lr, key)
+
         def chunk(state, k):
             ts = k * every + 1 + jnp.arange(every, dtype=jnp.int32)
             state, (loss, drift) = jax.lax.scan(update, state, ts)
             return state, (loss[-1], drift[-1])
 
-        state = QuadState(theta0, tx.init(theta0), zero, zero, zero)
+        state = initial_state(cfg, tx)
         state, (loss_C, drift_C) = jax.lax.scan(chunk, state, jnp.arange(n_chunks, dtype=jnp.int32))
         t_C = jnp.minimum((jnp.arange(n_chunks, dtype=jnp.int32) + 1) * every, n_steps)
         per_update = batch.astype(jnp.int32)
