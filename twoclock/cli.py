@@ -45,6 +45,15 @@ def add_sweep_args(p) -> None:
     o.add_argument("--no-figure", action="store_true")
     o.add_argument("--quiet", action="store_true", help="no progress output")
     o.add_argument("--x64", action="store_true", help="simulate in float64")
+    o.add_argument("--store", default=None,
+                   help="results store folder (default OUT/store); finished chunks live there")
+    o.add_argument("--no-store", action="store_true", help="keep nothing between runs")
+    o.add_argument("--resume", action="store_true",
+                   help="reuse the finished chunks of an interrupted identical sweep")
+    o.add_argument("--max-lanes", type=int, default=None,
+                   help="runs per compiled chunk (default 16384); smaller uses less memory")
+    o.add_argument("--distributed", action="store_true",
+                   help="call jax.distributed.initialize() first (multi-host runs)")
 
 
 def model_defaults(spec) -> dict:
@@ -80,6 +89,8 @@ def build(argv, prog="critical_batch.py"):
     model_cfg = spec.config_from_args(ns)
     if not (0 < ns.delta):
         raise ValueError(f"delta must be > 0 (got {ns.delta!r})")
+    if ns.max_lanes is not None and ns.max_lanes < 1:
+        raise ValueError(f"max_lanes must be an integer >= 1 (got {ns.max_lanes!r})")
     return spec, model_cfg, opt, sweep, ns
 
 
@@ -105,14 +116,26 @@ def main(argv=None, prog="critical_batch.py") -> int:
         spec, model_cfg, opt, sweep, ns = build(argv, prog)
     except ValueError as e:
         fail(prog, str(e))
+    import jax
+    if ns.distributed:
+        jax.distributed.initialize()
     if ns.x64:
-        import jax
         jax.config.update("jax_enable_x64", True)
     from twoclock import plotting, report, results
-    from twoclock.sweep import run_sweep
+    from twoclock.store import Store
+    from twoclock.sweep import DEFAULT_MAX_LANES, run_sweep
 
     t0 = time.perf_counter()
-    res = run_sweep(spec.name, model_cfg, opt, sweep, quiet=ns.quiet)
+    max_lanes = ns.max_lanes or DEFAULT_MAX_LANES
+    store = None
+    if not ns.no_store:
+        key_cfg = results.config_dict(model_name=spec.name, model=model_cfg, optimizer=opt,
+                                      sweep=sweep, x64=ns.x64, max_lanes=max_lanes,
+                                      devices=jax.device_count(),
+                                      twoclock=results.versions()["twoclock"])
+        store = Store(ns.store or os.path.join(ns.out, "store"), spec.name, key_cfg)
+    res = run_sweep(spec.name, model_cfg, opt, sweep, quiet=ns.quiet, store=store,
+                    resume=ns.resume, max_lanes=max_lanes)
     extras = tuple(k for k in res.extra if k.endswith("_n"))
     runs = results.run_entries(res, opt, extra_summaries=extras)
     crit = results.critical_batches(res, delta=ns.delta)
@@ -129,6 +152,8 @@ def main(argv=None, prog="critical_batch.py") -> int:
         "versions": results.versions(),
         "seconds": {"simulation": res.seconds, "total": time.perf_counter() - t0},
         "padded_fraction": res.padded_fraction,
+        "store": None if store is None else {"path": store.path, "key": store.key,
+                                             "reused_chunks": res.reused_chunks},
     }
     json_path = ns.json or os.path.join(ns.out, f"critical_batch_{spec.name}.json")
     results.write_json(json_path, out)

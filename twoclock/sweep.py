@@ -1,10 +1,15 @@
-"""The sweep engine: batch x lr0 x seed as one jit-compiled, vmapped program per scan length.
+"""The sweep engine: batch x lr0 x seed as jit-compiled, vmapped programs, sharded over devices.
 
 A run's scan length is budget // B updates, so runs are grouped by length: all lanes of a
 group (lr0 x seed, and every batch with that length for models whose batch is a traced
-scalar) run as one `jax.jit(jax.vmap(run))`. Every batch and lr0 sees the same seeds.
+scalar) run as one `jax.jit(jax.vmap(run))`. A group larger than `max_lanes` is split into
+equal chunks; each chunk's lane axis is sharded over every visible device with a
+NamedSharding, so the same code runs on one CPU, a GPU or many hosts (jax.distributed).
+Finished chunks go to an optional results store, from which an interrupted sweep resumes.
+Every batch and lr0 sees the same seeds.
 """
 from dataclasses import dataclass
+import math
 import sys
 import time
 from typing import Callable
@@ -12,9 +17,12 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from twoclock.config import OptimConfig, SweepConfig
+from twoclock.config import OptimConfig, SweepConfig, require_int
 from twoclock.scaling import lr_for_batch
+
+DEFAULT_MAX_LANES = 16384
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,18 @@ class SweepResult:
     ckpt: list
     seconds: float
     padded_fraction: float  # scanned-but-unused updates / useful updates
+    reused_chunks: int = 0
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A slice [start, stop) of one group's lanes, ordered (batch in group, lr0, seed)."""
+    n_steps: int
+    static_batch: int | None
+    batch_idx: tuple
+    start: int
+    stop: int
+    lanes: int  # padded lane count the program is compiled for
 
 
 def seed_keys(seed: int, n_seeds: int) -> jax.Array:
@@ -70,57 +90,143 @@ def n_steps_for(budget: int, batch: int) -> int:
     return budget // batch
 
 
+def plan(spec: ModelSpec, sweep: SweepConfig, max_lanes: int, n_dev: int) -> list:
+    """Group batches by scan length (and by batch if static), split groups into equal chunks."""
+    groups: dict = {}
+    for i, b in enumerate(sweep.batches):
+        key = (n_steps_for(sweep.budget, b), b if spec.static_batch else None)
+        groups.setdefault(key, []).append(i)
+    chunks = []
+    per_batch = len(sweep.lr0s) * sweep.seeds
+    for (n_steps, static_b), idx in groups.items():
+        total = len(idx) * per_batch
+        n_chunks = math.ceil(total / max_lanes)
+        size = math.ceil(math.ceil(total / n_chunks) / n_dev) * n_dev
+        for start in range(0, total, size):
+            chunks.append(Chunk(n_steps, static_b, tuple(idx), start, min(start + size, total),
+                                size))
+    return chunks
+
+
 def _log(msg: str, quiet: bool) -> None:
     if not quiet:
         print(msg, file=sys.stderr, flush=True)
 
 
-def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig,
-              quiet: bool = False) -> SweepResult:
-    """Run the whole grid; one compiled program per distinct scan length (or batch)."""
+def _global(x: np.ndarray, sharding) -> jax.Array:
+    """A lane-sharded global array; each process supplies its own shards (multi-host safe)."""
+    return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+
+
+def _fetch(tree):
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+        tree = multihost_utils.process_allgather(tree, tiled=True)
+    return jax.device_get(tree)
+
+
+def _progress(total: int, quiet: bool):
+    from tqdm import tqdm
+    return tqdm(total=total, unit="upd", unit_scale=True, dynamic_ncols=True, leave=False,
+                disable=quiet or not sys.stderr.isatty(), desc="sweep")
+
+
+def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet: bool = False,
+              store=None, resume: bool = False, max_lanes: int = DEFAULT_MAX_LANES,
+              on_chunk: Callable | None = None) -> SweepResult:
+    """Run the whole grid and return every per-seed clock.
+
+    store: a twoclock.store.Store; finished chunks are saved there as they complete. A
+    complete store (identical configuration) is reused outright; a partial one is reused
+    only with resume=True and otherwise recomputed. on_chunk(i) runs after chunk i is saved.
+    """
+    require_int("max_lanes", max_lanes)
     spec = MODELS[model]
     batches, lr0s, S = tuple(sweep.batches), tuple(sweep.lr0s), sweep.seeds
     nB, nL = len(batches), len(lr0s)
     lrs_BxL = np.array([[lr_for_batch(lr0, b, opt.b0, opt.lr_rule) for lr0 in lr0s]
                         for b in batches])
     n_steps_B = np.array([n_steps_for(sweep.budget, b) for b in batches])
-    keys_S = seed_keys(sweep.seed, S)
+    keys_S = np.asarray(seed_keys(sweep.seed, S))
+    devices = jax.devices()
+    mesh = Mesh(np.array(devices), ("grid",))  # Auto axes: GSPMD partitions the lanes
+    lane_sharding = NamedSharding(mesh, PartitionSpec("grid"))
+    chunks = plan(spec, sweep, max_lanes, len(devices))
 
-    groups: dict = {}
-    for i, b in enumerate(batches):
-        gkey = (n_steps_B[i], b if spec.static_batch else None)
-        groups.setdefault(gkey, []).append(i)
+    done = set()
+    if store is not None:
+        done = set(store.finished())
+        if done and not resume and len(done) < len(chunks):
+            _log(f"store {store.path}: {len(done)}/{len(chunks)} chunks of an interrupted sweep;"
+                 " recomputing (pass --resume to reuse them)", quiet)
+            store.clear()
+            done = set()
+        elif done:
+            _log(f"store {store.path}: reusing {len(done)}/{len(chunks)} finished chunks", quiet)
 
-    shape = (nB, nL, S)
-    out = {k: np.zeros(shape, np.int64) for k in ("prog_n", "fail_n", "div_n", "prog_t")}
-    extra: dict = {}
-    ckpt: list = [None] * nB
+    flat: dict = {}  # group key -> {name: [lanes, ...]}
+    fns: dict = {}
     scanned = useful = 0
     t_start = time.perf_counter()
-    for (n_steps, static_b), idx in groups.items():
-        t0 = time.perf_counter()
-        run = spec.make_run(model_cfg, opt, int(n_steps), sweep.n_ckpt, static_b)
-        # lanes ordered (batch in group, lr0, seed)
-        g = len(idx)
-        batch_N = np.repeat([batches[i] for i in idx], nL * S).astype(np.float32)
-        lr_N = np.repeat(lrs_BxL[idx].reshape(-1), S).astype(np.float32)
-        key_N = jnp.tile(keys_S, (g * nL, 1))
-        tr = jax.jit(jax.vmap(run))(batch_N, lr_N, key_N)
-        tr = jax.device_get(tr)
-        every = int(np.ceil(n_steps / sweep.n_ckpt))
-        scanned += g * nL * S * every * int(np.ceil(n_steps / every))
-        useful += g * nL * S * int(n_steps)
-        for name, field in (("prog_n", tr.prog_n), ("fail_n", tr.fail_n),
-                            ("div_n", tr.div_n), ("prog_t", tr.prog_t)):
-            out[name][idx] = np.asarray(field).reshape(g, nL, S)
-        for name, v in tr.extra.items():
-            extra.setdefault(name, np.zeros(shape, np.asarray(v).dtype))[idx] = \
-                np.asarray(v).reshape(g, nL, S)
+    bar = _progress(sum((c.stop - c.start) * c.n_steps for c in chunks), quiet)
+    for ci, c in enumerate(chunks):
+        gkey = (c.n_steps, c.static_batch)
+        g = len(c.batch_idx)
+        every = math.ceil(c.n_steps / sweep.n_ckpt)
+        scanned += c.lanes * every * math.ceil(c.n_steps / every)
+        useful += (c.stop - c.start) * c.n_steps
+        if ci in done:
+            out = store.load(ci)
+        else:
+            t0 = time.perf_counter()
+            if gkey not in fns:
+                run = spec.make_run(model_cfg, opt, int(c.n_steps), sweep.n_ckpt, c.static_batch)
+                fns[gkey] = jax.jit(jax.vmap(run))
+            batch_N = np.repeat([batches[i] for i in c.batch_idx], nL * S).astype(np.float32)
+            lr_N = np.repeat(lrs_BxL[list(c.batch_idx)].reshape(-1), S).astype(np.float32)
+            key_N = np.tile(keys_S, (g * nL, 1))
+            lane = np.arange(c.start, c.start + c.lanes).clip(max=c.stop - 1)  # pad: repeat last
+            tr = fns[gkey](*(_global(a[lane], lane_sharding) for a in (batch_N, lr_N, key_N)))
+            tr = _fetch(tr)
+            n = c.stop - c.start
+            out = {name: np.asarray(getattr(tr, name))[:n]
+                   for name in ("prog_n", "fail_n", "div_n", "prog_t")}
+            out.update({f"extra/{k}": np.asarray(v)[:n] for k, v in tr.extra.items()})
+            out.update({f"ckpt/{k}": np.asarray(v)[:n] for k, v in tr.ckpt.items()})
+            if store is not None:
+                store.save(ci, out)
+            bs = ",".join(str(batches[i]) for i in c.batch_idx)
+            if quiet or not sys.stderr.isatty():
+                _log(f"[{model}] batch {bs}: lanes {c.start}-{c.stop} of {g * nL * S} x "
+                     f"{c.n_steps} updates in {time.perf_counter() - t0:.1f} s", quiet)
+        for k, v in out.items():
+            flat.setdefault(gkey, {}).setdefault(k, []).append(v)
+        bar.update((c.stop - c.start) * c.n_steps)
+        if on_chunk is not None:
+            on_chunk(ci)
+    bar.close()
+
+    shape = (nB, nL, S)
+    res = {k: np.zeros(shape, np.int64) for k in ("prog_n", "fail_n", "div_n", "prog_t")}
+    extra: dict = {}
+    ckpt: list = [None] * nB
+    seen = set()
+    for c in chunks:
+        gkey = (c.n_steps, c.static_batch)
+        if gkey in seen:
+            continue
+        seen.add(gkey)
+        idx, g = list(c.batch_idx), len(c.batch_idx)
+        arrays = {k: np.concatenate(v) for k, v in flat[gkey].items()}
+        for k, v in arrays.items():
+            if k in res:
+                res[k][idx] = v.reshape(g, nL, S)
+            elif k.startswith("extra/"):
+                extra.setdefault(k[6:], np.zeros(shape, v.dtype))[idx] = v.reshape(g, nL, S)
         for j, i in enumerate(idx):
-            ckpt[i] = {k: np.asarray(v).reshape(g, nL, S, -1)[j] for k, v in tr.ckpt.items()}
-        bs = ",".join(str(batches[i]) for i in idx)
-        _log(f"[{model}] batch {bs}: {g * nL * S} runs x {n_steps} updates "
-             f"in {time.perf_counter() - t0:.1f} s", quiet)
-    return SweepResult(batches, lr0s, lrs_BxL, n_steps_B, out["prog_n"], out["fail_n"],
-                       out["div_n"], out["prog_t"], extra, ckpt,
-                       time.perf_counter() - t_start, scanned / max(useful, 1) - 1.0)
+            ckpt[i] = {k[5:]: v.reshape(g, nL, S, -1)[j] for k, v in arrays.items()
+                       if k.startswith("ckpt/")}
+    return SweepResult(batches, lr0s, lrs_BxL, n_steps_B, res["prog_n"], res["fail_n"],
+                       res["div_n"], res["prog_t"], extra, ckpt,
+                       time.perf_counter() - t_start, scanned / max(useful, 1) - 1.0,
+                       reused_chunks=len(done))

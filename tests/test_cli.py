@@ -1,0 +1,48 @@
+"""The headline command: one-line errors with exit code 2; a small run writes its files."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "experiments", "critical_batch.py")
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("args, name", [
+    (["--batches", "0", "8"], "batch"), (["--lr0", "-1"], "lr0"), (["--target", "1.5"], "target"),
+    (["--drift-threshold", "0"], "drift_threshold"), (["--budget", "4", "--batches", "8"], "budget"),
+    (["--optimizer", "lion"], "optimizer"), (["--lr-rule", "cube"], "lr_rule"), (["--dim", "0"], "dim"),
+    (["--model", "nope"], "model"), (["--batches", "eight"], "--batches"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, name):
+    p = cli(*args)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and name in lines[0] and "Traceback" not in p.stderr
+
+
+def test_small_run_writes_schema_json_and_figure(tmp_path):
+    out = tmp_path / "out"
+    p = cli("--batches", "8", "32", "--lr0", "1e-2", "2e-2", "--seeds", "4", "--budget", "6000",
+            "--dim", "8", "--drift-bias", "0.1", "--target", "0.2", "--out", str(out), "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "critical batch" in p.stdout and "N_prog" in p.stdout
+    res = json.loads((out / "critical_batch_quadratic.json").read_text())
+    assert {"runs", "critical_batch", "config", "versions"} <= set(res)
+    assert len(res["runs"]) == 4
+    for r in res["runs"]:
+        assert {"batch", "lr", "lr0", "lr_rule", "optimizer"} <= set(r)
+        for k in ("progress_samples", "failure_samples", "progress_updates"):
+            assert set(r[k]) == {"median", "ci", "reached", "seeds"} and r[k]["seeds"] == 4
+        assert r["lr"] == pytest.approx(r["lr0"] * (r["batch"] / 8) ** 0.5, rel=1e-12)
+    assert [c["lr0"] for c in res["critical_batch"]] == [1e-2, 2e-2]
+    assert res["config"]["model"]["dim"] == 8 and res["config"]["sweep"]["budget"] == 6000
+    for ext in ("png", "pdf"):
+        assert (out / f"critical_batch_quadratic.{ext}").stat().st_size > 1000

@@ -1,0 +1,59 @@
+"""Censored medians, bootstrap CIs and the interpolated critical batch."""
+import math
+
+import numpy as np
+from hypothesis import given, strategies as st
+
+from tests.helpers import assert_close
+from twoclock import clocks
+
+
+@given(st.lists(st.integers(1, 10**6), min_size=1, max_size=40))
+def test_summary_of_uncensored_is_the_median_inside_its_ci(xs):
+    s = clocks.summarize(np.array(xs))
+    assert s["median"] == np.median(xs)
+    assert s["reached"] == s["seeds"] == len(xs)
+    assert s["ci"][0] <= s["median"] <= s["ci"][1]
+
+
+@given(st.integers(1, 20), st.integers(0, 20))
+def test_censored_runs_are_kept_and_decide_the_median(n_hit, n_miss):
+    x = np.array([100] * n_hit + [0] * n_miss)
+    s = clocks.summarize(x)
+    assert s["seeds"] == n_hit + n_miss and s["reached"] == n_hit
+    if n_miss * 2 >= n_hit + n_miss:   # the middle value(s) include a censored run
+        assert s["median"] is None
+    else:
+        assert s["median"] == 100
+    assert all(v is None or math.isfinite(v) for v in s["ci"])
+
+
+def test_all_censored_is_none_never_nan():
+    s = clocks.summarize(np.zeros(8, int))
+    assert s == {"median": None, "ci": [None, None], "reached": 0, "seeds": 8}
+
+
+@given(st.floats(1.25, 3.0), st.integers(3, 7))
+def test_critical_batch_interpolates_on_log_b(growth, n):
+    # N_prog(B) = N0 * growth^(j) at B = 8 * 2^j: the 1.2 crossing is at log_growth(1.2) octaves.
+    batches = [8 * 2**j for j in range(n)]
+    prog = np.array([[1000.0 * growth**j] * 5 for j in range(n)])
+    cb = clocks.critical_batch(batches, prog)
+    expected = 8 * 2 ** (0 + (1.2 - 1) / (growth - 1))   # linear on log B between j=0 and j=1
+    assert_close(cb["batch"], expected, rtol=1e-9, atol=0, what="critical batch")
+    assert cb["found"] == 1.0
+
+
+def test_no_critical_batch_when_flat():
+    prog = np.full((5, 6), 1000)
+    cb = clocks.critical_batch([8, 16, 32, 64, 128], prog)
+    assert cb["batch"] is None and cb["ci"] == [None, None]
+
+
+def test_critical_batch_ci_brackets_point_with_noise():
+    rng = np.random.default_rng(1)
+    batches = [8, 16, 32, 64, 128]
+    prog = np.array([[1000 * (1 + 0.1 * j * j) * rng.uniform(0.95, 1.05) for _ in range(16)]
+                     for j in range(5)])
+    cb = clocks.critical_batch(batches, prog)
+    assert cb["ci"][0] <= cb["batch"] <= cb["ci"][1]
