@@ -53,7 +53,11 @@ def add_sweep_args(p) -> None:
     o.add_argument("--max-lanes", type=int, default=None,
                    help="runs per compiled chunk (default 16384); smaller uses less memory")
     o.add_argument("--distributed", action="store_true",
-                   help="call jax.distributed.initialize() first (multi-host runs)")
+                   help="call jax.distributed.initialize() first (multi-host runs; on a "
+                        "SLURM/TPU/MPI cluster the three flags below are auto-detected)")
+    o.add_argument("--coordinator", help="HOST:PORT of process 0 (with --distributed)")
+    o.add_argument("--num-processes", type=int, help="number of processes (with --distributed)")
+    o.add_argument("--process-id", type=int, help="this process's index (with --distributed)")
 
 
 def model_defaults(spec) -> dict:
@@ -118,7 +122,7 @@ def main(argv=None, prog="critical_batch.py") -> int:
         fail(prog, str(e))
     import jax
     if ns.distributed:
-        jax.distributed.initialize()
+        jax.distributed.initialize(ns.coordinator, ns.num_processes, ns.process_id)
     if ns.x64:
         jax.config.update("jax_enable_x64", True)
     from twoclock import plotting, report, results
@@ -155,6 +159,8 @@ def main(argv=None, prog="critical_batch.py") -> int:
         "store": None if store is None else {"path": store.path, "key": store.key,
                                              "reused_chunks": res.reused_chunks},
     }
+    if jax.process_index() != 0:  # multi-host: process 0 reports and writes
+        return 0
     json_path = ns.json or os.path.join(ns.out, f"critical_batch_{spec.name}.json")
     results.write_json(json_path, out)
     print(report.clock_table(out))

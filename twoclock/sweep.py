@@ -193,7 +193,7 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
                    for name in ("prog_n", "fail_n", "div_n", "prog_t")}
             out.update({f"extra/{k}": np.asarray(v)[:n] for k, v in tr.extra.items()})
             out.update({f"ckpt/{k}": np.asarray(v)[:n] for k, v in tr.ckpt.items()})
-            if store is not None:
+            if store is not None and jax.process_index() == 0:  # one writer on a shared disk
                 store.save(ci, out)
             bs = ",".join(str(batches[i]) for i in c.batch_idx)
             if quiet or not sys.stderr.isatty():
