@@ -46,3 +46,22 @@ def test_small_run_writes_schema_json_and_figure(tmp_path):
     assert res["config"]["model"]["dim"] == 8 and res["config"]["sweep"]["budget"] == 6000
     for ext in ("png", "pdf"):
         assert (out / f"critical_batch_quadratic.{ext}").stat().st_size > 1000
+
+
+def test_float32_and_float64_clocks_agree(tmp_path):
+    args = ["--batches", "8", "64", "--lr0", "1e-2", "--seeds", "24", "--budget", "20000",
+            "--dim", "16", "--drift-bias", "0.05", "--target", "0.1", "--no-figure", "--quiet",
+            "--no-store"]
+    res = {}
+    for name, extra in (("f32", []), ("f64", ["--x64"])):
+        p = cli(*args, *extra, "--json", str(tmp_path / f"{name}.json"))
+        assert p.returncode == 0, p.stderr
+        res[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    assert res["f64"]["config"]["x64"] and not res["f32"]["config"]["x64"]
+    for r32, r64 in zip(res["f32"]["runs"], res["f64"]["runs"]):
+        for k in ("progress_samples", "failure_samples"):
+            # different precision draws different noise, so compare as two samples: the
+            # medians may differ by at most the sum of their 95% CI half-widths.
+            a, b = r32[k], r64[k]
+            half = sum((s["ci"][1] - s["ci"][0]) / 2 for s in (a, b))
+            assert abs(a["median"] - b["median"]) <= half, (k, a, b)

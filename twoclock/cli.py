@@ -104,7 +104,8 @@ def quadratic_theory(cfg, opt, sweep, runs, crit) -> None:
     for r in runs:
         th = {}
         if opt.name == "adam":
-            th["failure_samples"] = theory.adam_failure_samples(cfg, opt, r["lr0"], r["batch"])
+            pred = theory.adam_failure_samples(cfg, opt, r["lr0"], r["batch"])
+            th["failure_samples"], th["failure_regime"] = pred["samples"], pred["regime"]
         else:
             t = theory.steps_to_target(cfg, opt, r["batch"], r["lr"], sweep.budget // r["batch"])
             th["progress_samples"] = t * r["batch"] if t else None

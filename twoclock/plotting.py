@@ -35,7 +35,7 @@ def clocks_vs_batch(result: dict, stem: str, unit: str = "samples") -> list:
     """Both clocks (median, 95% CI band) against batch, absolute and relative to B_min."""
     runs = result["runs"]
     lr0s = sorted({r["lr0"] for r in runs})
-    fig, (ax, axr) = plt.subplots(1, 2, figsize=(7.0, 2.8), constrained_layout=True)
+    fig, (ax, axr) = plt.subplots(1, 2, figsize=(7.0, 3.2), layout="constrained")
     for k, lr0 in enumerate(lr0s):
         col = PALETTE[k % len(PALETTE)]
         for key, style, name in (("progress_samples", "-", "progress"),
@@ -60,5 +60,6 @@ def clocks_vs_batch(result: dict, stem: str, unit: str = "samples") -> list:
     axr.set_ylabel("clock / clock at smallest B")
     axr.axhline(1.2, color="grey", lw=0.6, ls=":")
     axr.set_title("relative to smallest batch (grey: 1.2)", fontsize=8)
-    ax.legend(fontsize=6, ncol=1, frameon=False)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=6,
+               frameon=False)
     return save(fig, stem)

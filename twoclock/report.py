@@ -36,7 +36,11 @@ def clock_table(result: dict) -> str:
         for r in rows:
             th = r.get("theory", {})
             p, f, u = r["progress_samples"], r["failure_samples"], r["progress_updates"]
-            line = (f"{r['batch']:>6} {r['lr']:>9.3g} | {fmt_samples(p, budget):>26} "
+            d = r.get("diverged", {})
+            prog = fmt_samples(p, budget)
+            if p["median"] is None and 2 * d.get("runs", 0) >= p["seeds"]:
+                prog = f"diverged at {fmt_num(d['median_samples'])}"
+            line = (f"{r['batch']:>6} {r['lr']:>9.3g} | {prog:>26} "
                     f"{fmt_ratio(p['median'], base['progress_samples']['median']):>6} | "
                     f"{fmt_samples(f, budget):>26} "
                     f"{fmt_ratio(f['median'], base['failure_samples']['median']):>6} | "
@@ -44,7 +48,6 @@ def clock_table(result: dict) -> str:
                     f"{fmt_ratio(u['median'], base['progress_updates']['median']):>6} | "
                     f"{fmt_num(th.get('progress_samples')):>13} "
                     f"{fmt_num(th.get('failure_samples')):>13}")
-            d = r.get("diverged", {})
             if d.get("runs"):
                 line += (f"  diverged {d['runs']}/{p['seeds']} seeds "
                          f"(median at {fmt_num(d['median_samples'])} {unit})")
