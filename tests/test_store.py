@@ -25,7 +25,8 @@ def cli(*args, **kw):
 
 def test_killed_sweep_resumes_to_identical_results(tmp_path):
     ref = cli("--no-store", "--json", str(tmp_path / "ref.json"))
-    assert ref.wait(timeout=300) == 0, ref.stderr.read()
+    _, err = ref.communicate(timeout=300)
+    assert ref.returncode == 0, err
     store = tmp_path / "store"
     p = cli("--store", str(store), "--json", str(tmp_path / "run.json"))
     deadline = time.time() + 240
@@ -35,12 +36,13 @@ def test_killed_sweep_resumes_to_identical_results(tmp_path):
             break
         time.sleep(0.05)
     p.send_signal(signal.SIGKILL)
-    p.wait()
+    p.communicate()
     finished = len(list(next(store.glob("*")).glob("chunk-*.npz")))
     assert finished >= 2 and not (tmp_path / "run.json").exists()
     assert not list(next(store.glob("*")).glob(".tmp-*"))  # no torn files
     q = cli("--store", str(store), "--resume", "--json", str(tmp_path / "run.json"))
-    assert q.wait(timeout=300) == 0, q.stderr.read()
+    _, err = q.communicate(timeout=300)
+    assert q.returncode == 0, err
     got = json.loads((tmp_path / "run.json").read_text())
     want = json.loads((tmp_path / "ref.json").read_text())
     assert got["store"]["reused_chunks"] >= finished
