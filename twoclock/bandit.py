@@ -1,0 +1,430 @@
+"""Model 2: the verifiable-reward bandit (RLVR), trained the way LLMs are trained with GRPO/PPO.
+
+Problem. Train and held-out pools of prompts x; K candidate responses a per prompt; a verifier
+r(x, a) in {0, 1} with `n_correct` correct responses per prompt. A "pretrained" logit table z0
+gives each prompt an initial pass rate p0(x) ~ Beta(pass_a, pass_b) (spread evenly over the
+correct and over the wrong responses).
+
+Policy. pi_w(a | x) = softmax_a(z0(x, a) + phi(x, a) @ w) with shared features phi of dim
+D = skill_dim + drift_dim, w = 0 at the start (the reference policy):
+- skill block: phi_s(x, a) = skill_signal * (r(x, a) - n_correct / K) * u + feature_noise * eta,
+  u = ones / sqrt(skill_dim), eta ~ N(0, I). Moving w_s along u raises the logits of correct
+  responses on every prompt, held-out ones included (noise features limit the generalisation).
+- drift block: phi_d(x, a) = drift_scale * zeta, zeta ~ N(0, I), unrelated to correctness. As
+  w_d grows the logits get a random perturbation of scale |w_d| drift_scale, which eventually
+  scrambles a sharp policy: held-out accuracy collapses (the *emergent* collapse).
+
+Drift pull. Each sampled response i carries a non-verifier shaping signal xi_i ~ N(drift_bias,
+drift_noise) per drift coordinate (think of a weak style/length bonus). It enters the surrogate
+as a shaping term whose parameter gradient points along the drift coordinates, importance-
+weighted and clipped exactly as PPO treats a sample with advantage xi_i:
+    J_i = min(rho_i A_i, clip(rho_i) A_i) + sum_j keep_ij * sg(rho_i) * xi_ij * w_dj.
+So the drift's per-sample gradient has mean drift_bias and variance drift_noise whatever the
+policy's entropy: its pull does *not* fade as the policy sharpens (a pull acting through the
+policy's own sampling, e.g. a shaping reward added to r, does: Var_pi(phi_d) -> 0), and GRPO's
+std normalisation never sees it. The verifier's own policy gradient also acts on w_d (a weak
+restoring force once drift hurts accuracy); both are in the measured noise scale.
+
+Rollouts and updates. One *update* = one rollout batch: P = B / G prompts sampled with
+replacement from the train pool, G responses each (B responses), advantages per group, then
+M minibatch optimizer steps (P / M prompts each) x E epochs over the batch, the ratio
+pi_w / pi_behaviour taken against the policy that sampled the batch. With M = E = 1 the ratio
+is 1 at the only step and clipping changes nothing. The learning-rate rule uses B (responses).
+
+Clocks (in responses; updates = rollout batches). Progress: first update after which the exact
+held-out accuracy >= target. Failure: first update after which the drift statistic, the mean
+signed displacement of the drift coordinates from their start (mean(w_d)), >= drift_threshold.
+Emergent collapse (extra["collapse_n"]): first update after which held-out accuracy <= its
+running peak - collapse_drop.
+"""
+from dataclasses import dataclass
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from twoclock import objectives as obj
+from twoclock.config import _finite, require, require_choice, require_fraction, require_int, \
+    require_positive
+from twoclock.config import OptimConfig
+from twoclock.scaling import make_optimizer
+from twoclock.sweep import ModelSpec, register
+from twoclock.trace import Trace
+
+
+@dataclass(frozen=True)
+class BanditConfig:
+    """The verifiable-reward bandit (Model 2 of DESIGN.md); see the module docstring."""
+    n_train: int = 256           # train prompts
+    n_test: int = 256            # held-out prompts
+    responses: int = 8           # K candidate responses per prompt
+    n_correct: int = 2           # correct responses per prompt
+    pass_a: float = 1.0          # initial pass rate p0 ~ Beta(pass_a, pass_b)
+    pass_b: float = 2.0
+    skill_dim: int = 4
+    skill_signal: float = 1.0
+    feature_noise: float = 0.5
+    drift_dim: int = 16
+    drift_scale: float = 0.25    # scale of the drift features on held-out prompts
+    drift_train_scale: float = 0.0  # ... and on train prompts (0: invisible to the verifier)
+    drift_bias: float = 0.05     # mean of the per-response shaping signal xi (b)
+    drift_noise: float = 25.0    # variance of xi (c_d)
+    group: int = 8               # G responses per prompt in a rollout batch
+    advantage: str = "grpo"
+    adv_eps: float = 1e-6
+    minibatches: int = 1         # M optimizer steps per epoch
+    epochs: int = 1              # E passes over each rollout batch
+    clip_low: float | None = 0.2  # None: unclipped surrogate
+    clip_high: float | None = None  # None: = clip_low (symmetric); > clip_low: clip-higher
+    kl_coef: float = 0.0
+    target: float = 0.75         # held-out accuracy
+    drift_threshold: float = 2.0
+    collapse_drop: float = 0.1
+    init_seed: int = 0
+
+    def __post_init__(self):
+        require_int("n_train", self.n_train)
+        require_int("n_test", self.n_test)
+        require_int("responses", self.responses, lo=2)
+        require(isinstance(self.n_correct, int) and 1 <= self.n_correct < self.responses,
+                "n_correct", f"an integer in [1, responses - 1] = [1, {self.responses - 1}]",
+                self.n_correct)
+        require_positive("pass_a", self.pass_a)
+        require_positive("pass_b", self.pass_b)
+        require_int("skill_dim", self.skill_dim)
+        require_positive("skill_signal", self.skill_signal)
+        require(_finite(self.feature_noise) and self.feature_noise >= 0, "feature_noise",
+                "a finite number >= 0", self.feature_noise)
+        require_int("drift_dim", self.drift_dim)
+        require(_finite(self.drift_scale) and self.drift_scale >= 0, "drift_scale",
+                "a finite number >= 0", self.drift_scale)
+        require(_finite(self.drift_train_scale) and self.drift_train_scale >= 0,
+                "drift_train_scale", "a finite number >= 0", self.drift_train_scale)
+        require(_finite(self.drift_bias) and self.drift_bias >= 0, "drift_bias",
+                "a finite number >= 0", self.drift_bias)
+        require(_finite(self.drift_noise) and self.drift_noise >= 0, "drift_noise",
+                "a finite number >= 0", self.drift_noise)
+        require_int("group", self.group, lo=2)
+        require_choice("advantage", self.advantage, obj.ADVANTAGES)
+        require_positive("adv_eps", self.adv_eps)
+        require_int("minibatches", self.minibatches)
+        require_int("epochs", self.epochs)
+        if self.clip_low is not None:
+            require_positive("clip_low", self.clip_low)
+            require(self.clip_low < 1, "clip_low", "in (0, 1)", self.clip_low)
+        if self.clip_high is not None:
+            require(self.clip_low is not None, "clip_high", "None when clip_low is None",
+                    self.clip_high)
+            require_positive("clip_high", self.clip_high)
+        require(_finite(self.kl_coef) and self.kl_coef >= 0, "kl_coef", "a finite number >= 0",
+                self.kl_coef)
+        require_fraction("target", self.target)
+        require_positive("drift_threshold", self.drift_threshold)
+        require_fraction("collapse_drop", self.collapse_drop)
+        require_int("init_seed", self.init_seed, lo=0)
+
+    @property
+    def eps_high(self):
+        return self.clip_low if self.clip_high is None else self.clip_high
+
+    def prompts(self, batch: int) -> int:
+        """P = B / G prompts per rollout batch; ValueError unless B is a multiple of G >= M."""
+        require_int("batch", batch)
+        require(batch % self.group == 0, "batch", f"a multiple of group G = {self.group}", batch)
+        P = batch // self.group
+        require(P >= self.minibatches, "minibatches",
+                f"<= prompts per batch P = {P} (batch {batch} / group {self.group})",
+                self.minibatches)
+        require(P % self.minibatches == 0, "minibatches",
+                f"a divisor of prompts per batch P = {P}", self.minibatches)
+        return P
+
+
+def describe_batch(cfg: BanditConfig, batch: int) -> dict:
+    """What a batch of B responses is made of: {"prompts": P, "group": G}."""
+    return {"prompts": cfg.prompts(batch), "group": cfg.group}
+
+
+class Pool(NamedTuple):
+    """One prompt pool: z0 [N, K], features phi [N, K, D], rewards R [N, K] (float 0/1)."""
+    z0: np.ndarray
+    phi: np.ndarray
+    R: np.ndarray
+
+
+def initial_pass_rates(cfg: BanditConfig, n: int, rng) -> np.ndarray:
+    return np.clip(rng.beta(cfg.pass_a, cfg.pass_b, size=n), 0.01, 0.99)
+
+
+def make_pool(cfg: BanditConfig, n: int, rng, drift_scale: float) -> Pool:
+    """A pool of n prompts: exactly n_correct correct responses each, pass rate p0 ~ Beta."""
+    K, nc = cfg.responses, cfg.n_correct
+    R = np.zeros((n, K))
+    R[:, :nc] = 1.0
+    p0 = initial_pass_rates(cfg, n, rng)
+    z0 = np.where(R > 0, np.log(p0 / nc)[:, None], np.log((1 - p0) / (K - nc))[:, None])
+    u = np.ones(cfg.skill_dim) / math.sqrt(cfg.skill_dim)
+    phi_s = (cfg.skill_signal * (R - nc / K))[:, :, None] * u \
+        + cfg.feature_noise * rng.standard_normal((n, K, cfg.skill_dim))
+    phi_d = drift_scale * rng.standard_normal((n, K, cfg.drift_dim))
+    return Pool(z0, np.concatenate([phi_s, phi_d], axis=-1), R)
+
+
+def make_problem(cfg: BanditConfig) -> tuple[Pool, Pool]:
+    """(train, held-out) pools, fixed by init_seed (the same for every seed of a sweep)."""
+    rng = np.random.default_rng(cfg.init_seed)
+    return (make_pool(cfg, cfg.n_train, rng, cfg.drift_train_scale),
+            make_pool(cfg, cfg.n_test, rng, cfg.drift_scale))
+
+
+def logp_of(w, z0_NxK, phi_NxKxD):
+    return jax.nn.log_softmax(z0_NxK + jnp.einsum("nkd,d->nk", phi_NxKxD, w), axis=-1)
+
+
+def accuracy(w, pool) -> jax.Array:
+    """Exact expected verifier reward (pass@1) over a pool: mean_x sum_a pi(a|x) r(x, a)."""
+    return jnp.mean(jnp.sum(jnp.exp(logp_of(w, pool.z0, pool.phi)) * pool.R, axis=-1))
+
+
+def policy_metrics(w, pool) -> dict:
+    """Exact accuracy, KL(pi_w || pi_ref) and entropy, averaged over a pool's prompts."""
+    logp = logp_of(w, pool.z0, pool.phi)
+    logref = jax.nn.log_softmax(pool.z0, axis=-1)
+    return {"acc": jnp.mean(jnp.sum(jnp.exp(logp) * pool.R, axis=-1)),
+            "kl": jnp.mean(obj.kl(logp, logref)), "entropy": jnp.mean(obj.entropy(logp))}
+
+
+class Rollout(NamedTuple):
+    """One rollout batch, per prompt (leading axis P)."""
+    z0: jax.Array      # [P, K]
+    phi: jax.Array     # [P, K, D]
+    logref: jax.Array  # [P, K]
+    a: jax.Array       # [P, G] sampled responses
+    adv: jax.Array     # [P, G]
+    xi: jax.Array      # [P, G, Dd] shaping signal
+    logp_old: jax.Array  # [P, G] under the behaviour policy
+
+
+def group_loss(w, ro: Rollout, cfg: BanditConfig):
+    """Loss (minus the surrogate, plus the KL penalty) of one prompt's group, and its clip mask."""
+    Ds = cfg.skill_dim
+    logp_K = jax.nn.log_softmax(ro.z0 + ro.phi @ w)
+    logp_G = logp_K[ro.a]
+    el, eh = cfg.clip_low, cfg.eps_high
+    j_G, clipped_G = obj.log_ratio_objective(logp_G, ro.logp_old, ro.adv, el, eh)
+    rho_G = jax.lax.stop_gradient(jnp.exp(logp_G - ro.logp_old))
+    # The shaping term has no advantage sign to clip against (xi is mostly noise), so it is
+    # masked like a hard trust region: a sample whose ratio left the band gives no pull.
+    if el is None:
+        keep_G = jnp.ones(rho_G.shape, rho_G.dtype)
+    else:
+        keep_G = ((rho_G >= 1 - el) & (rho_G <= 1 + eh)).astype(rho_G.dtype)
+    shaping = jnp.sum(jnp.mean((keep_G * rho_G)[:, None] * ro.xi, axis=0) * w[Ds:])
+    loss = -(jnp.mean(j_G) + shaping)
+    if cfg.kl_coef > 0:
+        loss = loss + cfg.kl_coef * obj.kl(logp_K, ro.logref)
+    return loss, (jnp.mean(clipped_G.astype(loss.dtype)), 1.0 - jnp.mean(keep_G))
+
+
+def batch_loss(w, ro: Rollout, cfg: BanditConfig):
+    loss_P, (clip_P, out_P) = jax.vmap(group_loss, in_axes=(None, 0, None))(w, ro, cfg)
+    return jnp.mean(loss_P), (jnp.mean(clip_P), jnp.mean(out_P))
+
+
+def noise_stats(g_PxD, group: int, Ds: int) -> dict:
+    """Per-response noise tr(Sigma) and unbiased |grad|^2 per block, from per-group gradients.
+
+    Groups are the independent units: the batch mean of P group gradients has covariance
+    Sigma_group / P = (G Sigma_group) / B, so the per-response noise is G tr(Sigma_group) and
+    B_simple = G tr(Sigma_group) / |G|^2 in responses (McCandlish et al. 2018).
+    """
+    P = g_PxD.shape[0]
+    out = {}
+    for name, g in (("skill", g_PxD[:, :Ds]), ("drift", g_PxD[:, Ds:])):
+        mean = jnp.mean(g, axis=0)
+        if P > 1:
+            tr_group = jnp.sum(jnp.var(g, axis=0, ddof=1))
+        else:
+            tr_group = jnp.zeros((), g.dtype)
+        out[f"noise_{name}"] = group * tr_group
+        out[f"signal_{name}"] = jnp.sum(mean * mean) - tr_group / P
+    return out
+
+
+def noise_scale(noise, signal, axis=None):
+    """B_simple = mean(noise) / mean(signal) over checkpoints (and seeds): mean first, then ratio.
+
+    None (inf) when the measured signal is not positive: no detectable signal, noise-dominated.
+    """
+    n, s = np.mean(noise, axis=axis), np.mean(signal, axis=axis)
+    return np.where(s > 0, n / np.where(s > 0, s, 1.0), np.inf)
+
+
+class BanditState(NamedTuple):
+    w: jax.Array
+    opt_state: optax.OptState
+    peak: jax.Array
+    prog_t: jax.Array
+    fail_t: jax.Array
+    div_t: jax.Array
+    coll_t: jax.Array
+
+
+def checkpoint_every(n_steps: int, n_ckpt: int) -> int:
+    return max(1, math.ceil(n_steps / n_ckpt))
+
+
+def make_run(cfg: BanditConfig, opt: OptimConfig, n_steps: int, n_ckpt: int = 128, batch=None):
+    """A pure run(batch, lr, key) -> Trace of n_steps rollout batches of `batch` responses.
+
+    `batch` (static: it sets the array shapes P x G) must be given here; run's own batch
+    argument is only used by the learning-rate companions (Malladi) and may be traced.
+    """
+    require(batch is not None, "batch", "given (the bandit's batch sets array shapes)", batch)
+    B = int(batch)
+    P, G, M, E = cfg.prompts(B), cfg.group, cfg.minibatches, cfg.epochs
+    Pm = P // M
+    Ds, Dd = cfg.skill_dim, cfg.drift_dim
+    D = Ds + Dd
+    dtype = jnp.result_type(float)
+    train_np, test_np = make_problem(cfg)
+    train = Pool(*(jnp.asarray(v, dtype) for v in train_np))
+    test = Pool(*(jnp.asarray(v, dtype) for v in test_np))
+    logref_train = jax.nn.log_softmax(train.z0, axis=-1)
+    acc0 = float(accuracy(jnp.zeros((D,), dtype), test))
+    every = checkpoint_every(n_steps, n_ckpt)
+    n_chunks = math.ceil(n_steps / every)
+    grad_group = jax.vmap(jax.grad(lambda w, ro: group_loss(w, ro, cfg)[0]), in_axes=(None, 0))
+    loss_grad = jax.value_and_grad(lambda w, ro: batch_loss(w, ro, cfg), has_aux=True)
+
+    def rollout(w, key) -> Rollout:
+        kx, ka, kxi = jax.random.split(key, 3)
+        x_P = jax.random.randint(kx, (P,), 0, cfg.n_train)
+        z0, phi, R, logref = train.z0[x_P], train.phi[x_P], train.R[x_P], logref_train[x_P]
+        logp_PxK = logp_of(w, z0, phi)
+        a_PxG = jax.random.categorical(ka, logp_PxK[:, None, :], shape=(P, G))
+        r_PxG = jnp.take_along_axis(R, a_PxG, axis=1)
+        adv = obj.advantages(r_PxG, cfg.advantage, cfg.adv_eps)
+        xi = cfg.drift_bias + math.sqrt(cfg.drift_noise) * jax.random.normal(kxi, (P, G, Dd), dtype)
+        logp_old = jnp.take_along_axis(logp_PxK, a_PxG, axis=1)
+        zero_adv = jnp.mean(obj.zero_advantage_groups(r_PxG).astype(dtype))
+        return Rollout(z0, phi, logref, a_PxG, adv, xi, logp_old), zero_adv
+
+    def run(batch, lr, key) -> Trace:
+        tx = make_optimizer(opt, lr, jnp.asarray(batch, dtype))
+        zero = jnp.zeros((), jnp.int32)
+
+        def update(state: BanditState, t):
+            ro, zero_adv = rollout(state.w, jax.random.fold_in(key, t))
+            g_PxD = grad_group(state.w, ro)
+            stats = noise_stats(g_PxD, G, Ds)
+            stats["grad_norm"] = jnp.linalg.norm(jnp.mean(g_PxD, axis=0))
+            stats["zero_adv_frac"] = zero_adv
+            ro_M = jax.tree_util.tree_map(lambda v: v.reshape((M, Pm) + v.shape[1:]), ro)
+
+            def step(carry, s):
+                w, opt_state = carry
+                mb = jax.tree_util.tree_map(lambda v: v[s % M], ro_M)
+                (_, (clip, out)), g = loss_grad(w, mb)
+                upd, opt_state = tx.update(g, opt_state, w)
+                return (optax.apply_updates(w, upd), opt_state), (clip, out)
+
+            (w, opt_state), (clip_S, out_S) = jax.lax.scan(step, (state.w, state.opt_state),
+                                                           jnp.arange(M * E))
+            stats["clip_frac"] = jnp.mean(clip_S)
+            stats["outside_frac"] = jnp.mean(out_S)
+            acc = accuracy(w, test)
+            drift = jnp.mean(w[Ds:])
+            peak = jnp.maximum(state.peak, acc)
+            live = t <= n_steps
+            first = lambda prev, hit: jnp.where((prev == 0) & hit & live, t, prev)
+            state = BanditState(
+                w, opt_state, peak,
+                first(state.prog_t, acc >= cfg.target),
+                first(state.fail_t, drift >= cfg.drift_threshold),
+                first(state.div_t, ~(jnp.isfinite(acc) & jnp.all(jnp.isfinite(w)))),
+                first(state.coll_t, acc <= peak - cfg.collapse_drop),
+            )
+            return state, stats
+
+        def chunk(state, k):
+            ts = k * every + 1 + jnp.arange(every, dtype=jnp.int32)
+            state, stats = jax.lax.scan(update, state, ts)
+            m_tr, m_te = policy_metrics(state.w, train), policy_metrics(state.w, test)
+            out = {name: jnp.mean(v) for name, v in stats.items()}
+            out.update(heldout_acc=m_te["acc"], train_acc=m_tr["acc"], kl=m_tr["kl"],
+                       entropy=m_tr["entropy"], drift=jnp.mean(state.w[Ds:]),
+                       skill=jnp.mean(state.w[:Ds]))
+            return state, out
+
+        w0 = jnp.zeros((D,), dtype)
+        state = BanditState(w0, tx.init(w0), jnp.asarray(acc0, dtype), zero, zero, zero, zero)
+        state, ck = jax.lax.scan(chunk, state, jnp.arange(n_chunks, dtype=jnp.int32))
+        t_C = jnp.minimum((jnp.arange(n_chunks, dtype=jnp.int32) + 1) * every, n_steps)
+        return Trace(
+            prog_t=state.prog_t, fail_t=state.fail_t, div_t=state.div_t,
+            prog_n=state.prog_t * B, fail_n=state.fail_t * B, div_n=state.div_t * B,
+            extra={"collapse_n": state.coll_t * B},
+            ckpt={"samples": t_C * B, **ck},
+        )
+
+    return run
+
+
+# The headline's defaults for --model bandit (lr0 is quoted at the CLI's b0 = 8 responses).
+DEFAULT_SWEEP = dict(batches=(64, 128, 256, 512, 1024), lr0s=(0.02,), seeds=16, budget=100_000)
+
+_HELP = {
+    "n_train": "train prompts", "n_test": "held-out prompts", "responses": "K responses per prompt",
+    "n_correct": "correct responses per prompt", "pass_a": "initial pass rate ~ Beta(a, b): a",
+    "pass_b": "initial pass rate ~ Beta(a, b): b", "skill_dim": "skill feature directions",
+    "skill_signal": "skill feature's correctness signal", "feature_noise": "skill feature noise",
+    "drift_dim": "drift coordinates", "drift_scale": "drift feature scale on held-out prompts",
+    "drift_train_scale": "drift feature scale on train prompts (0: invisible to the verifier)",
+    "drift_bias": "mean b of the per-response drift signal",
+    "drift_noise": "variance c_d of the per-response drift signal", "group": "G responses per prompt",
+    "advantage": "grpo | drgrpo | rloo", "adv_eps": "GRPO std epsilon",
+    "minibatches": "M optimizer steps per epoch", "epochs": "E passes over a rollout batch",
+    "clip_low": "ratio clip 1 - eps_low ('none': unclipped)",
+    "clip_high": "ratio clip 1 + eps_high (default eps_low; larger: clip-higher)",
+    "kl_coef": "KL(pi || pi_ref) penalty", "target": "held-out accuracy target",
+    "drift_threshold": "failure: mean drift displacement threshold",
+    "collapse_drop": "emergent collapse: held-out accuracy drop below its running peak",
+    "init_seed": "seed of the prompt pools",
+}
+
+
+def _optional_float(text: str):
+    return "none" if text.lower() == "none" else float(text)
+
+
+def add_args(group) -> None:
+    """One flag per BanditConfig field (--drift-bias ...), default: the config's default."""
+    from dataclasses import fields
+    for f in fields(BanditConfig):
+        default = getattr(BanditConfig, f.name)
+        kind = (_optional_float if f.name in ("clip_low", "clip_high")
+                else type(default) if default is not None else float)
+        group.add_argument("--" + f.name.replace("_", "-"), dest="bandit_" + f.name, type=kind,
+                           default=None, metavar=f.name.upper(),
+                           help=f"{_HELP.get(f.name, f.name)} (default {default})")
+    group.add_argument("--no-clip", dest="bandit_no_clip", action="store_true",
+                       help="unclipped surrogate (same as --clip-low none)")
+
+
+def config_from_args(ns) -> BanditConfig:
+    """BanditConfig from the flags add_args added; ValueError names a bad parameter."""
+    from dataclasses import fields
+    kw = {f.name: getattr(ns, "bandit_" + f.name) for f in fields(BanditConfig)
+          if getattr(ns, "bandit_" + f.name, None) is not None}
+    kw = {k: None if v == "none" else v for k, v in kw.items()}
+    if getattr(ns, "bandit_no_clip", False):
+        kw["clip_low"], kw["clip_high"] = None, None
+    return BanditConfig(**kw)
+
+
+register(ModelSpec("bandit", make_run, static_batch=True, unit="responses",
+                   add_args=add_args, config_from_args=config_from_args))
