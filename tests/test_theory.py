@@ -1,0 +1,262 @@
+"""twoclock.theory against exact references, Monte Carlo and the simulator."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tests.helpers import assert_close
+from twoclock import OptimConfig, QuadraticConfig, SweepConfig, clocks, run_sweep, theory
+from twoclock.quadratic import initial_loss, make_run, spectrum
+
+alphas = st.floats(0.0, 2.0)
+dims = st.integers(1, 12)
+batches = st.integers(1, 256)
+mus = st.floats(0.1, 0.95)
+lr_h = st.floats(1e-3, 1.5)  # lr * h_max
+
+
+def _opt(name, mu):
+    return OptimConfig(name=name, momentum=mu)
+
+
+# ---------------------------------------------------------------------------------------------
+# exact moments
+# ---------------------------------------------------------------------------------------------
+
+@given(alphas, dims, batches, st.sampled_from(["sgd", "momentum"]), mus, lr_h,
+       st.floats(0.1, 10.0))
+def test_closed_form_equals_recursion(alpha, dim, batch, name, mu, lrh, sigma):
+    cfg = QuadraticConfig(dim=dim, alpha=alpha, sigma=sigma)
+    opt = _opt(name, mu)
+    lr = lrh / cfg.h_max
+    rec = theory.expected_loss(cfg, opt, batch, lr, 300)
+    cf = theory.expected_loss_at(cfg, opt, batch, lr, np.arange(301))
+    assert_close(cf, rec, rtol=1e-8, atol=1e-12 * rec[0], what="closed form vs recursion")
+
+
+@given(st.floats(0.0, 0.1))
+def test_closed_form_near_double_root(rel):
+    # a^2 = 4 mu on the stiffest coordinate: r1 = r2
+    cfg, mu = QuadraticConfig(dim=4), 0.9
+    lr = (1 - math.sqrt(mu)) ** 2 * (1 + rel * 1e-3)
+    opt = _opt("momentum", mu)
+    rec = theory.expected_loss(cfg, opt, 4, lr, 400)
+    cf = theory.expected_loss_at(cfg, opt, 4, lr, np.arange(401))
+    assert_close(cf, rec, rtol=1e-7, atol=0.0, what="closed form at a double root")
+
+
+@given(alphas, dims, batches, st.floats(1e-3, 1.0), st.floats(0.01, 0.9))
+def test_steps_to_target_equals_scan_sgd(alpha, dim, batch, lrh, target):
+    cfg = QuadraticConfig(dim=dim, alpha=alpha, target=target, sigma=0.3)
+    opt = OptimConfig(name="sgd")
+    lr, max_steps = lrh / cfg.h_max, 3000
+    L = theory.expected_loss(cfg, opt, batch, lr, max_steps)
+    hit = np.nonzero(L[1:] <= target * L[0])[0]
+    brute = int(hit[0]) + 1 if hit.size else 0
+    got = theory.steps_to_target(cfg, opt, batch, lr, max_steps)
+    head = L[: (brute or max_steps) + 1]
+    if np.all(np.diff(head) <= 0):  # monotone until the crossing: the search is exact
+        assert got == brute
+    _assert_crossing(L, got, target * L[0])
+
+
+def _assert_crossing(L, t, target):
+    if t > 0:
+        assert L[t] <= target * (1 + 1e-9) and (t == 1 or L[t - 1] > target * (1 - 1e-9))
+
+
+@given(alphas, dims, batches, mus, st.floats(1e-3, 0.5), st.floats(0.05, 0.9))
+def test_steps_to_target_momentum_is_a_crossing(alpha, dim, batch, mu, lrh, target):
+    cfg = QuadraticConfig(dim=dim, alpha=alpha, target=target, sigma=0.3)
+    opt = _opt("momentum", mu)
+    lr = lrh / cfg.h_max
+    L = theory.expected_loss(cfg, opt, batch, lr, 1000)
+    t = theory.steps_to_target(cfg, opt, batch, lr, 1000)
+    _assert_crossing(L, t, target * L[0])
+    if np.all(np.diff(L) <= 0):
+        hit = np.nonzero(L[1:] <= target * L[0])[0]
+        assert t == (int(hit[0]) + 1 if hit.size else 0)
+
+
+def test_steps_to_target_many_equals_single():
+    cfg = QuadraticConfig()
+    rng = np.random.default_rng(0)
+    b, lr = rng.integers(1, 256, 20), 10 ** rng.uniform(-3, 0, 20)
+    for name in ("sgd", "momentum"):
+        opt = OptimConfig(name=name)
+        many = theory.steps_to_target_many(cfg, opt, b, lr, 50_000)
+        one = [theory.steps_to_target(cfg, opt, int(bi), float(li), 50_000) for bi, li in zip(b, lr)]
+        np.testing.assert_array_equal(many, one)
+
+
+def test_adam_has_no_exact_moments():
+    cfg, opt = QuadraticConfig(), OptimConfig(name="adam")
+    for f in (lambda: theory.expected_loss(cfg, opt, 8, 0.1, 10),
+              lambda: theory.expected_loss_at(cfg, opt, 8, 0.1, 10),
+              lambda: theory.steps_to_target(cfg, opt, 8, 0.1, 10),
+              lambda: theory.steps_to_target_many(cfg, opt, [8], [0.1], 10)):
+        with pytest.raises(ValueError, match="optimizer"):
+            f()
+
+
+N_MC = 4000
+
+
+@settings(max_examples=6)
+@given(st.floats(0.0, 1.5), st.integers(2, 6), st.sampled_from([1, 4, 32]),
+       st.sampled_from(["sgd", "momentum"]), st.floats(0.05, 0.8))
+def test_moments_agree_with_monte_carlo(alpha, dim, batch, name, lrh):
+    cfg = QuadraticConfig(dim=dim, alpha=alpha, drift_dim=0)
+    opt = _opt(name, 0.5)
+    lr, n_steps = lrh / cfg.h_max, 40
+    run = make_run(cfg, opt, n_steps, n_ckpt=n_steps)
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(1), s))(jnp.arange(N_MC))
+    tr = jax.jit(jax.vmap(run, in_axes=(None, None, 0)))(float(batch), lr, keys)
+    L_SxT = np.asarray(tr.ckpt["loss_frac"], np.float64) * initial_loss(cfg)
+    ts = np.asarray(tr.ckpt["samples"])[0] // batch  # update index of each checkpoint
+    exact = theory.expected_loss_at(cfg, opt, batch, lr, ts)
+    mean, se = L_SxT.mean(0), L_SxT.std(0) / math.sqrt(N_MC)
+    # 4 standard errors (plus float32 rounding of the simulator)
+    assert np.all(np.abs(mean - exact) <= 4 * se + 1e-5 * initial_loss(cfg)), (mean, exact, se)
+
+
+def test_steps_to_target_many_is_fast():
+    import time
+    cfg, opt = QuadraticConfig(), OptimConfig(name="momentum")
+    rng = np.random.default_rng(1)
+    b, lr = rng.integers(1, 512, 1000), 10 ** rng.uniform(-3, 0, 1000)
+    theory.steps_to_target_many(cfg, opt, b, lr, 100_000)  # compile
+    t0 = time.perf_counter()
+    theory.steps_to_target_many(cfg, opt, b, lr, 100_000)
+    assert time.perf_counter() - t0 < 3.0  # ~0.2-0.5 s measured; generous for loaded CI
+
+
+# ---------------------------------------------------------------------------------------------
+# McCandlish et al. 2018
+# ---------------------------------------------------------------------------------------------
+
+@given(alphas, dims, st.floats(0.1, 5.0), st.booleans())
+def test_noise_scales_match_dense_formulas(alpha, dim, sigma, rotate):
+    cfg = QuadraticConfig(dim=dim, alpha=alpha, sigma=sigma, rotate=rotate, random_start=True)
+    from twoclock.quadratic import initial_offset, noise_variances, rotation
+    q = rotation(cfg)
+    q = np.eye(dim) if q is None else q
+    H = q @ np.diag(spectrum(cfg)) @ q.T
+    S = q @ np.diag(noise_variances(cfg)) @ q.T
+    G = H @ initial_offset(cfg)
+    assert_close(theory.b_noise(cfg), np.trace(H @ S) / (G @ H @ G), rtol=1e-9, atol=0,
+                 what="B_noise")
+    assert_close(theory.b_simple(cfg), np.trace(S) / (G @ G), rtol=1e-9, atol=0,
+                 what="B_simple")
+
+
+@given(st.floats(10, 1000), st.floats(100, 1e5))
+def test_pareto_fit_recovers_front(s_min, e_min):
+    S = s_min * np.array([1.1, 1.5, 2.0, 4.0, 10.0])
+    E = e_min * (1 + 1 / (S / s_min - 1))
+    fit = theory.pareto_fit(S, E)
+    assert_close([fit["s_min"], fit["e_min"], fit["b_crit"]], [s_min, e_min, e_min / s_min],
+                 rtol=1e-8, atol=0, what="Pareto fit")
+
+
+def test_sgd_steps_follow_pareto_front():
+    # SGD with the per-B best lr traces S_min/S + E_min/E = 1 (McCandlish et al.),
+    # and B_crit exceeds B_noise at the start: the noise scale only grows as the loss falls.
+    cfg, opt = QuadraticConfig(dim=16, target=0.3), OptimConfig(name="sgd")
+    Bs = 2.0 ** np.arange(0, 9)
+    lrs = np.geomspace(0.05, 1.9, 60)
+    S = []
+    for B in Bs:
+        n = theory.steps_to_target_many(cfg, opt, np.full(lrs.shape, B), lrs, 100_000)
+        S.append(np.min(np.where(n > 0, n, np.inf)))
+    S = np.asarray(S)
+    fit = theory.pareto_fit(S, S * Bs)
+    # The front is exact only in McCandlish's model (optimal lr per step); on whole NQM runs
+    # with one lr per run it holds to ~20% (measured max 23% here), so this checks its shape.
+    assert_close(fit["s_min"] / S + fit["e_min"] / (S * Bs), np.ones_like(S), rtol=0.3, atol=0,
+                 what="Pareto front")
+    assert fit["b_crit"] > theory.b_noise(cfg)
+
+
+# ---------------------------------------------------------------------------------------------
+# Adam: failure clock
+# ---------------------------------------------------------------------------------------------
+
+def _fail_medians(cfg, opt, lr0, bs, seeds=8):
+    pred = max(theory.adam_failure_samples(cfg, opt, lr0, b)["samples"] for b in bs)
+    res = run_sweep("quadratic", cfg, opt, SweepConfig(batches=tuple(bs), lr0s=(lr0,),
+                    seeds=seeds, budget=int(2.5 * pred)), quiet=True)
+    med = [clocks.summarize(res.fail_n[i, 0])["median"] for i in range(len(bs))]
+    assert all(m is not None for m in med), med
+    return np.asarray(med)
+
+
+@settings(max_examples=3)
+@given(st.floats(0.01, 0.03), st.floats(1.0, 4.0), st.floats(5e-3, 2e-2))
+def test_adam_sqrt_rule_failure_clock_is_flat(b, cd, lr0):
+    cfg = QuadraticConfig(dim=4, drift_bias=b, drift_noise=cd)
+    opt = OptimConfig(lr_rule="sqrt")
+    bs = (8, 32, 128)
+    assert all(theory.adam_failure_samples(cfg, opt, lr0, B)["regime"] == "noise" for B in bs)
+    med = _fail_medians(cfg, opt, lr0, bs)
+    pred = np.array([theory.adam_failure_samples(cfg, opt, lr0, B)["samples"] for B in bs])
+    assert med.max() / med.min() <= 1.2 / 0.8 and np.all(np.abs(med / med[0] - 1) <= 0.2), med
+    assert_close(med, pred, rtol=0.2, atol=0, what="N_fail vs prediction")
+
+
+@pytest.mark.parametrize("rule,slope", [("fixed", 0.5), ("linear", -0.5)])
+def test_adam_failure_slope(rule, slope):
+    # 16x range, 8 seeds: the median's seed noise moves the slope by ~0.03 and the signal term
+    # (B/(c_d/b^2) <= 0.05) by ~0.01, so +-0.1 is tight enough to tell 1/2 from 0 or 1.
+    cfg, opt = QuadraticConfig(dim=4), OptimConfig(lr_rule=rule)
+    med = _fail_medians(cfg, opt, 1e-2, (8, 128))
+    assert abs(math.log(med[1] / med[0]) / math.log(16) - slope) <= 0.1, med
+
+
+def test_failure_prediction_norm_stat_is_sooner():
+    cfg, opt = QuadraticConfig(drift_stat="norm", drift_threshold=2.0), OptimConfig()
+    p = theory.adam_failure_samples(cfg, opt, 1e-2, 8)
+    assert p["samples"] < p["leading"]
+    with pytest.raises(ValueError, match="optimizer"):
+        theory.adam_failure_samples(cfg, OptimConfig(name="sgd"), 1e-2, 8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Adam: progress gap and critical batch
+# ---------------------------------------------------------------------------------------------
+
+def test_progress_gap_where_theory_crosses_critical_batch():
+    cfg, opt, lr0 = QuadraticConfig(), OptimConfig(), 1e-2
+    mech = theory.critical_batch_mechanism(cfg, opt, lr0)
+    assert mech["mechanism"] == "saturation" and 8 < mech["batch"] < 128
+    res = run_sweep("quadratic", cfg, opt, SweepConfig(batches=(8, 128), lr0s=(lr0,), seeds=8,
+                    budget=20_000), quiet=True)
+    med = [clocks.summarize(res.prog_n[i, 0])["median"] for i in range(2)]
+    assert med[1] / med[0] >= 1.3, med
+    pred = [theory.adam_progress_samples(cfg, opt, lr0, B) for B in (8, 128)]
+    assert_close(med, pred, rtol=0.25, atol=0, what="mean-field N_prog")
+
+
+def test_noise_dominated_critical_batch_shrinks_with_lr0():
+    cfg, opt = QuadraticConfig(sigma=10, target=0.2), OptimConfig()
+    lr0s = (2e-2, 5e-2)
+    mech = [theory.critical_batch_mechanism(cfg, opt, lr0) for lr0 in lr0s]
+    assert mech[1]["mechanism"] == "curvature"
+    assert mech[1]["curvature"] < mech[0]["curvature"]
+    bs = (8, 16, 32, 64, 128, 256, 512)
+    res = run_sweep("quadratic", cfg, opt, SweepConfig(batches=bs, lr0s=lr0s, seeds=16,
+                    budget=100_000), quiet=True)
+    crit = [clocks.critical_batch(list(bs), res.prog_n[:, j])["batch"] for j in range(2)]
+    assert crit[1] is not None and (crit[0] is None or crit[1] < crit[0] / 2), crit
+
+
+def test_default_critical_batch_rises_with_lr0():
+    cfg, opt = QuadraticConfig(), OptimConfig()
+    sat = [theory.critical_batch_mechanism(cfg, opt, lr0) for lr0 in (5e-3, 1e-2, 2e-2)]
+    assert all(m["mechanism"] == "saturation" for m in sat)
+    assert sat[0]["batch"] < sat[1]["batch"] < sat[2]["batch"]
+    # the curvature estimate falls with lr0 but stays far above: it is not what binds here
+    assert all(m["curvature"] > 2 * m["saturation"] for m in sat)
