@@ -1,0 +1,108 @@
+"""Group advantages, PPO/GRPO ratio clipping and exact KL (twoclock.objectives)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from tests.helpers import assert_close
+from twoclock import objectives as obj
+
+KINDS = ("grpo", "drgrpo", "rloo")
+
+
+@st.composite
+def reward_groups(draw):
+    """r [P, G] of 0/1 verifier rewards, G >= 2, with some all-equal groups."""
+    G = draw(st.integers(2, 12))
+    P = draw(st.integers(1, 6))
+    rows = [draw(st.lists(st.integers(0, 1), min_size=G, max_size=G)) for _ in range(P)]
+    return np.asarray(rows, np.float32)
+
+
+@given(reward_groups(), st.sampled_from(KINDS))
+def test_advantages_have_zero_mean_per_group_and_vanish_on_equal_groups(r, kind):
+    A = np.asarray(obj.advantages(jnp.asarray(r), kind))
+    assert A.shape == r.shape
+    assert_close(A.mean(axis=1), np.zeros(r.shape[0]), rtol=0, atol=1e-5, what="group mean")
+    equal = np.all(r == r[:, :1], axis=1)
+    assert_close(A[equal], np.zeros_like(A[equal]), rtol=0, atol=0, what="equal-group adv")
+    assert np.array_equal(np.asarray(obj.zero_advantage_groups(jnp.asarray(r))), equal)
+    # a correct response never gets a lower advantage than a wrong one in its group
+    for p in np.flatnonzero(~equal):
+        assert A[p][r[p] == 1].min() > A[p][r[p] == 0].max()
+
+
+@given(reward_groups())
+def test_rloo_is_the_leave_one_out_baseline(r):
+    A = np.asarray(obj.advantages(jnp.asarray(r), "rloo"))
+    P, G = r.shape
+    loo = np.array([[r[p, i] - np.delete(r[p], i).mean() for i in range(G)] for p in range(P)])
+    assert_close(A, loo, rtol=1e-6, atol=1e-6, what="RLOO")
+
+
+@given(reward_groups())
+def test_grpo_is_drgrpo_over_the_group_std(r):
+    eps = 1e-6
+    A = np.asarray(obj.advantages(jnp.asarray(r), "grpo", eps))
+    dr = np.asarray(obj.advantages(jnp.asarray(r), "drgrpo"))
+    assert_close(dr, r - r.mean(axis=1, keepdims=True), rtol=0, atol=1e-6, what="Dr.GRPO")
+    assert_close(A, dr / (r.std(axis=1, keepdims=True) + eps), rtol=1e-5, atol=1e-6, what="GRPO")
+
+
+def test_unknown_advantage_is_named():
+    with pytest.raises(ValueError, match="advantage"):
+        obj.advantages(jnp.zeros((2, 4)), "ppo")
+
+
+eps_st = st.floats(0.01, 0.9)
+
+
+@given(eps_st, eps_st, st.lists(st.floats(-3, 3), min_size=1, max_size=16),
+       st.lists(st.floats(0.0, 1.0), min_size=16, max_size=16))
+def test_surrogate_is_unclipped_inside_the_band(el, eh, adv, u):
+    adv = np.asarray(adv, np.float32)
+    ratio = (1 - el) + (el + eh) * np.asarray(u[:adv.size], np.float32)  # inside [1-el, 1+eh]
+    clipped = obj.ppo_objective(jnp.asarray(ratio), jnp.asarray(adv), el, eh)
+    plain = obj.ppo_objective(jnp.asarray(ratio), jnp.asarray(adv), None, None)
+    assert_close(clipped, ratio * adv, rtol=1e-6, atol=1e-6, what="clipped surrogate")
+    assert_close(plain, ratio * adv, rtol=1e-6, atol=1e-6, what="unclipped surrogate")
+    assert not np.any(np.asarray(obj.clipped_mask(jnp.asarray(ratio), jnp.asarray(adv), el, eh)))
+
+
+@given(eps_st, eps_st, st.lists(st.floats(-3, 3).filter(lambda a: abs(a) > 1e-3),
+                                min_size=1, max_size=16),
+       st.lists(st.floats(-1.5, 1.5), min_size=16, max_size=16))
+def test_clipped_samples_give_no_gradient(el, eh, adv, logr):
+    adv = jnp.asarray(adv, jnp.float32)
+    logr = jnp.asarray(logr[:adv.size], jnp.float32)
+    g = jax.grad(lambda lr: jnp.sum(obj.ppo_objective(jnp.exp(lr), adv, el, eh)))(logr)
+    ratio = jnp.exp(logr)
+    mask = np.asarray(obj.clipped_mask(ratio, adv, el, eh))
+    g, ratio, adv = np.asarray(g), np.asarray(ratio), np.asarray(adv)
+    assert_close(g[mask], np.zeros(mask.sum()), rtol=0, atol=0, what="clipped gradient")
+    # elsewhere the gradient is d(ratio A)/d log ratio = ratio * A (never zero)
+    assert_close(g[~mask], (ratio * adv)[~mask], rtol=1e-5, atol=1e-6, what="live gradient")
+
+
+def test_clip_higher_is_asymmetric():
+    r = jnp.asarray([1.25, 1.25, 0.85, 0.75])
+    a = jnp.asarray([1.0, -1.0, -1.0, -1.0])
+    m = np.asarray(obj.clipped_mask(r, a, 0.2, 0.28))
+    # A > 0 at 1.25 < 1.28 is live; A < 0 only clips below 0.8
+    assert m.tolist() == [False, False, False, True]
+    assert np.asarray(obj.clipped_mask(r, a, 0.2, 0.2)).tolist() == [True, False, False, True]
+
+
+@given(st.integers(2, 10), st.integers(0, 10_000))
+def test_exact_kl_and_entropy(K, seed):
+    rng = np.random.default_rng(seed)
+    lp = jax.nn.log_softmax(jnp.asarray(rng.normal(size=(3, K)) * 2, jnp.float32))
+    lq = jax.nn.log_softmax(jnp.asarray(rng.normal(size=(3, K)) * 2, jnp.float32))
+    p, q = np.exp(np.asarray(lp, np.float64)), np.exp(np.asarray(lq, np.float64))
+    assert_close(obj.kl(lp, lq), np.sum(p * np.log(p / q), axis=1), rtol=1e-4, atol=1e-5,
+                 what="KL")
+    assert_close(obj.kl(lp, lp), np.zeros(3), rtol=0, atol=1e-6, what="KL(p||p)")
+    assert_close(obj.entropy(lp), -np.sum(p * np.log(p), axis=1), rtol=1e-4, atol=1e-5,
+                 what="entropy")
+    assert np.all(np.asarray(obj.entropy(lp)) <= np.log(K) + 1e-5)
