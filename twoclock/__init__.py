@@ -4,8 +4,8 @@ from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig, require
 from twoclock.trace import Trace
 from twoclock.sweep import MODELS, ModelSpec, SweepResult, run_sweep
 from twoclock import quadratic  # registers the "quadratic" model
-from twoclock import clocks, scaling
+from twoclock import clocks, scaling, theory
 from twoclock import bandit, objectives  # registers the "bandit" model
 
 __all__ = ["OptimConfig", "QuadraticConfig", "SweepConfig", "Trace", "MODELS", "ModelSpec",
-           "SweepResult", "run_sweep", "quadratic", "clocks", "scaling", "require"]
+           "SweepResult", "run_sweep", "quadratic", "clocks", "scaling", "theory", "require"]
