@@ -130,3 +130,94 @@ def quadratic_sweep(cfg: QuadraticConfig, opt: OptimConfig, sweep: SweepConfig,
         for k in ("prog", "fail", "div"):
             out[k + "_n"][i] = (r[k + "_t"] * b).reshape(nL, S)
     return out
+
+
+def bandit_lanes(cfg, opt: OptimConfig, batch: int, lr_N, n_steps: int, seed: int = 0,
+                 dtype=np.float32) -> dict:
+    """N lanes of the bandit (twoclock.bandit) with one rollout batch of `batch` responses per
+    update, in NumPy. Covers the default update (M = E = 1, no KL penalty): the ratio is 1 at
+    the only step, so the surrogate's gradient is the plain policy gradient plus the shaping pull.
+
+    Does the engine's work per update: sample prompts and responses, GRPO/Dr.GRPO/RLOO
+    advantages, per-group gradients (for the noise scale), Adam, exact held-out accuracy.
+    Returns first crossings prog_t / fail_t / coll_t (int64 [N], 0 = never) and final w_NxD.
+    """
+    from twoclock.bandit import make_problem
+    if cfg.minibatches != 1 or cfg.epochs != 1 or cfg.kl_coef != 0 or opt.name != "adam":
+        raise ValueError("the NumPy bandit covers M = E = 1, kl_coef = 0 and Adam only")
+    lr_N1 = np.asarray(lr_N, dtype)[:, None]
+    N = lr_N1.shape[0]
+    P, G, Ds = cfg.prompts(batch), cfg.group, cfg.skill_dim
+    D = Ds + cfg.drift_dim
+    train, test = (tuple(np.asarray(v, dtype) for v in pool) for pool in make_problem(cfg))
+    z0_tr, phi_tr, R_tr = train
+    z0_te, phi_te, R_te = test
+    rng = np.random.default_rng(seed)
+    b1, b2, eps = _adam_hparams(opt, np.full(N, float(batch)), dtype)
+    w = np.zeros((N, D), dtype)
+    mu = np.zeros((N, D), dtype)
+    nu = np.zeros((N, D), dtype)
+
+    def softmax(logits):
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def accuracy(w):
+        p = softmax(z0_te + np.einsum("xkd,nd->nxk", phi_te, w))
+        return (p * R_te).sum(axis=-1).mean(axis=-1)
+
+    peak = accuracy(w)
+    prog_t, fail_t, coll_t = (np.zeros(N, np.int64) for _ in range(3))
+    n_idx, p_idx = np.arange(N)[:, None, None], np.arange(P)[None, :, None]
+    for t in range(1, n_steps + 1):
+        x = rng.integers(0, cfg.n_train, size=(N, P))
+        phi = phi_tr[x]                                                    # [N, P, K, D]
+        pi = softmax(z0_tr[x] + np.einsum("npkd,nd->npk", phi, w))         # [N, P, K]
+        u = rng.random((N, P, G), dtype=dtype)
+        a = (np.cumsum(pi, axis=-1)[:, :, None, :] < u[..., None]).sum(-1)
+        a = np.minimum(a, cfg.responses - 1)                                # [N, P, G]
+        r = R_tr[x][n_idx, p_idx, a]
+        cen = r - r.mean(axis=-1, keepdims=True)
+        if cfg.advantage == "grpo":
+            adv = cen / (r.std(axis=-1, keepdims=True) + dtype(cfg.adv_eps))
+        elif cfg.advantage == "rloo":
+            adv = cen * dtype(G / (G - 1))
+        else:
+            adv = cen
+        # grad of -mean_G A log pi(a) = -mean_G A (phi_a - E_pi phi); E_G A = 0 drops E_pi phi
+        phi_a = phi[n_idx, p_idx, a]                                       # [N, P, G, D]
+        g_PD = -np.einsum("npg,npgd->npd", adv, phi_a) / G
+        xi = dtype(cfg.drift_bias) + dtype(np.sqrt(cfg.drift_noise)) * \
+            rng.standard_normal((N, P, G, cfg.drift_dim), dtype=dtype)
+        g_PD[..., Ds:] -= xi.mean(axis=2)
+        # per-response noise and signal per block (the engine's noise_stats)
+        for sl in (slice(0, Ds), slice(Ds, D)):
+            gb = g_PD[..., sl]
+            m = gb.mean(axis=1)
+            tr_group = gb.var(axis=1, ddof=1).sum(-1) if P > 1 else np.zeros(N, dtype)
+            _noise, _signal = G * tr_group, (m * m).sum(-1) - tr_group / P  # noqa: F841
+        g = g_PD.mean(axis=1)
+        mu = b1 * mu + (1 - b1) * g
+        nu = b2 * nu + (1 - b2) * g * g
+        upd = (mu / (1 - b1 ** dtype(t))) / (np.sqrt(nu / (1 - b2 ** dtype(t))) + eps)
+        w = w - lr_N1 * upd
+        acc = accuracy(w)
+        drift = w[:, Ds:].mean(axis=1)
+        peak = np.maximum(peak, acc)
+        for first, hit in ((prog_t, acc >= cfg.target), (fail_t, drift >= cfg.drift_threshold),
+                           (coll_t, acc <= peak - cfg.collapse_drop)):
+            first[(first == 0) & hit] = t
+    return {"prog_t": prog_t, "fail_t": fail_t, "coll_t": coll_t, "w": w}
+
+
+def bandit_sweep(cfg, opt: OptimConfig, sweep: SweepConfig, dtype=np.float32) -> dict:
+    """The run_sweep grid of the bandit in NumPy: prog_n / fail_n / collapse_n [B, L, S]."""
+    nB, nL, S = len(sweep.batches), len(sweep.lr0s), sweep.seeds
+    out = {k: np.zeros((nB, nL, S), np.int64) for k in ("prog_n", "fail_n", "collapse_n")}
+    for i, b in enumerate(sweep.batches):
+        lr_N = np.repeat([lr_for_batch(lr0, b, opt.b0, opt.lr_rule) for lr0 in sweep.lr0s], S)
+        r = bandit_lanes(cfg, opt, b, lr_N, n_steps_for(sweep.budget, b),
+                         seed=sweep.seed * 1_000_003 + i, dtype=dtype)
+        for k, name in (("prog_t", "prog_n"), ("fail_t", "fail_n"), ("coll_t", "collapse_n")):
+            out[name][i] = (r[k] * b).reshape(nL, S)
+    return out

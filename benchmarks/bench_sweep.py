@@ -1,0 +1,306 @@
+"""Sweep throughput against a NumPy reference, a loop of single runs and the RNG's draw rate.
+
+    python benchmarks/bench_sweep.py [--quick] [--prng threefry2x32|rbg|unsafe_rbg]
+
+Prints one table. Rates count useful updates only (not the padding of the last checkpoint
+chunk): coordinate-updates = updates x (dim + drift_dim), one Gaussian draw each; samples =
+updates x batch. "steady" times a compiled program (compilation reported separately);
+"run_sweep" is the end-to-end call a user makes, compilation included.
+"""
+import argparse
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="smaller budget, for a smoke test")
+    p.add_argument("--prng", default=None, choices=("threefry2x32", "rbg", "unsafe_rbg"),
+                   help="JAX PRNG implementation (default: JAX's default)")
+    p.add_argument("--devices", type=int, default=None,
+                   help="split the CPU into this many XLA host devices (the sweep shards its "
+                        "lanes over them; results are identical)")
+    p.add_argument("--loop-runs", type=int, default=48,
+                   help="at most this many runs timed in the single-run loop (spread over the grid)")
+    return p.parse_args()
+
+
+ARGS = _args() if __name__ == "__main__" else None
+if ARGS is not None and ARGS.devices:
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                               f" --xla_force_host_platform_device_count={ARGS.devices}")
+
+import jax  # noqa: E402
+
+if ARGS is not None and ARGS.prng:
+    jax.config.update("jax_default_prng_impl", ARGS.prng)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig  # noqa: E402
+from twoclock.scaling import lr_for_batch  # noqa: E402
+from twoclock.sweep import MODELS, n_steps_for, run_sweep, seed_keys  # noqa: E402
+import twoclock  # noqa: E402,F401  (registers the models)
+
+
+def _load_reference():
+    spec = importlib.util.spec_from_file_location("numpy_reference", HERE / "numpy_reference.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+nr = _load_reference()
+ALL_BATCHES = (8, 16, 32, 64, 128, 256)
+LR0S = (5e-3, 1e-2, 2e-2)
+
+
+def grids(budget: int) -> dict:
+    """small / medium / large: 48, 288 and 1152 runs."""
+    return {
+        "small": SweepConfig(batches=(8, 32, 128), lr0s=(1e-2,), seeds=16, budget=budget),
+        "medium": SweepConfig(batches=ALL_BATCHES, lr0s=LR0S, seeds=16, budget=budget),
+        "large": SweepConfig(batches=ALL_BATCHES, lr0s=LR0S, seeds=64, budget=budget),
+    }
+
+
+def best_of(fn, repeats: int) -> float:
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+
+
+# ---------------------------------------------------------------- draw rates
+def jax_draw_rates() -> dict:
+    """Standard normals per second from jax.random.normal (float32, jitted), by batch size."""
+    out = {}
+    key = jax.random.PRNGKey(0)
+    for log2n in (16, 20, 24):
+        n = 1 << log2n
+        f = jax.jit(lambda k, n=n: jax.random.normal(k, (n,), jnp.float32))
+        jax.block_until_ready(f(key))
+        out[f"jax normal f32, batch 2^{log2n}"] = n / best_of(
+            lambda: jax.block_until_ready(f(key)), 5)
+    return out
+
+
+def numpy_draw_rates() -> dict:
+    out = {}
+    rng = np.random.default_rng(0)
+    n = 1 << 22
+    for dt in (np.float32, np.float64):
+        buf = np.empty(n, dt)
+        rng.standard_normal(out=buf, dtype=dt)
+        out[f"numpy standard_normal {dt.__name__}, batch 2^22"] = n / best_of(
+            lambda: rng.standard_normal(out=buf, dtype=dt), 5)
+    return out
+
+
+# ---------------------------------------------------------------- quadratic sweep
+def work(sweep: SweepConfig, dims: int) -> tuple:
+    """(coordinate-updates, samples) of the useful updates of a grid."""
+    runs_per_batch = len(sweep.lr0s) * sweep.seeds
+    updates = sum(n_steps_for(sweep.budget, b) for b in sweep.batches) * runs_per_batch
+    samples = sum(n_steps_for(sweep.budget, b) * b for b in sweep.batches) * runs_per_batch
+    return updates * dims, samples
+
+
+def lanes(sweep: SweepConfig, opt: OptimConfig, b: int):
+    """(batch_N, lr_N, key_N) of one batch, ordered (lr0, seed) as in run_sweep."""
+    nL, S = len(sweep.lr0s), sweep.seeds
+    lr_N = np.repeat([lr_for_batch(l, b, opt.b0, opt.lr_rule) for l in sweep.lr0s], S)
+    return (np.full(nL * S, b, np.float32), lr_N.astype(np.float32),
+            jnp.tile(seed_keys(sweep.seed, S), (nL, 1)))
+
+
+def jax_steady(model: str, cfg, opt, sweep: SweepConfig) -> tuple:
+    """(run seconds, compile seconds) of one vmapped program per batch (quadratic: per length)."""
+    spec = MODELS[model]
+    t_run = t_compile = 0.0
+    for b in sweep.batches:
+        n = n_steps_for(sweep.budget, b)
+        f = jax.jit(jax.vmap(spec.make_run(cfg, opt, n, sweep.n_ckpt, b if spec.static_batch
+                                           else None)))
+        args = lanes(sweep, opt, b)
+        t0 = time.perf_counter()
+        jax.block_until_ready(f(*args))
+        t_compile += time.perf_counter() - t0
+        t_run += best_of(lambda: jax.block_until_ready(f(*args)), 2)
+    t_compile -= t_run / 2  # the first call also ran once; a rough split
+    return t_run, max(t_compile, 0.0)
+
+
+def jax_loop(model: str, cfg, opt, sweep: SweepConfig, max_runs: int) -> tuple:
+    """(seconds, coordinate-updates, runs) of a Python loop of single jitted runs.
+
+    At most max_runs runs are timed, spread evenly over the grid; compilation excluded.
+    """
+    spec = MODELS[model]
+    dims = cfg.dim + cfg.drift_dim
+    nL, S = len(sweep.lr0s), sweep.seeds
+    all_runs = [(b, j) for b in sweep.batches for j in range(nL * S)]
+    pick = all_runs[:: max(1, len(all_runs) // max_runs)][:max_runs]
+    fns = {}
+    for b in sorted({b for b, _ in pick}):
+        n = n_steps_for(sweep.budget, b)
+        fns[b] = jax.jit(spec.make_run(cfg, opt, n, sweep.n_ckpt,
+                                       b if spec.static_batch else None))
+        batch_N, lr_N, key_N = lanes(sweep, opt, b)
+        jax.block_until_ready(fns[b](batch_N[0], lr_N[0], key_N[0]))
+    args = {b: lanes(sweep, opt, b) for b in fns}
+    t0 = time.perf_counter()
+    coord = 0
+    for b, j in pick:
+        batch_N, lr_N, key_N = args[b]
+        jax.block_until_ready(fns[b](batch_N[j], lr_N[j], key_N[j]))
+        coord += n_steps_for(sweep.budget, b) * dims
+    return time.perf_counter() - t0, coord, len(pick)
+
+
+def bench_quadratic(budget: int, max_loop: int, rows: list) -> None:
+    cfg, opt = QuadraticConfig(), OptimConfig()
+    dims = cfg.dim + cfg.drift_dim
+    for name, sweep in grids(budget).items():
+        runs = len(sweep.batches) * len(sweep.lr0s) * sweep.seeds
+        coord, samples = work(sweep, dims)
+        t_jax, t_comp = jax_steady("quadratic", cfg, opt, sweep)
+        t0 = time.perf_counter()
+        run_sweep("quadratic", cfg, opt, sweep, quiet=True)
+        t_e2e = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        nr.quadratic_sweep(cfg, opt, sweep)
+        t_np = time.perf_counter() - t0
+        t_loop, coord_loop, n_loop = jax_loop("quadratic", cfg, opt, sweep, max_loop)
+        rows.append({
+            "grid": f"{name} ({runs} runs)", "coord": coord, "samples": samples,
+            "jax": coord / t_jax, "jax_samples": samples / t_jax, "compile": t_comp,
+            "e2e": coord / t_e2e, "e2e_s": t_e2e, "numpy": coord / t_np, "np_s": t_np,
+            "loop": coord_loop / t_loop, "loop_runs": n_loop,
+        })
+        print(f"  quadratic {name}: {runs} runs done", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- bandit
+def bench_bandit(budget: int, rows: list) -> str | None:
+    """The bandit sweep against its NumPy reference; returns a note when it cannot run."""
+    if "bandit" not in MODELS:
+        try:
+            import twoclock.bandit  # noqa: F401
+        except ImportError:
+            pass
+    if "bandit" not in MODELS:
+        return "bandit: model not registered yet (twoclock.bandit missing); section skipped"
+    if not hasattr(nr, "bandit_sweep"):
+        return "bandit: no NumPy reference yet (numpy_reference.bandit_sweep); section skipped"
+    from twoclock.bandit import BanditConfig
+    cfg, opt = BanditConfig(), OptimConfig()
+    sweep = SweepConfig(batches=(64, 256), lr0s=(0.02,), seeds=16, budget=budget // 2)
+    updates = sum(n_steps_for(sweep.budget, b) for b in sweep.batches) * sweep.seeds
+    samples = sum(n_steps_for(sweep.budget, b) * b for b in sweep.batches) * sweep.seeds
+    t_jax, t_comp = jax_steady("bandit", cfg, opt, sweep)
+    t0 = time.perf_counter()
+    nr.bandit_sweep(cfg, opt, sweep)
+    t_np = time.perf_counter() - t0
+    rows.append({"grid": f"bandit, batches 64 and 256 x 16 seeds, budget {sweep.budget}",
+                 "jax_samples": samples / t_jax, "jax_updates": updates / t_jax,
+                 "np_samples": samples / t_np, "compile": t_comp, "np_s": t_np, "jax_s": t_jax})
+    return None
+
+
+# ---------------------------------------------------------------- exact engine
+def bench_theory() -> str:
+    try:
+        from twoclock import theory
+    except ImportError:
+        return "exact engine: twoclock.theory missing; not timed"
+    if not hasattr(theory, "steps_to_target_many"):
+        return "exact engine: twoclock.theory.steps_to_target_many missing; not timed"
+    return theory_timing(theory)
+
+
+def theory_timing(theory) -> str:
+    """1000 configurations (40 batches x 25 lrs) of steps_to_target_many, SGD and momentum."""
+    cfg = QuadraticConfig()
+    b_K = np.geomspace(1, 1024, 40)[:, None]
+    lines = []
+    for opt, top in ((OptimConfig(name="sgd"), 1.5), (OptimConfig(name="momentum"), 0.15)):
+        lr_K = np.geomspace(top / 1000, top, 25)[None, :]
+        t0 = time.perf_counter()
+        n_first = theory.steps_to_target_many(cfg, opt, b_K, lr_K, max_steps=10**7)
+        t_first = time.perf_counter() - t0
+        t_again = best_of(lambda: theory.steps_to_target_many(cfg, opt, b_K, lr_K * 0.9,
+                                                              max_steps=10**7), 3)
+        lines.append(f"exact engine ({opt.name}): steps_to_target_many on {n_first.size} "
+                     f"configurations ({int((n_first > 0).sum())} reach the target): "
+                     f"{t_first:.2f} s first call (with compile), "
+                     f"{t_again:.3f} s after")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- report
+def fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def main() -> int:
+    args = ARGS
+    budget = 20_000 if args.quick else 200_000
+    t_all = time.perf_counter()
+    print(f"load average at start {os.getloadavg()[0]:.1f}")
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform} x{len(jax.devices())}, "
+          f"{os.cpu_count()} CPU cores, PRNG {jax.config.jax_default_prng_impl}, "
+          f"numpy {np.__version__}, budget {budget} samples/run")
+    draws = {**jax_draw_rates(), **numpy_draw_rates()}
+    jax_peak = max(v for k, v in draws.items() if k.startswith("jax"))
+    np_peak = max(v for k, v in draws.items() if k.startswith("numpy"))
+    print("\nStandard normals per second (best of 5):")
+    for k, v in draws.items():
+        print(f"  {k:42s} {fmt(v)}")
+
+    rows: list = []
+    bench_quadratic(budget, args.loop_runs, rows)
+    print("\nQuadratic Adam sweep (dim 64 + drift 8; batches x lr0 x seeds; coordinate-updates/s):")
+    hdr = ("| grid | JAX sweep (steady) | samples/s | run_sweep (with compile) | NumPy | "
+           "single-run loop | JAX/NumPy | JAX/loop | JAX / JAX draw peak | JAX / JAX draw 2^24 |")
+    print(hdr)
+    print("|" + "---|" * (hdr.count("|") - 1))
+    d24 = draws["jax normal f32, batch 2^24"]
+    for r in rows:
+        print(f"| {r['grid']} | {fmt(r['jax'])} | {fmt(r['jax_samples'])} | "
+              f"{fmt(r['e2e'])} ({r['e2e_s']:.1f} s) | {fmt(r['numpy'])} ({r['np_s']:.1f} s) | "
+              f"{fmt(r['loop'])} ({r['loop_runs']} runs) | {r['jax'] / r['numpy']:.1f}x | "
+              f"{r['jax'] / r['loop']:.1f}x | {100 * r['jax'] / jax_peak:.0f}% | "
+              f"{100 * r['jax'] / d24:.0f}% |")
+    print(f"compile seconds per grid: " + ", ".join(f"{r['grid']}: {r['compile']:.1f}"
+                                                   for r in rows))
+    print(f"JAX draw peak {fmt(jax_peak)}/s, NumPy draw peak {fmt(np_peak)}/s")
+
+    brows: list = []
+    note = bench_bandit(budget, brows)
+    if note:
+        print("\n" + note)
+    for r in brows:
+        print(f"\nBandit sweep (default BanditConfig, Adam, M = E = 1; responses/s):\n"
+              f"| grid | JAX sweep (steady) | JAX updates/s | NumPy | JAX/NumPy |\n"
+              f"|---|---|---|---|---|\n"
+              f"| {r['grid']} | {fmt(r['jax_samples'])} ({r['jax_s']:.1f} s) | "
+              f"{fmt(r['jax_updates'])} | {fmt(r['np_samples'])} ({r['np_s']:.1f} s) | "
+              f"{r['jax_samples'] / r['np_samples']:.1f}x |\n"
+              f"bandit compile seconds: {r['compile']:.1f}")
+    print("\n" + bench_theory())
+    print(f"load average at end {os.getloadavg()[0]:.1f}")
+    print(f"\nbenchmark wall time {time.perf_counter() - t_all:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
