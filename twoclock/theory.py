@@ -306,6 +306,22 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch) -> 
             "regime": "noise" if B < cd / (b * b) else "signal"}
 
 
+def linear_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch) -> float:
+    """Predicted failure clock of SGD / heavy-ball momentum on the drift block (drift_stat "mean").
+
+    The drift gradient -b + noise moves the block's mean by lr b / (1 - mu) per update once the
+    momentum has built up (the first ~1/(1-mu) updates move less; ignored), so
+    N_fail = B * threshold (1 - mu) / (lr b): ~ B^(1-p) under lr = lr0 (B/B0)^p.
+    """
+    mu = _require_linear(opt)
+    require_positive("lr0", lr0)
+    require(cfg.drift_dim >= 1 and cfg.drift_bias > 0, "drift_bias",
+            "> 0 with drift_dim >= 1 (no drift, no failure clock)", cfg.drift_bias)
+    require(cfg.drift_stat == "mean", "drift_stat", "mean for this prediction", cfg.drift_stat)
+    B = float(batch)
+    return B * cfg.drift_threshold * (1.0 - mu) / (_lr(opt, lr0, B) * cfg.drift_bias)
+
+
 def critical_batch_curvature(cfg: QuadraticConfig, opt: OptimConfig, lr0):
     """B where lr_eff(B) h_max = 1 (the curvature mechanism), None if no B >= 1 reaches it.
 
