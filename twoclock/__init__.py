@@ -6,6 +6,7 @@ from twoclock.sweep import MODELS, ModelSpec, SweepResult, run_sweep
 from twoclock import quadratic  # registers the "quadratic" model
 from twoclock import clocks, scaling, theory
 from twoclock import bandit, objectives  # registers the "bandit" model
+from twoclock import phase, schedule, throughput  # batch schedules, wall-clock, phase diagrams
 
 __all__ = ["OptimConfig", "QuadraticConfig", "SweepConfig", "Trace", "MODELS", "ModelSpec",
            "SweepResult", "run_sweep", "quadratic", "clocks", "scaling", "theory", "require"]

@@ -202,6 +202,8 @@ def phase_figure(result: dict):
         ax.set_yscale("log")
         ax.set_xticks(list(B))
         ax.set_xticklabels([str(int(b)) for b in B])
+        ax.set_yticks(list(L))
+        ax.set_yticklabels([f"{l:g}" for l in L])
         ax.minorticks_off()
         ax.set_xlabel(f"batch B ({p['batch_unit']})")
         ax.set_ylabel("base learning rate lr0 (at B0)")

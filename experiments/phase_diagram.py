@@ -1,0 +1,143 @@
+"""Phase diagram over (batch, lr0): `python experiments/phase_diagram.py [flags]`.
+
+For each model, sweeps batch x lr0 x seed (sqrt rule by default), colours each cell by the
+margin N_fail - N_prog (medians, samples), crosses the cells where most seeds fail first, and
+draws the theory's boundary N_fail = N_prog over it (quadratic model: Adam failure clock and
+mean-field progress clock of twoclock.theory; the bandit has no closed-form boundary).
+Also writes the clocks-vs-batch data (with the quadratic theory overlay) that paper_figures
+plots. The quadratic default uses a collapse threshold of 0.2 (see experiments/schedule.py)
+so that the boundary crosses the grid.
+"""
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for _p in (ROOT, HERE):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from schedule import add_optim_args, add_output_args, optim_from_args  # noqa: E402
+from twoclock.cli import OneLineParser, fail  # noqa: E402
+
+
+def parse(argv):
+    import twoclock  # noqa: F401
+    from twoclock.sweep import MODELS
+    p = OneLineParser(prog="phase_diagram.py", description=__doc__)
+    s = p.add_argument_group("sweep")
+    s.add_argument("--models", nargs="+", default=["quadratic"], help="quadratic and/or bandit")
+    s.add_argument("--batches", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256],
+                   help="quadratic batches")
+    s.add_argument("--lr0", type=float, nargs="+", default=[2.5e-3, 5e-3, 1e-2, 2e-2, 4e-2],
+                   help="quadratic base learning rates")
+    s.add_argument("--bandit-batches", type=int, nargs="+", default=[64, 128, 256, 512, 1024])
+    s.add_argument("--bandit-lr0", type=float, nargs="+", default=[0.01, 0.02, 0.04])
+    s.add_argument("--bandit-budget", type=int, default=100_000)
+    s.add_argument("--bandit-clock", default="fail_n",
+                   help="bandit failure clock: fail_n (drift threshold) | collapse_n")
+    s.add_argument("--seeds", type=int, default=8)
+    s.add_argument("--budget", type=int, default=30_000, help="quadratic sample budget per run")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--n-ckpt", type=int, default=8)
+    s.add_argument("--theory-points", type=int, default=9,
+                   help="theory grid points per axis (quadratic boundary)")
+    add_optim_args(p)
+    MODELS["quadratic"].add_args(p.add_argument_group("quadratic model"))
+    p.set_defaults(drift_threshold=0.2)
+    add_output_args(p, "phase_diagram")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ns = parse(argv)
+    import numpy as np
+    from twoclock.config import SweepConfig, require, require_int
+    from twoclock.sweep import MODELS
+    try:
+        for m in ns.models:
+            require(m in ("quadratic", "bandit") and m in MODELS, "models",
+                    "quadratic and/or bandit", m)
+        require(ns.bandit_clock in ("fail_n", "collapse_n"), "bandit_clock",
+                "fail_n or collapse_n", ns.bandit_clock)
+        require_int("theory_points", ns.theory_points, lo=2)
+        opt = optim_from_args(ns)
+        qcfg = MODELS["quadratic"].config_from_args(ns)
+        qsweep = SweepConfig(batches=tuple(ns.batches), lr0s=tuple(ns.lr0), seeds=ns.seeds,
+                             budget=ns.budget, seed=ns.seed, n_ckpt=ns.n_ckpt)
+        bsweep = SweepConfig(batches=tuple(ns.bandit_batches), lr0s=tuple(ns.bandit_lr0),
+                             seeds=ns.seeds, budget=ns.bandit_budget, seed=ns.seed,
+                             n_ckpt=ns.n_ckpt)
+    except ValueError as e:
+        fail("phase_diagram.py", str(e))
+    from twoclock import phase, results
+    from twoclock.sweep import run_sweep
+
+    t0 = time.perf_counter()
+    panels, clock_panels, configs = [], [], {}
+    if "quadratic" in ns.models:
+        res = run_sweep("quadratic", qcfg, opt, qsweep, quiet=ns.quiet)
+        panel = phase.phase_panel(res, "quadratic model (NQM)")
+        if opt.name == "adam" and not qcfg.rotate:
+            tb = np.geomspace(min(ns.batches), max(ns.batches), ns.theory_points)
+            tl = np.geomspace(min(ns.lr0), max(ns.lr0), ns.theory_points)
+            panel["theory"] = phase.quadratic_boundary(qcfg, opt, tb, tl, ns.budget)
+        panels.append(panel)
+        for j, lr0 in enumerate(res.lr0s):
+            th = (phase.theory_clocks(qcfg, opt, res.batches, lr0, ns.budget)
+                  if opt.name == "adam" and not qcfg.rotate else None)
+            clock_panels.append(phase.clocks_panel(res, j, f"quadratic, lr0 = {lr0:g}",
+                                                   theory=th))
+        configs["quadratic"] = results.config_dict(model=qcfg, sweep=qsweep)
+    if "bandit" in ns.models:
+        spec = MODELS["bandit"]
+        bcfg = spec.config_from_args(ns) if False else _bandit_config()
+        res = run_sweep("bandit", bcfg, opt, bsweep, quiet=ns.quiet)
+        panels.append(phase.phase_panel(res, "bandit (RLVR)", unit=spec.unit,
+                                        batch_unit="responses per update",
+                                        fail_key=ns.bandit_clock))
+        for j, lr0 in enumerate(res.lr0s):
+            clock_panels.append(phase.clocks_panel(res, j, f"bandit, lr0 = {lr0:g}",
+                                                   unit=spec.unit,
+                                                   batch_unit="responses per update",
+                                                   fail_key=ns.bandit_clock))
+        configs["bandit"] = results.config_dict(model=bcfg, sweep=bsweep,
+                                                failure_clock=ns.bandit_clock)
+    out = {"panels": panels, "clocks": clock_panels,
+           "config": {**configs, **results.config_dict(optimizer=opt)},
+           "versions": results.versions(), "seconds": time.perf_counter() - t0}
+    json_path = ns.json or os.path.join(ns.out, "phase_diagram.json")
+    results.write_json(json_path, out)
+    print(report(out))
+    print(f"wrote {json_path}")
+    if not ns.no_figure:
+        from twoclock.figures_style import phase_figure, save
+        print("figure: " + ", ".join(save(phase_figure(out), os.path.join(ns.out, "phase_diagram"))))
+    return 0
+
+
+def _bandit_config():
+    from twoclock.bandit import BanditConfig
+    return BanditConfig()
+
+
+def report(out: dict) -> str:
+    lines = []
+    for p in out["panels"]:
+        lines.append(f"{p['title']}: margin N_fail - N_prog ({p['unit']}; '>' = failure "
+                     f"censored) / fraction of seeds reaching the target first")
+        lines.append("lr0 \\ B  " + "".join(f"{b:>14}" for b in p["batches"]))
+        for j, lr0 in enumerate(p["lr0s"]):
+            cells = []
+            for i in range(len(p["batches"])):
+                m = p["margin"][j][i]
+                cells.append(f"{'>' if m is None else format(m, '.0f'):>8} "
+                             f"{p['reached_first'][j][i]:>5.2f}")
+            lines.append(f"{lr0:<9.4g}" + "".join(cells))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

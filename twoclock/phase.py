@@ -1,0 +1,89 @@
+"""Phase-diagram data: where over (batch, lr0) the target is reached before the failure clock.
+
+`phase_panel` turns a SweepResult (batch x lr0 x seed) into JSON-ready grids [L][B]: the
+margin N_fail - N_prog (medians, in the model's unit; None when the failure clock is censored
+so the margin is only known to exceed budget - N_prog), the fraction of seeds that reach the
+target first, and both medians. `quadratic_boundary` evaluates the theory on a finer grid:
+log(N_fail / N_prog) with N_fail from twoclock.theory.adam_failure_samples (its
+noise-dominated leading term is D* sqrt(c_d B0) / (lr0 b) (B/B0)^(1/2-p)) and N_prog from
+the mean-field Adam recursion twoclock.theory.adam_progress_samples; the boundary is its zero
+contour.
+"""
+import math
+
+import numpy as np
+
+from twoclock import clocks
+
+
+def _med(x_S) -> float:
+    return float(np.median(clocks.censored(x_S)))
+
+
+def phase_panel(res, title: str, unit: str = "samples", batch_unit: str = "samples per update",
+                fail_key: str = "fail_n", prog_key: str = "prog_n") -> dict:
+    """Grids [L][B] of one sweep; fail_key may name an `extra` clock (e.g. collapse_n)."""
+    prog = getattr(res, prog_key) if hasattr(res, prog_key) else res.extra[prog_key]
+    fail = getattr(res, fail_key) if hasattr(res, fail_key) else res.extra[fail_key]
+    nB, nL = len(res.batches), len(res.lr0s)
+    margin = [[None] * nB for _ in range(nL)]
+    reached = [[0.0] * nB for _ in range(nL)]
+    n_prog = [[None] * nB for _ in range(nL)]
+    n_fail = [[None] * nB for _ in range(nL)]
+    for j in range(nL):
+        for i in range(nB):
+            p_S, f_S = prog[i, j], fail[i, j]
+            mp, mf = _med(p_S), _med(f_S)
+            ok = (p_S > 0) & ((f_S == 0) | (p_S < f_S))
+            reached[j][i] = float(ok.mean())
+            n_prog[j][i] = mp if math.isfinite(mp) else None
+            n_fail[j][i] = mf if math.isfinite(mf) else None
+            if math.isfinite(mf):
+                # a censored progress clock is beyond the budget: margin <= fail - budget
+                margin[j][i] = mf - (mp if math.isfinite(mp) else float(res.n_steps_B[i]
+                                                                         * res.batches[i]))
+    return {"title": title, "unit": unit, "batch_unit": batch_unit,
+            "batches": [int(b) for b in res.batches], "lr0s": [float(l) for l in res.lr0s],
+            "margin": margin, "reached_first": reached, "n_prog": n_prog, "n_fail": n_fail}
+
+
+def quadratic_boundary(cfg, opt, batches, lr0s, budget: int) -> dict:
+    """Theory grid log(N_fail / N_prog) [L][B] for Adam on the quadratic model (None: the
+    mean-field progress never reaches the target within the budget, so failure wins)."""
+    from twoclock import theory
+    ratio = np.empty((len(lr0s), len(batches)))
+    for j, lr0 in enumerate(lr0s):
+        for i, b in enumerate(batches):
+            nf = theory.adam_failure_samples(cfg, opt, lr0, b)["samples"]
+            npg = theory.adam_progress_samples(cfg, opt, lr0, b, budget=budget)
+            ratio[j, i] = -10.0 if npg is None else math.log(nf / npg)
+    return {"batches": [float(b) for b in batches], "lr0s": [float(l) for l in lr0s],
+            "log_ratio": ratio.tolist(),
+            "source": "twoclock.theory.adam_failure_samples / adam_progress_samples"}
+
+
+def theory_clocks(cfg, opt, batches, lr0, budget: int) -> dict:
+    """Theory N_prog and N_fail per batch for one lr0 (for the overlay figure)."""
+    from twoclock import theory
+    return {"progress": [theory.adam_progress_samples(cfg, opt, lr0, b, budget=budget)
+                         for b in batches],
+            "failure": [theory.adam_failure_samples(cfg, opt, lr0, b)["samples"]
+                        for b in batches]}
+
+
+def clocks_panel(res, j: int, title: str, unit="samples", batch_unit="samples per update",
+                 theory=None, fail_key: str = "fail_n") -> dict:
+    """Both clocks against batch for lr0 index j: summaries with CIs (JSON-ready)."""
+    fail = getattr(res, fail_key) if hasattr(res, fail_key) else res.extra[fail_key]
+    idx = clocks.bootstrap_indices(res.prog_n.shape[-1])
+    out = {"title": title, "unit": unit, "batch_unit": batch_unit,
+           "batches": [int(b) for b in res.batches], "lr0": float(res.lr0s[j]),
+           "progress": [clocks.summarize(res.prog_n[i, j], idx=idx)
+                        for i in range(len(res.batches))],
+           "failure": [clocks.summarize(fail[i, j], idx=idx) for i in range(len(res.batches))]}
+    if theory is not None:
+        out["theory"] = theory
+    return out
+
+
+__all__ = ["phase_panel", "quadratic_boundary", "theory_clocks", "clocks_panel"]
