@@ -1,0 +1,173 @@
+"""The verifiable-reward bandit: problem, exact metrics, clipping, determinism, sweep, bad input."""
+import argparse
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tests.helpers import assert_close
+from twoclock import bandit
+from twoclock.bandit import BanditConfig, Pool, make_run
+from twoclock.config import OptimConfig, SweepConfig
+from twoclock.sweep import MODELS, run_sweep, seed_keys
+
+OPT = OptimConfig()
+SMALL = BanditConfig(n_train=32, n_test=32, drift_dim=4)
+
+
+def run_once(cfg, batch, n_steps, lr=0.05, seed=0, n_ckpt=8):
+    run = make_run(cfg, OPT, n_steps, n_ckpt, batch=batch)
+    return jax.device_get(jax.jit(run)(float(batch), lr, jax.random.PRNGKey(seed)))
+
+
+def tree_equal(a, b) -> bool:
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    return len(la) == len(lb) and all(np.array_equal(x, y) for x, y in zip(la, lb))
+
+
+@given(st.integers(2, 8), st.integers(1, 7), st.floats(0.5, 4), st.floats(0.5, 4))
+def test_initial_accuracy_is_the_mean_pass_rate(K, nc, a, b):
+    nc = min(nc, K - 1)
+    cfg = BanditConfig(n_train=16, n_test=16, responses=K, n_correct=nc, pass_a=a, pass_b=b,
+                       drift_dim=2)
+    train, test = bandit.make_problem(cfg)
+    assert np.all(test.R.sum(axis=1) == nc)
+    rng = np.random.default_rng(cfg.init_seed)
+    p0_train = bandit.initial_pass_rates(cfg, cfg.n_train, rng)
+    w0 = jnp.zeros((cfg.skill_dim + cfg.drift_dim,))
+    pool = Pool(*(jnp.asarray(v, jnp.float32) for v in train))
+    assert_close(bandit.accuracy(w0, pool), p0_train.mean(), rtol=1e-5, atol=1e-6,
+                 what="accuracy at the reference policy")
+
+
+@settings(max_examples=4)
+@given(st.integers(2, 6), st.integers(0, 1000))
+def test_exact_accuracy_and_kl_agree_with_monte_carlo(K, seed):
+    cfg = BanditConfig(n_train=8, n_test=8, responses=K, n_correct=1, drift_dim=2,
+                       drift_train_scale=1.0, init_seed=seed)
+    train, _ = bandit.make_problem(cfg)
+    pool = Pool(*(jnp.asarray(v, jnp.float32) for v in train))
+    w = jnp.asarray(np.random.default_rng(seed).normal(size=cfg.skill_dim + cfg.drift_dim),
+                    jnp.float32)
+    m = bandit.policy_metrics(w, pool)
+    n = 20_000
+    logp = bandit.logp_of(w, pool.z0, pool.phi)
+    a = jax.random.categorical(jax.random.PRNGKey(seed), logp, axis=-1, shape=(n, 8))
+    r = np.asarray(jnp.take_along_axis(pool.R, a.T, axis=1)).mean(axis=0)  # [n] pool-mean
+    logref = jax.nn.log_softmax(pool.z0, axis=-1)
+    lr = np.asarray(jnp.take_along_axis(logp - logref, a.T, axis=1)).mean(axis=0)
+    for name, mc in (("acc", r), ("kl", lr)):
+        se = mc.std() / np.sqrt(n)
+        assert_close(m[name], mc.mean(), rtol=0, atol=5 * se + 1e-6, what=f"exact {name} vs MC")
+
+
+def test_clipping_changes_nothing_with_one_minibatch_and_one_epoch():
+    """M = E = 1: the ratio is 1 at the only step, so no sample is ever clipped."""
+    base = dataclasses.replace(SMALL, minibatches=1, epochs=1)
+    clipped = run_once(dataclasses.replace(base, clip_low=0.01, clip_high=0.05), 32, 40, lr=0.2)
+    free = run_once(dataclasses.replace(base, clip_low=None), 32, 40, lr=0.2)
+    assert np.all(clipped.ckpt["clip_frac"] == 0) and np.all(clipped.ckpt["outside_frac"] == 0)
+    for k in ("heldout_acc", "drift", "skill", "kl"):
+        assert_close(clipped.ckpt[k], free.ckpt[k], rtol=1e-5, atol=1e-6, what=k)
+    assert clipped.prog_t == free.prog_t and clipped.fail_t == free.fail_t
+
+
+def test_clipping_acts_with_several_steps_per_batch():
+    """The counterpart that makes the invariance test meaningful: M x E > 1 clips samples."""
+    cfg = dataclasses.replace(SMALL, minibatches=2, epochs=2, clip_low=0.01)
+    tr = run_once(cfg, 32, 40, lr=0.2)
+    assert tr.ckpt["clip_frac"].max() > 0 and tr.ckpt["outside_frac"].max() > 0
+
+
+def test_same_seed_same_run_and_new_seed_new_run():
+    run = jax.jit(make_run(SMALL, OPT, 30, 8, batch=16))
+    a, b, c = (jax.device_get(run(16.0, 0.05, jax.random.PRNGKey(s))) for s in (3, 3, 4))
+    assert tree_equal(a, b)
+    assert not np.array_equal(a.ckpt["drift"], c.ckpt["drift"])
+
+
+def test_drift_noise_and_signal_are_the_configured_ones():
+    """The per-response drift noise tr(Sigma) = drift_dim c_d and |g|^2 = drift_dim b^2 (M=E=1,
+    drift invisible to the verifier), measured from the per-group gradients."""
+    cfg = dataclasses.replace(SMALL, drift_bias=0.5, drift_noise=4.0)
+    tr = run_once(cfg, 64, 200, n_ckpt=200)
+    nd, sd = tr.ckpt["noise_drift"], tr.ckpt["signal_drift"]
+    # tr(Sigma_group) over 4 coords from 8 groups: relative sd sqrt(2 / (4 * 7)) per update
+    assert_close(nd.mean(), 4 * 4.0, rtol=4 * np.sqrt(2 / 28 / nd.size), atol=0,
+                 what="drift noise")
+    # |mean g|^2 - tr/P: sd per update ~ 2 |g| sqrt(tr_group / P) = 2 sqrt(1) sqrt(2/8)
+    assert_close(sd.mean(), 4 * 0.25, rtol=0, atol=4 * np.sqrt(1.0 / sd.size) + 0.05,
+                 what="drift signal")
+    bs = bandit.noise_scale(nd, sd)
+    assert_close(bs, 4.0 / 0.25, rtol=0.3, atol=0, what="drift B_simple = c_d / b^2")
+
+
+def test_failure_clock_is_the_drift_threshold_crossing():
+    tr = run_once(dataclasses.replace(SMALL, drift_bias=1.0, drift_noise=0.01,
+                                      drift_threshold=0.5), 16, 60, lr=0.05)
+    # signal-dominated drift: Adam moves each drift coordinate ~lr per update
+    assert tr.fail_t > 0 and abs(tr.fail_t - 0.5 / 0.05) <= 2
+    assert tr.fail_n == tr.fail_t * 16
+
+
+def test_vmapped_sweep_equals_a_loop_of_single_runs():
+    sweep = SweepConfig(batches=(16,), lr0s=(0.01, 0.03), seeds=2, budget=640, n_ckpt=4)
+    res = run_sweep("bandit", SMALL, OPT, sweep, quiet=True)
+    keys = seed_keys(sweep.seed, sweep.seeds)
+    for i, B in enumerate(sweep.batches):
+        run = jax.jit(make_run(SMALL, OPT, sweep.budget // B, sweep.n_ckpt, batch=B))
+        for j in range(len(sweep.lr0s)):
+            for s in range(sweep.seeds):
+                tr = run(float(B), np.float32(res.lrs_BxL[i, j]), keys[s])
+                assert res.fail_n[i, j, s] == tr.fail_n and res.prog_n[i, j, s] == tr.prog_n
+                assert res.extra["collapse_n"][i, j, s] == tr.extra["collapse_n"]
+                assert_close(res.ckpt[i]["drift"][j, s], tr.ckpt["drift"], rtol=1e-5,
+                             atol=1e-6, what="checkpointed drift")
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(responses=1), "responses"),
+    (dict(group=1), "group"),
+    (dict(clip_low=0.0), "clip_low"),
+    (dict(clip_low=-0.1), "clip_low"),
+    (dict(clip_high=0.0), "clip_high"),
+    (dict(target=0.0), "target"),
+    (dict(target=1.0), "target"),
+    (dict(target=1.5), "target"),
+    (dict(n_correct=8), "n_correct"),
+    (dict(advantage="ppo"), "advantage"),
+    (dict(drift_threshold=0.0), "drift_threshold"),
+    (dict(minibatches=0), "minibatches"),
+])
+def test_bad_config_names_the_parameter(kw, name):
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        BanditConfig(**kw)
+
+
+@given(st.integers(2, 16), st.integers(1, 8), st.integers(2, 8))
+def test_prompts_per_batch_and_minibatches(G, P, M):
+    cfg = BanditConfig(group=G, minibatches=M)
+    if P < M or P % M:
+        with pytest.raises(ValueError, match="^minibatches must be"):
+            cfg.prompts(P * G)
+    else:
+        assert cfg.prompts(P * G) == P
+        assert bandit.describe_batch(cfg, P * G) == {"prompts": P, "group": G}
+    with pytest.raises(ValueError, match="^batch must be"):
+        cfg.prompts(P * G + 1)
+
+
+def test_cli_hooks_round_trip():
+    p = argparse.ArgumentParser()
+    MODELS["bandit"].add_args(p.add_argument_group("bandit"))
+    cfg = MODELS["bandit"].config_from_args(p.parse_args([]))
+    assert cfg == BanditConfig()
+    ns = p.parse_args(["--group", "4", "--clip-low", "none", "--drift-bias", "0.1",
+                       "--advantage", "rloo"])
+    cfg = MODELS["bandit"].config_from_args(ns)
+    assert (cfg.group, cfg.clip_low, cfg.drift_bias, cfg.advantage) == (4, None, 0.1, "rloo")
+    with pytest.raises(ValueError, match="^clip_high must be"):
+        MODELS["bandit"].config_from_args(p.parse_args(["--clip-high", "-1"]))
