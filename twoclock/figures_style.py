@@ -45,6 +45,15 @@ def log_batch_axis(ax, batches, label="batch B (samples per update)"):
     ax.set_xlabel(label)
 
 
+def plain_log_y(ax):
+    """Log y axis with plain-number tick labels (0.4, 2000) instead of 4x10^-1."""
+    from matplotlib.ticker import FormatStrFormatter
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+    ax.tick_params(axis="y", which="minor", labelsize=6)
+
+
 def band(ax, x, med, lo, hi, color, label=None, marker="o", ls="-"):
     """Median line with a CI band; None (censored) entries are skipped."""
     x = np.asarray(x, float)
@@ -160,7 +169,7 @@ def time_to_target_figure(result: dict):
         ax.axvline(ct, color="0.3", ls="--", lw=1, label=f"critical training batch ({ct:.0f})")
     ax.axhline(1.0, color="k", lw=0.5)
     log_batch_axis(ax, batches)
-    ax.set_yscale("log")
+    plain_log_y(ax)
     ax.set_ylabel(f"time to target / time at B={batches[0]} (ratio)")
     ax.legend(loc="upper center", fontsize=6)
     return fig
@@ -227,7 +236,7 @@ def clocks_figure(panel: dict):
         if th is not None:
             ax.plot(B, [_nan(v) for v in th], color=color, ls="--", lw=1, label=label + " theory")
     log_batch_axis(ax, B, f"batch B ({panel['batch_unit']})")
-    ax.set_yscale("log")
+    plain_log_y(ax)
     ax.set_ylabel(f"samples to threshold ({panel['unit']})")
     ax.set_title(panel["title"], loc="left")
     ax.legend(fontsize=6)

@@ -1,0 +1,116 @@
+"""`python -m paper_figures [--only NAME ...] [--force] [--results DIR] [--out DIR]`.
+
+Regenerates every figure (PDF + PNG, one style: twoclock.figures_style) from cached result
+JSON files in --results, running the experiment that produces a file only when it is
+missing (or with --force). Figure code reads the JSON and never calls JAX.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+
+def _exp(name):
+    return os.path.join(ROOT, "experiments", name)
+
+
+def clocks_quadratic(phase: dict, lr0: float = 1e-2):
+    from twoclock.figures_style import clocks_figure
+    panels = [p for p in phase["clocks"] if p["title"].startswith("quadratic")]
+    panel = min(panels, key=lambda p: abs(p["lr0"] - lr0))
+    return clocks_figure(panel)
+
+
+def clocks_bandit(result: dict):
+    """Both clocks against batch from experiments/critical_batch.py --model bandit."""
+    from twoclock.figures_style import clocks_figure
+    lr0s = sorted({r["lr0"] for r in result["runs"]})
+    lr0 = lr0s[len(lr0s) // 2]
+    runs = sorted([r for r in result["runs"] if r["lr0"] == lr0], key=lambda r: r["batch"])
+    panel = {"title": f"bandit (RLVR), lr0 = {lr0:g}", "unit": result.get("unit", "samples"),
+             "batch_unit": "responses per update", "batches": [r["batch"] for r in runs],
+             "progress": [r["progress_samples"] for r in runs],
+             "failure": [r["failure_samples"] for r in runs]}
+    return clocks_figure(panel)
+
+
+def phase_diagram(result: dict):
+    from twoclock.figures_style import phase_figure
+    return phase_figure(result)
+
+
+def schedule(result: dict):
+    from twoclock.figures_style import schedule_figure
+    return schedule_figure(result)
+
+
+def time_to_target(result: dict):
+    from twoclock.figures_style import time_to_target_figure
+    return time_to_target_figure(result)
+
+
+# name -> (result file, command that writes it (JSON path appended), figure builder)
+FIGURES = {
+    "clocks_quadratic": ("phase_diagram.json", [_exp("phase_diagram.py")], clocks_quadratic),
+    "phase_diagram": ("phase_diagram.json", [_exp("phase_diagram.py")], phase_diagram),
+    "schedule": ("schedule.json", [_exp("schedule.py")], schedule),
+    "time_to_target": ("time_to_target.json", [_exp("time_to_target.py")], time_to_target),
+    "clocks_bandit": ("critical_batch_bandit.json",
+                      [_exp("critical_batch.py"), "--model", "bandit", "--seeds", "8"],
+                      clocks_bandit),
+}
+
+
+def ensure(result_path: str, command: list, force: bool, quiet: bool) -> None:
+    if os.path.exists(result_path) and not force:
+        return
+    cmd = [sys.executable] + command + ["--json", result_path, "--no-figure", "--quiet",
+                                        "--out", os.path.dirname(result_path)]
+    print(f"simulating: {' '.join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd[1:])}",
+          flush=True)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL if quiet else None)
+    if done.returncode != 0:
+        raise SystemExit(f"paper_figures: error: {os.path.basename(command[0])} exited with "
+                         f"{done.returncode}")
+    print(f"  done in {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m paper_figures", description=__doc__)
+    p.add_argument("--results", default=os.path.join(HERE, "results"),
+                   help="folder of cached result JSON files")
+    p.add_argument("--out", default=os.path.join(HERE, "figures"), help="figure folder")
+    p.add_argument("--only", nargs="+", help="figure names: " + ", ".join(FIGURES))
+    p.add_argument("--force", action="store_true", help="re-simulate even if results exist")
+    p.add_argument("--verbose", action="store_true", help="show the experiments' output")
+    ns = p.parse_args(argv)
+    names = ns.only or list(FIGURES)
+    bad = [n for n in names if n not in FIGURES]
+    if bad:
+        print(f"python -m paper_figures: error: only must be among {', '.join(FIGURES)} "
+              f"(got {', '.join(bad)})", file=sys.stderr)
+        return 2
+    from twoclock.figures_style import save
+    made, forced = [], set()
+    for name in names:
+        fname, command, build = FIGURES[name]
+        path = os.path.join(ns.results, fname)
+        ensure(path, command, ns.force and path not in forced, not ns.verbose)
+        forced.add(path)
+        with open(path) as f:
+            result = json.load(f)
+        made += save(build(result), os.path.join(ns.out, name))
+    print("figures:\n  " + "\n  ".join(os.path.relpath(m) for m in made))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

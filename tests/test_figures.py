@@ -1,0 +1,107 @@
+"""Every figure builds headless from result dicts and labels its axes; bad CLI input is one line."""
+import os
+import subprocess
+import sys
+
+import matplotlib
+import numpy as np
+import pytest
+
+import paper_figures.__main__ as pf
+from twoclock import figures_style as fs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _summ(m, lo=None, hi=None, reached=8):
+    return {"median": m, "ci": [lo if lo is not None else m, hi if hi is not None else m],
+            "reached": reached, "seeds": 8}
+
+
+def schedule_result():
+    curve = {"samples": [100, 1000, 5000], "loss_frac": [0.5, 0.04, 0.01],
+             "drift": [0.01, 0.1, 0.5]}
+    runs = [{"kind": k, "label": k, "curve": curve, "hours": _summ(h)}
+            for k, h in (("constant_small", 15.0), ("constant_large", None), ("schedule", 12.0))]
+    return {"config": {"model": {"target": 0.05, "drift_threshold": 0.2}}, "runs": runs,
+            "plan": {"switch_samples": 800},
+            "switch_sweep": [{"switch": s, "hours": _summ(h), "reached_first": r}
+                             for s, h, r in ((0, None, 0.2), (400, 10.0, 1.0), (800, 12.0, 0.9))]}
+
+
+def ttt_result():
+    runs = [{"batch": b, "lr_rule": rule, "time_to_target": _summ(t * 3600, t * 3500, t * 3700)}
+            for rule, ts in (("sqrt", (15, 9, 6, 7)), ("fixed", (15, 13, 14, 20)))
+            for b, t in zip((8, 16, 32, 64), ts)]
+    return {"runs": runs, "lr_rules": ["sqrt", "fixed"], "optimum": {"lr_rule": "sqrt", "batch": 32},
+            "reference_seconds": 15 * 3600.0, "critical_generation_batch": 39.5,
+            "critical_training_batch": 37.0}
+
+
+def phase_result():
+    B, L = [8, 16, 32], [0.005, 0.01, 0.02]
+    tb, tl = np.geomspace(8, 32, 5), np.geomspace(0.005, 0.02, 5)
+    ratio = np.log(50 / tb[None, :]) - np.log(tl[:, None] / 0.005)
+    panel = {"title": "quadratic", "unit": "samples", "batch_unit": "samples per update",
+             "batches": B, "lr0s": L, "margin": [[300, 100, -50], [200, None, -100], [50, -20, -300]],
+             "reached_first": [[1, 1, 0.2], [1, 1, 0.1], [1, 0.4, 0]],
+             "theory": {"batches": tb.tolist(), "lr0s": tl.tolist(), "log_ratio": ratio.tolist()}}
+    clocks = {"title": "quadratic, lr0 = 0.01", "unit": "samples", "batch_unit": "samples",
+              "batches": B, "lr0": 0.01, "progress": [_summ(1700, 1600, 1800), _summ(1800),
+                                                       _summ(None, None, None, 3)],
+              "failure": [_summ(3000, 2500, 3500), _summ(2900), _summ(3100)],
+              "theory": {"progress": [1750, 1850, None], "failure": [2800, 2850, 2900]}}
+    return {"panels": [panel, dict(panel, title="bandit", theory=None)], "clocks": [clocks]}
+
+
+def bandit_result():
+    return {"unit": "responses", "runs": [
+        {"batch": b, "lr0": 0.02, "progress_samples": _summ(1000 * b ** 0.2),
+         "failure_samples": _summ(5000.0)} for b in (64, 128, 256)]}
+
+
+BUILDERS = [
+    ("schedule", lambda: pf.schedule(schedule_result())),
+    ("time_to_target", lambda: pf.time_to_target(ttt_result())),
+    ("phase_diagram", lambda: pf.phase_diagram(phase_result())),
+    ("clocks_quadratic", lambda: pf.clocks_quadratic(phase_result())),
+    ("clocks_bandit", lambda: pf.clocks_bandit(bandit_result())),
+]
+
+
+def test_every_paper_figure_has_a_builder_under_test():
+    assert {n for n, _ in BUILDERS} == set(pf.FIGURES)
+
+
+@pytest.mark.parametrize("name, build", BUILDERS, ids=[n for n, _ in BUILDERS])
+def test_figure_builds_headless_with_labelled_axes(name, build, tmp_path):
+    assert matplotlib.get_backend().lower() == "agg"
+    fig = build()
+    assert fs.axes_labelled(fig), f"{name}: an axis has no label"
+    for ax in fig.axes:
+        if ax.get_label() != "<colorbar>" and ax.get_xlabel().startswith("batch"):
+            assert ax.get_xscale() == "log", f"{name}: batch axis must be logarithmic"
+    paths = fs.save(fig, str(tmp_path / name))
+    assert [os.path.splitext(p)[1] for p in paths] == [".pdf", ".png"]
+    assert all(os.path.getsize(p) > 1000 for p in paths)
+
+
+def test_axes_labelled_catches_a_missing_label():
+    fig, (ax,) = fs.figure()
+    ax.plot([1, 2], [1, 2])
+    ax.set_xlabel("batch")
+    assert not fs.axes_labelled(fig)
+    ax.set_ylabel("samples")
+    assert fs.axes_labelled(fig)
+
+
+@pytest.mark.parametrize("script, args, name", [
+    ("schedule.py", ["--margin", "1.5"], "margin"),
+    ("time_to_target.py", ["--lr-rules", "cubic"], "lr_rules"),
+])
+def test_bad_cli_input_is_one_line_exit_2(script, args, name):
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", script)] + args,
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2
+    err = done.stderr.strip().splitlines()
+    assert len(err) == 1 and name in err[0] and "Traceback" not in done.stderr
