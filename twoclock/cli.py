@@ -125,6 +125,8 @@ def quadratic_theory(cfg, opt, sweep, runs, crit) -> None:
 
 def main(argv=None, prog="critical_batch.py") -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from twoclock.devices import use_cpu_cores
+    use_cpu_cores()
     try:
         spec, model_cfg, opt, sweep, ns = build(argv, prog)
     except ValueError as e:
