@@ -10,20 +10,25 @@ D = skill_dim + drift_dim, w = 0 at the start (the reference policy):
 - skill block: phi_s(x, a) = skill_signal * (r(x, a) - n_correct / K) * u + feature_noise * eta,
   u = ones / sqrt(skill_dim), eta ~ N(0, I). Moving w_s along u raises the logits of correct
   responses on every prompt, held-out ones included (noise features limit the generalisation).
-- drift block: phi_d(x, a) = drift_scale * zeta, zeta ~ N(0, I), unrelated to correctness. As
-  w_d grows the logits get a random perturbation of scale |w_d| drift_scale, which eventually
-  scrambles a sharp policy: held-out accuracy collapses (the *emergent* collapse).
+- drift block: phi_d(x, a) = drift_scale * zeta (held-out prompts) or drift_train_scale * zeta
+  (train prompts, default 0), zeta ~ N(0, I), unrelated to correctness. The drift acts off the
+  training distribution: invisible to the train verifier (so nothing resists it), it adds a
+  random logit perturbation of scale ~|w_d| drift_scale sqrt(drift_dim) on held-out prompts,
+  which eventually scrambles the policy there: held-out accuracy collapses while train
+  accuracy holds (the *emergent* collapse).
 
-Drift pull. Each sampled response i carries a non-verifier shaping signal xi_i ~ N(drift_bias,
-drift_noise) per drift coordinate (think of a weak style/length bonus). It enters the surrogate
-as a shaping term whose parameter gradient points along the drift coordinates, importance-
-weighted and clipped exactly as PPO treats a sample with advantage xi_i:
-    J_i = min(rho_i A_i, clip(rho_i) A_i) + sum_j keep_ij * sg(rho_i) * xi_ij * w_dj.
-So the drift's per-sample gradient has mean drift_bias and variance drift_noise whatever the
-policy's entropy: its pull does *not* fade as the policy sharpens (a pull acting through the
-policy's own sampling, e.g. a shaping reward added to r, does: Var_pi(phi_d) -> 0), and GRPO's
-std normalisation never sees it. The verifier's own policy gradient also acts on w_d (a weak
-restoring force once drift hurts accuracy); both are in the measured noise scale.
+Drift pull. Each sampled response i carries a non-verifier shaping signal xi_ij ~ N(drift_bias,
+drift_noise) per drift coordinate j (think of a weak style/length bonus). It enters the
+surrogate as a shaping term whose parameter gradient points along the drift coordinates,
+importance-weighted and masked like a hard trust region:
+    J_i = min(rho_i A_i, clip(rho_i) A_i) + keep_i * sg(rho_i) * sum_j xi_ij * w_dj,
+keep_i = 1[1 - eps_low <= rho_i <= 1 + eps_high] (always 1 unclipped). xi has no advantage sign
+to clip against (it is mostly noise), hence the symmetric mask. So the drift's per-sample
+gradient has mean -drift_bias and variance drift_noise whatever the policy's entropy: its pull
+does *not* fade as the policy sharpens (a pull acting through the policy's own sampling, e.g. a
+shaping reward added to r, does: Var_pi(phi_d) -> 0), and GRPO's std normalisation never sees
+it. With drift_train_scale > 0 the verifier's own gradient also acts on w_d (a restoring force
+once drift hurts train accuracy); the measured noise scale includes it.
 
 Rollouts and updates. One *update* = one rollout batch: P = B / G prompts sampled with
 replacement from the train pool, G responses each (B responses), advantages per group, then
