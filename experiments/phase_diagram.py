@@ -93,7 +93,7 @@ def main(argv=None) -> int:
         configs["quadratic"] = results.config_dict(model=qcfg, sweep=qsweep)
     if "bandit" in ns.models:
         spec = MODELS["bandit"]
-        bcfg = spec.config_from_args(ns) if False else _bandit_config()
+        bcfg = _bandit_config()  # bandit defaults (its flags live in critical_batch.py)
         res = run_sweep("bandit", bcfg, opt, bsweep, quiet=ns.quiet)
         panels.append(phase.phase_panel(res, "bandit (RLVR)", unit=spec.unit,
                                         batch_unit="responses per update",
