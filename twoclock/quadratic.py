@@ -71,7 +71,9 @@ def make_update(cfg: QuadraticConfig, opt: OptimConfig, n_steps: int):
 
     Returns step_for(batch, lr, key) -> (tx, update) with update(state, t) -> (state,
     (loss, drift)); t is the 1-based global update index (its noise is fold_in(key, t)) and
-    updates past n_steps never set a clock. Batch and lr may be traced scalars.
+    updates past n_steps never set a clock. Batch and lr may be traced scalars. update also
+    takes (t, z) with z = noise(key, t) drawn beforehand: make_run draws a chunk of updates'
+    noise in one vectorised call, the same numbers, faster.
     """
     dtype = jnp.result_type(float)
     h = jnp.asarray(spectrum(cfg), dtype)
@@ -101,9 +103,10 @@ def make_update(cfg: QuadraticConfig, opt: OptimConfig, n_steps: int):
         tx = make_optimizer(opt, lr, batch)
         noise_sd = jnp.sqrt(jnp.concatenate([c, jnp.full((Dd,), cfg.drift_noise, dtype)]) / batch)
 
-        def update(state: QuadState, t):
+        def update(state: QuadState, xs):
+            t, z = xs if isinstance(xs, tuple) else (xs, noise(key, xs))
+            z = z * noise_sd
             x = state.theta[:D]
-            z = jax.random.normal(jax.random.fold_in(key, t), (D + Dd,), dtype) * noise_sd
             g_x = from_eig(h * to_eig(x) + z[:D])
             g_d = -cfg.drift_bias + z[D:]
             grad = jnp.concatenate([g_x, g_d])
@@ -122,6 +125,11 @@ def make_update(cfg: QuadraticConfig, opt: OptimConfig, n_steps: int):
 
         return tx, update
 
+    def noise(key, t):
+        """Standard normals of update t: one fold_in(key, t) stream per update."""
+        return jax.random.normal(jax.random.fold_in(key, t), (D + Dd,), dtype)
+
+    step_for.noise = noise
     return step_for
 
 
@@ -152,7 +160,8 @@ def make_run(cfg: QuadraticConfig, opt: OptimConfig, n_steps: int, n_ckpt: int =
 
         def chunk(state, k):
             ts = k * every + 1 + jnp.arange(every, dtype=jnp.int32)
-            state, (loss, drift) = jax.lax.scan(update, state, ts)
+            z = jax.vmap(step_for.noise, in_axes=(None, 0))(key, ts)  # one draw per chunk
+            state, (loss, drift) = jax.lax.scan(update, state, (ts, z))
             return state, (loss[-1], drift[-1])
 
         state = initial_state(cfg, tx)
