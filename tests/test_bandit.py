@@ -171,3 +171,7 @@ def test_cli_hooks_round_trip():
     assert (cfg.group, cfg.clip_low, cfg.drift_bias, cfg.advantage) == (4, None, 0.1, "rloo")
     with pytest.raises(ValueError, match="^clip_high must be"):
         MODELS["bandit"].config_from_args(p.parse_args(["--clip-high", "-1"]))
+    bad = p.parse_args([])
+    bad.batches = [64, 60]  # the headline's --batches: each must be P x G
+    with pytest.raises(ValueError, match="^batch must be"):
+        MODELS["bandit"].config_from_args(bad)

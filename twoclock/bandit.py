@@ -428,7 +428,11 @@ def config_from_args(ns) -> BanditConfig:
     kw = {k: None if v == "none" else v for k, v in kw.items()}
     if getattr(ns, "bandit_no_clip", False):
         kw["clip_low"], kw["clip_high"] = None, None
-    return BanditConfig(**kw)
+    cfg = BanditConfig(**kw)
+    for b in getattr(ns, "batches", None) or ():  # the batch list sets P = B / G: check it now
+        if isinstance(b, int) and b >= 1:
+            cfg.prompts(b)
+    return cfg
 
 
 register(ModelSpec("bandit", make_run, static_batch=True, unit="responses",
