@@ -134,7 +134,8 @@ def report(out: dict) -> str:
                      f"{'never' if t is None else format(t / 3600, '.2f'):>8} "
                      f"{'-' if t is None or ref is None else format(t / ref, '.3f'):>10}")
     lines.append(f"critical generation batch {out['critical_generation_batch']:.1f}, critical "
-                 f"training batch {out['critical_training_batch']}")
+                 f"training batch "
+                 f"{'none in range' if out['critical_training_batch'] is None else format(out['critical_training_batch'], '.1f')}")
     if out["optimum"]:
         o = out["optimum"]
         lines.append(f"optimum: {o['lr_rule']} LR at B={o['batch']}")
