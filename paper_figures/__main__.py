@@ -56,6 +56,11 @@ def time_to_target(result: dict):
     return time_to_target_figure(result)
 
 
+def clipping(result: dict):
+    from twoclock.figures_style import clipping_figure
+    return clipping_figure(result)
+
+
 # name -> (result file, command that writes it (JSON path appended), figure builder)
 FIGURES = {
     "clocks_quadratic": ("phase_diagram.json", [_exp("phase_diagram.py")], clocks_quadratic),
@@ -65,6 +70,7 @@ FIGURES = {
     "clocks_bandit": ("critical_batch_bandit.json",
                       [_exp("critical_batch.py"), "--model", "bandit", "--seeds", "8"],
                       clocks_bandit),
+    "clipping": ("clipping.json", [_exp("clipping.py")], clipping),
 }
 
 

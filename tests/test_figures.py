@@ -60,7 +60,30 @@ def bandit_result():
          "failure_samples": _summ(5000.0)} for b in (64, 128, 256)]}
 
 
+def clipping_result():
+    runs = [{"batch": b, "clip": c, "progress_samples": _summ(900.0 * (1 + (c or 0))),
+             "failure_samples": _summ(8000.0, 7000.0, 9000.0),
+             "early_accuracy": {"median": 0.8, "ci": [0.79, 0.81]}}
+            for b in (64, 1024) for c in (0.1, 0.2, None)]
+    return {"unit": "responses", "runs": runs, "config": {"early_samples": 4096}}
+
+
+def headline_result():
+    runs = [{"batch": b, "lr0": lr0, "progress_samples": _summ(1000.0 * b ** 0.3),
+             "failure_samples": _summ(9000.0, 8000.0, 10000.0),
+             "theory": {"failure_samples": 8800.0}} for b in (8, 32) for lr0 in (0.01, 0.02)]
+    return {"runs": runs, "config": {"delta": 0.2}}
+
+
+def test_headline_figure_builds_with_labelled_axes(tmp_path):
+    from twoclock import plotting
+    assert fs.axes_labelled(plotting.clocks_vs_batch_figure(headline_result()))
+    paths = plotting.clocks_vs_batch(headline_result(), str(tmp_path / "h"))
+    assert all(os.path.getsize(p) > 1000 for p in paths)
+
+
 BUILDERS = [
+    ("clipping", lambda: pf.clipping(clipping_result())),
     ("schedule", lambda: pf.schedule(schedule_result())),
     ("time_to_target", lambda: pf.time_to_target(ttt_result())),
     ("phase_diagram", lambda: pf.phase_diagram(phase_result())),

@@ -243,6 +243,37 @@ def clocks_figure(panel: dict):
     return fig
 
 
+def clipping_figure(result: dict):
+    """Seed 002's clipping claims (experiments/clipping.py): failure clock, progress clock and
+    early held-out accuracy against the clip width, one line per batch (median + 95% CI)."""
+    runs = result["runs"]
+    clips = sorted({r["clip"] for r in runs if r["clip"] is not None})
+    xs = list(range(len(clips) + 1))
+    labels = [f"{c:g}" for c in clips] + ["none"]
+    fig, axes = figure(3, "full", 2.4)
+    unit = result.get("unit", "responses")
+    for k, b in enumerate(sorted({r["batch"] for r in runs})):
+        rows = {r["clip"]: r for r in runs if r["batch"] == b}
+        order = [rows[c] for c in clips] + [rows[None]]
+        for ax, key in zip(axes, ("failure_samples", "progress_samples", "early_accuracy")):
+            band(ax, xs, [r[key]["median"] for r in order], [r[key]["ci"][0] for r in order],
+                 [r[key]["ci"][1] for r in order], OKABE_ITO[k % len(OKABE_ITO)],
+                 label=f"B = {b} {unit}")
+    early = result.get("config", {}).get("early_samples")
+    ylabels = (f"failure clock N_fail ({unit})", f"progress clock N_prog ({unit})",
+               f"held-out accuracy after {early} {unit}" if early else "early held-out accuracy")
+    for ax, yl, tag in zip(axes, ylabels, "abc"):
+        ax.set_xticks(xs)
+        ax.set_xticklabels(labels)
+        ax.set_xlabel("clip width eps (ratio band [1 - eps, 1 + eps])")
+        ax.set_ylabel(yl)
+        ax.set_title(f"({tag})", loc="left")
+    for ax in axes[:2]:
+        plain_log_y(ax)
+    axes[0].legend()
+    return fig
+
+
 def axes_labelled(fig) -> bool:
     """Every axes has a y label and an x label (its own or its twin's); colorbars a label."""
     for ax in fig.axes:
@@ -257,5 +288,6 @@ def axes_labelled(fig) -> bool:
 
 
 __all__ = ["figure", "save", "band", "log_batch_axis", "schedule_figure",
-           "time_to_target_figure", "phase_figure", "clocks_figure", "axes_labelled",
+           "time_to_target_figure", "phase_figure", "clocks_figure", "clipping_figure",
+           "axes_labelled",
            "OKABE_ITO", "COLUMN_IN", "FULL_IN"]

@@ -12,8 +12,13 @@ def _rows(runs, lr0):
 
 
 def clocks_vs_batch(result: dict, stem: str, unit: str = "samples") -> list:
+    """Write clocks_vs_batch_figure to stem.pdf and stem.png; returns the paths."""
+    return save(clocks_vs_batch_figure(result, unit), stem)
+
+
+def clocks_vs_batch_figure(result: dict, unit: str = "samples"):
     """Both clocks (median, 95% CI band; dotted: theory) against batch, absolute and relative
-    to the smallest batch, one colour per lr0. Writes stem.png and stem.pdf."""
+    to the smallest batch, one colour per lr0."""
     runs = result["runs"]
     fig, (ax, axr) = figure(2, "full", 2.8)
     lr0s = sorted({r["lr0"] for r in runs})
@@ -46,4 +51,4 @@ def clocks_vs_batch(result: dict, stem: str, unit: str = "samples") -> list:
     axr.set_title("relative to the smallest batch (dotted: 1 + delta)", loc="left")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center",
                ncol=min(3, 2 * len(lr0s)), fontsize=6)
-    return save(fig, stem)
+    return fig
