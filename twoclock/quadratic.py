@@ -16,7 +16,7 @@ import optax
 from twoclock.config import OptimConfig, QuadraticConfig
 from twoclock.scaling import make_optimizer
 from twoclock.sweep import ModelSpec, register
-from twoclock.trace import Trace
+from twoclock.trace import Trace, checkpoint_every
 
 
 def spectrum(cfg: QuadraticConfig) -> np.ndarray:
@@ -60,10 +60,6 @@ class QuadState(NamedTuple):
     prog_t: jax.Array
     fail_t: jax.Array
     div_t: jax.Array
-
-
-def checkpoint_every(n_steps: int, n_ckpt: int) -> int:
-    return max(1, math.ceil(n_steps / n_ckpt))
 
 
 def make_update(cfg: QuadraticConfig, opt: OptimConfig, n_steps: int):

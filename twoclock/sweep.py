@@ -21,6 +21,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from twoclock.config import OptimConfig, SweepConfig, require_int
 from twoclock.scaling import lr_for_batch
+from twoclock.trace import checkpoint_every
 
 DEFAULT_MAX_LANES = 16384
 
@@ -172,7 +173,7 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
     for ci, c in enumerate(chunks):
         gkey = (c.n_steps, c.static_batch)
         g = len(c.batch_idx)
-        every = math.ceil(c.n_steps / sweep.n_ckpt)
+        every = checkpoint_every(c.n_steps, sweep.n_ckpt)
         scanned += c.lanes * every * math.ceil(c.n_steps / every)
         useful += (c.stop - c.start) * c.n_steps
         if ci in done:

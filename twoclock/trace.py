@@ -3,6 +3,7 @@
 Every model's `make_run` returns a pure function whose output is a `Trace`, so the
 sweep engine, the clocks and the result files never need to know which model ran.
 """
+import math
 from typing import NamedTuple
 
 import jax
@@ -22,3 +23,8 @@ class Trace(NamedTuple):
     div_n: jax.Array   # int32 []
     extra: dict        # model-specific first crossings, e.g. {"collapse_n": int32 []}
     ckpt: dict         # metrics at checkpoints, each [n_ckpt]; always has "samples"
+
+
+def checkpoint_every(n_steps: int, n_ckpt: int) -> int:
+    """Updates between checkpoints so that a run of n_steps records at most n_ckpt of them."""
+    return max(1, math.ceil(n_steps / n_ckpt))
