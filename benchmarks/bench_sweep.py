@@ -1,6 +1,7 @@
 """Sweep throughput against a NumPy reference, a loop of single runs and the RNG's draw rate.
 
-    python benchmarks/bench_sweep.py [--quick] [--prng threefry2x32|rbg|unsafe_rbg]
+    python benchmarks/bench_sweep.py [--quick] [--only quadratic|bandit]
+                                     [--prng threefry2x32|rbg|unsafe_rbg] [--devices N]
 
 Prints one table. Rates count useful updates only (not the padding of the last checkpoint
 chunk): coordinate-updates = updates x (dim + drift_dim), one Gaussian draw each; samples =
@@ -25,6 +26,8 @@ def _args():
     p.add_argument("--devices", type=int, default=None,
                    help="split the CPU into this many XLA host devices (the sweep shards its "
                         "lanes over them; results are identical)")
+    p.add_argument("--only", choices=("quadratic", "bandit"), default=None,
+                   help="run one model's section only (the draw rates are always measured)")
     p.add_argument("--loop-runs", type=int, default=48,
                    help="at most this many runs timed in the single-run loop (spread over the grid)")
     return p.parse_args()
@@ -203,16 +206,24 @@ def bench_bandit(budget: int, rows: list) -> str | None:
         return "bandit: no NumPy reference yet (numpy_reference.bandit_sweep); section skipped"
     from twoclock.bandit import BanditConfig
     cfg, opt = BanditConfig(), OptimConfig()
-    sweep = SweepConfig(batches=(64, 256), lr0s=(0.02,), seeds=16, budget=budget // 2)
+    sweep = SweepConfig(batches=(64, 256), lr0s=(0.02,), seeds=32, budget=budget // 2)
     updates = sum(n_steps_for(sweep.budget, b) for b in sweep.batches) * sweep.seeds
     samples = sum(n_steps_for(sweep.budget, b) * b for b in sweep.batches) * sweep.seeds
     t_jax, t_comp = jax_steady("bandit", cfg, opt, sweep)
     t0 = time.perf_counter()
-    nr.bandit_sweep(cfg, opt, sweep)
+    res = run_sweep("bandit", cfg, opt, sweep, quiet=True)
+    t_e2e = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ref = nr.bandit_sweep(cfg, opt, sweep)
     t_np = time.perf_counter() - t0
-    rows.append({"grid": f"bandit, batches 64 and 256 x 16 seeds, budget {sweep.budget}",
+    med = lambda x: np.median(x, axis=-1).ravel().astype(int).tolist()
+    rows.append({"grid": f"bandit, batches 64 and 256 x {sweep.seeds} seeds, budget {sweep.budget}",
                  "jax_samples": samples / t_jax, "jax_updates": updates / t_jax,
-                 "np_samples": samples / t_np, "compile": t_comp, "np_s": t_np, "jax_s": t_jax})
+                 "np_samples": samples / t_np, "compile": t_comp, "np_s": t_np, "jax_s": t_jax,
+                 "e2e_s": t_e2e,
+                 "clocks": f"median N_prog JAX {med(res.prog_n)} vs NumPy {med(ref['prog_n'])}, "
+                           f"N_fail JAX {med(res.fail_n)} vs NumPy {med(ref['fail_n'])} "
+                           f"(batches {list(sweep.batches)})"})
     return None
 
 
@@ -267,35 +278,39 @@ def main() -> int:
         print(f"  {k:42s} {fmt(v)}")
 
     rows: list = []
-    bench_quadratic(budget, args.loop_runs, rows)
-    print("\nQuadratic Adam sweep (dim 64 + drift 8; batches x lr0 x seeds; coordinate-updates/s):")
-    hdr = ("| grid | JAX sweep (steady) | samples/s | run_sweep (with compile) | NumPy | "
-           "single-run loop | JAX/NumPy | JAX/loop | JAX / JAX draw peak | JAX / JAX draw 2^24 |")
-    print(hdr)
-    print("|" + "---|" * (hdr.count("|") - 1))
-    d24 = draws["jax normal f32, batch 2^24"]
-    for r in rows:
-        print(f"| {r['grid']} | {fmt(r['jax'])} | {fmt(r['jax_samples'])} | "
-              f"{fmt(r['e2e'])} ({r['e2e_s']:.1f} s) | {fmt(r['numpy'])} ({r['np_s']:.1f} s) | "
-              f"{fmt(r['loop'])} ({r['loop_runs']} runs) | {r['jax'] / r['numpy']:.1f}x | "
-              f"{r['jax'] / r['loop']:.1f}x | {100 * r['jax'] / jax_peak:.0f}% | "
-              f"{100 * r['jax'] / d24:.0f}% |")
-    print(f"compile seconds per grid: " + ", ".join(f"{r['grid']}: {r['compile']:.1f}"
-                                                   for r in rows))
+    if args.only != "bandit":
+        bench_quadratic(budget, args.loop_runs, rows)
+    if rows:
+        print("\nQuadratic Adam sweep (dim 64 + drift 8; batches x lr0 x seeds; coordinate-updates/s):")
+        hdr = ("| grid | JAX sweep (steady) | samples/s | run_sweep (with compile) | NumPy | "
+               "single-run loop | JAX/NumPy | JAX/loop | JAX / JAX draw peak | JAX / JAX draw 2^24 |")
+        print(hdr)
+        print("|" + "---|" * (hdr.count("|") - 1))
+        d24 = draws["jax normal f32, batch 2^24"]
+        for r in rows:
+            print(f"| {r['grid']} | {fmt(r['jax'])} | {fmt(r['jax_samples'])} | "
+                  f"{fmt(r['e2e'])} ({r['e2e_s']:.1f} s) | {fmt(r['numpy'])} ({r['np_s']:.1f} s) | "
+                  f"{fmt(r['loop'])} ({r['loop_runs']} runs) | {r['jax'] / r['numpy']:.1f}x | "
+                  f"{r['jax'] / r['loop']:.1f}x | {100 * r['jax'] / jax_peak:.0f}% | "
+                  f"{100 * r['jax'] / d24:.0f}% |")
+        print(f"compile seconds per grid: " + ", ".join(f"{r['grid']}: {r['compile']:.1f}"
+                                                       for r in rows))
     print(f"JAX draw peak {fmt(jax_peak)}/s, NumPy draw peak {fmt(np_peak)}/s")
 
     brows: list = []
-    note = bench_bandit(budget, brows)
+    note = bench_bandit(budget, brows) if args.only != "quadratic" else None
     if note:
         print("\n" + note)
     for r in brows:
         print(f"\nBandit sweep (default BanditConfig, Adam, M = E = 1; responses/s):\n"
-              f"| grid | JAX sweep (steady) | JAX updates/s | NumPy | JAX/NumPy |\n"
-              f"|---|---|---|---|---|\n"
-              f"| {r['grid']} | {fmt(r['jax_samples'])} ({r['jax_s']:.1f} s) | "
-              f"{fmt(r['jax_updates'])} | {fmt(r['np_samples'])} ({r['np_s']:.1f} s) | "
-              f"{r['jax_samples'] / r['np_samples']:.1f}x |\n"
-              f"bandit compile seconds: {r['compile']:.1f}")
+              f"| grid | JAX sweep (steady) | JAX updates/s | run_sweep (with compile) | "
+              f"NumPy | JAX/NumPy (steady) | run_sweep/NumPy |\n"
+              f"|---|---|---|---|---|---|---|\n"
+              f"| {r['grid']} | {fmt(r['jax_samples'])} ({r['jax_s']:.2f} s) | "
+              f"{fmt(r['jax_updates'])} | {r['e2e_s']:.2f} s | "
+              f"{fmt(r['np_samples'])} ({r['np_s']:.2f} s) | "
+              f"{r['jax_samples'] / r['np_samples']:.1f}x | {r['np_s'] / r['e2e_s']:.2f}x |\n"
+              f"bandit compile seconds (both programs): {r['compile']:.1f}\n{r['clocks']}")
     print("\n" + bench_theory())
     print(f"load average at end {os.getloadavg()[0]:.1f}")
     print(f"\nbenchmark wall time {time.perf_counter() - t_all:.0f} s")

@@ -36,6 +36,14 @@ M minibatch optimizer steps (P / M prompts each) x E epochs over the batch, the 
 pi_w / pi_behaviour taken against the policy that sampled the batch. With M = E = 1 the ratio
 is 1 at the only step and clipping changes nothing. The learning-rate rule uses B (responses).
 
+Implementation (for speed; the model is the one above). `group_loss` is the definition of the
+surrogate; runs use its closed-form gradient `group_grads` (score function phi(a) - E_pi phi,
+tested equal to autodiff). Each update's randomness is one raw-bits draw from fold_in(key, t):
+prompts (bits mod n_train), responses by inverse CDF (one uniform each), and the shaping
+signal; with M = E = 1 (rho = 1, nothing masked) only the group mean of xi enters, so it is
+drawn directly as N(drift_bias, drift_noise / G). Held-out accuracy, which the clocks need
+after every update, is computed for a checkpoint chunk of updates in one batched product.
+
 Clocks (in responses; updates = rollout batches). Progress: first update after which the exact
 held-out accuracy >= target. Failure: first update after which the drift statistic, the mean
 signed displacement of the drift coordinates from their start (mean(w_d)), >= drift_threshold.
@@ -239,6 +247,45 @@ def batch_loss(w, ro: Rollout, cfg: BanditConfig):
     return jnp.mean(loss_P), (jnp.mean(clip_P), jnp.mean(out_P))
 
 
+def group_grads(w, ro: Rollout, cfg: BanditConfig, logp_PxK=None):
+    """Per-group gradients of group_loss in closed form: (g_PxD, clipped_P, outside_P).
+
+    For a linear-softmax policy d log pi(a) / dw = phi(a) - E_pi[phi], so the surrogate's
+    gradient is phi^T times a logit-space vector per prompt: no autodiff, no gather of phi(a).
+    PPO's min passes rho A (the unclipped branch) or nothing (the clipped one); the KL
+    penalty's logit gradient is pi (log pi - log pi_ref - KL); the shaping term gives
+    -mean_G(keep rho xi) on the drift coordinates. `logp_PxK`: the policy's log-probabilities
+    at w if already computed (the rollout's, at the first step). Equals jax.grad(group_loss)
+    per group up to rounding (tested).
+    """
+    G, K, Ds = ro.a.shape[-1], ro.z0.shape[-1], cfg.skill_dim
+    if logp_PxK is None:
+        logp_PxK = logp_of(w, ro.z0, ro.phi)
+    logp_G = jnp.take_along_axis(logp_PxK, ro.a, axis=-1)
+    rho_G = jnp.exp(logp_G - ro.logp_old)
+    el, eh = cfg.clip_low, cfg.eps_high
+    if el is None:
+        clipped_G = jnp.zeros(rho_G.shape, bool)
+        keep_G = jnp.ones(rho_G.shape, rho_G.dtype)
+    else:
+        clipped_G = obj.clipped_mask(rho_G, ro.adv, el, eh)
+        keep_G = ((rho_G >= 1 - el) & (rho_G <= 1 + eh)).astype(rho_G.dtype)
+    c_G = jnp.where(clipped_G, 0.0, rho_G * ro.adv)             # d j_g / d log pi(a_g)
+    onehot_GxK = jax.nn.one_hot(ro.a, K, dtype=rho_G.dtype)
+    c_K = jnp.einsum("...g,...gk->...k", c_G, onehot_GxK)
+    pi_K = jnp.exp(logp_PxK)
+    gl_K = -(c_K - jnp.sum(c_K, axis=-1, keepdims=True) * pi_K) / G
+    if cfg.kl_coef > 0:
+        dlog = logp_PxK - ro.logref
+        kl_ = jnp.sum(pi_K * dlog, axis=-1, keepdims=True)
+        gl_K = gl_K + cfg.kl_coef * pi_K * (dlog - kl_)
+    g_D = jnp.einsum("...k,...kd->...d", gl_K, ro.phi)
+    pull = jnp.mean((keep_G * rho_G)[..., None] * ro.xi, axis=-2)  # xi [.., G or 1, Dd]
+    g_D = jnp.concatenate([g_D[..., :Ds], g_D[..., Ds:] - pull], axis=-1)
+    return (g_D, jnp.mean(clipped_G.astype(rho_G.dtype), axis=-1),
+            1.0 - jnp.mean(keep_G, axis=-1))
+
+
 def noise_stats(g_PxD, group: int, Ds: int) -> dict:
     """Per-response noise tr(Sigma) and unbiased |grad|^2 per block, from per-group gradients.
 
@@ -282,6 +329,168 @@ def checkpoint_every(n_steps: int, n_ckpt: int) -> int:
     return max(1, math.ceil(n_steps / n_ckpt))
 
 
+def sample_responses(logp_PxK, u_PxG):
+    """Responses a ~ pi by inverse CDF: a = #{k : cdf_k <= u} for uniforms u [P, G] in [0, 1)."""
+    cdf_PxK = jnp.cumsum(jnp.exp(logp_PxK), axis=-1)
+    a = jnp.sum(cdf_PxK[:, None, :] <= u_PxG[:, :, None], axis=-1)
+    return jnp.minimum(a, logp_PxK.shape[-1] - 1).astype(jnp.int32)  # rounding: cdf_K < 1
+
+
+def _uint(dtype):
+    return jnp.uint64 if jnp.finfo(dtype).bits == 64 else jnp.uint32
+
+
+def _uniform(bits, dtype):
+    """Uniform [0, 1) from raw bits, as jax.random.uniform makes them (mantissa trick)."""
+    finfo = jnp.finfo(dtype)
+    one = np.array(1.0, dtype).view(bits.dtype)
+    fb = (bits >> np.array(finfo.bits - finfo.nmant, bits.dtype)) | one
+    return jax.lax.bitcast_convert_type(fb, dtype) - np.array(1.0, dtype)
+
+
+def _normal(bits, dtype):
+    """Standard normals from raw bits, as jax.random.normal makes them (inverse erf)."""
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
+    u = jnp.maximum(lo, _uniform(bits, dtype) * (1 - lo) + lo)
+    return np.array(math.sqrt(2), dtype) * jax.lax.erf_inv(u)
+
+
+def make_update(cfg: BanditConfig, opt: OptimConfig, batch):
+    """The per-update step shared by make_run and the batch schedules (twoclock.schedule).
+
+    `batch` (static: it sets the array shapes P x G). Returns step_for(batch, lr, key) ->
+    (tx, update) with update((w, opt_state), t) -> ((w, opt_state), (w, stats)): one rollout
+    batch of update t (1-based global index; its randomness is fold_in(key, t)) consumed in
+    M x E optimizer steps. step_for's batch (a traced scalar) only feeds the learning-rate
+    companions. The clocks are kept by `track` (exact held-out accuracy of every update's w,
+    batched over a chunk of updates); `step_for.pools` = (train, test) as jnp arrays.
+    """
+    require(batch is not None, "batch", "given (the bandit's batch sets array shapes)", batch)
+    B = int(batch)
+    P, G, M, E = cfg.prompts(B), cfg.group, cfg.minibatches, cfg.epochs
+    Pm = P // M
+    Ds, Dd = cfg.skill_dim, cfg.drift_dim
+    dtype = jnp.result_type(float)
+    train_np, test_np = make_problem(cfg)
+    train = Pool(*(jnp.asarray(v, dtype) for v in train_np))
+    test = Pool(*(jnp.asarray(v, dtype) for v in test_np))
+    logref_train = jax.nn.log_softmax(train.z0, axis=-1)
+
+    n_xi = P * Dd if M * E == 1 else P * G * Dd
+    xi_shape = (P, 1, Dd) if M * E == 1 else (P, G, Dd)
+    xi_sd = math.sqrt(cfg.drift_noise / (G if M * E == 1 else 1))
+
+    def rollout(w, key):
+        # One raw-bits draw per update feeds every random choice (one threefry expansion
+        # to compile instead of seven): prompts, one inverse-CDF uniform per response, and
+        # the shaping signal. With M = E = 1 every sample keeps rho = 1 and only the group
+        # mean of xi enters the update, so that mean ~ N(b, c_d / G) is drawn directly.
+        bits = jax.random.bits(key, (P + P * G + n_xi,), _uint(dtype))
+        x_P = (bits[:P] % np.array(cfg.n_train, bits.dtype)).astype(jnp.int32)
+        u_PxG = _uniform(bits[P:P + P * G], dtype).reshape(P, G)
+        xi = cfg.drift_bias + xi_sd * _normal(bits[P + P * G:], dtype).reshape(xi_shape)
+        z0, phi, R, logref = train.z0[x_P], train.phi[x_P], train.R[x_P], logref_train[x_P]
+        logp_PxK = logp_of(w, z0, phi)
+        a_PxG = sample_responses(logp_PxK, u_PxG)
+        r_PxG = jnp.take_along_axis(R, a_PxG, axis=1)
+        adv = obj.advantages(r_PxG, cfg.advantage, cfg.adv_eps)
+        logp_old = jnp.take_along_axis(logp_PxK, a_PxG, axis=1)
+        zero_adv = jnp.mean(obj.zero_advantage_groups(r_PxG).astype(dtype))
+        return Rollout(z0, phi, logref, a_PxG, adv, xi, logp_old), logp_PxK, zero_adv
+
+    def step_for(batch_, lr, key):
+        tx = make_optimizer(opt, lr, jnp.asarray(batch_, dtype))
+
+        def update(carry, t):
+            w, opt_state = carry
+            ro, logp_PxK, zero_adv = rollout(w, jax.random.fold_in(key, t))
+            # per-group gradients at the behaviour policy: the noise scale, and with
+            # M = E = 1 the only step's gradient (their mean)
+            g_PxD, clip_P, out_P = group_grads(w, ro, cfg, logp_PxK)
+            stats = noise_stats(g_PxD, G, Ds)
+            g = jnp.mean(g_PxD, axis=0)
+            stats["grad_norm"] = jnp.linalg.norm(g)
+            stats["zero_adv_frac"] = zero_adv
+            if M * E == 1:
+                upd, opt_state = tx.update(g, opt_state, w)
+                w = optax.apply_updates(w, upd)
+                stats["clip_frac"], stats["outside_frac"] = jnp.mean(clip_P), jnp.mean(out_P)
+            else:
+                ro_M = jax.tree_util.tree_map(lambda v: v.reshape((M, Pm) + v.shape[1:]), ro)
+
+                def step(carry, s):
+                    w, opt_state = carry
+                    mb = jax.tree_util.tree_map(lambda v: v[s % M], ro_M)
+                    g_mb, clip_mb, out_mb = group_grads(w, mb, cfg)
+                    upd, opt_state = tx.update(jnp.mean(g_mb, axis=0), opt_state, w)
+                    return (optax.apply_updates(w, upd), opt_state), (jnp.mean(clip_mb),
+                                                                     jnp.mean(out_mb))
+
+                (w, opt_state), (clip_S, out_S) = jax.lax.scan(step, (w, opt_state),
+                                                               jnp.arange(M * E))
+                stats["clip_frac"], stats["outside_frac"] = jnp.mean(clip_S), jnp.mean(out_S)
+            return (w, opt_state), (w, stats)
+
+        return tx, update
+
+    step_for.pools = (train, test)
+    return step_for
+
+
+def track(cfg: BanditConfig, state: BanditState, ts, w_TxD, test: Pool, n_steps):
+    """Advance the clocks over updates ts [T] whose weights after each update are w_TxD.
+
+    Returns (state, held-out accuracy after the last update).
+    Exact held-out accuracy of all T policies in one batched product (the clocks need it
+    after every update); first crossings, the running peak and the emergent collapse exactly
+    as if checked update by update. Updates past n_steps (padding) never set a clock.
+    """
+    Ds = cfg.skill_dim
+    logits = test.z0[None] + jnp.einsum("nkd,td->tnk", test.phi, w_TxD)
+    acc_T = jnp.mean(jnp.sum(jax.nn.softmax(logits, axis=-1) * test.R[None], axis=-1), axis=-1)
+    drift_T = jnp.mean(w_TxD[:, Ds:], axis=-1)
+    peak_T = jnp.maximum(state.peak, jax.lax.cummax(acc_T))
+    live_T = ts <= n_steps
+
+    def first(prev, hit_T):
+        hit_T = hit_T & live_T
+        return jnp.where((prev == 0) & jnp.any(hit_T), ts[jnp.argmax(hit_T)], prev)
+
+    bad_T = ~(jnp.isfinite(acc_T) & jnp.all(jnp.isfinite(w_TxD), axis=-1))
+    return state._replace(
+        w=w_TxD[-1], peak=peak_T[-1],
+        prog_t=first(state.prog_t, acc_T >= cfg.target),
+        fail_t=first(state.fail_t, drift_T >= cfg.drift_threshold),
+        div_t=first(state.div_t, bad_T),
+        coll_t=first(state.coll_t, acc_T <= peak_T - cfg.collapse_drop)), acc_T[-1]
+
+
+def initial_state(cfg: BanditConfig, tx, test: Pool) -> BanditState:
+    dtype = jnp.result_type(float)
+    w0 = jnp.zeros((cfg.skill_dim + cfg.drift_dim,), dtype)
+    zero = jnp.zeros((), jnp.int32)
+    return BanditState(w0, tx.init(w0), accuracy(w0, test), zero, zero, zero, zero)
+
+
+def make_chunk(cfg: BanditConfig, update, pools, n_steps: int, every: int):
+    """chunk(state, t0) -> (state, checkpoint metrics) of updates t0 + 1 ... t0 + every."""
+    train, test = pools
+    Ds = cfg.skill_dim
+
+    def chunk(state: BanditState, t0):
+        ts = t0 + 1 + jnp.arange(every, dtype=jnp.int32)
+        (_, opt_state), (w_TxD, stats) = jax.lax.scan(update, (state.w, state.opt_state), ts)
+        state, acc = track(cfg, state._replace(opt_state=opt_state), ts, w_TxD, test, n_steps)
+        m_tr = policy_metrics(state.w, train)
+        out = {name: jnp.mean(v) for name, v in stats.items()}
+        out.update(heldout_acc=acc, train_acc=m_tr["acc"], kl=m_tr["kl"],
+                   entropy=m_tr["entropy"], drift=jnp.mean(state.w[Ds:]),
+                   skill=jnp.mean(state.w[:Ds]))
+        return state, out
+
+    return chunk
+
+
 def make_run(cfg: BanditConfig, opt: OptimConfig, n_steps: int, n_ckpt: int = 128, batch=None):
     """A pure run(batch, lr, key) -> Trace of n_steps rollout batches of `batch` responses.
 
@@ -290,85 +499,17 @@ def make_run(cfg: BanditConfig, opt: OptimConfig, n_steps: int, n_ckpt: int = 12
     """
     require(batch is not None, "batch", "given (the bandit's batch sets array shapes)", batch)
     B = int(batch)
-    P, G, M, E = cfg.prompts(B), cfg.group, cfg.minibatches, cfg.epochs
-    Pm = P // M
-    Ds, Dd = cfg.skill_dim, cfg.drift_dim
-    D = Ds + Dd
-    dtype = jnp.result_type(float)
-    train_np, test_np = make_problem(cfg)
-    train = Pool(*(jnp.asarray(v, dtype) for v in train_np))
-    test = Pool(*(jnp.asarray(v, dtype) for v in test_np))
-    logref_train = jax.nn.log_softmax(train.z0, axis=-1)
-    acc0 = float(accuracy(jnp.zeros((D,), dtype), test))
+    step_for = make_update(cfg, opt, B)
     every = checkpoint_every(n_steps, n_ckpt)
     n_chunks = math.ceil(n_steps / every)
-    grad_group = jax.vmap(jax.grad(lambda w, ro: group_loss(w, ro, cfg)[0]), in_axes=(None, 0))
-    loss_grad = jax.value_and_grad(lambda w, ro: batch_loss(w, ro, cfg), has_aux=True)
-
-    def rollout(w, key) -> Rollout:
-        kx, ka, kxi = jax.random.split(key, 3)
-        x_P = jax.random.randint(kx, (P,), 0, cfg.n_train)
-        z0, phi, R, logref = train.z0[x_P], train.phi[x_P], train.R[x_P], logref_train[x_P]
-        logp_PxK = logp_of(w, z0, phi)
-        a_PxG = jax.random.categorical(ka, logp_PxK[:, None, :], shape=(P, G))
-        r_PxG = jnp.take_along_axis(R, a_PxG, axis=1)
-        adv = obj.advantages(r_PxG, cfg.advantage, cfg.adv_eps)
-        xi = cfg.drift_bias + math.sqrt(cfg.drift_noise) * jax.random.normal(kxi, (P, G, Dd), dtype)
-        logp_old = jnp.take_along_axis(logp_PxK, a_PxG, axis=1)
-        zero_adv = jnp.mean(obj.zero_advantage_groups(r_PxG).astype(dtype))
-        return Rollout(z0, phi, logref, a_PxG, adv, xi, logp_old), zero_adv
 
     def run(batch, lr, key) -> Trace:
-        tx = make_optimizer(opt, lr, jnp.asarray(batch, dtype))
-        zero = jnp.zeros((), jnp.int32)
-
-        def update(state: BanditState, t):
-            ro, zero_adv = rollout(state.w, jax.random.fold_in(key, t))
-            g_PxD = grad_group(state.w, ro)
-            stats = noise_stats(g_PxD, G, Ds)
-            stats["grad_norm"] = jnp.linalg.norm(jnp.mean(g_PxD, axis=0))
-            stats["zero_adv_frac"] = zero_adv
-            ro_M = jax.tree_util.tree_map(lambda v: v.reshape((M, Pm) + v.shape[1:]), ro)
-
-            def step(carry, s):
-                w, opt_state = carry
-                mb = jax.tree_util.tree_map(lambda v: v[s % M], ro_M)
-                (_, (clip, out)), g = loss_grad(w, mb)
-                upd, opt_state = tx.update(g, opt_state, w)
-                return (optax.apply_updates(w, upd), opt_state), (clip, out)
-
-            (w, opt_state), (clip_S, out_S) = jax.lax.scan(step, (state.w, state.opt_state),
-                                                           jnp.arange(M * E))
-            stats["clip_frac"] = jnp.mean(clip_S)
-            stats["outside_frac"] = jnp.mean(out_S)
-            acc = accuracy(w, test)
-            drift = jnp.mean(w[Ds:])
-            peak = jnp.maximum(state.peak, acc)
-            live = t <= n_steps
-            first = lambda prev, hit: jnp.where((prev == 0) & hit & live, t, prev)
-            state = BanditState(
-                w, opt_state, peak,
-                first(state.prog_t, acc >= cfg.target),
-                first(state.fail_t, drift >= cfg.drift_threshold),
-                first(state.div_t, ~(jnp.isfinite(acc) & jnp.all(jnp.isfinite(w)))),
-                first(state.coll_t, acc <= peak - cfg.collapse_drop),
-            )
-            return state, stats
-
-        def chunk(state, k):
-            ts = k * every + 1 + jnp.arange(every, dtype=jnp.int32)
-            state, stats = jax.lax.scan(update, state, ts)
-            m_tr, m_te = policy_metrics(state.w, train), policy_metrics(state.w, test)
-            out = {name: jnp.mean(v) for name, v in stats.items()}
-            out.update(heldout_acc=m_te["acc"], train_acc=m_tr["acc"], kl=m_tr["kl"],
-                       entropy=m_tr["entropy"], drift=jnp.mean(state.w[Ds:]),
-                       skill=jnp.mean(state.w[:Ds]))
-            return state, out
-
-        w0 = jnp.zeros((D,), dtype)
-        state = BanditState(w0, tx.init(w0), jnp.asarray(acc0, dtype), zero, zero, zero, zero)
-        state, ck = jax.lax.scan(chunk, state, jnp.arange(n_chunks, dtype=jnp.int32))
-        t_C = jnp.minimum((jnp.arange(n_chunks, dtype=jnp.int32) + 1) * every, n_steps)
+        tx, update = step_for(batch, lr, key)
+        chunk = make_chunk(cfg, update, step_for.pools, n_steps, every)
+        state = initial_state(cfg, tx, step_for.pools[1])
+        t0_C = jnp.arange(n_chunks, dtype=jnp.int32) * every
+        state, ck = jax.lax.scan(chunk, state, t0_C)
+        t_C = jnp.minimum(t0_C + every, n_steps)
         return Trace(
             prog_t=state.prog_t, fail_t=state.fail_t, div_t=state.div_t,
             prog_n=state.prog_t * B, fail_n=state.fail_t * B, div_n=state.div_t * B,
