@@ -141,6 +141,7 @@ def test_vmapped_sweep_equals_a_loop_of_single_runs():
     (dict(advantage="ppo"), "advantage"),
     (dict(drift_threshold=0.0), "drift_threshold"),
     (dict(minibatches=0), "minibatches"),
+    (dict(shaping_clip="hard"), "shaping_clip"),
 ])
 def test_bad_config_names_the_parameter(kw, name):
     with pytest.raises(ValueError, match=f"^{name} must be"):
@@ -197,16 +198,17 @@ def random_rollout(cfg, P, seed):
     return w, ro
 
 
-@settings(max_examples=6)
+@settings(max_examples=8)
 @given(st.integers(2, 8), st.integers(2, 8), st.sampled_from([None, 0.1, 0.2]),
        st.sampled_from([None, 0.3]), st.sampled_from(["grpo", "drgrpo", "rloo"]),
-       st.sampled_from([0.0, 0.5]), st.integers(0, 1000))
-def test_closed_form_group_gradients_equal_autodiff_of_the_surrogate(K, G, el, eh, adv, kl, seed):
+       st.sampled_from([0.0, 0.5]), st.sampled_from(["mask", "ppo"]), st.integers(0, 1000))
+def test_closed_form_group_gradients_equal_autodiff_of_the_surrogate(K, G, el, eh, adv, kl, sc,
+                                                                      seed):
     """group_grads (analytic, used by every run) = jax.grad(group_loss) (the definition)."""
     eh = None if el is None else eh
     cfg = BanditConfig(n_train=16, n_test=16, responses=K, n_correct=1, group=G, drift_dim=3,
                        drift_train_scale=0.5, clip_low=el, clip_high=eh, advantage=adv,
-                       kl_coef=kl)
+                       kl_coef=kl, shaping_clip=sc)
     w, ro = random_rollout(cfg, 4, seed)
     g, clip_P, out_P = bandit.group_grads(w, ro, cfg)
     auto = jax.vmap(jax.grad(lambda w, r: bandit.group_loss(w, r, cfg)[0]), in_axes=(None, 0))

@@ -22,7 +22,8 @@ drift_noise) per drift coordinate j (think of a weak style/length bonus). It ent
 surrogate as a shaping term whose parameter gradient points along the drift coordinates,
 importance-weighted and masked like a hard trust region:
     J_i = min(rho_i A_i, clip(rho_i) A_i) + keep_i * sg(rho_i) * sum_j xi_ij * w_dj,
-keep_i = 1[1 - eps_low <= rho_i <= 1 + eps_high] (always 1 unclipped). xi has no advantage sign
+keep_i = 1[1 - eps_low <= rho_i <= 1 + eps_high] (always 1 unclipped; shaping_clip = "ppo"
+instead stops a sample by PPO's rule with the pull's own sign, see `shaping_keep`). xi has no advantage sign
 to clip against (it is mostly noise), hence the symmetric mask. So the drift's per-sample
 gradient has mean -drift_bias and variance drift_noise whatever the policy's entropy: its pull
 does *not* fade as the policy sharpens (a pull acting through the policy's own sampling, e.g. a
@@ -68,6 +69,9 @@ from twoclock.sweep import ModelSpec, register
 from twoclock.trace import Trace
 
 
+SHAPING_CLIPS = ("mask", "ppo")
+
+
 @dataclass(frozen=True)
 class BanditConfig:
     """The verifiable-reward bandit (Model 2 of DESIGN.md); see the module docstring."""
@@ -93,6 +97,7 @@ class BanditConfig:
     clip_low: float | None = 0.2  # None: unclipped surrogate
     clip_high: float | None = None  # None: = clip_low (symmetric); > clip_low: clip-higher
     kl_coef: float = 0.0
+    shaping_clip: str = "mask"   # how clipping acts on the shaping pull: "mask" | "ppo"
     target: float = 0.75         # held-out accuracy
     drift_threshold: float = 2.0
     collapse_drop: float = 0.1
@@ -134,6 +139,7 @@ class BanditConfig:
             require_positive("clip_high", self.clip_high)
         require(_finite(self.kl_coef) and self.kl_coef >= 0, "kl_coef", "a finite number >= 0",
                 self.kl_coef)
+        require_choice("shaping_clip", self.shaping_clip, SHAPING_CLIPS)
         require_fraction("target", self.target)
         require_positive("drift_threshold", self.drift_threshold)
         require_fraction("collapse_drop", self.collapse_drop)
@@ -221,6 +227,23 @@ class Rollout(NamedTuple):
     logp_old: jax.Array  # [P, G] under the behaviour policy
 
 
+def shaping_keep(rho_G, xi_GxDd, dphi_GxDd, cfg: BanditConfig):
+    """1 for samples whose shaping pull counts, 0 for those the trust region stops.
+
+    mask: the sample's ratio left the band [1 - eps_low, 1 + eps_high] (either side).
+    ppo: PPO's rule with the pull's own sign: the pull raises log pi(a) at the rate
+    s = xi . (phi_d(a) - E_pi phi_d), and stops once the ratio has already moved past the
+    band in that direction (s > 0 and rho > 1 + eps_high, or s < 0 and rho < 1 - eps_low).
+    """
+    el, eh = cfg.clip_low, cfg.eps_high
+    if el is None:
+        return jnp.ones(rho_G.shape, rho_G.dtype)
+    if cfg.shaping_clip == "mask":
+        return ((rho_G >= 1 - el) & (rho_G <= 1 + eh)).astype(rho_G.dtype)
+    s_G = jnp.sum(xi_GxDd * dphi_GxDd, axis=-1)
+    return (~obj.clipped_mask(rho_G, s_G, el, eh)).astype(rho_G.dtype)
+
+
 def group_loss(w, ro: Rollout, cfg: BanditConfig):
     """Loss (minus the surrogate, plus the KL penalty) of one prompt's group, and its clip mask."""
     Ds = cfg.skill_dim
@@ -229,12 +252,9 @@ def group_loss(w, ro: Rollout, cfg: BanditConfig):
     el, eh = cfg.clip_low, cfg.eps_high
     j_G, clipped_G = obj.log_ratio_objective(logp_G, ro.logp_old, ro.adv, el, eh)
     rho_G = jax.lax.stop_gradient(jnp.exp(logp_G - ro.logp_old))
-    # The shaping term has no advantage sign to clip against (xi is mostly noise), so it is
-    # masked like a hard trust region: a sample whose ratio left the band gives no pull.
-    if el is None:
-        keep_G = jnp.ones(rho_G.shape, rho_G.dtype)
-    else:
-        keep_G = ((rho_G >= 1 - el) & (rho_G <= 1 + eh)).astype(rho_G.dtype)
+    pi_K = jax.lax.stop_gradient(jnp.exp(logp_K))
+    dphi_G = ro.phi[ro.a][:, Ds:] - (pi_K @ ro.phi[:, Ds:])[None]
+    keep_G = shaping_keep(rho_G, ro.xi, dphi_G, cfg)
     shaping = jnp.sum(jnp.mean((keep_G * rho_G)[:, None] * ro.xi, axis=0) * w[Ds:])
     loss = -(jnp.mean(j_G) + shaping)
     if cfg.kl_coef > 0:
@@ -266,14 +286,18 @@ def group_grads(w, ro: Rollout, cfg: BanditConfig, logp_PxK=None):
     el, eh = cfg.clip_low, cfg.eps_high
     if el is None:
         clipped_G = jnp.zeros(rho_G.shape, bool)
-        keep_G = jnp.ones(rho_G.shape, rho_G.dtype)
     else:
         clipped_G = obj.clipped_mask(rho_G, ro.adv, el, eh)
-        keep_G = ((rho_G >= 1 - el) & (rho_G <= 1 + eh)).astype(rho_G.dtype)
     c_G = jnp.where(clipped_G, 0.0, rho_G * ro.adv)             # d j_g / d log pi(a_g)
     onehot_GxK = jax.nn.one_hot(ro.a, K, dtype=rho_G.dtype)
     c_K = jnp.einsum("...g,...gk->...k", c_G, onehot_GxK)
     pi_K = jnp.exp(logp_PxK)
+    dphi_G = None
+    if el is not None and cfg.shaping_clip == "ppo":
+        phi_d = ro.phi[..., Ds:]
+        dphi_G = (jnp.einsum("...gk,...kd->...gd", onehot_GxK, phi_d)
+                  - jnp.einsum("...k,...kd->...d", pi_K, phi_d)[..., None, :])
+    keep_G = shaping_keep(rho_G, ro.xi, dphi_G, cfg)
     gl_K = -(c_K - jnp.sum(c_K, axis=-1, keepdims=True) * pi_K) / G
     if cfg.kl_coef > 0:
         dlog = logp_PxK - ro.logref
@@ -536,7 +560,10 @@ _HELP = {
     "minibatches": "M optimizer steps per epoch", "epochs": "E passes over a rollout batch",
     "clip_low": "ratio clip 1 - eps_low ('none': unclipped)",
     "clip_high": "ratio clip 1 + eps_high (default eps_low; larger: clip-higher)",
-    "kl_coef": "KL(pi || pi_ref) penalty", "target": "held-out accuracy target",
+    "kl_coef": "KL(pi || pi_ref) penalty",
+    "shaping_clip": "clipping of the shaping pull: mask (ratio outside the band) | ppo (PPO's "
+                    "rule with the pull's sign on log pi(a))",
+    "target": "held-out accuracy target",
     "drift_threshold": "failure: mean drift displacement threshold",
     "collapse_drop": "emergent collapse: held-out accuracy drop below its running peak",
     "init_seed": "seed of the prompt pools",
