@@ -10,6 +10,12 @@ threshold of 0.2 instead of 1.0. With threshold 1.0 the failure clock (~14.6k sa
 behind the progress clock (1.7k-4.1k) at every batch, so nothing fails first and no schedule
 is needed; at 0.2 it fires at ~3k samples, after the target at B = 8 (1.7k) but before it at
 B = 256 (4.1k). One simulated sample stands for 32 responses (B = 8 is 32 prompts x 8).
+
+`--model bandit`: the RLVR bandit (twoclock.bandit) with B1 = 64 -> B2 = 1024 responses,
+lr0 0.02, budget 40k responses, drift threshold 0.4 instead of 2 (the failure clock, ~29k
+responses at threshold 2 and batch-invariant, then fires at ~6k: after the target at B = 64
+(~3k), before it at B = 1024 (~10k)); one sample is one response. The progress curve the
+planner hands over on is (1 - held-out accuracy) / (1 - its initial value).
 """
 import argparse
 import os
@@ -25,6 +31,15 @@ if ROOT not in sys.path:
 from twoclock.cli import OneLineParser, fail  # noqa: E402
 
 THRESHOLD_DEFAULT = 0.2
+# per-model defaults (flags given on the command line win)
+MODEL_DEFAULTS = {
+    "quadratic": dict(batch_small=8, batch_large=256, lr0=1e-2, budget=20000,
+                      responses_per_sample=32.0, drift_threshold=THRESHOLD_DEFAULT),
+    "bandit": dict(batch_small=64, batch_large=1024, lr0=0.02, budget=40000,
+                   responses_per_sample=1.0, bandit_drift_threshold=0.4),
+}
+# checkpointed progress curve falling from 1 to the target, per model
+CURVE_KEY = {"quadratic": "loss_frac", "bandit": "error_frac"}
 
 
 def add_throughput_args(p) -> None:
@@ -82,10 +97,15 @@ def add_output_args(p, name: str) -> None:
 def parse(argv):
     from twoclock.sweep import MODELS
     import twoclock  # noqa: F401
+    pre = OneLineParser(prog="schedule.py", add_help=False)
+    pre.add_argument("--model", default="quadratic")
+    model = pre.parse_known_args(argv)[0].model
+    if model not in MODEL_DEFAULTS:
+        pre.error(f"argument --model: must be one of {', '.join(MODEL_DEFAULTS)} (got {model!r})")
     p = OneLineParser(prog="schedule.py", description=__doc__,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     s = p.add_argument_group("schedule")
-    s.add_argument("--model", default="quadratic", help="quadratic")
+    s.add_argument("--model", default="quadratic", help=" | ".join(MODEL_DEFAULTS))
     s.add_argument("--batch-small", type=int, default=8, help="B1, the batch before the switch")
     s.add_argument("--batch-large", type=int, default=256, help="B2, the batch after the switch")
     s.add_argument("--lr0", type=float, default=1e-2, help="base learning rate at b0")
@@ -104,8 +124,8 @@ def parse(argv):
     s.add_argument("--switches", type=int, default=7, help="switch points in the measured grid")
     add_optim_args(p)
     add_throughput_args(p)
-    MODELS["quadratic"].add_args(p.add_argument_group("quadratic model"))
-    p.set_defaults(drift_threshold=THRESHOLD_DEFAULT)
+    MODELS[model].add_args(p.add_argument_group(f"{model} model"))
+    p.set_defaults(**MODEL_DEFAULTS[model])
     add_output_args(p, "schedule")
     return p.parse_args(argv)
 
@@ -133,10 +153,23 @@ def build(ns):
     return model_cfg, opt, sweep, throughput_from_args(ns)
 
 
-def median_curve(ckpt) -> dict:
+def median_curve(ckpt, model: str = "quadratic") -> dict:
+    """Median curves; "loss_frac" is the model's falling progress curve (CURVE_KEY)."""
     return {"samples": np.asarray(ckpt["samples"])[0, 0].tolist(),
-            "loss_frac": np.median(ckpt["loss_frac"][0], axis=0).tolist(),
+            "loss_frac": np.median(ckpt[CURVE_KEY[model]][0], axis=0).tolist(),
             "drift": np.median(ckpt["drift"][0], axis=0).tolist()}
+
+
+def curve_target(model: str, model_cfg) -> float:
+    """The progress target on the scale of the curves' "loss_frac" (see CURVE_KEY)."""
+    if model != "bandit":
+        return float(model_cfg.target)
+    import jax.numpy as jnp
+    from twoclock import bandit
+    _, test = bandit.make_problem(model_cfg)
+    pool = bandit.Pool(*(jnp.asarray(v, jnp.float32) for v in test))
+    acc0 = float(bandit.accuracy(jnp.zeros(test.phi.shape[-1], jnp.float32), pool))
+    return (1.0 - model_cfg.target) / (1.0 - acc0)
 
 
 def summarize_run(kind, label, sched, prog_S, fail_S, thr, idx) -> dict:
@@ -177,7 +210,8 @@ def main(argv=None) -> int:
     spp = lambda b: 1.0 / float(thr.throughput(b))
     remaining = None
     if ns.planner == "curves":
-        curve = lambda i: (res.ckpt[i]["samples"][0, 0], np.median(res.ckpt[i]["loss_frac"][0], 0))
+        key = CURVE_KEY[ns.model]
+        curve = lambda i: (res.ckpt[i]["samples"][0, 0], np.median(res.ckpt[i][key][0], 0))
         remaining = curve_remaining(small, large, curve(0), curve(1))
     plan = plan_switch(small, large, spp, margin=ns.margin, objective=ns.objective,
                        remaining=remaining)
@@ -187,7 +221,8 @@ def main(argv=None) -> int:
                           res.prog_n[0, 0], res.fail_n[0, 0], thr, idx),
             summarize_run("constant_large", f"constant B={B2}", Schedule(B2, B2, 0),
                           res.prog_n[1, 0], res.fail_n[1, 0], thr, idx)]
-    runs[0]["curve"], runs[1]["curve"] = median_curve(res.ckpt[0]), median_curve(res.ckpt[1])
+    runs[0]["curve"] = median_curve(res.ckpt[0], ns.model)
+    runs[1]["curve"] = median_curve(res.ckpt[1], ns.model)
 
     # the measured grid of switch points (plus the planned one)
     hi = small.n_prog if np.isfinite(small.n_prog) else ns.budget / 2
@@ -204,7 +239,7 @@ def main(argv=None) -> int:
                                                 "reached_first", "hours")})
         if S == switch:
             sched_run = row
-            sched_run["curve"] = median_curve({k: v for k, v in out["ckpt"].items()})
+            sched_run["curve"] = median_curve({k: v for k, v in out["ckpt"].items()}, ns.model)
             sched_run["label"] = f"B={B1} -> {B2} (planned switch)"
         if not ns.quiet:
             print(f"[schedule] switch {S}: reached first {row['reached_first']:.2f}",
@@ -218,6 +253,7 @@ def main(argv=None) -> int:
                  "clocks": {"small": vars(small) if hasattr(small, "__dict__") else small,
                             "large": large.__dict__}},
         "switch_sweep": sweep_rows,
+        "curve_target": curve_target(ns.model, model_cfg),
         "config": results.config_dict(model=model_cfg, optimizer=opt, sweep=sweep,
                                       throughput=thr.model, responses_per_sample=thr.responses_per_sample,
                                       margin=ns.margin, fail_quantile=ns.fail_quantile,

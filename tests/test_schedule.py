@@ -126,3 +126,45 @@ def test_planner_bad_input():
         sc.plan_switch(sc.Clocks(8, 1, 2), sc.Clocks(16, 1, 2), SPP.get, margin=1.0)
     with pytest.raises(ValueError, match="n_fail"):
         sc.Clocks(8, 100, 0)
+
+
+
+def _bandit_cfg():
+    from twoclock.bandit import BanditConfig
+    return BanditConfig(n_train=32, n_test=32, drift_dim=4, drift_bias=0.5, drift_noise=4.0,
+                        drift_threshold=0.3, target=0.5)
+
+
+@pytest.mark.parametrize("n1", [60, 57], ids=["switch-at-checkpoint", "switch-mid-chunk"])
+def test_bandit_equal_batches_are_the_constant_run(n1):
+    """b1 = b2: the schedule's clocks are make_run's, bit for bit; checkpoints before the
+    switch coincide exactly (after it the two runs chunk differently when n1 is mid-chunk)."""
+    from twoclock import bandit
+    cfg, opt, n_steps, B = _bandit_cfg(), OptimConfig(), 120, 32
+    keys = jax.random.split(jax.random.PRNGKey(5), 3)
+    const = jax.vmap(bandit.make_run(cfg, opt, n_steps, 20, batch=B))(
+        jnp.full(3, float(B)), jnp.full(3, 0.05), keys)
+    run = bandit.make_schedule_run(cfg, opt, n1, n_steps - n1, 20, "rescale", batches=(B, B))
+    sched = jax.vmap(run)(jnp.full(3, float(B)), jnp.full(3, float(B)), jnp.full(3, 0.05),
+                          jnp.full(3, 0.05), keys)
+    for name in ("prog_n", "fail_n", "div_n", "prog_t", "fail_t"):
+        np.testing.assert_array_equal(getattr(sched, name), getattr(const, name), err_msg=name)
+    np.testing.assert_array_equal(sched.extra["collapse_n"], const.extra["collapse_n"])
+    assert int(np.min(const.prog_n)) > 0 and int(np.min(const.fail_n)) > 0  # clocks did fire
+    pre = n1 // 6  # checkpoints every 6 updates
+    for k in ("samples", "heldout_acc", "drift", "noise_drift"):
+        np.testing.assert_array_equal(sched.ckpt[k][:, :pre], const.ckpt[k][:, :pre], err_msg=k)
+    if n1 % 6 == 0:
+        for k in ("samples", "heldout_acc", "drift"):
+            assert_close(sched.ckpt[k], const.ckpt[k], rtol=1e-6, atol=1e-7, what=k)
+
+
+def test_bandit_schedule_switches_batch_through_run_schedule():
+    cfg = _bandit_cfg()
+    out = sc.run_schedule("bandit", cfg, OptimConfig(), sc.Schedule(16, 64, 320), [0.05],
+                          seeds=2, budget=1600)
+    assert out["n1"] == 20 and out["n2"] == (1600 - 320) // 64
+    samples = out["ckpt"]["samples"][0, 0]
+    assert int(samples[-1]) == 320 + out["n2"] * 64 and np.all(np.diff(samples) > 0)
+    with pytest.raises(ValueError, match="^batch must be"):
+        sc.run_schedule("bandit", cfg, OptimConfig(), sc.Schedule(12, 64, 120), [0.05], 2, 1600)

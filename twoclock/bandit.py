@@ -66,7 +66,7 @@ from twoclock.config import _finite, require, require_choice, require_fraction, 
 from twoclock.config import OptimConfig
 from twoclock.scaling import make_optimizer
 from twoclock.sweep import ModelSpec, register
-from twoclock.trace import Trace
+from twoclock.trace import Trace, checkpoint_every
 
 
 SHAPING_CLIPS = ("mask", "ppo")
@@ -349,10 +349,6 @@ class BanditState(NamedTuple):
     coll_t: jax.Array
 
 
-def checkpoint_every(n_steps: int, n_ckpt: int) -> int:
-    return max(1, math.ceil(n_steps / n_ckpt))
-
-
 def sample_responses(logp_PxK, u_PxG):
     """Responses a ~ pi by inverse CDF: a = #{k : cdf_k <= u} for uniforms u [P, G] in [0, 1)."""
     cdf_PxK = jnp.cumsum(jnp.exp(logp_PxK), axis=-1)
@@ -500,6 +496,8 @@ def make_chunk(cfg: BanditConfig, update, pools, n_steps: int, every: int):
     """chunk(state, t0) -> (state, checkpoint metrics) of updates t0 + 1 ... t0 + every."""
     train, test = pools
     Ds = cfg.skill_dim
+    with jax.ensure_compile_time_eval():  # a constant, also when built inside a traced run
+        err0 = 1.0 - float(accuracy(jnp.zeros((Ds + cfg.drift_dim,), test.z0.dtype), test))
 
     def chunk(state: BanditState, t0):
         ts = t0 + 1 + jnp.arange(every, dtype=jnp.int32)
@@ -507,7 +505,8 @@ def make_chunk(cfg: BanditConfig, update, pools, n_steps: int, every: int):
         state, acc = track(cfg, state._replace(opt_state=opt_state), ts, w_TxD, test, n_steps)
         m_tr = policy_metrics(state.w, train)
         out = {name: jnp.mean(v) for name, v in stats.items()}
-        out.update(heldout_acc=acc, train_acc=m_tr["acc"], kl=m_tr["kl"],
+        out.update(heldout_acc=acc, error_frac=(1.0 - acc) / err0, train_acc=m_tr["acc"],
+                   kl=m_tr["kl"],
                    entropy=m_tr["entropy"], drift=jnp.mean(state.w[Ds:]),
                    skill=jnp.mean(state.w[:Ds]))
         return state, out
@@ -540,6 +539,65 @@ def make_run(cfg: BanditConfig, opt: OptimConfig, n_steps: int, n_ckpt: int = 12
             extra={"collapse_n": state.coll_t * B},
             ckpt={"samples": t_C * B, **ck},
         )
+
+    return run
+
+
+def make_schedule_run(cfg: BanditConfig, opt: OptimConfig, n1: int, n2: int, n_ckpt: int = 128,
+                      carry: str = "rescale", batches=None):
+    """A pure run(b1, b2, lr1, lr2, key) -> Trace: n1 rollout batches of b1, then n2 of b2.
+
+    `batches` = (b1, b2), static (they set the array shapes); run's b1, b2 only feed the
+    learning-rate companions and the sample counts. The optimizer state is carried across the
+    switch as in twoclock.schedule.carry_state; update t draws fold_in(key, t) as in a constant
+    run, so b1 = b2 reproduces make_run's clocks (tested). ckpt["error_frac"] = (1 - held-out
+    accuracy) / (1 - its initial value) is the falling progress curve the planner uses.
+    """
+    from twoclock.schedule import carry_state, samples_at
+    require(batches is not None and len(batches) == 2, "batches",
+            "(b1, b2) given (the bandit's batch sets array shapes)", batches)
+    B1, B2 = (int(b) for b in batches)
+    n_steps = n1 + n2
+    step1 = make_update(cfg, opt, B1)
+    step2 = step1 if B2 == B1 else make_update(cfg, opt, B2)
+    every = checkpoint_every(n_steps, n_ckpt)
+    k1, r1 = n1 // every, n1 % every
+    k2 = math.ceil(n2 / every)
+    dtype = jnp.result_type(float)
+
+    def stage(chunk_full, chunk_rest, state, t_start, k, r, outs):
+        if k:
+            state, o = jax.lax.scan(chunk_full, state,
+                                    t_start + jnp.arange(k, dtype=jnp.int32) * every)
+            outs.append(o)
+        if r:
+            state, o = chunk_rest(state, jnp.asarray(t_start + k * every, jnp.int32))
+            outs.append(jax.tree_util.tree_map(lambda v: v[None], o))
+        return state
+
+    def run(b1, b2, lr1, lr2, key) -> Trace:
+        b1, b2 = jnp.asarray(b1, dtype), jnp.asarray(b2, dtype)
+        tx1, update1 = step1(b1, lr1, key)
+        tx2, update2 = step2(b2, lr2, key)
+        pools = step1.pools
+        outs: list = []
+        state = initial_state(cfg, tx1, pools[1])
+        state = stage(make_chunk(cfg, update1, pools, n_steps, every),
+                      make_chunk(cfg, update1, pools, n_steps, max(r1, 1)), state, 0, k1, r1, outs)
+        fresh = tx2.init(state.w)
+        state = state._replace(opt_state=carry_state(state.opt_state, fresh, b1, b2, carry,
+                                                     opt.b1, opt.b2))
+        state = stage(make_chunk(cfg, update2, pools, n_steps, every), None, state, n1, k2, 0,
+                      outs)
+        ck = {name: jnp.concatenate([o[name] for o in outs]) for name in outs[0]}
+        t_C = np.concatenate([(np.arange(k1) + 1) * every, [n1] if r1 else [],
+                              n1 + np.minimum((np.arange(k2) + 1) * every, n2)]).astype(np.int32)
+        samples = lambda t: samples_at(t, n1, B1, B2)
+        return Trace(
+            prog_t=state.prog_t, fail_t=state.fail_t, div_t=state.div_t,
+            prog_n=samples(state.prog_t), fail_n=samples(state.fail_t),
+            div_n=samples(state.div_t), extra={"collapse_n": samples(state.coll_t)},
+            ckpt={"samples": samples(jnp.asarray(t_C)), **ck})
 
     return run
 
@@ -605,3 +663,6 @@ def config_from_args(ns) -> BanditConfig:
 
 register(ModelSpec("bandit", make_run, static_batch=True, unit="responses",
                    add_args=add_args, config_from_args=config_from_args))
+
+from twoclock.schedule import register_schedule  # noqa: E402  (schedule imports no model)
+register_schedule("bandit", make_schedule_run, static_batch=True)

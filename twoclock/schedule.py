@@ -158,9 +158,20 @@ def samples_at(t, n1: int, b1, b2):
 SCHEDULE_RUNS = {"quadratic": make_quadratic_schedule_run}
 
 
-def register_schedule(model: str, factory) -> None:
-    """factory(model_cfg, opt, n1, n2, n_ckpt, carry) -> run(b1, b2, lr1, lr2, key) -> Trace."""
+STATIC_BATCH_SCHEDULES: set = set()  # models whose batches set array shapes (the bandit)
+
+
+def register_schedule(model: str, factory, static_batch: bool = False) -> None:
+    """factory(model_cfg, opt, n1, n2, n_ckpt, carry) -> run(b1, b2, lr1, lr2, key) -> Trace.
+
+    static_batch: the factory also takes batches=(b1, b2) as Python ints (the bandit's batch
+    sets its array shapes; twoclock.bandit registers itself this way).
+    """
     SCHEDULE_RUNS[model] = factory
+    if static_batch:
+        STATIC_BATCH_SCHEDULES.add(model)
+    else:
+        STATIC_BATCH_SCHEDULES.discard(model)
 
 
 @dataclass(frozen=True)
@@ -189,7 +200,8 @@ def run_schedule(model: str, model_cfg, opt: OptimConfig, sched: Schedule, lr0s,
     require_int("seeds", seeds)
     require(carry in CARRY_MODES, "carry", "one of " + ", ".join(CARRY_MODES), carry)
     n1, n2 = stage_steps(sched.b1, sched.b2, sched.switch, budget)
-    run = SCHEDULE_RUNS[model](model_cfg, opt, n1, n2, n_ckpt, carry)
+    static = {"batches": (sched.b1, sched.b2)} if model in STATIC_BATCH_SCHEDULES else {}
+    run = SCHEDULE_RUNS[model](model_cfg, opt, n1, n2, n_ckpt, carry, **static)
     L = len(lr0s)
     lr1 = np.array([lr_for_batch(l, sched.b1, opt.b0, opt.lr_rule) for l in lr0s])
     lr2 = np.array([lr_for_batch(l, sched.b2, opt.b0, opt.lr_rule) for l in lr0s])
