@@ -236,3 +236,45 @@ def test_run_uses_both_sampling_paths():
                                   minibatches=mb, clip_low=None)
         tr = run_once(cfg, 32, 60, lr=0.05 / mb)
         assert tr.fail_t > 0 and abs(tr.fail_t - 0.5 / 0.05) <= 2
+
+
+def test_predicted_failure_clock_limits():
+    """Noise-dominated Adam under the sqrt rule: D* sqrt(c_d b0) / (lr0 b), flat in B;
+    fixed lr: ~sqrt(B); signal-dominated: sign descent, D* B / lr(B)."""
+    cfg = BanditConfig(drift_bias=0.01, drift_noise=100.0, drift_threshold=2.0)
+    n = [bandit.predicted_failure_samples(cfg, OPT, 0.02, B) for B in (64, 256, 1024)]
+    limit = 2.0 * np.sqrt(100.0 * 8) / (0.02 * 0.01)
+    assert_close(n, limit, rtol=0.01, atol=0, what="sqrt-rule noise-dominated N_fail")
+    fixed = OptimConfig(lr_rule="fixed")
+    n = [bandit.predicted_failure_samples(cfg, fixed, 0.02, B) for B in (64, 1024)]
+    assert_close(n[1] / n[0], 4.0, rtol=0.01, atol=0, what="fixed lr: sqrt(16)")
+    sig = dataclasses.replace(cfg, drift_noise=1e-6)
+    lr = 0.02 * np.sqrt(1024 / 8)
+    assert_close(bandit.predicted_failure_samples(sig, OPT, 0.02, 1024), 2.0 * 1024 / lr,
+                 rtol=1e-3, atol=0, what="sign descent")
+    assert bandit.drift_noise_scale(cfg) == pytest.approx(1e6)
+    with pytest.raises(ValueError, match="^batch must be"):
+        bandit.predicted_failure_samples(cfg, OPT, 0.02, 60)
+
+
+@pytest.mark.parametrize("noise, threshold", [(25.0, 0.5), (0.01, 2.0)],
+                         ids=["noise-dominated", "signal-dominated"])
+def test_predicted_failure_clock_matches_simulation(noise, threshold):
+    cfg = dataclasses.replace(SMALL, drift_dim=16, drift_bias=0.05, drift_noise=noise,
+                              drift_threshold=threshold, collapse_drop=0.5)
+    B, lr0 = 64, 0.02
+    pred = bandit.predicted_failure_samples(cfg, OPT, lr0, B)
+    sweep = SweepConfig(batches=(B,), lr0s=(lr0,), seeds=8, budget=int(2 * pred), n_ckpt=4)
+    res = run_sweep("bandit", cfg, OPT, sweep, quiet=True)
+    fail_n = res.fail_n[0, 0]
+    assert np.all(fail_n > 0)
+    # the noise makes first crossings a little early; within 25% of the mean-drift theory
+    assert_close(np.median(fail_n), pred, rtol=0.25, atol=0, what="median N_fail vs theory")
+    per_run = bandit.noise_scales(res.ckpt[0])
+    pooled = bandit.noise_scales(res.ckpt[0], axis=(-2, -1))
+    assert per_run["drift"].shape == (1, 8) and pooled["drift"].shape == (1,)
+    if noise < 1:  # signal-dominated: B_simple = c_d / b^2 = 4 is measured precisely
+        assert_close(pooled["drift"], bandit.drift_noise_scale(cfg), rtol=0.1, atol=0,
+                     what="measured drift B_simple")
+    else:  # noise-dominated: the signal hides in the noise; B_simple far above the batch
+        assert np.all(pooled["drift"] > 10 * B)

@@ -602,6 +602,52 @@ def make_schedule_run(cfg: BanditConfig, opt: OptimConfig, n1: int, n2: int, n_c
     return run
 
 
+def drift_noise_scale(cfg: BanditConfig) -> float:
+    """Configured B_simple of the drift block in responses, tr(Sigma) / |g|^2 = c_d / b^2
+    (inf without a pull); the verifier adds to it when drift_train_scale > 0."""
+    return math.inf if cfg.drift_bias == 0 else cfg.drift_noise / cfg.drift_bias**2
+
+
+def predicted_failure_samples(cfg: BanditConfig, opt: OptimConfig, lr0: float,
+                              batch: int) -> float:
+    """Theory's failure clock in responses: drift_threshold over the mean drift per response.
+
+    Each update takes M x E optimizer steps on minibatches of B / M responses whose drift
+    gradient has mean -b and variance c_d M / B per coordinate. Adam's mean step is then
+    lr b / (sqrt(c_d M / B + b^2) + eps) (the smooth form: noise-dominated, B << c_d / b^2,
+    it is lr b sqrt(B / (M c_d)) and under the sqrt rule N_fail = D* sqrt(c_d b0) / (lr0 b)
+    for M = E = 1, whatever B; signal-dominated, sign descent at lr per step and
+    N_fail ~ sqrt(B)); SGD's is lr b, heavy ball's lr b / (1 - momentum). Ignores the
+    verifier's restoring force (drift_train_scale > 0), clipping and epoch reuse (E > 1
+    counts as E fresh steps), and the noise, which makes the first crossing somewhat earlier.
+    """
+    from twoclock.scaling import lr_for_batch
+    cfg.prompts(batch)  # batch = P x G with M dividing P, else ValueError
+    require_positive("lr0", lr0)
+    if cfg.drift_bias == 0:
+        return math.inf
+    M, E, b = cfg.minibatches, cfg.epochs, cfg.drift_bias
+    lr = lr_for_batch(lr0, batch, opt.b0, opt.lr_rule)
+    if opt.name == "adam":
+        eps = opt.eps / math.sqrt(batch / opt.b0) if opt.malladi else opt.eps
+        step = lr * b / (math.sqrt(cfg.drift_noise * M / batch + b * b) + eps)
+    elif opt.name == "momentum":
+        step = lr * b / (1.0 - opt.momentum)
+    else:
+        step = lr * b
+    return float(cfg.drift_threshold / (M * E * step) * batch)
+
+
+def noise_scales(ckpt_b: dict, axis=-1) -> dict:
+    """Measured B_simple per direction, {"skill": [...], "drift": [...]} in responses, from one
+    batch's checkpoints (e.g. SweepResult.ckpt[i], arrays [L, S, C]): noise and signal
+    averaged over `axis` first (inf: no detectable signal). axis=-1 gives one value per run
+    [L, S]; a noise-dominated direction's signal is then mostly noise (per-run values scatter
+    widely), so pool the seeds too, axis=(-2, -1) -> [L], to report a regime."""
+    return {d: noise_scale(ckpt_b[f"noise_{d}"], ckpt_b[f"signal_{d}"], axis=axis)
+            for d in ("skill", "drift")}
+
+
 # The headline's defaults for --model bandit (lr0 is quoted at the CLI's b0 = 8 responses).
 DEFAULT_SWEEP = dict(batches=(64, 128, 256, 512, 1024), lr0s=(0.02,), seeds=16, budget=100_000)
 
