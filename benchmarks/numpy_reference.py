@@ -187,9 +187,11 @@ def bandit_lanes(cfg, opt: OptimConfig, batch: int, lr_N, n_steps: int, seed: in
         # grad of -mean_G A log pi(a) = -mean_G A (phi_a - E_pi phi); E_G A = 0 drops E_pi phi
         phi_a = phi[n_idx, p_idx, a]                                       # [N, P, G, D]
         g_PD = -np.einsum("npg,npgd->npd", adv, phi_a) / G
-        xi = dtype(cfg.drift_bias) + dtype(np.sqrt(cfg.drift_noise)) * \
-            rng.standard_normal((N, P, G, cfg.drift_dim), dtype=dtype)
-        g_PD[..., Ds:] -= xi.mean(axis=2)
+        # M = E = 1: only the group mean of the shaping signal enters, N(b, c_d / G), drawn
+        # directly as twoclock.bandit does (the same distribution as G draws averaged)
+        xi_mean = dtype(cfg.drift_bias) + dtype(np.sqrt(cfg.drift_noise / G)) * \
+            rng.standard_normal((N, P, cfg.drift_dim), dtype=dtype)
+        g_PD[..., Ds:] -= xi_mean
         # per-response noise and signal per block (the engine's noise_stats)
         for sl in (slice(0, Ds), slice(Ds, D)):
             gb = g_PD[..., sl]
