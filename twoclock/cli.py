@@ -98,31 +98,6 @@ def build(argv, prog="critical_batch.py"):
     return spec, model_cfg, opt, sweep, ns
 
 
-def quadratic_theory(cfg, opt, sweep, runs, crit) -> None:
-    """Attach the theory's predictions to each run and critical batch (in place)."""
-    from twoclock import theory
-    drifts = cfg.drift_dim >= 1 and cfg.drift_bias > 0
-    for r in runs:
-        th = {}
-        if opt.name == "adam":
-            if drifts:
-                pred = theory.adam_failure_samples(cfg, opt, r["lr0"], r["batch"])
-                th["failure_samples"], th["failure_regime"] = pred["samples"], pred["regime"]
-            if not cfg.rotate:  # the mean-field Adam recursion is per eigen-coordinate
-                th["progress_samples"] = theory.adam_progress_samples(
-                    cfg, opt, r["lr0"], r["batch"], budget=sweep.budget)
-        else:
-            t = theory.steps_to_target(cfg, opt, r["batch"], r["lr"], sweep.budget // r["batch"])
-            th["progress_samples"] = t * r["batch"] if t else None
-            if drifts and cfg.drift_stat == "mean":
-                th["failure_samples"] = theory.linear_failure_samples(cfg, opt, r["lr0"],
-                                                                      r["batch"])
-        r["theory"] = th
-    if opt.name == "adam" and not cfg.rotate:
-        for cb in crit:
-            cb["theory"] = theory.critical_batch_mechanism(cfg, opt, cb["lr0"])
-
-
 def main(argv=None, prog="critical_batch.py") -> int:
     argv = sys.argv[1:] if argv is None else argv
     from twoclock.devices import use_cpu_cores
@@ -154,8 +129,8 @@ def main(argv=None, prog="critical_batch.py") -> int:
     extras = tuple(k for k in res.extra if k.endswith("_n"))
     runs = results.run_entries(res, opt, extra_summaries=extras)
     crit = results.critical_batches(res, delta=ns.delta)
-    if spec.name == "quadratic":
-        quadratic_theory(model_cfg, opt, sweep, runs, crit)
+    if spec.annotate is not None:
+        spec.annotate(model_cfg, opt, sweep, res, runs, crit)
     module = importlib.import_module(spec.make_run.__module__)
     if hasattr(module, "describe_batch"):
         for r in runs:

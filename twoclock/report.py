@@ -48,6 +48,12 @@ def clock_table(result: dict) -> str:
                     f"{fmt_ratio(u['median'], base['progress_updates']['median']):>6} | "
                     f"{fmt_num(th.get('progress_samples')):>13} "
                     f"{fmt_num(th.get('failure_samples')):>13}")
+            if "collapse_samples" in r:
+                line += f"  collapse {fmt_samples(r['collapse_samples'], budget)}"
+            if "noise_scale" in r:
+                line += "  B_simple " + ", ".join(
+                    f"{k} {fmt_num(v, '.3g')} ({r['regime'][k]})"
+                    for k, v in r["noise_scale"].items())
             if d.get("runs"):
                 line += (f"  diverged {d['runs']}/{p['seeds']} seeds "
                          f"(median at {fmt_num(d['median_samples'])} {unit})")

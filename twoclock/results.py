@@ -64,8 +64,9 @@ def run_entries(res, opt, extra_summaries: tuple = ()) -> list:
                              "median_samples": (float(np.median(div[np.isfinite(div)]))
                                                 if np.isfinite(div).any() else None)},
             }
-            for name in extra_summaries:
-                entry[name] = clocks.summarize(res.extra[name][i, j], idx=idx)
+            for name in extra_summaries:  # "collapse_n" -> "collapse_samples"
+                entry[name.removesuffix("_n") + "_samples"] = clocks.summarize(
+                    res.extra[name][i, j], idx=idx)
             runs.append(entry)
     return runs
 

@@ -40,6 +40,9 @@ class ModelSpec:
     # CLI hooks: add_args(argparse group) adds model flags; config_from_args(ns) -> model_cfg
     add_args: Callable | None = None
     config_from_args: Callable | None = None
+    # annotate(model_cfg, opt, sweep, res, runs, crit): add the theory's predictions and
+    # measured per-run metrics to the result entries (in place)
+    annotate: Callable | None = None
 
 
 MODELS: dict = {}
