@@ -65,3 +65,17 @@ def test_float32_and_float64_clocks_agree(tmp_path):
             a, b = r32[k], r64[k]
             half = sum((s["ci"][1] - s["ci"][0]) / 2 for s in (a, b))
             assert abs(a["median"] - b["median"]) <= half, (k, a, b)
+
+
+def test_bandit_run_has_the_quadratic_schema_plus_its_extras(tmp_path):
+    p = cli("--model", "bandit", "--batches", "64", "128", "--seeds", "3", "--budget", "4096",
+            "--no-figure", "--quiet", "--no-store", "--json", str(tmp_path / "b.json"))
+    assert p.returncode == 0, p.stderr
+    res = json.loads((tmp_path / "b.json").read_text())
+    assert res["unit"] == "responses" and len(res["critical_batch"]) == 1
+    for r in res["runs"]:
+        for k in ("progress_samples", "failure_samples", "progress_updates", "collapse_samples"):
+            assert set(r[k]) == {"median", "ci", "reached", "seeds"} and r[k]["seeds"] == 3
+        assert r["prompts"] * r["group"] == r["batch"]
+        assert r["theory"]["failure_samples"] > 0
+        assert set(r["noise_scale"]) == set(r["regime"]) == {"skill", "drift"}
