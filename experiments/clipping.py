@@ -173,36 +173,9 @@ def table(out) -> str:
 
 
 def figure(out, stem) -> list:
-    """Failure clock and early accuracy against clip eps, one line per batch (no JAX here)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    clips = sorted({r["clip"] for r in out["runs"] if r["clip"] is not None})
-    xs = list(range(len(clips) + 1))
-    labels = [str(c) for c in clips] + ["none"]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
-    for b in sorted({r["batch"] for r in out["runs"]}):
-        rows = {r["clip"]: r for r in out["runs"] if r["batch"] == b}
-        order = [rows[c] for c in clips] + [rows[None]]
-        for ax, key in zip(axes, ("failure_samples", "progress_samples", "early_accuracy")):
-            med = [np.nan if r[key]["median"] is None else r[key]["median"] for r in order]
-            lo = [np.nan if r[key]["ci"][0] is None else r[key]["ci"][0] for r in order]
-            hi = [np.nan if r[key]["ci"][1] is None else r[key]["ci"][1] for r in order]
-            ax.plot(xs, med, "o-", label=f"B = {b}")
-            ax.fill_between(xs, lo, hi, alpha=0.2)
-    titles = ("failure clock N_fail (responses)", "progress clock N_prog (responses)",
-              f"held-out accuracy after {out['config']['early_samples']} responses")
-    for ax, t in zip(axes, titles):
-        ax.set_xticks(xs, labels)
-        ax.set_xlabel("clip eps")
-        ax.set_title(t, fontsize=10)
-    axes[0].legend()
-    fig.tight_layout()
-    paths = [stem + ".png", stem + ".pdf"]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
+    """The paper-style clipping figure (twoclock.figures_style.clipping_figure); no JAX here."""
+    from twoclock.figures_style import clipping_figure, save
+    return save(clipping_figure(out), stem)
 
 
 def main(argv=None) -> int:
