@@ -56,7 +56,9 @@ def parse(argv):
     base = bandit.config_from_args(ns)
     for c in clips:  # validates every eps through the config
         bandit.BanditConfig(**{**base.__dict__, "clip_low": c, "clip_high": None})
-    from twoclock.config import OptimConfig, SweepConfig, require
+    from twoclock.config import OptimConfig, SweepConfig, require, require_int
+    for b in ns.batches:  # before min(batches) divides anything
+        require_int("batch", b)
     sweep = SweepConfig(batches=tuple(sorted(ns.batches)), lr0s=(ns.lr0,), seeds=ns.seeds,
                         budget=ns.budget, seed=ns.seed,
                         n_ckpt=max(1, ns.budget // min(ns.batches)))  # every update
