@@ -24,8 +24,9 @@ def _args():
     p.add_argument("--prng", default=None, choices=("threefry2x32", "rbg", "unsafe_rbg"),
                    help="JAX PRNG implementation (default: JAX's default)")
     p.add_argument("--devices", type=int, default=None,
-                   help="split the CPU into this many XLA host devices (the sweep shards its "
-                        "lanes over them; results are identical)")
+                   help="split the CPU into this many XLA host devices (default: one per core, "
+                        "as the experiments do; the sweep shards its lanes over them and the "
+                        "results are identical)")
     p.add_argument("--only", choices=("quadratic", "bandit"), default=None,
                    help="run one model's section only (the draw rates are always measured)")
     p.add_argument("--loop-runs", type=int, default=48,
@@ -34,9 +35,9 @@ def _args():
 
 
 ARGS = _args() if __name__ == "__main__" else None
-if ARGS is not None and ARGS.devices:
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                               f" --xla_force_host_platform_device_count={ARGS.devices}")
+if ARGS is not None:
+    from twoclock.runtime import use_cpu_cores
+    use_cpu_cores(ARGS.devices)  # before JAX starts; the same default as the experiments
 
 import jax  # noqa: E402
 
@@ -44,6 +45,7 @@ if ARGS is not None and ARGS.prng:
     jax.config.update("jax_default_prng_impl", ARGS.prng)
 
 import jax.numpy as jnp  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
 import numpy as np  # noqa: E402
 
 from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig  # noqa: E402
@@ -83,16 +85,24 @@ def best_of(fn, repeats: int) -> float:
 
 
 # ---------------------------------------------------------------- draw rates
+def lane_sharding():
+    """The sweep's sharding: the leading (lane) axis split over every device."""
+    mesh = Mesh(np.array(jax.devices()), ("grid",))
+    return NamedSharding(mesh, PartitionSpec("grid"))
+
+
 def jax_draw_rates() -> dict:
-    """Standard normals per second from jax.random.normal (float32, jitted), by batch size."""
+    """Standard normals per second from jax.random.normal (float32, jitted), by batch size,
+    drawn on every device at once (one key per device, as the sweep's lanes are)."""
     out = {}
-    key = jax.random.PRNGKey(0)
+    nd = jax.device_count()
+    keys = jax.device_put(jax.random.split(jax.random.PRNGKey(0), nd), lane_sharding())
     for log2n in (16, 20, 24):
         n = 1 << log2n
-        f = jax.jit(lambda k, n=n: jax.random.normal(k, (n,), jnp.float32))
-        jax.block_until_ready(f(key))
+        f = jax.jit(jax.vmap(lambda k, m=n // nd: jax.random.normal(k, (m,), jnp.float32)))
+        jax.block_until_ready(f(keys))
         out[f"jax normal f32, batch 2^{log2n}"] = n / best_of(
-            lambda: jax.block_until_ready(f(key)), 5)
+            lambda: jax.block_until_ready(f(keys)), 5)
     return out
 
 
@@ -133,7 +143,9 @@ def jax_steady(model: str, cfg, opt, sweep: SweepConfig) -> tuple:
         n = n_steps_for(sweep.budget, b)
         f = jax.jit(jax.vmap(spec.make_run(cfg, opt, n, sweep.n_ckpt, b if spec.static_batch
                                            else None)))
-        args = lanes(sweep, opt, b)
+        nd = jax.device_count()
+        args = [jax.device_put(np.asarray(a), lane_sharding()) if len(a) % nd == 0 else a
+                for a in lanes(sweep, opt, b)]  # sharded over the lanes, as run_sweep does
         t0 = time.perf_counter()
         jax.block_until_ready(f(*args))
         t_compile += time.perf_counter() - t0

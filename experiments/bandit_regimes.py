@@ -30,6 +30,8 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="JSON path (default OUT/bandit_regimes.json)")
     p.add_argument("--quiet", action="store_true")
     ns = p.parse_args(argv)
+    from twoclock.runtime import setup
+    setup()  # all cores as devices, persistent compilation cache
     d, opt = bandit.DEFAULT_SWEEP, OptimConfig()
     try:
         sweep = SweepConfig(batches=d["batches"], lr0s=d["lr0s"], seeds=ns.seeds,

@@ -182,6 +182,8 @@ def figure(out, stem) -> list:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from twoclock.runtime import setup
+    setup()  # all cores as devices, persistent compilation cache
     try:
         ns, base, clips, sweep, opt = parse(argv)
     except ValueError as e:

@@ -52,6 +52,8 @@ def parse(argv):
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from twoclock.runtime import setup
+    setup()  # all cores as devices, persistent compilation cache
     ns = parse(argv)
     import numpy as np
     from twoclock.config import SweepConfig, require, require_int

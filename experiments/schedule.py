@@ -186,6 +186,8 @@ def summarize_run(kind, label, sched, prog_S, fail_S, thr, idx) -> dict:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from twoclock.runtime import setup
+    setup()  # all cores as devices, persistent compilation cache
     ns = parse(argv)
     try:
         model_cfg, opt, sweep, thr = build(ns)

@@ -49,6 +49,8 @@ def parse(argv):
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from twoclock.runtime import setup
+    setup()  # all cores as devices, persistent compilation cache
     ns = parse(argv)
     from twoclock.config import SweepConfig, require, require_choice, LR_RULES
     from twoclock.sweep import MODELS

@@ -100,8 +100,8 @@ def build(argv, prog="critical_batch.py"):
 
 def main(argv=None, prog="critical_batch.py") -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from twoclock.devices import use_cpu_cores
-    use_cpu_cores()
+    from twoclock.runtime import setup
+    setup()
     try:
         spec, model_cfg, opt, sweep, ns = build(argv, prog)
     except ValueError as e:

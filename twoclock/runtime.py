@@ -1,0 +1,40 @@
+"""Process-wide JAX setup that the experiments share: devices and the compilation cache.
+
+Both must happen before JAX initialises its backends (the first array or jit call).
+"""
+import os
+
+
+def use_cpu_cores(n: int | None = None) -> None:
+    """Expose n (default: all usable) CPU cores as XLA host devices, unless XLA_FLAGS says.
+
+    XLA runs one small vmapped loop on one thread per device, so one device per core lets the
+    sweep's sharded lane axis use every core. No effect on a GPU, where jax.devices() lists
+    the GPUs. Results do not depend on the device count.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" in flags:
+        return
+    n = n or len(os.sched_getaffinity(0))
+    if n > 1:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+
+
+def cache_dir() -> str | None:
+    """TWOCLOCK_CACHE_DIR, else $XDG_CACHE_HOME/twoclock/jax (~/.cache/...); None if 'off'."""
+    d = os.environ.get("TWOCLOCK_CACHE_DIR")
+    if d is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "twoclock", "jax")
+    return None if d.lower() in ("off", "none", "") else d
+
+
+def setup() -> None:
+    """All cores as devices, and JAX's persistent compilation cache, so a rerun of a sweep
+    skips compilation (the headline's simulation: 5.3 s cold, 1.4 s warm, 2 CPU cores)."""
+    use_cpu_cores()
+    d = cache_dir()
+    if d is not None:
+        import jax
+        jax.config.update("jax_compilation_cache_dir", d)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
