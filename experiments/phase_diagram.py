@@ -27,7 +27,8 @@ def parse(argv):
     from twoclock.sweep import MODELS
     p = OneLineParser(prog="phase_diagram.py", description=__doc__)
     s = p.add_argument_group("sweep")
-    s.add_argument("--models", nargs="+", default=["quadratic"], help="quadratic and/or bandit")
+    s.add_argument("--models", nargs="+", default=["quadratic", "bandit"],
+                   help="quadratic and/or bandit")
     s.add_argument("--batches", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256],
                    help="quadratic batches")
     s.add_argument("--lr0", type=float, nargs="+", default=[2.5e-3, 5e-3, 1e-2, 2e-2, 4e-2],
@@ -35,6 +36,9 @@ def parse(argv):
     s.add_argument("--bandit-batches", type=int, nargs="+", default=[64, 128, 256, 512, 1024])
     s.add_argument("--bandit-lr0", type=float, nargs="+", default=[0.01, 0.02, 0.04])
     s.add_argument("--bandit-budget", type=int, default=100_000)
+    s.add_argument("--bandit-drift-threshold", type=float, default=0.5,
+                   help="bandit collapse threshold on the drift statistic (its headline uses 2; "
+                        "0.5 puts the boundary N_fail = N_prog inside the batch range)")
     s.add_argument("--bandit-clock", default="fail_n",
                    help="bandit failure clock: fail_n (drift threshold) | collapse_n")
     s.add_argument("--seeds", type=int, default=8)
@@ -65,6 +69,7 @@ def main(argv=None) -> int:
         require(ns.bandit_clock in ("fail_n", "collapse_n"), "bandit_clock",
                 "fail_n or collapse_n", ns.bandit_clock)
         require_int("theory_points", ns.theory_points, lo=2)
+        bcfg = _bandit_config(ns.bandit_drift_threshold) if "bandit" in ns.models else None
         opt = optim_from_args(ns)
         qcfg = MODELS["quadratic"].config_from_args(ns)
         qsweep = SweepConfig(batches=tuple(ns.batches), lr0s=tuple(ns.lr0), seeds=ns.seeds,
@@ -95,7 +100,6 @@ def main(argv=None) -> int:
         configs["quadratic"] = results.config_dict(model=qcfg, sweep=qsweep)
     if "bandit" in ns.models:
         spec = MODELS["bandit"]
-        bcfg = _bandit_config()  # bandit defaults (its flags live in critical_batch.py)
         res = run_sweep("bandit", bcfg, opt, bsweep, quiet=ns.quiet)
         panels.append(phase.phase_panel(res, "bandit (RLVR)", unit=spec.unit,
                                         batch_unit="responses per update",
@@ -120,9 +124,9 @@ def main(argv=None) -> int:
     return 0
 
 
-def _bandit_config():
+def _bandit_config(drift_threshold: float):
     from twoclock.bandit import BanditConfig
-    return BanditConfig()
+    return BanditConfig(drift_threshold=drift_threshold)
 
 
 def report(out: dict) -> str:
