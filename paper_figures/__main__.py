@@ -21,24 +21,30 @@ def _exp(name):
     return os.path.join(ROOT, "experiments", name)
 
 
-def clocks_quadratic(phase: dict, lr0: float = 1e-2):
+def _clocks_panel(result: dict, title: str, batch_unit: str, lr0: float | None = None) -> dict:
+    """One lr0's clocks (and the theory's, where the result has them) from a headline JSON."""
+    lr0s = sorted({r["lr0"] for r in result["runs"]})
+    lr0 = lr0s[len(lr0s) // 2] if lr0 is None else min(lr0s, key=lambda v: abs(v - lr0))
+    runs = sorted([r for r in result["runs"] if r["lr0"] == lr0], key=lambda r: r["batch"])
+    theory = {name: [r.get("theory", {}).get(f"{name}_samples") for r in runs]
+              for name in ("progress", "failure")}
+    return {"title": f"{title}, lr0 = {lr0:g}", "unit": result.get("unit", "samples"),
+            "batch_unit": batch_unit, "batches": [r["batch"] for r in runs],
+            "progress": [r["progress_samples"] for r in runs],
+            "failure": [r["failure_samples"] for r in runs],
+            "theory": {k: v for k, v in theory.items() if any(x is not None for x in v)}}
+
+
+def clocks_quadratic(result: dict, lr0: float = 1e-2):
+    """Both clocks with the theory overlay, from experiments/critical_batch.py (defaults)."""
     from twoclock.figures_style import clocks_figure
-    panels = [p for p in phase["clocks"] if p["title"].startswith("quadratic")]
-    panel = min(panels, key=lambda p: abs(p["lr0"] - lr0))
-    return clocks_figure(panel)
+    return clocks_figure(_clocks_panel(result, "quadratic (NQM)", "samples per update", lr0))
 
 
 def clocks_bandit(result: dict):
     """Both clocks against batch from experiments/critical_batch.py --model bandit."""
     from twoclock.figures_style import clocks_figure
-    lr0s = sorted({r["lr0"] for r in result["runs"]})
-    lr0 = lr0s[len(lr0s) // 2]
-    runs = sorted([r for r in result["runs"] if r["lr0"] == lr0], key=lambda r: r["batch"])
-    panel = {"title": f"bandit (RLVR), lr0 = {lr0:g}", "unit": result.get("unit", "samples"),
-             "batch_unit": "responses per update", "batches": [r["batch"] for r in runs],
-             "progress": [r["progress_samples"] for r in runs],
-             "failure": [r["failure_samples"] for r in runs]}
-    return clocks_figure(panel)
+    return clocks_figure(_clocks_panel(result, "bandit (RLVR)", "responses per update"))
 
 
 def phase_diagram(result: dict):
@@ -63,7 +69,8 @@ def clipping(result: dict):
 
 # name -> (result file, command that writes it (JSON path appended), figure builder)
 FIGURES = {
-    "clocks_quadratic": ("phase_diagram.json", [_exp("phase_diagram.py")], clocks_quadratic),
+    "clocks_quadratic": ("critical_batch_quadratic.json", [_exp("critical_batch.py")],
+                         clocks_quadratic),
     "phase_diagram": ("phase_diagram.json", [_exp("phase_diagram.py")], phase_diagram),
     "schedule": ("schedule.json", [_exp("schedule.py")], schedule),
     "time_to_target": ("time_to_target.json", [_exp("time_to_target.py")], time_to_target),

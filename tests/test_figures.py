@@ -87,7 +87,7 @@ BUILDERS = [
     ("schedule", lambda: pf.schedule(schedule_result())),
     ("time_to_target", lambda: pf.time_to_target(ttt_result())),
     ("phase_diagram", lambda: pf.phase_diagram(phase_result())),
-    ("clocks_quadratic", lambda: pf.clocks_quadratic(phase_result())),
+    ("clocks_quadratic", lambda: pf.clocks_quadratic(headline_result())),
     ("clocks_bandit", lambda: pf.clocks_bandit(bandit_result())),
 ]
 

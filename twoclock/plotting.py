@@ -2,8 +2,6 @@
 
 Uses the one paper style of twoclock.figures_style.
 """
-from matplotlib.ticker import NullFormatter
-
 from twoclock.figures_style import OKABE_ITO, band, figure, log_batch_axis, plain_log_y, save
 
 
@@ -43,7 +41,6 @@ def clocks_vs_batch_figure(result: dict, unit: str = "samples"):
     for a in (ax, axr):
         log_batch_axis(a, batches, f"batch B ({unit} per update)")
     plain_log_y(ax)
-    ax.yaxis.set_minor_formatter(NullFormatter())  # the y range spans decades: majors suffice
     ax.set_ylabel(f"clock ({unit})")
     ax.set_title("solid: progress, dashed: failure, dotted: theory", loc="left")
     axr.set_ylabel("clock / clock at smallest batch")
