@@ -8,5 +8,10 @@ from twoclock import clocks, scaling, theory
 from twoclock import bandit, objectives  # registers the "bandit" model
 from twoclock import phase, schedule, throughput  # batch schedules, wall-clock, phase diagrams
 
-__all__ = ["OptimConfig", "QuadraticConfig", "SweepConfig", "Trace", "MODELS", "ModelSpec",
-           "SweepResult", "run_sweep", "quadratic", "clocks", "scaling", "theory", "require"]
+from twoclock.bandit import BanditConfig
+from twoclock.store import Store
+
+__all__ = ["OptimConfig", "QuadraticConfig", "BanditConfig", "SweepConfig", "Trace", "MODELS",
+           "ModelSpec", "SweepResult", "run_sweep", "Store", "require",
+           "quadratic", "bandit", "objectives", "clocks", "scaling", "theory", "schedule",
+           "throughput", "phase"]
