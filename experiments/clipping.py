@@ -78,17 +78,10 @@ def early_accuracy(ckpt_b: dict, n_early: int) -> np.ndarray:
     return acc[np.arange(acc.shape[0]), i]
 
 
-def median_ci(x_S: np.ndarray, level: float = 0.95) -> dict:
-    from twoclock.clocks import bootstrap_indices
-    med = np.median(x_S[bootstrap_indices(x_S.size)], axis=-1)
-    lo, hi = np.quantile(med, [(1 - level) / 2, (1 + level) / 2])
-    return {"median": float(np.median(x_S)), "ci": [float(lo), float(hi)]}
-
-
 def simulate(base, clips, sweep, opt, n_early, quiet):
     import dataclasses
     from twoclock import bandit
-    from twoclock.clocks import summarize
+    from twoclock.clocks import median_ci, summarize
     from twoclock.sweep import run_sweep
     runs = []
     for c in clips:
@@ -102,7 +95,7 @@ def simulate(base, clips, sweep, opt, n_early, quiet):
                 "progress_samples": summarize(res.prog_n[i, 0]),
                 "failure_samples": summarize(res.fail_n[i, 0]),
                 "collapse_samples": summarize(res.extra["collapse_n"][i, 0]),
-                "early_accuracy": median_ci(early_accuracy(ck, n_early)),
+                "early_accuracy": median_ci(early_accuracy(ck, n_early)),  # not a crossing
                 "clip_fraction": float(np.mean(ck["clip_frac"])),
                 "outside_fraction": float(np.mean(ck["outside_frac"])),
                 "noise_scale_drift": float(bandit.noise_scale(ck["noise_drift"],

@@ -57,3 +57,10 @@ def test_critical_batch_ci_brackets_point_with_noise():
                      for j in range(5)])
     cb = clocks.critical_batch(batches, prog)
     assert cb["ci"][0] <= cb["batch"] <= cb["ci"][1]
+
+
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=40))
+def test_median_ci_of_plain_values_keeps_zeros(xs):
+    s = clocks.median_ci(np.array(xs))  # accuracies: 0 is a value here, not "never"
+    assert s["median"] == np.median(xs)
+    assert s["ci"][0] <= s["median"] <= s["ci"][1]

@@ -33,18 +33,19 @@ def bootstrap_indices(n_seeds: int, n_boot: int = N_BOOT, seed: int = 0) -> np.n
     return np.random.default_rng(seed).integers(0, n_seeds, size=(n_boot, n_seeds))
 
 
+def median_ci(x_S, level: float = 0.95, idx=None) -> dict:
+    """{median, ci: [lo, hi]} over seeds with a bootstrap CI; an inf decides None ("> budget")."""
+    x = np.asarray(x_S, dtype=np.float64)
+    idx = bootstrap_indices(x.size) if idx is None else idx
+    lo, hi = np.quantile(_median_S(x[idx]), [(1 - level) / 2, (1 + level) / 2], method="lower")
+    return {"median": _none_if_inf(_median_S(x)), "ci": [_none_if_inf(lo), _none_if_inf(hi)]}
+
+
 def summarize(n_S, level: float = 0.95, idx=None) -> dict:
     """{median, ci: [lo, hi], reached, seeds} of per-seed crossings (0 = never)."""
     x = censored(n_S)
-    idx = bootstrap_indices(x.size) if idx is None else idx
-    med_R = _median_S(x[idx])
-    lo, hi = np.quantile(med_R, [(1 - level) / 2, (1 + level) / 2], method="lower")
-    return {
-        "median": _none_if_inf(_median_S(x)),
-        "ci": [_none_if_inf(lo), _none_if_inf(hi)],
-        "reached": int(np.sum(np.isfinite(x))),
-        "seeds": int(x.size),
-    }
+    return {**median_ci(x, level, idx), "reached": int(np.sum(np.isfinite(x))),
+            "seeds": int(x.size)}
 
 
 def _critical_from_medians(batches, med_B: np.ndarray, delta: float):
