@@ -8,15 +8,12 @@
 Clipping only acts when a rollout batch is used for several optimizer steps (with M = E = 1
 the ratio is 1), so this experiment defaults to M = 4 minibatches x E = 2 epochs.
 """
-import json
-import math
-import os
 import sys
 import time
 
 import numpy as np
 
-from twoclock.cli import OneLineParser, fail
+from twoclock.cli import OneLineParser, add_output_args, fail, publish
 
 CLIP_DEFAULTS = dict(minibatches=4, epochs=2)  # bandit flags whose default differs here
 
@@ -35,10 +32,7 @@ def parse(argv):
     p.add_argument("--budget", type=int, default=40_000, help="responses per run")
     p.add_argument("--early-samples", type=int, default=4096,
                    help="responses after which early held-out accuracy is read")
-    p.add_argument("--out", default="results")
-    p.add_argument("--json", help="JSON path (default OUT/clipping.json)")
-    p.add_argument("--no-figure", action="store_true")
-    p.add_argument("--quiet", action="store_true")
+    add_output_args(p, "clipping")
     bandit.add_args(p.add_argument_group("bandit model (all runs)"))
     ns = p.parse_args(argv)
     for k, v in CLIP_DEFAULTS.items():
@@ -167,12 +161,6 @@ def table(out) -> str:
     return "\n".join(lines)
 
 
-def figure(out, stem) -> list:
-    """The paper-style clipping figure (twoclock.figures_style.clipping_figure); no JAX here."""
-    from twoclock.figures_style import clipping_figure, save
-    return save(clipping_figure(out), stem)
-
-
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     from twoclock.runtime import setup
@@ -192,16 +180,10 @@ def main(argv=None) -> int:
                    "budget": ns.budget, "seed": ns.seed, "early_samples": ns.early_samples},
         "seconds": time.perf_counter() - t0,
     }
-    os.makedirs(ns.out, exist_ok=True)
-    json_path = ns.json or os.path.join(ns.out, "clipping.json")
-    if os.path.dirname(json_path):
-        os.makedirs(os.path.dirname(json_path), exist_ok=True)
-    with open(json_path, "w") as f:
-        json.dump(out, f, indent=1, allow_nan=False)
-    print(table(out))
-    print(f"\n{len(runs) * ns.seeds} runs in {out['seconds']:.1f} s; wrote {json_path}")
-    if not ns.no_figure:
-        print("figure: " + ", ".join(figure(out, os.path.join(ns.out, "clipping"))))
+    out["versions"] = results.versions()
+    from twoclock.figures_style import clipping_figure
+    publish(ns, "clipping", out, f"{table(out)}\n\n{len(runs) * ns.seeds} runs in "
+            f"{out['seconds']:.1f} s", clipping_figure)
     return 0
 
 

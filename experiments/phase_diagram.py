@@ -18,8 +18,8 @@ for _p in (ROOT, HERE):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from schedule import add_optim_args, add_output_args, optim_from_args  # noqa: E402
-from twoclock.cli import OneLineParser, fail  # noqa: E402
+from schedule import add_optim_args, optim_from_args  # noqa: E402
+from twoclock.cli import OneLineParser, add_output_args, fail, publish  # noqa: E402
 
 
 def parse(argv):
@@ -114,13 +114,8 @@ def main(argv=None) -> int:
     out = {"panels": panels, "clocks": clock_panels,
            "config": {**configs, **results.config_dict(optimizer=opt)},
            "versions": results.versions(), "seconds": time.perf_counter() - t0}
-    json_path = ns.json or os.path.join(ns.out, "phase_diagram.json")
-    results.write_json(json_path, out)
-    print(report(out))
-    print(f"wrote {json_path}")
-    if not ns.no_figure:
-        from twoclock.figures_style import phase_figure, save
-        print("figure: " + ", ".join(save(phase_figure(out), os.path.join(ns.out, "phase_diagram"))))
+    from twoclock.figures_style import phase_figure
+    publish(ns, "phase_diagram", out, report(out), phase_figure)
     return 0
 
 

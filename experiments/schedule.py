@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from twoclock.cli import OneLineParser, fail  # noqa: E402
+from twoclock.cli import OneLineParser, add_output_args, fail, publish  # noqa: E402
 
 THRESHOLD_DEFAULT = 0.2
 # per-model defaults (flags given on the command line win)
@@ -84,14 +84,6 @@ def optim_from_args(ns, rule=None):
     from twoclock.config import OptimConfig
     return OptimConfig(name=ns.optimizer, lr_rule=rule or ns.lr_rule, b0=ns.b0, b1=ns.beta1,
                        b2=ns.beta2, eps=ns.eps, momentum=ns.momentum)
-
-
-def add_output_args(p, name: str) -> None:
-    o = p.add_argument_group("output")
-    o.add_argument("--out", default="results", help="folder for the JSON and the figure")
-    o.add_argument("--json", help=f"JSON path (default OUT/{name}.json)")
-    o.add_argument("--no-figure", action="store_true")
-    o.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def parse(argv):
@@ -271,13 +263,8 @@ def main(argv=None) -> int:
     for o in out["plan"]["options"] + [out["plan"]["best"]]:
         for k in ("samples", "seconds", "failure_fraction"):
             o[k] = _fin(o[k])
-    json_path = ns.json or os.path.join(ns.out, "schedule.json")
-    results.write_json(json_path, out)
-    print(report(out))
-    print(f"wrote {json_path}")
-    if not ns.no_figure:
-        from twoclock.figures_style import save, schedule_figure
-        print("figure: " + ", ".join(save(schedule_figure(out), os.path.join(ns.out, "schedule"))))
+    from twoclock.figures_style import schedule_figure
+    publish(ns, "schedule", out, report(out), schedule_figure)
     return 0
 
 

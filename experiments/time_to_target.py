@@ -19,9 +19,9 @@ for _p in (ROOT, HERE):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from schedule import (add_optim_args, add_output_args, add_throughput_args,  # noqa: E402
+from schedule import (add_optim_args, add_throughput_args,  # noqa: E402
                                   optim_from_args, throughput_from_args)
-from twoclock.cli import OneLineParser, fail  # noqa: E402
+from twoclock.cli import OneLineParser, add_output_args, fail, publish  # noqa: E402
 
 
 def parse(argv):
@@ -112,14 +112,10 @@ def main(argv=None) -> int:
                                       responses_per_sample=thr.responses_per_sample),
         "versions": results.versions(), "seconds": time.perf_counter() - t0,
     }
-    json_path = ns.json or os.path.join(ns.out, "time_to_target.json")
-    results.write_json(json_path, out)
-    print(report(out))
-    print(f"wrote {json_path}")
-    if not ns.no_figure and ref is not None:
-        from twoclock.figures_style import save, time_to_target_figure
-        paths = save(time_to_target_figure(out), os.path.join(ns.out, "time_to_target"))
-        print("figure: " + ", ".join(paths))
+    from twoclock.figures_style import time_to_target_figure
+    # without a reference time there is nothing to normalise the figure by
+    publish(ns, "time_to_target", out, report(out), time_to_target_figure if ref is not None
+            else None)
     return 0
 
 

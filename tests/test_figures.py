@@ -78,7 +78,7 @@ def headline_result():
 def test_headline_figure_builds_with_labelled_axes(tmp_path):
     from twoclock import plotting
     assert fs.axes_labelled(plotting.clocks_vs_batch_figure(headline_result()))
-    paths = plotting.clocks_vs_batch(headline_result(), str(tmp_path / "h"))
+    paths = fs.save(plotting.clocks_vs_batch_figure(headline_result()), str(tmp_path / "h"))
     assert all(os.path.getsize(p) > 1000 for p in paths)
 
 

@@ -20,6 +20,30 @@ def fail(prog: str, message: str):
     sys.exit(2)
 
 
+def add_output_args(p, name: str):
+    """--out, --json, --no-figure, --quiet: the output flags every experiment shares."""
+    o = p.add_argument_group("output")
+    o.add_argument("--out", default="results", help="folder for the JSON and the figure")
+    o.add_argument("--json", help=f"JSON path (default OUT/{name}.json)")
+    o.add_argument("--no-figure", action="store_true")
+    o.add_argument("--quiet", action="store_true", help="no progress output")
+    return o
+
+
+def publish(ns, name: str, out: dict, text: str, figure=None) -> str:
+    """Write out atomically to ns.json (default OUT/name.json), print text and the path, and
+    unless --no-figure draw figure(out) to OUT/name.{pdf,png}. Returns the JSON path."""
+    from twoclock import results
+    path = ns.json or os.path.join(ns.out, f"{name}.json")
+    results.write_json(path, out)
+    print(text)
+    print(f"wrote {path}")
+    if figure is not None and not ns.no_figure:
+        from twoclock.figures_style import save
+        print("figure: " + ", ".join(save(figure(out), os.path.join(ns.out, name))))
+    return path
+
+
 def add_sweep_args(p) -> None:
     g = p.add_argument_group("sweep")
     g.add_argument("--batches", type=int, nargs="+", help="batch sizes (space-separated)")
@@ -39,11 +63,7 @@ def add_sweep_args(p) -> None:
     g.add_argument("--n-ckpt", type=int, default=128, help="checkpoints recorded per run")
     g.add_argument("--delta", type=float, default=0.2,
                    help="critical batch: N_prog(B)/N_prog(B_min) >= 1 + delta")
-    o = p.add_argument_group("output")
-    o.add_argument("--out", default="results", help="folder for the JSON and the figure")
-    o.add_argument("--json", help="JSON path (default OUT/critical_batch_MODEL.json)")
-    o.add_argument("--no-figure", action="store_true")
-    o.add_argument("--quiet", action="store_true", help="no progress output")
+    o = add_output_args(p, "critical_batch_MODEL")
     o.add_argument("--x64", action="store_true", help="simulate in float64")
     o.add_argument("--store", default=None,
                    help="results store folder (default OUT/store); finished chunks live there")
@@ -147,14 +167,9 @@ def main(argv=None, prog="critical_batch.py") -> int:
     }
     if jax.process_index() != 0:  # multi-host: process 0 reports and writes
         return 0
-    json_path = ns.json or os.path.join(ns.out, f"critical_batch_{spec.name}.json")
-    results.write_json(json_path, out)
-    print(report.clock_table(out))
-    print(report.critical_table(out))
-    print(f"\nsimulated {res.prog_n.size} runs in {res.seconds:.1f} s "
-          f"(padding {100 * res.padded_fraction:.2f}% of useful updates); wrote {json_path}")
-    if not ns.no_figure:
-        stem = os.path.join(ns.out, f"critical_batch_{spec.name}")
-        paths = plotting.clocks_vs_batch(out, stem, unit=spec.unit)
-        print("figure: " + ", ".join(paths))
+    text = (f"{report.clock_table(out)}\n{report.critical_table(out)}\n\n"
+            f"simulated {res.prog_n.size} runs in {res.seconds:.1f} s "
+            f"(padding {100 * res.padded_fraction:.2f}% of useful updates)")
+    publish(ns, f"critical_batch_{spec.name}", out, text,
+            lambda o: plotting.clocks_vs_batch_figure(o, unit=spec.unit))
     return 0

@@ -3,7 +3,7 @@
 Validation happens here, before anything is traced, so bad input fails with a
 one-line ValueError that names the parameter and its allowed range.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import math
 
 OPTIMIZERS = ("sgd", "momentum", "adam")

@@ -2,16 +2,11 @@
 
 Uses the one paper style of twoclock.figures_style.
 """
-from twoclock.figures_style import OKABE_ITO, band, figure, log_batch_axis, plain_log_y, save
+from twoclock.figures_style import OKABE_ITO, band, figure, log_batch_axis, plain_log_y
 
 
 def _rows(runs, lr0):
     return sorted((r for r in runs if r["lr0"] == lr0), key=lambda r: r["batch"])
-
-
-def clocks_vs_batch(result: dict, stem: str, unit: str = "samples") -> list:
-    """Write clocks_vs_batch_figure to stem.pdf and stem.png; returns the paths."""
-    return save(clocks_vs_batch_figure(result, unit), stem)
 
 
 def clocks_vs_batch_figure(result: dict, unit: str = "samples"):
