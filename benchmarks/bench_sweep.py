@@ -45,12 +45,11 @@ if ARGS is not None and ARGS.prng:
     jax.config.update("jax_default_prng_impl", ARGS.prng)
 
 import jax.numpy as jnp  # noqa: E402
-from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
 import numpy as np  # noqa: E402
 
 from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig  # noqa: E402
 from twoclock.scaling import lr_for_batch  # noqa: E402
-from twoclock.sweep import MODELS, n_steps_for, run_sweep, seed_keys  # noqa: E402
+from twoclock.sweep import MODELS, lane_sharding, n_steps_for, run_sweep, seed_keys  # noqa: E402
 import twoclock  # noqa: E402,F401  (registers the models)
 
 
@@ -85,12 +84,6 @@ def best_of(fn, repeats: int) -> float:
 
 
 # ---------------------------------------------------------------- draw rates
-def lane_sharding():
-    """The sweep's sharding: the leading (lane) axis split over every device."""
-    mesh = Mesh(np.array(jax.devices()), ("grid",))
-    return NamedSharding(mesh, PartitionSpec("grid"))
-
-
 def jax_draw_rates() -> dict:
     """Standard normals per second from jax.random.normal (float32, jitted), by batch size,
     drawn on every device at once (one key per device, as the sweep's lanes are)."""

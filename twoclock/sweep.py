@@ -112,6 +112,11 @@ def plan(spec: ModelSpec, sweep: SweepConfig, max_lanes: int, n_dev: int) -> lis
     return chunks
 
 
+def lane_sharding() -> NamedSharding:
+    """The leading (lane) axis split over every visible device (Auto axes: GSPMD partitions)."""
+    return NamedSharding(Mesh(np.array(jax.devices()), ("grid",)), PartitionSpec("grid"))
+
+
 def _log(msg: str, quiet: bool) -> None:
     if not quiet:
         print(msg, file=sys.stderr, flush=True)
@@ -152,10 +157,8 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
                         for b in batches])
     n_steps_B = np.array([n_steps_for(sweep.budget, b) for b in batches])
     keys_S = np.asarray(seed_keys(sweep.seed, S))
-    devices = jax.devices()
-    mesh = Mesh(np.array(devices), ("grid",))  # Auto axes: GSPMD partitions the lanes
-    lane_sharding = NamedSharding(mesh, PartitionSpec("grid"))
-    chunks = plan(spec, sweep, max_lanes, len(devices))
+    lanes_on = lane_sharding()
+    chunks = plan(spec, sweep, max_lanes, jax.device_count())
 
     done = set()
     if store is not None:
@@ -190,7 +193,7 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
             lr_N = np.repeat(lrs_BxL[list(c.batch_idx)].reshape(-1), S).astype(np.float32)
             key_N = np.tile(keys_S, (g * nL, 1))
             lane = np.arange(c.start, c.start + c.lanes).clip(max=c.stop - 1)  # pad: repeat last
-            tr = fns[gkey](*(_global(a[lane], lane_sharding) for a in (batch_N, lr_N, key_N)))
+            tr = fns[gkey](*(_global(a[lane], lanes_on) for a in (batch_N, lr_N, key_N)))
             tr = _fetch(tr)
             n = c.stop - c.start
             out = {name: np.asarray(getattr(tr, name))[:n]
