@@ -62,7 +62,7 @@ def _chunks(n: int, every: int) -> tuple:
 CARRY_MODES = ("rescale", "carry", "reset")
 
 
-def carry_state(opt_state, fresh_state, b1, b2, carry: str, b1_adam=0.9, b2_adam=0.999):
+def carry_state(opt_state, fresh_state, b1, b2, carry: str, b1_adam: float, b2_adam: float):
     """The optimizer state stage 2 starts from.
 
     carry: the state as is. Adam's second moment nu then stays at the B1 noise level for
