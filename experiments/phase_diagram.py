@@ -4,8 +4,7 @@ For each model, sweeps batch x lr0 x seed (sqrt rule by default), colours each c
 margin N_fail - N_prog (medians, samples), crosses the cells where most seeds fail first, and
 draws the theory's boundary N_fail = N_prog over it (quadratic model: Adam failure clock and
 mean-field progress clock of twoclock.theory; the bandit has no closed-form boundary).
-Also writes the clocks-vs-batch data (with the quadratic theory overlay) that paper_figures
-plots. The quadratic default uses a collapse threshold of 0.2 (see experiments/schedule.py)
+The quadratic default uses a collapse threshold of 0.2 (see experiments/schedule.py)
 so that the boundary crosses the grid.
 """
 import os
@@ -83,7 +82,7 @@ def main(argv=None) -> int:
     from twoclock.sweep import run_sweep
 
     t0 = time.perf_counter()
-    panels, clock_panels, configs = [], [], {}
+    panels, configs = [], {}
     if "quadratic" in ns.models:
         res = run_sweep("quadratic", qcfg, opt, qsweep, quiet=ns.quiet)
         panel = phase.phase_panel(res, "quadratic model (NQM)")
@@ -92,11 +91,6 @@ def main(argv=None) -> int:
             tl = np.geomspace(min(ns.lr0), max(ns.lr0), ns.theory_points)
             panel["theory"] = phase.quadratic_boundary(qcfg, opt, tb, tl, ns.budget)
         panels.append(panel)
-        for j, lr0 in enumerate(res.lr0s):
-            th = (phase.theory_clocks(qcfg, opt, res.batches, lr0, ns.budget)
-                  if opt.name == "adam" and not qcfg.rotate else None)
-            clock_panels.append(phase.clocks_panel(res, j, f"quadratic, lr0 = {lr0:g}",
-                                                   theory=th))
         configs["quadratic"] = results.config_dict(model=qcfg, sweep=qsweep)
     if "bandit" in ns.models:
         spec = MODELS["bandit"]
@@ -104,14 +98,9 @@ def main(argv=None) -> int:
         panels.append(phase.phase_panel(res, "bandit (RLVR)", unit=spec.unit,
                                         batch_unit="responses per update",
                                         fail_key=ns.bandit_clock))
-        for j, lr0 in enumerate(res.lr0s):
-            clock_panels.append(phase.clocks_panel(res, j, f"bandit, lr0 = {lr0:g}",
-                                                   unit=spec.unit,
-                                                   batch_unit="responses per update",
-                                                   fail_key=ns.bandit_clock))
         configs["bandit"] = results.config_dict(model=bcfg, sweep=bsweep,
                                                 failure_clock=ns.bandit_clock)
-    out = {"panels": panels, "clocks": clock_panels,
+    out = {"panels": panels,
            "config": {**configs, **results.config_dict(optimizer=opt)},
            "versions": results.versions(), "seconds": time.perf_counter() - t0}
     from twoclock.figures_style import phase_figure

@@ -46,12 +46,7 @@ def phase_result():
              "batches": B, "lr0s": L, "margin": [[300, 100, -50], [200, None, -100], [50, -20, -300]],
              "reached_first": [[1, 1, 0.2], [1, 1, 0.1], [1, 0.4, 0]],
              "theory": {"batches": tb.tolist(), "lr0s": tl.tolist(), "log_ratio": ratio.tolist()}}
-    clocks = {"title": "quadratic, lr0 = 0.01", "unit": "samples", "batch_unit": "samples",
-              "batches": B, "lr0": 0.01, "progress": [_summ(1700, 1600, 1800), _summ(1800),
-                                                       _summ(None, None, None, 3)],
-              "failure": [_summ(3000, 2500, 3500), _summ(2900), _summ(3100)],
-              "theory": {"progress": [1750, 1850, None], "failure": [2800, 2850, 2900]}}
-    return {"panels": [panel, dict(panel, title="bandit", theory=None)], "clocks": [clocks]}
+    return {"panels": [panel, dict(panel, title="bandit", theory=None)]}
 
 
 def bandit_result():
@@ -69,9 +64,14 @@ def clipping_result():
 
 
 def headline_result():
-    runs = [{"batch": b, "lr0": lr0, "progress_samples": _summ(1000.0 * b ** 0.3),
+    """Two lr0s x three batches; the largest batch's progress clock is censored."""
+    runs = [{"batch": b, "lr0": lr0,
+             "progress_samples": _summ(1000.0 * b ** 0.3) if b < 128 else _summ(None, None,
+                                                                                  None, 3),
              "failure_samples": _summ(9000.0, 8000.0, 10000.0),
-             "theory": {"failure_samples": 8800.0}} for b in (8, 32) for lr0 in (0.01, 0.02)]
+             "theory": {"failure_samples": 8800.0,
+                        "progress_samples": 1000.0 * b ** 0.3 if b < 128 else None}}
+            for b in (8, 32, 128) for lr0 in (0.01, 0.02)]
     return {"runs": runs, "config": {"delta": 0.2}}
 
 

@@ -62,28 +62,4 @@ def quadratic_boundary(cfg, opt, batches, lr0s, budget: int) -> dict:
             "source": "twoclock.theory.adam_failure_samples / adam_progress_samples"}
 
 
-def theory_clocks(cfg, opt, batches, lr0, budget: int) -> dict:
-    """Theory N_prog and N_fail per batch for one lr0 (for the overlay figure)."""
-    from twoclock import theory
-    return {"progress": [theory.adam_progress_samples(cfg, opt, lr0, b, budget=budget)
-                         for b in batches],
-            "failure": [theory.adam_failure_samples(cfg, opt, lr0, b)["samples"]
-                        for b in batches]}
-
-
-def clocks_panel(res, j: int, title: str, unit="samples", batch_unit="samples per update",
-                 theory=None, fail_key: str = "fail_n") -> dict:
-    """Both clocks against batch for lr0 index j: summaries with CIs (JSON-ready)."""
-    fail = getattr(res, fail_key) if hasattr(res, fail_key) else res.extra[fail_key]
-    idx = clocks.bootstrap_indices(res.prog_n.shape[-1])
-    out = {"title": title, "unit": unit, "batch_unit": batch_unit,
-           "batches": [int(b) for b in res.batches], "lr0": float(res.lr0s[j]),
-           "progress": [clocks.summarize(res.prog_n[i, j], idx=idx)
-                        for i in range(len(res.batches))],
-           "failure": [clocks.summarize(fail[i, j], idx=idx) for i in range(len(res.batches))]}
-    if theory is not None:
-        out["theory"] = theory
-    return out
-
-
-__all__ = ["phase_panel", "quadratic_boundary", "theory_clocks", "clocks_panel"]
+__all__ = ["phase_panel", "quadratic_boundary"]
