@@ -553,7 +553,7 @@ def make_schedule_run(cfg: BanditConfig, opt: OptimConfig, n1: int, n2: int, n_c
     run, so b1 = b2 reproduces make_run's clocks (tested). ckpt["error_frac"] = (1 - held-out
     accuracy) / (1 - its initial value) is the falling progress curve the planner uses.
     """
-    from twoclock.schedule import carry_state, samples_at
+    from twoclock.schedule import carry_state, samples_at, stage_chunks
     require(batches is not None and len(batches) == 2, "batches",
             "(b1, b2) given (the bandit's batch sets array shapes)", batches)
     B1, B2 = (int(b) for b in batches)
@@ -561,8 +561,7 @@ def make_schedule_run(cfg: BanditConfig, opt: OptimConfig, n1: int, n2: int, n_c
     step1 = make_update(cfg, opt, B1)
     step2 = step1 if B2 == B1 else make_update(cfg, opt, B2)
     every = checkpoint_every(n_steps, n_ckpt)
-    k1, r1 = n1 // every, n1 % every
-    k2 = math.ceil(n2 / every)
+    k1, r1, k2, t_C = stage_chunks(n1, n2, every)
     dtype = jnp.result_type(float)
 
     def stage(chunk_full, chunk_rest, state, t_start, k, r, outs):
@@ -590,8 +589,6 @@ def make_schedule_run(cfg: BanditConfig, opt: OptimConfig, n1: int, n2: int, n_c
         state = stage(make_chunk(cfg, update2, pools, n_steps, every), None, state, n1, k2, 0,
                       outs)
         ck = {name: jnp.concatenate([o[name] for o in outs]) for name in outs[0]}
-        t_C = np.concatenate([(np.arange(k1) + 1) * every, [n1] if r1 else [],
-                              n1 + np.minimum((np.arange(k2) + 1) * every, n2)]).astype(np.int32)
         samples = lambda t: samples_at(t, n1, B1, B2)
         return Trace(
             prog_t=state.prog_t, fail_t=state.fail_t, div_t=state.div_t,

@@ -54,9 +54,15 @@ def stage_steps(b1: int, b2: int, switch: int, budget: int) -> tuple:
     return n1, n2
 
 
-def _chunks(n: int, every: int) -> tuple:
-    """(full chunks, remainder) of a stage of n updates."""
-    return n // every, n - (n // every) * every
+def stage_chunks(n1: int, n2: int, every: int) -> tuple:
+    """(k1, r1, k2, t_C): full checkpoint chunks of stage 1 and its remainder (stage 1 ends on a
+    checkpoint, so stage 2 starts a fresh chunk), chunks of stage 2, and the 1-based update
+    index of every checkpoint."""
+    k1, r1 = n1 // every, n1 % every
+    k2 = math.ceil(n2 / every)
+    t_C = np.concatenate([(np.arange(k1) + 1) * every, [n1] if r1 else [],
+                          n1 + np.minimum((np.arange(k2) + 1) * every, n2)]).astype(np.int32)
+    return k1, r1, k2, t_C
 
 
 CARRY_MODES = ("rescale", "carry", "reset")
@@ -103,11 +109,7 @@ def make_quadratic_schedule_run(cfg, opt: OptimConfig, n1: int, n2: int, n_ckpt:
     n_steps = n1 + n2
     step_for = quad.make_update(cfg, opt, n_steps)
     every = quad.checkpoint_every(n_steps, n_ckpt)
-    k1, r1 = _chunks(n1, every)
-    k2 = math.ceil(n2 / every)
-    t_C = np.concatenate([
-        (np.arange(k1) + 1) * every, [n1] if r1 else [],
-        n1 + np.minimum((np.arange(k2) + 1) * every, n2)]).astype(np.int32)
+    k1, r1, k2, t_C = stage_chunks(n1, n2, every)
     L0 = quad.initial_loss(cfg)
     dtype = jnp.result_type(float)
 
