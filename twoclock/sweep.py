@@ -203,7 +203,7 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
             if store is not None and jax.process_index() == 0:  # one writer on a shared disk
                 store.save(ci, out)
             bs = ",".join(str(batches[i]) for i in c.batch_idx)
-            if quiet or not sys.stderr.isatty():
+            if not sys.stderr.isatty():  # a terminal has the progress bar instead
                 _log(f"[{model}] batch {bs}: lanes {c.start}-{c.stop} of {g * nL * S} x "
                      f"{c.n_steps} updates in {time.perf_counter() - t0:.1f} s", quiet)
         for k, v in out.items():
