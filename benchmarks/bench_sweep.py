@@ -47,7 +47,7 @@ if ARGS is not None and ARGS.prng:
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig  # noqa: E402
+from twoclock import OptimConfig, QuadraticConfig, SweepConfig  # noqa: E402
 from twoclock.scaling import lr_for_batch  # noqa: E402
 from twoclock.sweep import MODELS, lane_sharding, n_steps_for, run_sweep, seed_keys  # noqa: E402
 import twoclock  # noqa: E402,F401  (registers the models)

@@ -9,16 +9,16 @@ from typing import Callable
 
 import numpy as np
 
-from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig
-from twoclock.quadratic import initial_loss, initial_offset, noise_variances, rotation, spectrum
+from twoclock import OptimConfig, QuadraticConfig, SweepConfig
+from twoclock.models.quadratic import initial_loss, initial_offset, noise_variances, rotation, spectrum
 from twoclock.scaling import lr_for_batch
 from twoclock.sweep import n_steps_for
 
 
 def _adam_hparams(opt: OptimConfig, batch_N: np.ndarray, dtype):
     """b1, b2, eps as [N, 1] arrays (Malladi companions make them depend on the batch)."""
-    b1 = np.full(batch_N.shape, opt.b1)
-    b2 = np.full(batch_N.shape, opt.b2)
+    b1 = np.full(batch_N.shape, opt.beta1)
+    b2 = np.full(batch_N.shape, opt.beta2)
     eps = np.full(batch_N.shape, opt.eps)
     if opt.malladi:
         k = batch_N / opt.b0
@@ -142,7 +142,7 @@ def bandit_lanes(cfg, opt: OptimConfig, batch: int, lr_N, n_steps: int, seed: in
     advantages, per-group gradients (for the noise scale), Adam, exact held-out accuracy.
     Returns first crossings prog_t / fail_t / coll_t (int64 [N], 0 = never) and final w_NxD.
     """
-    from twoclock.bandit import make_problem
+    from twoclock.models.bandit.problem import make_problem
     if cfg.minibatches != 1 or cfg.epochs != 1 or cfg.kl_coef != 0 or opt.name != "adam":
         raise ValueError("the NumPy bandit covers M = E = 1, kl_coef = 0 and Adam only")
     lr_N1 = np.asarray(lr_N, dtype)[:, None]

@@ -9,17 +9,25 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.helpers import assert_close
-from twoclock import bandit
-from twoclock.bandit import BanditConfig, Pool, make_run
+from twoclock import cli
 from twoclock.config import OptimConfig, SweepConfig
-from twoclock.sweep import MODELS, run_sweep, seed_keys
+from twoclock.flags import add_config_flags, config_from_flags
+from twoclock.models.bandit import MODEL, BanditConfig, describe_batch
+from twoclock.models.bandit.problem import (Pool, accuracy, initial_pass_rates, logp_of,
+                                            make_problem, policy_metrics)
+from twoclock.models.bandit.rollout import sample_responses
+from twoclock.models.bandit.surrogate import Rollout, group_grads, group_loss
+from twoclock.models.bandit.theory import (drift_noise_scale, noise_scale, noise_scales,
+                                           predicted_failure_samples)
+from twoclock.stages import constant_run
+from twoclock.sweep import run_sweep, seed_keys
 
 OPT = OptimConfig()
 SMALL = BanditConfig(n_train=32, n_test=32, drift_dim=4)
 
 
 def run_once(cfg, batch, n_steps, lr=0.05, seed=0, n_ckpt=8):
-    run = make_run(cfg, OPT, n_steps, n_ckpt, batch=batch)
+    run = constant_run(MODEL, cfg, OPT, n_steps, n_ckpt, batch=batch)
     return jax.device_get(jax.jit(run)(float(batch), lr, jax.random.PRNGKey(seed)))
 
 
@@ -33,13 +41,13 @@ def test_initial_accuracy_is_the_mean_pass_rate(K, nc, a, b):
     nc = min(nc, K - 1)
     cfg = BanditConfig(n_train=16, n_test=16, responses=K, n_correct=nc, pass_a=a, pass_b=b,
                        drift_dim=2)
-    train, test = bandit.make_problem(cfg)
+    train, test = make_problem(cfg)
     assert np.all(test.R.sum(axis=1) == nc)
     rng = np.random.default_rng(cfg.init_seed)
-    p0_train = bandit.initial_pass_rates(cfg, cfg.n_train, rng)
+    p0_train = initial_pass_rates(cfg, cfg.n_train, rng)
     w0 = jnp.zeros((cfg.skill_dim + cfg.drift_dim,))
     pool = Pool(*(jnp.asarray(v, jnp.float32) for v in train))
-    assert_close(bandit.accuracy(w0, pool), p0_train.mean(), rtol=1e-5, atol=1e-6,
+    assert_close(accuracy(w0, pool), p0_train.mean(), rtol=1e-5, atol=1e-6,
                  what="accuracy at the reference policy")
 
 
@@ -48,13 +56,13 @@ def test_initial_accuracy_is_the_mean_pass_rate(K, nc, a, b):
 def test_exact_accuracy_and_kl_agree_with_monte_carlo(K, seed):
     cfg = BanditConfig(n_train=8, n_test=8, responses=K, n_correct=1, drift_dim=2,
                        drift_train_scale=1.0, init_seed=seed)
-    train, _ = bandit.make_problem(cfg)
+    train, _ = make_problem(cfg)
     pool = Pool(*(jnp.asarray(v, jnp.float32) for v in train))
     w = jnp.asarray(np.random.default_rng(seed).normal(size=cfg.skill_dim + cfg.drift_dim),
                     jnp.float32)
-    m = bandit.policy_metrics(w, pool)
+    m = policy_metrics(w, pool)
     n = 20_000
-    logp = bandit.logp_of(w, pool.z0, pool.phi)
+    logp = logp_of(w, pool.z0, pool.phi)
     a = jax.random.categorical(jax.random.PRNGKey(seed), logp, axis=-1, shape=(n, 8))
     r = np.asarray(jnp.take_along_axis(pool.R, a.T, axis=1)).mean(axis=0)  # [n] pool-mean
     logref = jax.nn.log_softmax(pool.z0, axis=-1)
@@ -83,7 +91,7 @@ def test_clipping_acts_with_several_steps_per_batch():
 
 
 def test_same_seed_same_run_and_new_seed_new_run():
-    run = jax.jit(make_run(SMALL, OPT, 30, 8, batch=16))
+    run = jax.jit(constant_run(MODEL, SMALL, OPT, 30, 8, batch=16))
     a, b, c = (jax.device_get(run(16.0, 0.05, jax.random.PRNGKey(s))) for s in (3, 3, 4))
     assert tree_equal(a, b)
     assert not np.array_equal(a.ckpt["drift"], c.ckpt["drift"])
@@ -101,7 +109,7 @@ def test_drift_noise_and_signal_are_the_configured_ones():
     # |mean g|^2 - tr/P: sd per update ~ 2 |g| sqrt(tr_group / P) = 2 sqrt(1) sqrt(2/8)
     assert_close(sd.mean(), 4 * 0.25, rtol=0, atol=4 * np.sqrt(1.0 / sd.size) + 0.05,
                  what="drift signal")
-    bs = bandit.noise_scale(nd, sd)
+    bs = noise_scale(nd, sd)
     assert_close(bs, 4.0 / 0.25, rtol=0.3, atol=0, what="drift B_simple = c_d / b^2")
 
 
@@ -118,7 +126,7 @@ def test_vmapped_sweep_equals_a_loop_of_single_runs():
     res = run_sweep("bandit", SMALL, OPT, sweep, quiet=True)
     keys = seed_keys(sweep.seed, sweep.seeds)
     for i, B in enumerate(sweep.batches):
-        run = jax.jit(make_run(SMALL, OPT, sweep.budget // B, sweep.n_ckpt, batch=B))
+        run = jax.jit(constant_run(MODEL, SMALL, OPT, sweep.budget // B, sweep.n_ckpt, batch=B))
         for j in range(len(sweep.lr0s)):
             for s in range(sweep.seeds):
                 tr = run(float(B), np.float32(res.lrs_BxL[i, j]), keys[s])
@@ -156,32 +164,30 @@ def test_prompts_per_batch_and_minibatches(G, P, M):
             cfg.prompts(P * G)
     else:
         assert cfg.prompts(P * G) == P
-        assert bandit.describe_batch(cfg, P * G) == {"prompts": P, "group": G}
+        assert describe_batch(cfg, P * G) == {"prompts": P, "group": G}
     with pytest.raises(ValueError, match="^batch must be"):
         cfg.prompts(P * G + 1)
 
 
-def test_cli_hooks_round_trip():
+def test_cli_flags_round_trip():
     p = argparse.ArgumentParser()
-    MODELS["bandit"].add_args(p.add_argument_group("bandit"))
-    cfg = MODELS["bandit"].config_from_args(p.parse_args([]))
-    assert cfg == BanditConfig()
+    add_config_flags(p.add_argument_group("bandit"), BanditConfig)
+    assert config_from_flags(p.parse_args([]), BanditConfig) == BanditConfig()
     ns = p.parse_args(["--group", "4", "--clip-low", "none", "--drift-bias", "0.1",
                        "--advantage", "rloo"])
-    cfg = MODELS["bandit"].config_from_args(ns)
+    cfg = config_from_flags(ns, BanditConfig)
     assert (cfg.group, cfg.clip_low, cfg.drift_bias, cfg.advantage) == (4, None, 0.1, "rloo")
     with pytest.raises(ValueError, match="^clip_high must be"):
-        MODELS["bandit"].config_from_args(p.parse_args(["--clip-high", "-1"]))
-    bad = p.parse_args([])
-    bad.batches = [64, 60]  # the headline's --batches: each must be P x G
+        config_from_flags(p.parse_args(["--clip-high", "-1"]), BanditConfig)
+    # the headline's --batches: each must be P x G, refused before anything runs
     with pytest.raises(ValueError, match="^batch must be"):
-        MODELS["bandit"].config_from_args(bad)
+        cli.build(["--model", "bandit", "--batches", "64", "60"])
 
 
 def random_rollout(cfg, P, seed):
     """A rollout batch with arbitrary behaviour log-probabilities (ratios spread over the band)."""
     rng = np.random.default_rng(seed)
-    train, _ = bandit.make_problem(cfg)
+    train, _ = make_problem(cfg)
     x = rng.integers(0, cfg.n_train, P)
     K, G, Dd = cfg.responses, cfg.group, cfg.drift_dim
     a = rng.integers(0, K, (P, G))
@@ -189,10 +195,10 @@ def random_rollout(cfg, P, seed):
     f = lambda v: jnp.asarray(v, jnp.float32)
     logref = jax.nn.log_softmax(f(train.z0[x]), axis=-1)
     w = f(rng.normal(scale=0.3, size=cfg.skill_dim + Dd))
-    logp = bandit.logp_of(w, f(train.z0[x]), f(train.phi[x]))
+    logp = logp_of(w, f(train.z0[x]), f(train.phi[x]))
     logp_old = jnp.take_along_axis(logp, jnp.asarray(a), axis=1) + f(rng.normal(0, 0.2, (P, G)))
     from twoclock import objectives
-    ro = bandit.Rollout(f(train.z0[x]), f(train.phi[x]), logref, jnp.asarray(a, jnp.int32),
+    ro = Rollout(f(train.z0[x]), f(train.phi[x]), logref, jnp.asarray(a, jnp.int32),
                         objectives.advantages(f(r), cfg.advantage, cfg.adv_eps),
                         f(rng.normal(cfg.drift_bias, 1.0, (P, G, Dd))), logp_old)
     return w, ro
@@ -210,9 +216,9 @@ def test_closed_form_group_gradients_equal_autodiff_of_the_surrogate(K, G, el, e
                        drift_train_scale=0.5, clip_low=el, clip_high=eh, advantage=adv,
                        kl_coef=kl, shaping_clip=sc)
     w, ro = random_rollout(cfg, 4, seed)
-    g, clip_P, out_P = bandit.group_grads(w, ro, cfg)
-    auto = jax.vmap(jax.grad(lambda w, r: bandit.group_loss(w, r, cfg)[0]), in_axes=(None, 0))
-    _, (clip_ref, out_ref) = jax.vmap(bandit.group_loss, in_axes=(None, 0, None))(w, ro, cfg)
+    g, clip_P, out_P = group_grads(w, ro, cfg)
+    auto = jax.vmap(jax.grad(lambda w, r: group_loss(w, r, cfg)[0]), in_axes=(None, 0))
+    _, (clip_ref, out_ref) = jax.vmap(group_loss, in_axes=(None, 0, None))(w, ro, cfg)
     assert_close(g, auto(w, ro), rtol=1e-4, atol=1e-5, what="per-group gradient")
     assert_close(clip_P, clip_ref, rtol=0, atol=1e-6, what="clip fraction")
     assert_close(out_P, out_ref, rtol=0, atol=1e-6, what="outside-band fraction")
@@ -222,7 +228,7 @@ def test_inverse_cdf_sampler_draws_the_policy():
     logp = jax.nn.log_softmax(jnp.asarray([[0.0, 1.0, -2.0, 0.5], [3.0, 0.0, 0.0, -1.0]]))
     n = 40_000
     u = jax.random.uniform(jax.random.PRNGKey(0), (2, n))
-    a = np.asarray(bandit.sample_responses(logp, u))
+    a = np.asarray(sample_responses(logp, u))
     freq = np.stack([np.bincount(a[i], minlength=4) / n for i in range(2)])
     p = np.exp(np.asarray(logp))
     assert_close(freq, p, rtol=0, atol=5 * np.sqrt(p * (1 - p) / n) + 1e-9, what="frequencies")
@@ -242,19 +248,19 @@ def test_predicted_failure_clock_limits():
     """Noise-dominated Adam under the sqrt rule: D* sqrt(c_d b0) / (lr0 b), flat in B;
     fixed lr: ~sqrt(B); signal-dominated: sign descent, D* B / lr(B)."""
     cfg = BanditConfig(drift_bias=0.01, drift_noise=100.0, drift_threshold=2.0)
-    n = [bandit.predicted_failure_samples(cfg, OPT, 0.02, B) for B in (64, 256, 1024)]
+    n = [predicted_failure_samples(cfg, OPT, 0.02, B) for B in (64, 256, 1024)]
     limit = 2.0 * np.sqrt(100.0 * 8) / (0.02 * 0.01)
     assert_close(n, limit, rtol=0.01, atol=0, what="sqrt-rule noise-dominated N_fail")
     fixed = OptimConfig(lr_rule="fixed")
-    n = [bandit.predicted_failure_samples(cfg, fixed, 0.02, B) for B in (64, 1024)]
+    n = [predicted_failure_samples(cfg, fixed, 0.02, B) for B in (64, 1024)]
     assert_close(n[1] / n[0], 4.0, rtol=0.01, atol=0, what="fixed lr: sqrt(16)")
     sig = dataclasses.replace(cfg, drift_noise=1e-6)
     lr = 0.02 * np.sqrt(1024 / 8)
-    assert_close(bandit.predicted_failure_samples(sig, OPT, 0.02, 1024), 2.0 * 1024 / lr,
+    assert_close(predicted_failure_samples(sig, OPT, 0.02, 1024), 2.0 * 1024 / lr,
                  rtol=1e-3, atol=0, what="sign descent")
-    assert bandit.drift_noise_scale(cfg) == pytest.approx(1e6)
+    assert drift_noise_scale(cfg) == pytest.approx(1e6)
     with pytest.raises(ValueError, match="^batch must be"):
-        bandit.predicted_failure_samples(cfg, OPT, 0.02, 60)
+        predicted_failure_samples(cfg, OPT, 0.02, 60)
 
 
 @pytest.mark.parametrize("noise, threshold", [(25.0, 0.5), (0.01, 2.0)],
@@ -263,18 +269,18 @@ def test_predicted_failure_clock_matches_simulation(noise, threshold):
     cfg = dataclasses.replace(SMALL, drift_dim=16, drift_bias=0.05, drift_noise=noise,
                               drift_threshold=threshold, collapse_drop=0.5)
     B, lr0 = 64, 0.02
-    pred = bandit.predicted_failure_samples(cfg, OPT, lr0, B)
+    pred = predicted_failure_samples(cfg, OPT, lr0, B)
     sweep = SweepConfig(batches=(B,), lr0s=(lr0,), seeds=8, budget=int(2 * pred), n_ckpt=4)
     res = run_sweep("bandit", cfg, OPT, sweep, quiet=True)
     fail_n = res.fail_n[0, 0]
     assert np.all(fail_n > 0)
     # the noise makes first crossings a little early; within 25% of the mean-drift theory
     assert_close(np.median(fail_n), pred, rtol=0.25, atol=0, what="median N_fail vs theory")
-    per_run = bandit.noise_scales(res.ckpt[0])
-    pooled = bandit.noise_scales(res.ckpt[0], axis=(-2, -1))
+    per_run = noise_scales(res.ckpt[0])
+    pooled = noise_scales(res.ckpt[0], axis=(-2, -1))
     assert per_run["drift"].shape == (1, 8) and pooled["drift"].shape == (1,)
     if noise < 1:  # signal-dominated: B_simple = c_d / b^2 = 4 is measured precisely
-        assert_close(pooled["drift"], bandit.drift_noise_scale(cfg), rtol=0.1, atol=0,
+        assert_close(pooled["drift"], drift_noise_scale(cfg), rtol=0.1, atol=0,
                      what="measured drift B_simple")
     else:  # noise-dominated: the signal hides in the noise; B_simple far above the batch
         assert np.all(pooled["drift"] > 10 * B)

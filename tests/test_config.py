@@ -2,7 +2,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig
+from twoclock import OptimConfig, QuadraticConfig, SweepConfig
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -18,7 +18,7 @@ def test_quadratic_config_rejects(kwargs, name):
 
 @pytest.mark.parametrize("kwargs, name", [
     (dict(name="rmsprop"), "optimizer"), (dict(lr_rule="cubic"), "lr_rule"),
-    (dict(b0=0.0), "b0"), (dict(b1=1.0), "b1"), (dict(eps=-1e-8), "eps"),
+    (dict(b0=0.0), "b0"), (dict(beta1=1.0), "beta1"), (dict(eps=-1e-8), "eps"),
 ])
 def test_optim_config_rejects(kwargs, name):
     with pytest.raises(ValueError, match=rf"^{name} must be"):

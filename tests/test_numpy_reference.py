@@ -15,8 +15,9 @@ import pytest
 
 from tests.helpers import assert_close
 from twoclock import clocks
-from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig
-from twoclock.quadratic import initial_loss, make_run
+from twoclock import OptimConfig, QuadraticConfig, SweepConfig
+from twoclock.models.quadratic import MODEL, initial_loss
+from twoclock.stages import constant_run
 from twoclock.sweep import run_sweep
 
 _spec = importlib.util.spec_from_file_location(
@@ -37,12 +38,12 @@ def test_noiseless_trajectory_matches_jax(opt, rotate):
                           drift_bias=0.02, drift_threshold=0.5)
     n_steps, batch = 600, 32.0
     lr = 2e-2 if opt.name == "adam" else 0.5
-    run = make_run(cfg, opt, n_steps, n_ckpt=n_steps)
+    run = constant_run(MODEL, cfg, opt, n_steps, n_ckpt=n_steps)
     tr = jax.jit(run)(jnp.float32(batch), jnp.float32(lr), jax.random.PRNGKey(0))
     P = cfg.dim + cfg.drift_dim
     ref = nr.quadratic_lanes(cfg, opt, [batch], [lr], n_steps,
                              noise=lambda t: np.zeros((1, P), np.float32))
-    assert_close(ref["loss"][0] / initial_loss(cfg), tr.ckpt["loss_frac"][-1], rtol=1e-3,
+    assert_close(ref["loss"][0] / initial_loss(cfg), tr.ckpt["progress_frac"][-1], rtol=1e-3,
                  atol=1e-6, what="final loss fraction")
     assert_close(ref["drift"][0], tr.ckpt["drift"][-1], rtol=1e-3, atol=1e-6, what="drift")
     assert ref["prog_t"][0] > 0 and ref["fail_t"][0] > 0

@@ -5,7 +5,8 @@ from hypothesis import given, strategies as st
 
 from tests.helpers import assert_close
 from twoclock import OptimConfig, QuadraticConfig
-from twoclock.quadratic import initial_loss, make_run, noise_variances, rotation, spectrum
+from twoclock.models.quadratic import MODEL, initial_loss, noise_variances, rotation, spectrum
+from twoclock.stages import constant_run
 
 
 @given(st.integers(1, 64), st.floats(0.0, 2.0), st.floats(0.1, 10.0))
@@ -27,14 +28,14 @@ def test_rotation_is_orthogonal_and_changes_initial_loss_consistently(dim, seed)
 
 
 def _run(cfg, opt, batch, lr, n_steps, seed=0):
-    run = jax.jit(make_run(cfg, opt, n_steps, n_ckpt=n_steps))
+    run = jax.jit(constant_run(MODEL, cfg, opt, n_steps, n_ckpt=n_steps))
     return jax.device_get(run(np.float32(batch), np.float32(lr), jax.random.PRNGKey(seed)))
 
 
 def test_first_crossings_match_the_checkpointed_trajectory():
     cfg = QuadraticConfig(dim=8, drift_dim=4, drift_bias=0.5, target=0.3, drift_threshold=0.5)
     tr = _run(cfg, OptimConfig(), 16, 0.02, 400)
-    loss, drift = tr.ckpt["loss_frac"], tr.ckpt["drift"]   # one checkpoint per update here
+    loss, drift = tr.ckpt["progress_frac"], tr.ckpt["drift"]   # one checkpoint per update here
     assert tr.prog_t == 1 + np.argmax(loss <= cfg.target)
     assert tr.fail_t == 1 + np.argmax(drift >= cfg.drift_threshold)
     assert tr.prog_n == 16 * tr.prog_t and tr.div_t == 0

@@ -8,9 +8,13 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tests.helpers import assert_close
-from twoclock import quadratic as quad
+from twoclock import planner as pl
 from twoclock import schedule as sc
-from twoclock.config import OptimConfig, QuadraticConfig
+from twoclock.config import OptimConfig
+from twoclock.models import bandit, quadratic
+from twoclock.models.bandit import BanditConfig
+from twoclock.models.quadratic import QuadraticConfig
+from twoclock.stages import constant_run, make_run, samples_at
 
 CFG = QuadraticConfig(dim=16, drift_dim=4, drift_threshold=0.05, target=0.2)
 
@@ -22,27 +26,28 @@ CFG = QuadraticConfig(dim=16, drift_dim=4, drift_threshold=0.05, target=0.2)
 def test_equal_batches_are_the_constant_run(opt, carry):
     n_steps, n1, B = 304, 117, 16.0  # 16 checkpoints of 19; stage 1 ends mid-chunk
     keys = jax.random.split(jax.random.PRNGKey(3), 3)
-    const = jax.vmap(quad.make_run(CFG, opt, n_steps, 16))(
+    const = jax.vmap(constant_run(quadratic.MODEL, CFG, opt, n_steps, 16))(
         jnp.full(3, B), jnp.full(3, 0.02), keys)
-    sched = jax.vmap(sc.make_quadratic_schedule_run(CFG, opt, n1, n_steps - n1, 16, carry))(
+    run = make_run(quadratic.MODEL, CFG, opt, (n1, n_steps - n1), 16, carry=carry)
+    sched = jax.vmap(lambda b1, b2, l1, l2, k: run((b1, b2), (l1, l2), k))(
         jnp.full(3, B), jnp.full(3, B), jnp.full(3, 0.02), jnp.full(3, 0.02), keys)
     for name in ("prog_n", "fail_n", "div_n", "prog_t", "fail_t"):
         np.testing.assert_array_equal(getattr(sched, name), getattr(const, name), err_msg=name)
     assert int(np.min(const.prog_n)) > 0 and int(np.min(const.fail_n)) > 0  # clocks did fire
     # checkpoints before the switch coincide (after it the two runs chunk differently)
     np.testing.assert_array_equal(sched.ckpt["samples"][:, :6], const.ckpt["samples"][:, :6])
-    assert_close(sched.ckpt["loss_frac"][:, :6], const.ckpt["loss_frac"][:, :6], rtol=0, atol=0,
+    assert_close(sched.ckpt["progress_frac"][:, :6], const.ckpt["progress_frac"][:, :6], rtol=0, atol=0,
                  what="checkpointed loss")
     assert int(sched.ckpt["samples"][0, -1]) >= n_steps * B
 
 
 def test_switch_changes_batch_and_counts_samples():
     n1, n2 = 40, 30
-    run = sc.make_quadratic_schedule_run(CFG, OptimConfig(), n1, n2, 8)
-    tr = run(8.0, 64.0, 0.01, 0.01 * math.sqrt(8), jax.random.PRNGKey(0))
+    run = make_run(quadratic.MODEL, CFG, OptimConfig(), (n1, n2), 8)
+    tr = run((8.0, 64.0), (0.01, 0.01 * math.sqrt(8)), jax.random.PRNGKey(0))
     assert int(tr.ckpt["samples"][-1]) == n1 * 8 + n2 * 64
     t = np.array([0, 1, n1, n1 + 1, n1 + n2])
-    assert np.asarray(sc.samples_at(t, n1, 8, 64)).tolist() == [0, 8, 320, 384, 320 + 30 * 64]
+    assert np.asarray(samples_at(t, (n1, n2), (8, 64))).tolist() == [0, 8, 320, 384, 320 + 30 * 64]
     assert sc.stage_steps(8, 64, 100, 1000) == (12, (1000 - 96) // 64)
 
 
@@ -56,7 +61,7 @@ def test_run_schedule_and_bad_input():
     with pytest.raises(ValueError, match="carry"):
         sc.run_schedule("quadratic", CFG, OptimConfig(), sc.Schedule(8, 32, 0), [1e-2], 2, 2000,
                         carry="keep")
-    with pytest.raises(ValueError, match="b1"):
+    with pytest.raises(ValueError, match="batch1"):
         sc.Schedule(0, 32, 0)
 
 
@@ -67,9 +72,9 @@ SPP = {8: 1.0, 256: 0.4}  # seconds per sample: B2 is 2.5x faster per sample
        fail_small=st.floats(1.3, 5.0), margin=st.floats(0.0, 0.2))
 def test_planner_switches_before_failure_never_after(np_small, slow, fail_ratio, fail_small, margin):
     # B2 needs `slow` x the samples and fails first (N_fail(B2) < N_prog(B2)); B1 is safe
-    small = sc.Clocks(8, np_small, fail_small * np_small / (1 - margin))
-    large = sc.Clocks(256, slow * np_small, fail_ratio * slow * np_small)
-    plan = sc.plan_switch(small, large, SPP.get, margin=margin)
+    small = pl.Clocks(8, np_small, fail_small * np_small / (1 - margin))
+    large = pl.Clocks(256, slow * np_small, fail_ratio * slow * np_small)
+    plan = pl.plan_switch(small, large, SPP.get, margin=margin)
     assert plan.best.safe and plan.best.failure_fraction <= 1 - margin + 1e-9
     assert plan.best.kind in ("schedule", "constant_small")
     opts = {o.kind: o for o in plan.options}
@@ -84,26 +89,26 @@ def test_planner_switches_before_failure_never_after(np_small, slow, fail_ratio,
     # every safe schedule keeps the failure clock ahead; one grid step earlier is unsafe
     if plan.safe_switches and plan.safe_switches[0] > small.n_prog / 400 * 1.5:
         earlier = plan.safe_switches[0] - small.n_prog / 400
-        rest = sc.fraction_remaining(small, large)(earlier)
+        rest = pl.fraction_remaining(small, large)(earlier)
         assert earlier / small.n_fail + rest / large.n_fail > 1 - margin
 
 
 @given(np_small=st.floats(500, 5000), slow=st.floats(1.05, 2.4),
        fail_large=st.one_of(st.just(math.inf), st.floats(2.5, 10.0)))
 def test_no_switch_when_the_large_batch_never_fails(np_small, slow, fail_large):
-    small = sc.Clocks(8, np_small, math.inf)
-    large = sc.Clocks(256, slow * np_small, fail_large * slow * np_small)
-    plan = sc.plan_switch(small, large, SPP.get)
+    small = pl.Clocks(8, np_small, math.inf)
+    large = pl.Clocks(256, slow * np_small, fail_large * slow * np_small)
+    plan = pl.plan_switch(small, large, SPP.get)
     assert plan.best.kind == "constant_large" and plan.best.switch == 0
     # and if B2 is slower in wall-clock time, stay at B1
-    plan = sc.plan_switch(small, large, {8: 1.0, 256: 1.0}.get)
+    plan = pl.plan_switch(small, large, {8: 1.0, 256: 1.0}.get)
     assert plan.best.kind == "constant_small"
 
 
 def test_no_plan_is_safe_reports_least_risky():
-    small = sc.Clocks(8, 1000, 900)     # both fail first
-    large = sc.Clocks(256, 2000, 1000)
-    plan = sc.plan_switch(small, large, SPP.get)
+    small = pl.Clocks(8, 1000, 900)     # both fail first
+    large = pl.Clocks(256, 2000, 1000)
+    plan = pl.plan_switch(small, large, SPP.get)
     assert not plan.best.safe and plan.safe_switches is None
 
 
@@ -111,11 +116,11 @@ def test_curve_planner_matches_fraction_model_on_proportional_curves():
     # exponential loss curves with rate 1/N: B2 is a stretched copy of B1, so equal-loss
     # hand-over is exactly the clock-fraction model
     n = np.linspace(10, 20000, 2000)
-    small, large = sc.Clocks(8, 1000.0, 3000.0), sc.Clocks(256, 2500.0, 2000.0)
+    small, large = pl.Clocks(8, 1000.0, 3000.0), pl.Clocks(256, 2500.0, 2000.0)
     c1 = (n, np.exp(-3 * n / small.n_prog))
     c2 = (n, np.exp(-3 * n / large.n_prog))
-    rest = sc.curve_remaining(small, large, c1, c2)
-    frac = sc.fraction_remaining(small, large)
+    rest = pl.curve_remaining(small, large, c1, c2)
+    frac = pl.fraction_remaining(small, large)
     for S in (0.0, 200.0, 500.0, 900.0):
         assert_close(rest(S), frac(S), rtol=0.01, atol=5.0, what=f"remaining after {S}")
     assert rest(small.n_prog) == 0.0
@@ -123,14 +128,13 @@ def test_curve_planner_matches_fraction_model_on_proportional_curves():
 
 def test_planner_bad_input():
     with pytest.raises(ValueError, match="margin"):
-        sc.plan_switch(sc.Clocks(8, 1, 2), sc.Clocks(16, 1, 2), SPP.get, margin=1.0)
+        pl.plan_switch(pl.Clocks(8, 1, 2), pl.Clocks(16, 1, 2), SPP.get, margin=1.0)
     with pytest.raises(ValueError, match="n_fail"):
-        sc.Clocks(8, 100, 0)
+        pl.Clocks(8, 100, 0)
 
 
 
 def _bandit_cfg():
-    from twoclock.bandit import BanditConfig
     return BanditConfig(n_train=32, n_test=32, drift_dim=4, drift_bias=0.5, drift_noise=4.0,
                         drift_threshold=0.3, target=0.5)
 
@@ -139,13 +143,12 @@ def _bandit_cfg():
 def test_bandit_equal_batches_are_the_constant_run(n1):
     """b1 = b2: the schedule's clocks are make_run's, bit for bit; checkpoints before the
     switch coincide exactly (after it the two runs chunk differently when n1 is mid-chunk)."""
-    from twoclock import bandit
     cfg, opt, n_steps, B = _bandit_cfg(), OptimConfig(), 120, 32
     keys = jax.random.split(jax.random.PRNGKey(5), 3)
-    const = jax.vmap(bandit.make_run(cfg, opt, n_steps, 20, batch=B))(
+    const = jax.vmap(constant_run(bandit.MODEL, cfg, opt, n_steps, 20, batch=B))(
         jnp.full(3, float(B)), jnp.full(3, 0.05), keys)
-    run = bandit.make_schedule_run(cfg, opt, n1, n_steps - n1, 20, "rescale", batches=(B, B))
-    sched = jax.vmap(run)(jnp.full(3, float(B)), jnp.full(3, float(B)), jnp.full(3, 0.05),
+    run = make_run(bandit.MODEL, cfg, opt, (n1, n_steps - n1), 20, batches=(B, B))
+    sched = jax.vmap(lambda b1, b2, l1, l2, k: run((b1, b2), (l1, l2), k))(jnp.full(3, float(B)), jnp.full(3, float(B)), jnp.full(3, 0.05),
                           jnp.full(3, 0.05), keys)
     for name in ("prog_n", "fail_n", "div_n", "prog_t", "fail_t"):
         np.testing.assert_array_equal(getattr(sched, name), getattr(const, name), err_msg=name)

@@ -57,7 +57,7 @@ def test_identical_configuration_is_reused(tmp_path):
     b = run_sweep("quadratic", cfg, opt, sweep, quiet=True, store=store)
     assert a.reused_chunks == 0 and b.reused_chunks == len(store.finished()) == 2
     np.testing.assert_array_equal(a.prog_n, b.prog_n)
-    np.testing.assert_array_equal(a.ckpt[1]["loss_frac"], b.ckpt[1]["loss_frac"])
+    np.testing.assert_array_equal(a.ckpt[1]["progress_frac"], b.ckpt[1]["progress_frac"])
     assert Store(str(tmp_path), "quadratic", {"any": "other"}).key != store.key
 
 

@@ -3,7 +3,8 @@ import jax
 import numpy as np
 
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
-from twoclock.quadratic import make_run
+from twoclock.models.quadratic import MODEL
+from twoclock.stages import constant_run
 from twoclock.scaling import lr_for_batch
 from twoclock.sweep import seed_keys
 
@@ -16,15 +17,15 @@ def test_vmapped_sweep_equals_loop_of_single_runs():
     res = run_sweep("quadratic", CFG, OPT, SWEEP, quiet=True)
     keys = seed_keys(SWEEP.seed, SWEEP.seeds)
     for i, b in enumerate(SWEEP.batches):
-        run = jax.jit(make_run(CFG, OPT, SWEEP.budget // b, SWEEP.n_ckpt))
+        run = jax.jit(constant_run(MODEL, CFG, OPT, SWEEP.budget // b, SWEEP.n_ckpt))
         for j, lr0 in enumerate(SWEEP.lr0s):
             lr = np.float32(lr_for_batch(lr0, b, OPT.b0, OPT.lr_rule))
             for s in range(SWEEP.seeds):
                 tr = run(np.float32(b), lr, keys[s])
                 assert int(tr.prog_n) == res.prog_n[i, j, s]
                 assert int(tr.fail_n) == res.fail_n[i, j, s]
-                np.testing.assert_allclose(np.asarray(tr.ckpt["loss_frac"]),
-                                           res.ckpt[i]["loss_frac"][j, s], rtol=1e-6, atol=0)
+                np.testing.assert_allclose(np.asarray(tr.ckpt["progress_frac"]),
+                                           res.ckpt[i]["progress_frac"][j, s], rtol=1e-6, atol=0)
 
 
 def test_same_seed_same_numbers_other_seed_other_numbers():

@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 from tests.helpers import assert_close
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, clocks, run_sweep, theory
-from twoclock.quadratic import initial_loss, make_run, spectrum
+from twoclock.models.quadratic import MODEL, initial_loss, spectrum
+from twoclock.stages import constant_run
 
 alphas = st.floats(0.0, 2.0)
 dims = st.integers(1, 12)
@@ -112,10 +113,10 @@ def test_moments_agree_with_monte_carlo(alpha, dim, batch, name, lrh):
     cfg = QuadraticConfig(dim=dim, alpha=alpha, drift_dim=0)
     opt = _opt(name, 0.5)
     lr, n_steps = lrh / cfg.h_max, 40
-    run = make_run(cfg, opt, n_steps, n_ckpt=n_steps)
+    run = constant_run(MODEL, cfg, opt, n_steps, n_ckpt=n_steps)
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(1), s))(jnp.arange(N_MC))
     tr = jax.jit(jax.vmap(run, in_axes=(None, None, 0)))(float(batch), lr, keys)
-    L_SxT = np.asarray(tr.ckpt["loss_frac"], np.float64) * initial_loss(cfg)
+    L_SxT = np.asarray(tr.ckpt["progress_frac"], np.float64) * initial_loss(cfg)
     ts = np.asarray(tr.ckpt["samples"])[0] // batch  # update index of each checkpoint
     exact = theory.expected_loss_at(cfg, opt, batch, lr, ts)
     mean, se = L_SxT.mean(0), L_SxT.std(0) / math.sqrt(N_MC)
@@ -141,7 +142,7 @@ def test_steps_to_target_many_is_fast():
 @given(alphas, dims, st.floats(0.1, 5.0), st.booleans())
 def test_noise_scales_match_dense_formulas(alpha, dim, sigma, rotate):
     cfg = QuadraticConfig(dim=dim, alpha=alpha, sigma=sigma, rotate=rotate, random_start=True)
-    from twoclock.quadratic import initial_offset, noise_variances, rotation
+    from twoclock.models.quadratic import initial_offset, noise_variances, rotation
     q = rotation(cfg)
     q = np.eye(dim) if q is None else q
     H = q @ np.diag(spectrum(cfg)) @ q.T

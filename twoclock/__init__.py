@@ -1,17 +1,16 @@
 """twoclock: two-clock simulations of batch scaling in RL with verifiable rewards."""
-__version__ = "0.1.0"
-from twoclock.config import OptimConfig, QuadraticConfig, SweepConfig, require
-from twoclock.trace import Trace
-from twoclock.sweep import MODELS, ModelSpec, SweepResult, run_sweep
-from twoclock import quadratic  # registers the "quadratic" model
-from twoclock import clocks, scaling, theory
-from twoclock import bandit, objectives  # registers the "bandit" model
-from twoclock import phase, schedule, throughput  # batch schedules, wall-clock, phase diagrams
-
-from twoclock.bandit import BanditConfig
+from twoclock import clocks, objectives, planner, scaling, schedule, stages, throughput
+from twoclock.config import OptimConfig, SweepConfig, require
+from twoclock.model import Dynamics, Model, RunState
+from twoclock.models import MODELS, bandit, quadratic
+from twoclock.models.bandit import BanditConfig
+from twoclock.models.quadratic import QuadraticConfig, theory
 from twoclock.store import Store
+from twoclock.sweep import SweepResult, run_sweep
+from twoclock.trace import Trace
+from twoclock.version import __version__
 
-__all__ = ["OptimConfig", "QuadraticConfig", "BanditConfig", "SweepConfig", "Trace", "MODELS",
-           "ModelSpec", "SweepResult", "run_sweep", "Store", "require",
-           "quadratic", "bandit", "objectives", "clocks", "scaling", "theory", "schedule",
-           "throughput", "phase"]
+__all__ = ["__version__", "OptimConfig", "QuadraticConfig", "BanditConfig", "SweepConfig",
+           "Trace", "MODELS", "Model", "Dynamics", "RunState", "SweepResult", "run_sweep",
+           "Store", "require", "quadratic", "bandit", "objectives", "clocks", "scaling",
+           "theory", "schedule", "planner", "stages", "throughput"]

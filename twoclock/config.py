@@ -3,12 +3,17 @@
 Validation happens here, before anything is traced, so bad input fails with a
 one-line ValueError that names the parameter and its allowed range.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import math
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 LR_RULES = ("fixed", "sqrt", "linear")
-DRIFT_STATS = ("mean", "norm")
+
+
+def param(default, help: str, choices=None):
+    """A config field whose help text (and choices) the command line reads from its metadata."""
+    meta = {"help": help} if choices is None else {"help": help, "choices": tuple(choices)}
+    return field(default=default, metadata=meta)
 
 
 def require(ok: bool, name: str, allowed: str, value) -> None:
@@ -17,16 +22,16 @@ def require(ok: bool, name: str, allowed: str, value) -> None:
         raise ValueError(f"{name} must be {allowed} (got {value!r})")
 
 
-def _finite(x) -> bool:
+def finite(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def require_positive(name: str, value) -> None:
-    require(_finite(value) and value > 0, name, "a finite number > 0", value)
+    require(finite(value) and value > 0, name, "a finite number > 0", value)
 
 
 def require_fraction(name: str, value) -> None:
-    require(_finite(value) and 0 < value < 1, name, "in (0, 1)", value)
+    require(finite(value) and 0 < value < 1, name, "in (0, 1)", value)
 
 
 def require_int(name: str, value, lo: int = 1) -> None:
@@ -41,75 +46,35 @@ def require_choice(name: str, value, choices) -> None:
 @dataclass(frozen=True)
 class OptimConfig:
     """Optimizer and learning-rate rule; lr(B) = lr0 * (B / b0)^p."""
-    name: str = "adam"
-    lr_rule: str = "sqrt"
-    b0: float = 8.0
-    b1: float = 0.9
-    b2: float = 0.999
-    eps: float = 1e-8
-    momentum: float = 0.9
-    malladi: bool = False  # sqrt-rule companions: 1-beta -> k(1-beta), eps -> eps/sqrt(k)
+    name: str = param("adam", 'optimizer: sgd | momentum | adam', choices=OPTIMIZERS)
+    lr_rule: str = param("sqrt", 'learning-rate rule lr(B) = lr0 (B / b0)^p: fixed | sqrt | linear', choices=LR_RULES)
+    b0: float = param(8.0, 'reference batch of the learning-rate rule')
+    beta1: float = param(0.9, "Adam's beta1")
+    beta2: float = param(0.999, "Adam's beta2")
+    eps: float = param(1e-8, "Adam's epsilon")
+    momentum: float = param(0.9, 'heavy-ball coefficient')
+    malladi: bool = param(False, 'square-root-rule companions: 1 - beta -> k (1 - beta), eps -> eps / sqrt(k), k = B / b0')
 
     def __post_init__(self):
         require_choice("optimizer", self.name, OPTIMIZERS)
         require_choice("lr_rule", self.lr_rule, LR_RULES)
         require_positive("b0", self.b0)
-        require(_finite(self.b1) and 0 <= self.b1 < 1, "b1", "in [0, 1)", self.b1)
-        require(_finite(self.b2) and 0 <= self.b2 < 1, "b2", "in [0, 1)", self.b2)
-        require(_finite(self.eps) and self.eps >= 0, "eps", "a finite number >= 0", self.eps)
-        require(_finite(self.momentum) and 0 <= self.momentum < 1, "momentum", "in [0, 1)",
+        require(finite(self.beta1) and 0 <= self.beta1 < 1, "beta1", "in [0, 1)", self.beta1)
+        require(finite(self.beta2) and 0 <= self.beta2 < 1, "beta2", "in [0, 1)", self.beta2)
+        require(finite(self.eps) and self.eps >= 0, "eps", "a finite number >= 0", self.eps)
+        require(finite(self.momentum) and 0 <= self.momentum < 1, "momentum", "in [0, 1)",
                 self.momentum)
-
-
-@dataclass(frozen=True)
-class QuadraticConfig:
-    """Noisy quadratic model with a drift block (Model 1 of DESIGN.md).
-
-    h_i = h_max * i^-alpha; per-sample noise covariance sigma^2 * H^gamma; drift block
-    gradient -drift_bias + N(0, drift_noise / B). Targets are fractions of L0 = sum(h)/2.
-    """
-    dim: int = 64
-    alpha: float = 1.0
-    h_max: float = 1.0
-    sigma: float = 1.0
-    gamma: float = 1.0
-    drift_dim: int = 8
-    drift_bias: float = 0.02
-    drift_noise: float = 1.0
-    drift_stat: str = "mean"
-    rotate: bool = False
-    random_start: bool = False
-    init_seed: int = 0
-    target: float = 0.05
-    drift_threshold: float = 1.0
-
-    def __post_init__(self):
-        require_int("dim", self.dim)
-        require(_finite(self.alpha) and self.alpha >= 0, "alpha", "a finite number >= 0",
-                self.alpha)
-        require_positive("h_max", self.h_max)
-        require_positive("sigma", self.sigma)
-        require(_finite(self.gamma) and self.gamma >= 0, "gamma", "a finite number >= 0",
-                self.gamma)
-        require_int("drift_dim", self.drift_dim, lo=0)
-        require(_finite(self.drift_bias) and self.drift_bias >= 0, "drift_bias",
-                "a finite number >= 0", self.drift_bias)
-        require_positive("drift_noise", self.drift_noise)
-        require_choice("drift_stat", self.drift_stat, DRIFT_STATS)
-        require_int("init_seed", self.init_seed, lo=0)
-        require_fraction("target", self.target)
-        require_positive("drift_threshold", self.drift_threshold)
 
 
 @dataclass(frozen=True)
 class SweepConfig:
     """The grid: batch x lr0 x seed, each run bounded by a sample budget."""
-    batches: tuple = (8, 16, 32, 64, 128, 256)
-    lr0s: tuple = (5e-3, 1e-2, 2e-2)
-    seeds: int = 16
-    budget: int = 200_000
-    seed: int = 0
-    n_ckpt: int = 128  # checkpoints recorded per run (every ceil(n_steps / n_ckpt) updates)
+    batches: tuple = param((8, 16, 32, 64, 128, 256), 'batch sizes')
+    lr0s: tuple = param((5e-3, 1e-2, 2e-2), 'base learning rates at batch b0')
+    seeds: int = param(16, 'seeds per (batch, lr0)')
+    budget: int = param(200_000, 'sample budget per run')
+    seed: int = param(0, 'base PRNG seed')
+    n_ckpt: int = param(128, 'checkpoints recorded per run')
 
     def __post_init__(self):
         require(len(self.batches) > 0, "batches", "a non-empty list", self.batches)

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from twoclock import clocks
+from twoclock.models.quadratic import theory
 
 
 def _med(x_S) -> float:
@@ -50,7 +51,6 @@ def phase_panel(res, title: str, unit: str = "samples", batch_unit: str = "sampl
 def quadratic_boundary(cfg, opt, batches, lr0s, budget: int) -> dict:
     """Theory grid log(N_fail / N_prog) [L][B] for Adam on the quadratic model (None: the
     mean-field progress never reaches the target within the budget, so failure wins)."""
-    from twoclock import theory
     ratio = np.empty((len(lr0s), len(batches)))
     for j, lr0 in enumerate(lr0s):
         for i, b in enumerate(batches):

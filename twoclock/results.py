@@ -13,17 +13,20 @@ import os
 import platform
 import tempfile
 
+import jax
+import matplotlib
 import numpy as np
+import optax
 
 from twoclock import clocks
+from twoclock.version import __version__
+
+# 2: OptimConfig's beta1/beta2 (were b1/b2), ckpt "progress_frac", schedules' batch1/batch2
+SCHEMA = 2
 
 
 def versions() -> dict:
-    import jax
-    import optax
-    import matplotlib
-    import twoclock
-    return {"twoclock": twoclock.__version__, "jax": jax.__version__, "optax": optax.__version__,
+    return {"twoclock": __version__, "jax": jax.__version__, "optax": optax.__version__,
             "numpy": np.__version__, "matplotlib": matplotlib.__version__,
             "python": platform.python_version(), "backend": jax.default_backend()}
 

@@ -20,36 +20,13 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from twoclock.config import OptimConfig, SweepConfig, require_int
+from twoclock.model import Model
+from twoclock.models import get as get_model
 from twoclock.scaling import lr_for_batch
+from twoclock.stages import constant_run
 from twoclock.trace import checkpoint_every
 
 DEFAULT_MAX_LANES = 16384
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """How the engine builds runs of a model.
-
-    make_run(model_cfg, opt, n_steps, n_ckpt, batch) -> run(batch, lr, key) -> Trace.
-    static_batch: the batch sets array shapes, so each batch compiles its own program.
-    """
-    name: str
-    make_run: Callable
-    static_batch: bool
-    unit: str = "samples"
-    # CLI hooks: add_args(argparse group) adds model flags; config_from_args(ns) -> model_cfg
-    add_args: Callable | None = None
-    config_from_args: Callable | None = None
-    # annotate(model_cfg, opt, sweep, res, runs, crit): add the theory's predictions and
-    # measured per-run metrics to the result entries (in place)
-    annotate: Callable | None = None
-
-
-MODELS: dict = {}
-
-
-def register(spec: ModelSpec) -> None:
-    MODELS[spec.name] = spec
 
 
 @dataclass
@@ -94,7 +71,7 @@ def n_steps_for(budget: int, batch: int) -> int:
     return budget // batch
 
 
-def plan(spec: ModelSpec, sweep: SweepConfig, max_lanes: int, n_dev: int) -> list:
+def plan(spec: Model, sweep: SweepConfig, max_lanes: int, n_dev: int) -> list:
     """Group batches by scan length (and by batch if static), split groups into equal chunks."""
     groups: dict = {}
     for i, b in enumerate(sweep.batches):
@@ -150,7 +127,7 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
     only with resume=True and otherwise recomputed. on_chunk(i) runs after chunk i is saved.
     """
     require_int("max_lanes", max_lanes)
-    spec = MODELS[model]
+    spec = get_model(model)
     batches, lr0s, S = tuple(sweep.batches), tuple(sweep.lr0s), sweep.seeds
     nB, nL = len(batches), len(lr0s)
     lrs_BxL = np.array([[lr_for_batch(lr0, b, opt.b0, opt.lr_rule) for lr0 in lr0s]
@@ -187,8 +164,8 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
         else:
             t0 = time.perf_counter()
             if gkey not in fns:
-                run = spec.make_run(model_cfg, opt, int(c.n_steps), sweep.n_ckpt, c.static_batch)
-                fns[gkey] = jax.jit(jax.vmap(run))
+                fns[gkey] = jax.jit(jax.vmap(constant_run(spec, model_cfg, opt, int(c.n_steps),
+                                                          sweep.n_ckpt, c.static_batch)))
             batch_N = np.repeat([batches[i] for i in c.batch_idx], nL * S).astype(np.float32)
             lr_N = np.repeat(lrs_BxL[list(c.batch_idx)].reshape(-1), S).astype(np.float32)
             key_N = np.tile(keys_S, (g * nL, 1))

@@ -15,9 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from twoclock.config import OptimConfig, QuadraticConfig, require, require_int, require_positive
-from twoclock.quadratic import initial_loss, initial_offset, noise_variances, rotation, spectrum
-from twoclock.scaling import RULE_EXPONENT, lr_for_batch
+from twoclock.config import OptimConfig, require, require_int, require_positive
+from twoclock.models.quadratic.config import QuadraticConfig
+from twoclock.models.quadratic.problem import initial_loss, initial_offset, noise_variances, rotation, spectrum
+from twoclock.scaling import RULE_EXPONENT, companions, lr_for_batch
 
 # r1 ~ r2 (double root of z^2 - a z + mu): below this |r1 - r2| / (1 - sqrt(mu)) the closed form
 # switches to the double-root limit. Both branches then err by ~1e-8 relative (the general
@@ -289,7 +290,7 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch) -> 
             "> 0 with drift_dim >= 1 (no drift, no failure clock)", cfg.drift_bias)
     B, b, cd, thr = float(batch), cfg.drift_bias, cfg.drift_noise, cfg.drift_threshold
     lr, p = _lr(opt, lr0, B), RULE_EXPONENT[opt.lr_rule]
-    eps = opt.eps / math.sqrt(B / opt.b0) if opt.malladi else opt.eps
+    eps = companions(opt, B)[2]
     root_v = math.sqrt(cd / B + b * b)
     step = lr * b / (root_v + eps)
     leading_n = thr * math.sqrt(cd * opt.b0) / (lr0 * b) * (B / opt.b0) ** (0.5 - p)
@@ -362,10 +363,7 @@ def _adam_meanfield(cfg: QuadraticConfig, opt: OptimConfig, lr: float, batch: fl
             cfg.rotate)
     h, c = spectrum(cfg), noise_variances(cfg)
     e0 = _eig_offset(cfg, None)
-    b1, b2, eps = opt.b1, opt.b2, opt.eps
-    if opt.malladi:
-        k = batch / opt.b0
-        b1, b2, eps = 1 - min(k * (1 - b1), 1.0), 1 - min(k * (1 - b2), 1.0), eps / math.sqrt(k)
+    b1, b2, eps = companions(opt, batch)
     q = c / batch
     mx, mm = e0.copy(), np.zeros_like(h)
     Sxx, Sxm, Smm, v = e0 * e0, np.zeros_like(h), np.zeros_like(h), np.zeros_like(h)

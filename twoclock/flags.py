@@ -1,0 +1,66 @@
+"""Command-line flags generated from the frozen configs: one spelling per field, help from its
+metadata, values validated by the config itself (one-line errors)."""
+import argparse
+from dataclasses import MISSING, fields
+import types
+import typing
+
+
+def float_or_none(text: str):
+    """A float, or None for 'none' (an unclipped surrogate, say)."""
+    if text.lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'none' (got {text!r})") from None
+
+
+def _kind(f):
+    """(argparse type, nargs) for a dataclass field."""
+    t = f.type if not isinstance(f.type, str) else eval(f.type, vars(typing))  # noqa: S307
+    args = typing.get_args(t)
+    if typing.get_origin(t) in (typing.Union, types.UnionType) and type(None) in args:
+        return float_or_none, None
+    if t is tuple:
+        elem = type(f.default[0]) if f.default is not MISSING and f.default else float
+        return elem, "+"
+    return t, None
+
+
+def dest(cls, name: str) -> str:
+    """Where a field's value lands in the namespace (prefixed: two configs may share a name)."""
+    return f"{cls.__name__}.{name}"
+
+
+def add_config_flags(group, cls, rename: dict | None = None, skip=(), defaults: dict | None = None):
+    """One flag per field of cls: --field-name (or --rename[field]), help from the metadata.
+
+    A flag left out keeps the config's default (or defaults[field], shown in the help).
+    """
+    rename, defaults = rename or {}, defaults or {}
+    for f in fields(cls):
+        if f.name in skip:
+            continue
+        flag = "--" + rename.get(f.name, f.name).replace("_", "-")
+        shown = defaults.get(f.name, f.default)
+        help_ = f"{f.metadata.get('help', f.name)} (default {shown})"
+        if f.type in (bool, "bool"):
+            group.add_argument(flag, dest=dest(cls, f.name), action="store_true",
+                               default=argparse.SUPPRESS, help=help_)
+            continue
+        kind, nargs = _kind(f)
+        group.add_argument(flag, dest=dest(cls, f.name), type=kind, nargs=nargs,
+                           default=argparse.SUPPRESS, metavar=rename.get(f.name, f.name).upper(), help=help_)
+
+
+def config_from_flags(ns, cls, defaults: dict | None = None, **overrides):
+    """cls built from the flags add_config_flags added: given flags, then `defaults`, then the
+    config's own defaults; overrides win. ValueError (from the config) names a bad value."""
+    kw = dict(defaults or {})
+    for f in fields(cls):
+        if hasattr(ns, dest(cls, f.name)):  # given on the command line
+            v = getattr(ns, dest(cls, f.name))
+            kw[f.name] = tuple(v) if isinstance(v, list) else v
+    kw.update(overrides)
+    return cls(**kw)

@@ -1,0 +1,11 @@
+"""The models, one package each, and the registry the engine and the command line read."""
+from twoclock.models import bandit, quadratic
+
+MODELS = {m.name: m for m in (quadratic.MODEL, bandit.MODEL)}
+
+
+def get(name: str):
+    """The Model called name; ValueError naming the choices otherwise."""
+    if name not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)} (got {name!r})")
+    return MODELS[name]

@@ -1,0 +1,67 @@
+"""Model 2: the verifiable-reward bandit (RLVR), trained the way LLMs are trained with GRPO/PPO.
+
+Problem. Train and held-out pools of prompts x; K candidate responses a per prompt; a verifier
+r(x, a) in {0, 1} with `n_correct` correct responses per prompt. A "pretrained" logit table z0
+gives each prompt an initial pass rate p0(x) ~ Beta(pass_a, pass_b) (spread evenly over the
+correct and over the wrong responses).
+
+Policy. pi_w(a | x) = softmax_a(z0(x, a) + phi(x, a) @ w) with shared features phi of dim
+D = skill_dim + drift_dim, w = 0 at the start (the reference policy):
+- skill block: phi_s(x, a) = skill_signal * (r(x, a) - n_correct / K) * u + feature_noise * eta,
+  u = ones / sqrt(skill_dim), eta ~ N(0, I). Moving w_s along u raises the logits of correct
+  responses on every prompt, held-out ones included (noise features limit the generalisation).
+- drift block: phi_d(x, a) = drift_scale * zeta (held-out prompts) or drift_train_scale * zeta
+  (train prompts, default 0), zeta ~ N(0, I), unrelated to correctness. The drift acts off the
+  training distribution: invisible to the train verifier (so nothing resists it), it adds a
+  random logit perturbation of scale ~|w_d| drift_scale sqrt(drift_dim) on held-out prompts,
+  which eventually scrambles the policy there: held-out accuracy collapses while train
+  accuracy holds (the *emergent* collapse).
+
+Drift pull. Each sampled response i carries a non-verifier shaping signal xi_ij ~ N(drift_bias,
+drift_noise) per drift coordinate j (think of a weak style/length bonus). It enters the
+surrogate as a shaping term whose parameter gradient points along the drift coordinates,
+importance-weighted and masked like a hard trust region:
+    J_i = min(rho_i A_i, clip(rho_i) A_i) + keep_i * sg(rho_i) * sum_j xi_ij * w_dj,
+keep_i = 1[1 - eps_low <= rho_i <= 1 + eps_high] (always 1 unclipped; shaping_clip = "ppo"
+instead stops a sample by PPO's rule with the pull's own sign, see `surrogate.shaping_keep`).
+xi has no advantage sign to clip against (it is mostly noise), hence the symmetric mask. So the
+drift's per-sample gradient has mean -drift_bias and variance drift_noise whatever the policy's
+entropy: its pull does *not* fade as the policy sharpens (a pull acting through the policy's
+own sampling, e.g. a shaping reward added to r, does: Var_pi(phi_d) -> 0), and GRPO's std
+normalisation never sees it. With drift_train_scale > 0 the verifier's own gradient also acts
+on w_d (a restoring force once drift hurts train accuracy); the measured noise scale includes it.
+
+Rollouts and updates. One *update* = one rollout batch: P = B / G prompts sampled with
+replacement from the train pool, G responses each (B responses), advantages per group, then
+M minibatch optimizer steps (P / M prompts each) x E epochs over the batch, the ratio
+pi_w / pi_behaviour taken against the policy that sampled the batch. With M = E = 1 the ratio
+is 1 at the only step and clipping changes nothing. The learning-rate rule uses B (responses).
+
+Implementation (for speed; the model is the one above). `surrogate.group_loss` is the
+definition of the surrogate; runs use its closed-form gradient `surrogate.group_grads` (score
+function phi(a) - E_pi phi, tested equal to autodiff). Each update's randomness is one raw-bits
+draw from fold_in(key, t) (`rollout.make_rollout`).
+
+Clocks (in responses; updates = rollout batches). Progress: first update after which the exact
+held-out accuracy >= target. Failure: first update after which the drift statistic, the mean
+signed displacement of the drift coordinates from their start (mean(w_d)), >= drift_threshold.
+Emergent collapse (extra["collapse_n"]): first update after which held-out accuracy <= its
+running peak - collapse_drop.
+"""
+from twoclock.model import Model
+from twoclock.models.bandit import problem, rollout, surrogate, theory
+from twoclock.models.bandit.config import BanditConfig, describe_batch
+from twoclock.models.bandit.dynamics import dynamics, pools
+from twoclock.models.bandit.predict import predict
+
+MODEL = Model(
+    name="bandit", config=BanditConfig, dynamics=dynamics, predict=predict,
+    describe_batch=describe_batch,
+    # lr0 is quoted at the default b0 = 8 responses
+    default_sweep=dict(batches=(64, 128, 256, 512, 1024), lr0s=(0.02,), seeds=16,
+                       budget=100_000),
+    static_batch=True, unit="responses", batch_unit="responses per update",
+    extra_clocks=("collapse",), progress_label="held-out error / initial error")
+
+__all__ = ["MODEL", "BanditConfig", "describe_batch", "dynamics", "pools", "predict", "problem",
+           "rollout", "surrogate", "theory"]

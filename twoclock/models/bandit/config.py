@@ -1,0 +1,103 @@
+"""The bandit's configuration (see twoclock.models.bandit for the model)."""
+from dataclasses import dataclass
+
+from twoclock.config import (finite, param, require, require_choice, require_fraction, require_int,
+                             require_positive)
+from twoclock.objectives import ADVANTAGES
+
+SHAPING_CLIPS = ("mask", "ppo")
+
+
+@dataclass(frozen=True)
+class BanditConfig:
+    """The verifiable-reward bandit; see twoclock.models.bandit for what each part means."""
+    n_train: int = param(256, 'train prompts')
+    n_test: int = param(256, 'held-out prompts')
+    responses: int = param(8, 'K responses per prompt')
+    n_correct: int = param(2, 'correct responses per prompt')
+    pass_a: float = param(1.0, 'initial pass rate ~ Beta(a, b): a')
+    pass_b: float = param(2.0, 'initial pass rate ~ Beta(a, b): b')
+    skill_dim: int = param(4, 'skill feature directions')
+    skill_signal: float = param(1.0, "skill feature's correctness signal")
+    feature_noise: float = param(0.5, 'skill feature noise')
+    drift_dim: int = param(16, 'drift coordinates')
+    drift_scale: float = param(0.25, 'drift feature scale on held-out prompts')
+    drift_train_scale: float = param(0.0, 'drift feature scale on train prompts (0: invisible to the verifier)')
+    drift_bias: float = param(0.05, 'mean b of the per-response drift signal')
+    drift_noise: float = param(25.0, 'variance c_d of the per-response drift signal')
+    group: int = param(8, 'G responses per prompt')
+    advantage: str = param("grpo", 'grpo | drgrpo | rloo', choices=ADVANTAGES)
+    adv_eps: float = param(1e-6, 'GRPO std epsilon')
+    minibatches: int = param(1, 'M optimizer steps per epoch')
+    epochs: int = param(1, 'E passes over a rollout batch')
+    clip_low: float | None = param(0.2, "ratio clip 1 - eps_low ('none': unclipped)")
+    clip_high: float | None = param(None, 'ratio clip 1 + eps_high (default eps_low; larger: clip-higher)')
+    kl_coef: float = param(0.0, 'KL(pi || pi_ref) penalty')
+    shaping_clip: str = param("mask", "clipping of the shaping pull: mask (ratio outside the band) | ppo (PPO's rule with the pull's sign on log pi(a))", choices=SHAPING_CLIPS)
+    target: float = param(0.75, 'held-out accuracy target')
+    drift_threshold: float = param(2.0, 'failure: mean drift displacement threshold')
+    collapse_drop: float = param(0.1, 'emergent collapse: held-out accuracy drop below its running peak')
+    init_seed: int = param(0, 'seed of the prompt pools')
+
+    def __post_init__(self):
+        require_int("n_train", self.n_train)
+        require_int("n_test", self.n_test)
+        require_int("responses", self.responses, lo=2)
+        require(isinstance(self.n_correct, int) and 1 <= self.n_correct < self.responses,
+                "n_correct", f"an integer in [1, responses - 1] = [1, {self.responses - 1}]",
+                self.n_correct)
+        require_positive("pass_a", self.pass_a)
+        require_positive("pass_b", self.pass_b)
+        require_int("skill_dim", self.skill_dim)
+        require_positive("skill_signal", self.skill_signal)
+        require(finite(self.feature_noise) and self.feature_noise >= 0, "feature_noise",
+                "a finite number >= 0", self.feature_noise)
+        require_int("drift_dim", self.drift_dim)
+        require(finite(self.drift_scale) and self.drift_scale >= 0, "drift_scale",
+                "a finite number >= 0", self.drift_scale)
+        require(finite(self.drift_train_scale) and self.drift_train_scale >= 0,
+                "drift_train_scale", "a finite number >= 0", self.drift_train_scale)
+        require(finite(self.drift_bias) and self.drift_bias >= 0, "drift_bias",
+                "a finite number >= 0", self.drift_bias)
+        require(finite(self.drift_noise) and self.drift_noise >= 0, "drift_noise",
+                "a finite number >= 0", self.drift_noise)
+        require_int("group", self.group, lo=2)
+        require_choice("advantage", self.advantage, ADVANTAGES)
+        require_positive("adv_eps", self.adv_eps)
+        require_int("minibatches", self.minibatches)
+        require_int("epochs", self.epochs)
+        if self.clip_low is not None:
+            require_positive("clip_low", self.clip_low)
+            require(self.clip_low < 1, "clip_low", "in (0, 1)", self.clip_low)
+        if self.clip_high is not None:
+            require(self.clip_low is not None, "clip_high", "None when clip_low is None",
+                    self.clip_high)
+            require_positive("clip_high", self.clip_high)
+        require(finite(self.kl_coef) and self.kl_coef >= 0, "kl_coef", "a finite number >= 0",
+                self.kl_coef)
+        require_choice("shaping_clip", self.shaping_clip, SHAPING_CLIPS)
+        require_fraction("target", self.target)
+        require_positive("drift_threshold", self.drift_threshold)
+        require_fraction("collapse_drop", self.collapse_drop)
+        require_int("init_seed", self.init_seed, lo=0)
+
+    @property
+    def eps_high(self):
+        return self.clip_low if self.clip_high is None else self.clip_high
+
+    def prompts(self, batch: int) -> int:
+        """P = B / G prompts per rollout batch; ValueError unless B is a multiple of G >= M."""
+        require_int("batch", batch)
+        require(batch % self.group == 0, "batch", f"a multiple of group G = {self.group}", batch)
+        P = batch // self.group
+        require(P >= self.minibatches, "minibatches",
+                f"<= prompts per batch P = {P} (batch {batch} / group {self.group})",
+                self.minibatches)
+        require(P % self.minibatches == 0, "minibatches",
+                f"a divisor of prompts per batch P = {P}", self.minibatches)
+        return P
+
+
+def describe_batch(cfg: BanditConfig, batch: int) -> dict:
+    """What a batch of B responses is made of: {"prompts": P, "group": G}."""
+    return {"prompts": cfg.prompts(batch), "group": cfg.group}

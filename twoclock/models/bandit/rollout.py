@@ -1,0 +1,69 @@
+"""One rollout batch: prompts, sampled responses, rewards and advantages from one raw-bits draw."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from twoclock import objectives as obj
+from twoclock.models.bandit.config import BanditConfig
+from twoclock.models.bandit.problem import Pool, logp_of
+from twoclock.models.bandit.surrogate import Rollout
+
+
+def sample_responses(logp_PxK, u_PxG):
+    """Responses a ~ pi by inverse CDF: a = #{k : cdf_k <= u} for uniforms u [P, G] in [0, 1)."""
+    cdf_PxK = jnp.cumsum(jnp.exp(logp_PxK), axis=-1)
+    a = jnp.sum(cdf_PxK[:, None, :] <= u_PxG[:, :, None], axis=-1)
+    return jnp.minimum(a, logp_PxK.shape[-1] - 1).astype(jnp.int32)  # rounding: cdf_K < 1
+
+
+def _uint(dtype):
+    return jnp.uint64 if jnp.finfo(dtype).bits == 64 else jnp.uint32
+
+
+def _uniform(bits, dtype):
+    """Uniform [0, 1) from raw bits, as jax.random.uniform makes them (mantissa trick)."""
+    finfo = jnp.finfo(dtype)
+    one = np.array(1.0, dtype).view(bits.dtype)
+    fb = (bits >> np.array(finfo.bits - finfo.nmant, bits.dtype)) | one
+    return jax.lax.bitcast_convert_type(fb, dtype) - np.array(1.0, dtype)
+
+
+def _normal(bits, dtype):
+    """Standard normals from raw bits, as jax.random.normal makes them (inverse erf)."""
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
+    u = jnp.maximum(lo, _uniform(bits, dtype) * (1 - lo) + lo)
+    return np.array(math.sqrt(2), dtype) * jax.lax.erf_inv(u)
+
+def make_rollout(cfg: BanditConfig, batch: int, train: Pool):
+    """rollout(w, key) -> (Rollout, logp_PxK, zero-advantage fraction) of `batch` responses.
+
+    One raw-bits draw per update feeds every random choice (one threefry expansion to compile
+    instead of seven): prompts, one inverse-CDF uniform per response, and the shaping signal.
+    With M = E = 1 every sample keeps rho = 1 and only the group mean of xi enters the update,
+    so that mean ~ N(b, c_d / G) is drawn directly.
+    """
+    P, G, M, E = cfg.prompts(batch), cfg.group, cfg.minibatches, cfg.epochs
+    Dd = cfg.drift_dim
+    dtype = train.z0.dtype
+    logref_train = jax.nn.log_softmax(train.z0, axis=-1)
+    n_xi = P * Dd if M * E == 1 else P * G * Dd
+    xi_shape = (P, 1, Dd) if M * E == 1 else (P, G, Dd)
+    xi_sd = math.sqrt(cfg.drift_noise / (G if M * E == 1 else 1))
+
+    def rollout(w, key):
+        bits = jax.random.bits(key, (P + P * G + n_xi,), _uint(dtype))
+        x_P = (bits[:P] % np.array(cfg.n_train, bits.dtype)).astype(jnp.int32)
+        u_PxG = _uniform(bits[P:P + P * G], dtype).reshape(P, G)
+        xi = cfg.drift_bias + xi_sd * _normal(bits[P + P * G:], dtype).reshape(xi_shape)
+        z0, phi, R, logref = train.z0[x_P], train.phi[x_P], train.R[x_P], logref_train[x_P]
+        logp_PxK = logp_of(w, z0, phi)
+        a_PxG = sample_responses(logp_PxK, u_PxG)
+        r_PxG = jnp.take_along_axis(R, a_PxG, axis=1)
+        adv = obj.advantages(r_PxG, cfg.advantage, cfg.adv_eps)
+        logp_old = jnp.take_along_axis(logp_PxK, a_PxG, axis=1)
+        zero_adv = jnp.mean(obj.zero_advantage_groups(r_PxG).astype(dtype))
+        return Rollout(z0, phi, logref, a_PxG, adv, xi, logp_old), logp_PxK, zero_adv
+
+    return rollout

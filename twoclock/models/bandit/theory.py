@@ -1,0 +1,61 @@
+"""The bandit's theory: the failure clock of the shaping pull, and measured noise scales."""
+import math
+
+import numpy as np
+
+from twoclock.config import OptimConfig, require_positive
+from twoclock.models.bandit.config import BanditConfig
+from twoclock.scaling import companions, lr_for_batch
+
+
+def drift_noise_scale(cfg: BanditConfig) -> float:
+    """Configured B_simple of the drift block in responses, tr(Sigma) / |g|^2 = c_d / b^2
+    (inf without a pull); the verifier adds to it when drift_train_scale > 0."""
+    return math.inf if cfg.drift_bias == 0 else cfg.drift_noise / cfg.drift_bias**2
+
+
+def predicted_failure_samples(cfg: BanditConfig, opt: OptimConfig, lr0: float,
+                              batch: int) -> float:
+    """Theory's failure clock in responses: drift_threshold over the mean drift per response.
+
+    Each update takes M x E optimizer steps on minibatches of B / M responses whose drift
+    gradient has mean -b and variance c_d M / B per coordinate. Adam's mean step is then
+    lr b / (sqrt(c_d M / B + b^2) + eps) (the smooth form: noise-dominated, B << c_d / b^2,
+    it is lr b sqrt(B / (M c_d)) and under the sqrt rule N_fail = D* sqrt(c_d b0) / (lr0 b)
+    for M = E = 1, whatever B; signal-dominated, sign descent at lr per step and
+    N_fail ~ sqrt(B)); SGD's is lr b, heavy ball's lr b / (1 - momentum). Ignores the
+    verifier's restoring force (drift_train_scale > 0), clipping and epoch reuse (E > 1
+    counts as E fresh steps), and the noise, which makes the first crossing somewhat earlier.
+    """
+    cfg.prompts(batch)  # batch = P x G with M dividing P, else ValueError
+    require_positive("lr0", lr0)
+    if cfg.drift_bias == 0:
+        return math.inf
+    M, E, b = cfg.minibatches, cfg.epochs, cfg.drift_bias
+    lr = lr_for_batch(lr0, batch, opt.b0, opt.lr_rule)
+    if opt.name == "adam":
+        eps = companions(opt, batch)[2]
+        step = lr * b / (math.sqrt(cfg.drift_noise * M / batch + b * b) + eps)
+    elif opt.name == "momentum":
+        step = lr * b / (1.0 - opt.momentum)
+    else:
+        step = lr * b
+    return float(cfg.drift_threshold / (M * E * step) * batch)
+
+
+def noise_scales(ckpt_b: dict, axis=-1) -> dict:
+    """Measured B_simple per direction, {"skill": [...], "drift": [...]} in responses, from one
+    batch's checkpoints (e.g. SweepResult.ckpt[i], arrays [L, S, C]): noise and signal
+    averaged over `axis` first (inf: no detectable signal). axis=-1 gives one value per run
+    [L, S]; a noise-dominated direction's signal is then mostly noise (per-run values scatter
+    widely), so pool the seeds too, axis=(-2, -1) -> [L], to report a regime."""
+    return {d: noise_scale(ckpt_b[f"noise_{d}"], ckpt_b[f"signal_{d}"], axis=axis)
+            for d in ("skill", "drift")}
+
+def noise_scale(noise, signal, axis=None):
+    """B_simple = mean(noise) / mean(signal) over checkpoints (and seeds): mean first, then ratio.
+
+    None (inf) when the measured signal is not positive: no detectable signal, noise-dominated.
+    """
+    n, s = np.mean(noise, axis=axis), np.mean(signal, axis=axis)
+    return np.where(s > 0, n / np.where(s > 0, s, 1.0), np.inf)

@@ -1,0 +1,164 @@
+"""One run of any model as a sequence of stages: a constant batch is one stage, a schedule two.
+
+Stage k runs n_k updates at batch B_k with learning rate lr_k. Updates are numbered globally
+(1-based), and update t draws fold_in(key, t) whatever the stage, so a schedule with equal
+stages is the constant run bit for bit. Between stages the optimizer state is carried by a
+rule (`carry_state`). Checkpoints fall every `checkpoint_every(n_total, n_ckpt)` updates; a
+stage that is not the last ends on a checkpoint, the last is padded to a whole chunk (padded
+updates never set a clock).
+"""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from twoclock.config import require
+from twoclock.model import CLOCKS, Model, RunState
+from twoclock.trace import Trace, checkpoint_every
+
+CARRY_MODES = ("rescale", "carry", "reset")
+
+
+def stage_layout(n_K, every: int) -> tuple:
+    """([(t_start, full chunks, remainder)] per stage, t_C): the chunks of each stage and the
+    1-based update index of every checkpoint."""
+    layout, t_C, t0 = [], [], 0
+    for k, n in enumerate(n_K):
+        last = k == len(n_K) - 1
+        full, rem = (math.ceil(n / every), 0) if last else (n // every, n % every)
+        layout.append((t0, full, rem))
+        ends = t0 + (np.arange(full) + 1) * every
+        t_C += [np.minimum(ends, t0 + n)] + ([[t0 + n]] if rem else [])
+        t0 += n
+    return layout, np.concatenate(t_C).astype(np.int32)
+
+
+def samples_at(t, n_K, batch_K):
+    """Samples consumed after update t (1-based; 0 stays 0): stage k's updates cost B_k each."""
+    out, t0 = 0, 0
+    for k, (n, b) in enumerate(zip(n_K, batch_K)):
+        done = t - t0 if k == len(n_K) - 1 else jnp.clip(t - t0, 0, n)
+        out = out + jnp.maximum(done, 0) * b
+        t0 += n
+    return out
+
+
+def carry_state(opt_state, fresh_state, b_from, b_to, carry: str, beta1: float, beta2: float):
+    """The optimizer state the next stage starts from.
+
+    carry: the state as is. Adam's second moment nu then stays at the old noise level for
+    ~1 / (1 - beta2) updates and shrinks the new steps by up to sqrt(b_to / b_from).
+    rescale: as is, except the noise part of Adam's second moment is scaled by b_from / b_to
+    (the change in minibatch gradient-noise variance): with bias-corrected moments,
+    nu' = mu^2 + max(nu - mu^2, 0) * b_from / b_to (mu, the gradient mean, estimates the signal).
+    reset: a fresh optimizer state (step count included).
+    """
+    require(carry in CARRY_MODES, "carry", "one of " + ", ".join(CARRY_MODES), carry)
+    if carry == "reset":
+        return fresh_state
+    if carry == "carry":
+        return opt_state
+    k = b_from / b_to
+
+    def walk(s):
+        if isinstance(s, optax.ScaleByAdamState):
+            t = s.count.astype(jnp.result_type(float))
+            c1, c2 = 1 - beta1**t, 1 - beta2**t
+            safe = lambda c: jnp.where(c > 0, c, 1.0)
+
+            def new_nu(m, v):
+                m_hat, v_hat = m / safe(c1), v / safe(c2)
+                sig = m_hat * m_hat
+                return (sig + jnp.maximum(v_hat - sig, 0.0) * k) * c2
+            return s._replace(nu=jax.tree.map(new_nu, s.mu, s.nu))
+        if isinstance(s, tuple) and not hasattr(s, "_fields"):
+            return tuple(walk(x) for x in s)
+        return s
+    return walk(opt_state)
+
+
+def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None,
+             carry: str = "rescale"):
+    """A pure run(batch_K, lr_K, key) -> Trace of len(n_K) stages of n_K[k] updates.
+
+    batches: the stages' batches as Python ints where the model's batch sets array shapes
+    (static_batch), else None; run's batch_K may then be traced.
+    """
+    K = len(n_K)
+    require(K >= 1 and all(int(n) >= 0 for n in n_K) and sum(n_K) >= 1, "n_steps",
+            "stage lengths >= 0 with at least one update", n_K)
+    static = tuple(batches) if model.static_batch else (None,) * K
+    require(len(static) == K and (not model.static_batch or None not in static), "batches",
+            f"{K} Python ints (the {model.name} model's batch sets array shapes)", batches)
+    n_total = int(sum(n_K))
+    every = checkpoint_every(n_total, n_ckpt)
+    layout, t_C = stage_layout(n_K, every)
+    makers = {}
+    for b in static:  # one set of dynamics per distinct static batch
+        makers.setdefault(b, model.dynamics(cfg, opt, b))
+    clock_names = CLOCKS + tuple(model.extra_clocks)
+    dtype = jnp.result_type(float)
+
+    def run(batch_K, lr_K, key) -> Trace:
+        batch_K = [jnp.asarray(b, dtype) for b in batch_K]
+        dyn = [makers[static[k]](batch_K[k], lr_K[k], key) for k in range(K)]
+
+        def chunk_fn(advance):
+            def chunk(state: RunState, ts):
+                state, hits, metrics = advance(state, ts)
+                live = ts <= n_total  # padded updates of the last chunk never set a clock
+                clocks = {}
+                for name in clock_names:
+                    hit = hits[name] & live
+                    prev = state.clocks[name]
+                    clocks[name] = jnp.where((prev == 0) & jnp.any(hit), ts[jnp.argmax(hit)],
+                                             prev)
+                return state._replace(clocks=clocks), metrics
+            return chunk
+
+        state, outs = dyn[0].init(), []
+        for k, (t0, full, rem) in enumerate(layout):
+            if k > 0:
+                fresh = dyn[k].tx.init(state.params)
+                state = state._replace(opt_state=carry_state(
+                    state.opt_state, fresh, batch_K[k - 1], batch_K[k], carry, opt.beta1,
+                    opt.beta2))
+            chunk = chunk_fn(dyn[k].advance)
+            if full:
+                starts = t0 + jnp.arange(full, dtype=jnp.int32) * every
+                state, m = jax.lax.scan(
+                    lambda s, t: chunk(s, t + 1 + jnp.arange(every, dtype=jnp.int32)),
+                    state, starts)
+                outs.append(m)
+            if rem:
+                ts = t0 + full * every + 1 + jnp.arange(rem, dtype=jnp.int32)
+                state, m = chunk(state, ts)
+                outs.append(jax.tree_util.tree_map(lambda v: v[None], m))
+        ckpt = {name: jnp.concatenate([o[name] for o in outs]) for name in outs[0]}
+        per_update = [b.astype(jnp.int32) for b in batch_K]
+        samples = lambda t: samples_at(t, n_K, per_update)
+        c = state.clocks
+        return Trace(
+            prog_t=c["prog"], fail_t=c["fail"], div_t=c["div"],
+            prog_n=samples(c["prog"]), fail_n=samples(c["fail"]), div_n=samples(c["div"]),
+            extra={f"{name}_n": samples(c[name]) for name in model.extra_clocks},
+            ckpt={"samples": samples(jnp.asarray(t_C)), **ckpt})
+
+    return run
+
+
+def initial_clocks(model_extra: tuple = ()) -> dict:
+    """Every clock at 0 (not yet crossed)."""
+    zero = jnp.zeros((), jnp.int32)
+    return {name: zero for name in CLOCKS + tuple(model_extra)}
+
+
+def constant_run(model: Model, cfg, opt, n_steps: int, n_ckpt: int = 128, batch=None):
+    """A pure run(batch, lr, key) -> Trace of n_steps updates at one batch (a one-stage run).
+
+    batch: the run's batch as a Python int where the model's batch sets array shapes."""
+    run = make_run(model, cfg, opt, (n_steps,), n_ckpt,
+                   batches=(batch,) if model.static_batch else None)
+    return lambda b, lr, key: run((b,), (lr,), key)
