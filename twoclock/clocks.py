@@ -81,10 +81,3 @@ def critical_batch(batches, prog_BxS, delta: float = 0.2, level: float = 0.95, i
     if got.size and point is not None:
         ci = [float(v) for v in np.quantile(got, [(1 - level) / 2, (1 + level) / 2])]
     return {"batch": point, "ci": ci, "found": float(got.size / len(boot))}
-
-
-def ratio(a, b):
-    """a / b for summaries' medians; None when either is censored."""
-    if a is None or b is None:
-        return None
-    return a / b

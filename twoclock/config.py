@@ -46,14 +46,16 @@ def require_choice(name: str, value, choices) -> None:
 @dataclass(frozen=True)
 class OptimConfig:
     """Optimizer and learning-rate rule; lr(B) = lr0 * (B / b0)^p."""
-    name: str = param("adam", 'optimizer: sgd | momentum | adam', choices=OPTIMIZERS)
-    lr_rule: str = param("sqrt", 'learning-rate rule lr(B) = lr0 (B / b0)^p: fixed | sqrt | linear', choices=LR_RULES)
+    name: str = param("adam", "optimizer: sgd | momentum | adam", choices=OPTIMIZERS)
+    lr_rule: str = param("sqrt", "learning-rate rule lr(B) = lr0 (B / b0)^p: fixed | sqrt | linear",
+                         choices=LR_RULES)
     b0: float = param(8.0, 'reference batch of the learning-rate rule')
     beta1: float = param(0.9, "Adam's beta1")
     beta2: float = param(0.999, "Adam's beta2")
     eps: float = param(1e-8, "Adam's epsilon")
     momentum: float = param(0.9, 'heavy-ball coefficient')
-    malladi: bool = param(False, 'square-root-rule companions: 1 - beta -> k (1 - beta), eps -> eps / sqrt(k), k = B / b0')
+    malladi: bool = param(False, "square-root-rule companions: 1 - beta -> k (1 - beta), "
+                                 "eps -> eps / sqrt(k), k = B / b0")
 
     def __post_init__(self):
         require_choice("optimizer", self.name, OPTIMIZERS)

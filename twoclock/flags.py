@@ -33,7 +33,8 @@ def dest(cls, name: str) -> str:
     return f"{cls.__name__}.{name}"
 
 
-def add_config_flags(group, cls, rename: dict | None = None, skip=(), defaults: dict | None = None):
+def add_config_flags(group, cls, rename: dict | None = None, skip=(),
+                     defaults: dict | None = None):
     """One flag per field of cls: --field-name (or --rename[field]), help from the metadata.
 
     A flag left out keeps the config's default (or defaults[field], shown in the help).

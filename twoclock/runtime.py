@@ -31,7 +31,7 @@ def cache_dir() -> str | None:
 
 def setup() -> None:
     """All cores as devices, and JAX's persistent compilation cache, so a rerun of a sweep
-    skips compilation (the headline's simulation: 5.3 s cold, 1.4 s warm, 2 CPU cores)."""
+    skips compilation."""
     use_cpu_cores()
     d = cache_dir()
     if d is not None:

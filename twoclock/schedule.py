@@ -21,7 +21,7 @@ from twoclock.sweep import seed_keys
 
 
 def switch_updates(switch: int, b1: int) -> int:
-    """n1: whole updates at B1 before the switch (the switch is rounded down to a multiple of B1)."""
+    """n1: whole updates at batch b1 before the switch (rounded down to a multiple of b1)."""
     return int(switch) // int(b1)
 
 

@@ -54,10 +54,6 @@ SEED000_GEN_RATIOS = ((2, 1.31), (4, 1.36))
 SEED000_PPO_COLLECT = ((256, 39.0), (1024, 68.0))
 
 
-def _finite_positive(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
-
-
 @dataclass(frozen=True)
 class ThroughputModel:
     """Seconds per RLVR step as a function of the rollout batch B (responses)."""

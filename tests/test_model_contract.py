@@ -1,0 +1,103 @@
+"""The contract every model in MODELS keeps, checked the same way for each.
+
+A new model must add a small configuration here (the first test fails otherwise).
+"""
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from twoclock import BanditConfig, OptimConfig, QuadraticConfig
+from twoclock.model import CLOCKS, Model
+from twoclock.models import MODELS, get
+from twoclock.stages import constant_run, make_run
+
+SMALL = {  # configurations whose clocks fire within a few dozen updates
+    "quadratic": (QuadraticConfig(dim=8, drift_dim=4, drift_bias=0.5, target=0.3,
+                                  drift_threshold=0.05), 16, 0.05),
+    "bandit": (BanditConfig(n_train=32, n_test=32, drift_dim=4, drift_bias=0.5, drift_noise=4.0,
+                            drift_threshold=0.3, target=0.5), 32, 0.05),
+}
+N_STEPS, N_CKPT, LANES = 60, 12, 3
+
+
+def test_every_model_has_a_contract_case_and_a_complete_interface():
+    assert set(SMALL) == set(MODELS)
+    for name, m in MODELS.items():
+        assert isinstance(m, Model) and m.name == name and get(name) is m
+        assert m.unit in ("samples", "responses") and m.progress_label
+        assert set(m.default_sweep) == {"batches", "lr0s", "seeds", "budget"}
+        cfg, batch, _ = SMALL[name]
+        assert isinstance(cfg, m.config) and isinstance(m.describe_batch(cfg, batch), dict)
+    with pytest.raises(ValueError, match="^model must be one of"):
+        get("nonesuch")
+
+
+@functools.cache
+def _program(name, n_K):
+    m, (cfg, batch, _) = MODELS[name], SMALL[name]
+    run = make_run(m, cfg, OptimConfig(), n_K, N_CKPT,
+                   batches=(batch,) * len(n_K) if m.static_batch else None)
+    return jax.jit(jax.vmap(run))
+
+
+def _run(name, keys, stages=(N_STEPS,)):
+    _, batch, lr = SMALL[name]
+    K, n = len(stages), len(keys)
+    b_K, lr_K = (jnp.full(n, float(batch)),) * K, (jnp.full(n, lr),) * K
+    return jax.device_get(_program(name, stages)(b_K, lr_K, keys)), batch
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_trace_is_finite_and_shaped_and_clocks_fire(name):
+    keys = jax.random.split(jax.random.PRNGKey(0), LANES)
+    tr, batch = _run(name, keys)
+    C = N_STEPS // -(-N_STEPS // N_CKPT)  # checkpoints: one per ceil(n / n_ckpt) updates
+    for field in ("prog_t", "fail_t", "div_t", "prog_n", "fail_n", "div_n"):
+        v = np.asarray(getattr(tr, field))
+        assert v.shape == (LANES,) and v.dtype == np.int32, field
+        assert ((v >= 0) & (v <= N_STEPS * batch)).all(), field
+    np.testing.assert_array_equal(tr.prog_n, tr.prog_t * batch)
+    assert (tr.prog_t > 0).all() and (tr.fail_t > 0).all() and (tr.div_t == 0).all()
+    assert set(tr.extra) == {f"{c}_n" for c in MODELS[name].extra_clocks}
+    assert {"samples", "progress_frac", "drift"} <= set(tr.ckpt)
+    for k, v in tr.ckpt.items():
+        assert np.shape(v) == (LANES, C) and np.isfinite(v).all(), k
+    np.testing.assert_array_equal(tr.ckpt["samples"][0],
+                                  np.minimum(np.arange(1, C + 1) * (N_STEPS // C), N_STEPS) * batch)
+    assert tr.ckpt["progress_frac"][:, -1].max() < 1.0  # progress was made
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_two_equal_stages_are_the_one_stage_run(name):
+    keys = jax.random.split(jax.random.PRNGKey(1), LANES)
+    one, _ = _run(name, keys)
+    two, _ = _run(name, keys, stages=(25, N_STEPS - 25))  # the switch falls mid-chunk
+    for field in ("prog_t", "fail_t", "div_t", "prog_n", "fail_n", "div_n"):
+        np.testing.assert_array_equal(getattr(two, field), getattr(one, field), err_msg=field)
+    for k in one.extra:
+        np.testing.assert_array_equal(two.extra[k], one.extra[k], err_msg=k)
+    np.testing.assert_array_equal(two.ckpt["progress_frac"][:, :5],
+                                  one.ckpt["progress_frac"][:, :5])
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_vmapped_equals_looped_and_is_deterministic(name):
+    m, (cfg, batch, lr) = MODELS[name], SMALL[name]
+    keys = jax.random.split(jax.random.PRNGKey(2), LANES)
+    vm, _ = _run(name, keys)
+    again, _ = _run(name, keys)
+    run = jax.jit(constant_run(m, cfg, OptimConfig(), N_STEPS, N_CKPT,
+                               batch if m.static_batch else None))
+    for i in range(LANES):
+        tr = jax.device_get(run(np.float32(batch), np.float32(lr), keys[i]))
+        for c in CLOCKS:
+            assert int(getattr(tr, f"{c}_n")) == int(getattr(vm, f"{c}_n")[i]), c
+        np.testing.assert_allclose(tr.ckpt["progress_frac"], vm.ckpt["progress_frac"][i],
+                                   rtol=1e-6, atol=0)
+    for k in vm.ckpt:
+        np.testing.assert_array_equal(again.ckpt[k], vm.ckpt[k], err_msg=k)
+    # different keys, different runs (the keys reach the noise)
+    assert not np.array_equal(vm.ckpt["drift"][0], vm.ckpt["drift"][1])
