@@ -1,8 +1,8 @@
 """The one interface every model implements: a NamedTuple of pure functions, as optax does.
 
-A model turns (config, optimizer, batch, lr, key) into `Dynamics`: an optax transform, the
-start state, and `advance`, which runs a chunk of updates and says, per update, which clock's
-condition held. The engine (`twoclock.stages`) turns these into first crossings, checkpoints
+A model turns (config, optimizer, batch, key) into `Dynamics`: an optax transform per learning
+rate, the start state, the noise of a chunk of updates, and `advance`, which runs the chunk and
+says, per update, which clock's condition held. The engine (`twoclock.stages`) turns these into first crossings, checkpoints
 and a `Trace`, for a constant batch (one stage) and for a schedule (two stages) alike, so
 neither the clocks nor the result files depend on the model.
 """
@@ -23,23 +23,27 @@ class RunState(NamedTuple):
 
 
 class Dynamics(NamedTuple):
-    """A model at one (batch, lr, key): pure functions over its RunState.
+    """A model at one (batch, key): its noise stream, and the pure functions of a run on it.
 
-    advance(state, ts_T) -> (state, hits, metrics) runs updates ts_T (1-based global indices,
-    each drawing its randomness from fold_in(key, t)); hits {clock: bool [T]} say after which
-    updates each clock's condition held; metrics {name: []} describe the state after ts_T[-1].
+    Runs that differ only in learning rate share the stream: the engine draws each chunk's
+    noise once and hands it to every learning rate's `advance`.
+    draw(ts_T) -> noise: the randomness of updates ts_T (1-based global indices; update t's is
+    drawn from fold_in(key, t)), a pytree with leading axis T.
+    advance(tx, state, ts_T, noise) -> (state, hits, metrics) runs those updates; hits
+    {clock: bool [T]} say after which updates each clock's condition held; metrics {name: []}
+    describe the state after ts_T[-1].
     """
-    tx: optax.GradientTransformation
-    init: Callable[[], RunState]
+    optimizer: Callable[[Any], optax.GradientTransformation]  # lr -> transform
+    init: Callable[[optax.GradientTransformation], RunState]
+    draw: Callable
     advance: Callable
 
 
 class Model(NamedTuple):
     """Everything the engine, the command line and the result files need from a model.
 
-    dynamics(cfg, opt, batch) -> dyn(batch, lr, key) -> Dynamics. `batch` is a Python int
-    where it sets array shapes (static_batch) and None otherwise; dyn's batch and lr may be
-    traced. predict(cfg, opt, sweep, res, runs, crit) adds the theory's predictions and any
+    dynamics(cfg, opt, batch) -> dyn(batch, key) -> Dynamics. `batch` is a Python int where
+    it sets array shapes (static_batch) and None otherwise; dyn's batch may be traced. predict(cfg, opt, sweep, res, runs, crit) adds the theory's predictions and any
     model-specific measurements to the result entries, in place.
     """
     name: str

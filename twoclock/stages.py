@@ -84,7 +84,9 @@ def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None
     """A pure run(batch_K, lr_K, key) -> Trace of len(n_K) stages of n_K[k] updates.
 
     batches: the stages' batches as Python ints where the model's batch sets array shapes
-    (static_batch), else None; run's batch_K may then be traced.
+    (static_batch), else None; run's batch_K may then be traced. Each lr_K[k] is a scalar, or a
+    vector [L] of learning rates that share the key's noise stream: the noise is drawn once per
+    chunk for all L, and every field of the Trace gains a leading axis L.
     """
     K = len(n_K)
     require(K >= 1 and all(int(n) >= 0 for n in n_K) and sum(n_K) >= 1, "n_steps",
@@ -103,11 +105,13 @@ def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None
 
     def run(batch_K, lr_K, key) -> Trace:
         batch_K = [jnp.asarray(b, dtype) for b in batch_K]
-        dyn = [makers[static[k]](batch_K[k], lr_K[k], key) for k in range(K)]
+        shared = jnp.ndim(lr_K[0]) == 1
+        lr_KxL = [jnp.reshape(jnp.asarray(lr, dtype), (-1,)) for lr in lr_K]
+        dyn = [makers[static[k]](batch_K[k], key) for k in range(K)]
 
-        def chunk_fn(advance):
-            def chunk(state: RunState, ts):
-                state, hits, metrics = advance(state, ts)
+        def chunk_fn(d):
+            def one(state: RunState, lr, ts, noise):
+                state, hits, metrics = d.advance(d.optimizer(lr), state, ts, noise)
                 live = ts <= n_total  # padded updates of the last chunk never set a clock
                 clocks = {}
                 for name in clock_names:
@@ -116,35 +120,45 @@ def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None
                     clocks[name] = jnp.where((prev == 0) & jnp.any(hit), ts[jnp.argmax(hit)],
                                              prev)
                 return state._replace(clocks=clocks), metrics
+
+            def chunk(state_L, lr_L, ts):
+                noise = d.draw(ts)  # once for every learning rate of the stream
+                return jax.vmap(one, in_axes=(0, 0, None, None))(state_L, lr_L, ts, noise)
             return chunk
 
-        state, outs = dyn[0].init(), []
+        state = jax.vmap(lambda lr: dyn[0].init(dyn[0].optimizer(lr)))(lr_KxL[0])
+        outs = []
         for k, (t0, full, rem) in enumerate(layout):
             if k > 0:
-                fresh = dyn[k].tx.init(state.params)
-                state = state._replace(opt_state=carry_state(
-                    state.opt_state, fresh, batch_K[k - 1], batch_K[k], carry, opt.beta1,
-                    opt.beta2))
-            chunk = chunk_fn(dyn[k].advance)
+                def carried(s, lr, d=dyn[k], k=k):
+                    fresh = d.optimizer(lr).init(s.params)
+                    return s._replace(opt_state=carry_state(
+                        s.opt_state, fresh, batch_K[k - 1], batch_K[k], carry, opt.beta1,
+                        opt.beta2))
+                state = jax.vmap(carried)(state, lr_KxL[k])
+            chunk, lr_L = chunk_fn(dyn[k]), lr_KxL[k]
             if full:
                 starts = t0 + jnp.arange(full, dtype=jnp.int32) * every
                 state, m = jax.lax.scan(
-                    lambda s, t: chunk(s, t + 1 + jnp.arange(every, dtype=jnp.int32)),
+                    lambda s, t: chunk(s, lr_L, t + 1 + jnp.arange(every, dtype=jnp.int32)),
                     state, starts)
                 outs.append(m)
             if rem:
                 ts = t0 + full * every + 1 + jnp.arange(rem, dtype=jnp.int32)
-                state, m = chunk(state, ts)
+                state, m = chunk(state, lr_L, ts)
                 outs.append(jax.tree_util.tree_map(lambda v: v[None], m))
-        ckpt = {name: jnp.concatenate([o[name] for o in outs]) for name in outs[0]}
+        ckpt_LxC = {name: jnp.concatenate([o[name] for o in outs]).T for name in outs[0]}
         per_update = [b.astype(jnp.int32) for b in batch_K]
         samples = lambda t: samples_at(t, n_K, per_update)
         c = state.clocks
-        return Trace(
+        L = lr_KxL[0].shape[0]
+        samples_LxC = jnp.broadcast_to(samples(jnp.asarray(t_C)), (L, len(t_C)))
+        tr = Trace(
             prog_t=c["prog"], fail_t=c["fail"], div_t=c["div"],
             prog_n=samples(c["prog"]), fail_n=samples(c["fail"]), div_n=samples(c["div"]),
             extra={f"{name}_n": samples(c[name]) for name in model.extra_clocks},
-            ckpt={"samples": samples(jnp.asarray(t_C)), **ckpt})
+            ckpt={"samples": samples_LxC, **ckpt_LxC})
+        return tr if shared else jax.tree_util.tree_map(lambda v: v[0], tr)
 
     return run
 

@@ -53,13 +53,15 @@ class SweepResult:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A slice [start, stop) of one group's lanes, ordered (batch in group, lr0, seed)."""
+    """A slice [start, stop) of one group's noise streams, ordered (batch in group, seed).
+
+    Each stream runs every lr0 of the sweep on one draw of its noise (`twoclock.stages`)."""
     n_steps: int
     static_batch: int | None
     batch_idx: tuple
     start: int
     stop: int
-    lanes: int  # padded lane count the program is compiled for
+    lanes: int  # padded stream count the program is compiled for
 
 
 def seed_keys(seed: int, n_seeds: int) -> jax.Array:
@@ -78,10 +80,10 @@ def plan(spec: Model, sweep: SweepConfig, max_lanes: int, n_dev: int) -> list:
         key = (n_steps_for(sweep.budget, b), b if spec.static_batch else None)
         groups.setdefault(key, []).append(i)
     chunks = []
-    per_batch = len(sweep.lr0s) * sweep.seeds
+    max_streams = max(1, max_lanes // len(sweep.lr0s))  # runs per chunk <= max_lanes
     for (n_steps, static_b), idx in groups.items():
-        total = len(idx) * per_batch
-        n_chunks = math.ceil(total / max_lanes)
+        total = len(idx) * sweep.seeds
+        n_chunks = math.ceil(total / max_streams)
         size = math.ceil(math.ceil(total / n_chunks) / n_dev) * n_dev
         for start in range(0, total, size):
             chunks.append(Chunk(n_steps, static_b, tuple(idx), start, min(start + size, total),
@@ -152,13 +154,13 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
     fns: dict = {}
     scanned = useful = 0
     t_start = time.perf_counter()
-    bar = _progress(sum((c.stop - c.start) * c.n_steps for c in chunks), quiet)
+    bar = _progress(sum((c.stop - c.start) * nL * c.n_steps for c in chunks), quiet)
     for ci, c in enumerate(chunks):
         gkey = (c.n_steps, c.static_batch)
         g = len(c.batch_idx)
         every = checkpoint_every(c.n_steps, sweep.n_ckpt)
-        scanned += c.lanes * every * math.ceil(c.n_steps / every)
-        useful += (c.stop - c.start) * c.n_steps
+        scanned += c.lanes * nL * every * math.ceil(c.n_steps / every)
+        useful += (c.stop - c.start) * nL * c.n_steps
         if ci in done:
             out = store.load(ci)
         else:
@@ -166,14 +168,14 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
             if gkey not in fns:
                 fns[gkey] = jax.jit(jax.vmap(constant_run(spec, model_cfg, opt, int(c.n_steps),
                                                           sweep.n_ckpt, c.static_batch)))
-            batch_N = np.repeat([batches[i] for i in c.batch_idx], nL * S).astype(np.float32)
-            lr_N = np.repeat(lrs_BxL[list(c.batch_idx)].reshape(-1), S).astype(np.float32)
-            key_N = np.tile(keys_S, (g * nL, 1))
+            batch_N = np.repeat([batches[i] for i in c.batch_idx], S).astype(np.float32)
+            lr_NxL = np.repeat(lrs_BxL[list(c.batch_idx)], S, axis=0).astype(np.float32)
+            key_N = np.tile(keys_S, (g, 1))
             lane = np.arange(c.start, c.start + c.lanes).clip(max=c.stop - 1)  # pad: repeat last
-            tr = fns[gkey](*(_global(a[lane], lanes_on) for a in (batch_N, lr_N, key_N)))
+            tr = fns[gkey](*(_global(a[lane], lanes_on) for a in (batch_N, lr_NxL, key_N)))
             tr = _fetch(tr)
             n = c.stop - c.start
-            out = {name: np.asarray(getattr(tr, name))[:n]
+            out = {name: np.asarray(getattr(tr, name))[:n]  # [streams, L, ...]
                    for name in ("prog_n", "fail_n", "div_n", "prog_t")}
             out.update({f"extra/{k}": np.asarray(v)[:n] for k, v in tr.extra.items()})
             out.update({f"ckpt/{k}": np.asarray(v)[:n] for k, v in tr.ckpt.items()})
@@ -181,11 +183,11 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
                 store.save(ci, out)
             bs = ",".join(str(batches[i]) for i in c.batch_idx)
             if not sys.stderr.isatty():  # a terminal has the progress bar instead
-                _log(f"[{model}] batch {bs}: lanes {c.start}-{c.stop} of {g * nL * S} x "
+                _log(f"[{model}] batch {bs}: streams {c.start}-{c.stop} of {g * S} x {nL} lr0 x "
                      f"{c.n_steps} updates in {time.perf_counter() - t0:.1f} s", quiet)
         for k, v in out.items():
             flat.setdefault(gkey, {}).setdefault(k, []).append(v)
-        bar.update((c.stop - c.start) * c.n_steps)
+        bar.update((c.stop - c.start) * nL * c.n_steps)
         if on_chunk is not None:
             on_chunk(ci)
     bar.close()
@@ -201,15 +203,16 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
             continue
         seen.add(gkey)
         idx, g = list(c.batch_idx), len(c.batch_idx)
-        arrays = {k: np.concatenate(v) for k, v in flat[gkey].items()}
+        # streams are (batch in group, seed), each with every lr0: to [g, lr0, seed, ...]
+        arrays = {k: np.swapaxes(np.concatenate(v).reshape((g, S, nL) + v[0].shape[2:]), 1, 2)
+                  for k, v in flat[gkey].items()}
         for k, v in arrays.items():
             if k in res:
-                res[k][idx] = v.reshape(g, nL, S)
+                res[k][idx] = v
             elif k.startswith("extra/"):
-                extra.setdefault(k[6:], np.zeros(shape, v.dtype))[idx] = v.reshape(g, nL, S)
+                extra.setdefault(k[6:], np.zeros(shape, v.dtype))[idx] = v
         for j, i in enumerate(idx):
-            ckpt[i] = {k[5:]: v.reshape(g, nL, S, -1)[j] for k, v in arrays.items()
-                       if k.startswith("ckpt/")}
+            ckpt[i] = {k[5:]: v[j] for k, v in arrays.items() if k.startswith("ckpt/")}
     return SweepResult(batches, lr0s, lrs_BxL, n_steps_B, res["prog_n"], res["fail_n"],
                        res["div_n"], res["prog_t"], extra, ckpt,
                        time.perf_counter() - t_start, scanned / max(useful, 1) - 1.0,

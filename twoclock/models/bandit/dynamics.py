@@ -24,24 +24,28 @@ def pools(cfg: BanditConfig) -> tuple:
 
 
 def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
-    """dyn(batch, lr, key) -> Dynamics for rollout batches of `batch` responses (a Python int:
-    it sets the shapes P x G); dyn's own batch only feeds the learning-rate companions."""
+    """dyn(batch, key) -> Dynamics for rollout batches of `batch` responses (a Python int: it
+    sets the shapes P x G); dyn's own batch only feeds the learning-rate companions."""
     B = int(batch)
     P, G, M, E = cfg.prompts(B), cfg.group, cfg.minibatches, cfg.epochs
     Pm = P // M
     Ds = cfg.skill_dim
     dtype = jnp.result_type(float)
     train, test = pools(cfg)
-    rollout = make_rollout(cfg, B, train)
+    rollout, rollout_bits = make_rollout(cfg, B, train)
     with jax.ensure_compile_time_eval():  # a constant, also when built inside a traced run
         err0 = 1.0 - float(accuracy(jnp.zeros((Ds + cfg.drift_dim,), dtype), test))
 
-    def dyn(batch_, lr, key) -> Dynamics:
-        tx = make_optimizer(opt, lr, jnp.asarray(batch_, dtype))
+    def dyn(batch_, key) -> Dynamics:
+        batch_ = jnp.asarray(batch_, dtype)
 
-        def update(carry, t):
+        def draw(ts_T):
+            """The raw bits [T, n] of updates ts_T, update t's from fold_in(key, t)."""
+            return jax.vmap(lambda t: rollout_bits(jax.random.fold_in(key, t)))(ts_T)
+
+        def update(tx, carry, bits):
             w, opt_state = carry
-            ro, logp_PxK, zero_adv = rollout(w, jax.random.fold_in(key, t))
+            ro, logp_PxK, zero_adv = rollout(w, bits)
             # per-group gradients at the behaviour policy: the noise scale, and with
             # M = E = 1 the only step's gradient (their mean)
             g_PxD, clip_P, out_P = group_grads(w, ro, cfg, logp_PxK)
@@ -69,9 +73,9 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
                 stats["clip_frac"], stats["outside_frac"] = jnp.mean(clip_S), jnp.mean(out_S)
             return (w, opt_state), (w, stats)
 
-        def advance(state: RunState, ts_T):
-            (w, opt_state), (w_TxD, stats) = jax.lax.scan(update, (state.params,
-                                                                   state.opt_state), ts_T)
+        def advance(tx, state: RunState, ts_T, bits_T):
+            (w, opt_state), (w_TxD, stats) = jax.lax.scan(
+                lambda c, bits: update(tx, c, bits), (state.params, state.opt_state), bits_T)
             logits_TxNxK = test.z0[None] + jnp.einsum("nkd,td->tnk", test.phi, w_TxD)
             acc_T = jnp.mean(jnp.sum(jax.nn.softmax(logits_TxNxK, axis=-1) * test.R[None],
                                      axis=-1), axis=-1)
@@ -87,10 +91,10 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
                            drift=jnp.mean(w[Ds:]), skill=jnp.mean(w[:Ds]))
             return state._replace(params=w, opt_state=opt_state, aux=peak_T[-1]), hits, metrics
 
-        def init() -> RunState:
+        def init(tx) -> RunState:
             w0 = jnp.zeros((Ds + cfg.drift_dim,), dtype)
             return RunState(w0, tx.init(w0), initial_clocks(("collapse",)), accuracy(w0, test))
 
-        return Dynamics(tx, init, advance)
+        return Dynamics(lambda lr: make_optimizer(opt, lr, batch_), init, draw, advance)
 
     return dyn

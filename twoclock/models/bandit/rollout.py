@@ -37,7 +37,8 @@ def _normal(bits, dtype):
     return np.array(math.sqrt(2), dtype) * jax.lax.erf_inv(u)
 
 def make_rollout(cfg: BanditConfig, batch: int, train: Pool):
-    """rollout(w, key) -> (Rollout, logp_PxK, zero-advantage fraction) of `batch` responses.
+    """(rollout, bits): bits(key) draws an update's randomness, and rollout(w, bits) ->
+    (Rollout, logp_PxK, zero-advantage fraction) turns it into a batch of `batch` responses.
 
     One raw-bits draw per update feeds every random choice (one threefry expansion to compile
     instead of seven): prompts, one inverse-CDF uniform per response, and the shaping signal.
@@ -52,8 +53,10 @@ def make_rollout(cfg: BanditConfig, batch: int, train: Pool):
     xi_shape = (P, 1, Dd) if M * E == 1 else (P, G, Dd)
     xi_sd = math.sqrt(cfg.drift_noise / (G if M * E == 1 else 1))
 
-    def rollout(w, key):
-        bits = jax.random.bits(key, (P + P * G + n_xi,), _uint(dtype))
+    def bits(key):
+        return jax.random.bits(key, (P + P * G + n_xi,), _uint(dtype))
+
+    def rollout(w, bits):
         x_P = (bits[:P] % np.array(cfg.n_train, bits.dtype)).astype(jnp.int32)
         u_PxG = _uniform(bits[P:P + P * G], dtype).reshape(P, G)
         xi = cfg.drift_bias + xi_sd * _normal(bits[P + P * G:], dtype).reshape(xi_shape)
@@ -66,4 +69,4 @@ def make_rollout(cfg: BanditConfig, batch: int, train: Pool):
         zero_adv = jnp.mean(obj.zero_advantage_groups(r_PxG).astype(dtype))
         return Rollout(z0, phi, logref, a_PxG, adv, xi, logp_old), logp_PxK, zero_adv
 
-    return rollout
+    return rollout, bits

@@ -20,7 +20,7 @@ from twoclock.stages import initial_clocks
 
 
 def dynamics(cfg: QuadraticConfig, opt: OptimConfig, batch=None):
-    """dyn(batch, lr, key) -> Dynamics; the batch is a traced scalar, so `batch` here is unused."""
+    """dyn(batch, key) -> Dynamics; the batch is a traced scalar, so `batch` here is unused."""
     del batch
     dtype = jnp.result_type(float)
     h_D = jnp.asarray(spectrum(cfg), dtype)
@@ -46,36 +46,37 @@ def dynamics(cfg: QuadraticConfig, opt: OptimConfig, batch=None):
             return jnp.zeros((), dtype)
         return jnp.mean(d) if cfg.drift_stat == "mean" else jnp.linalg.norm(d)
 
-    def dyn(batch, lr, key) -> Dynamics:
+    def dyn(batch, key) -> Dynamics:
         batch = jnp.asarray(batch, dtype)
-        tx = make_optimizer(opt, lr, batch)
         sd = jnp.sqrt(jnp.concatenate([c_D, jnp.full((Dd,), cfg.drift_noise, dtype)]) / batch)
 
-        def update(state, tz):
-            theta, opt_state = state
-            t, z = tz
-            z = z * sd
-            g_x = from_eig(h_D * to_eig(theta[:D]) + z[:D])
-            g_d = -cfg.drift_bias + z[D:]
-            upd, opt_state = tx.update(jnp.concatenate([g_x, g_d]), opt_state, theta)
-            theta = optax.apply_updates(theta, upd)
-            return (theta, opt_state), (loss_of(theta[:D]), drift_of(theta[D:]))
+        def draw(ts_T):
+            """Standard normals [T, D + Dd]: update t's from fold_in(key, t)."""
+            return jax.vmap(lambda t: jax.random.normal(jax.random.fold_in(key, t), (D + Dd,),
+                                                        dtype))(ts_T)
 
-        def advance(state: RunState, ts_T):
-            z_TxN = jax.vmap(lambda t: jax.random.normal(jax.random.fold_in(key, t), (D + Dd,),
-                                                         dtype))(ts_T)
+        def advance(tx, state: RunState, ts_T, z_TxN):
+            def update(carry, z):
+                theta, opt_state = carry
+                z = z * sd
+                g_x = from_eig(h_D * to_eig(theta[:D]) + z[:D])
+                g_d = -cfg.drift_bias + z[D:]
+                upd, opt_state = tx.update(jnp.concatenate([g_x, g_d]), opt_state, theta)
+                theta = optax.apply_updates(theta, upd)
+                return (theta, opt_state), (loss_of(theta[:D]), drift_of(theta[D:]))
+
             (theta, opt_state), (loss_T, drift_T) = jax.lax.scan(
-                update, (state.params, state.opt_state), (ts_T, z_TxN))
+                update, (state.params, state.opt_state), z_TxN)
             hits = {"prog": loss_T <= target_loss, "fail": drift_T >= cfg.drift_threshold,
                     "div": ~(jnp.isfinite(loss_T) & jnp.isfinite(drift_T))}
             metrics = {"progress_frac": loss_T[-1] / L0, "drift": drift_T[-1]}
             return state._replace(params=theta, opt_state=opt_state), hits, metrics
 
-        def init() -> RunState:
+        def init(tx) -> RunState:
             theta0 = jnp.concatenate([jnp.asarray(initial_offset(cfg), dtype),
                                       jnp.zeros((Dd,), dtype)])
             return RunState(theta0, tx.init(theta0), initial_clocks())
 
-        return Dynamics(tx, init, advance)
+        return Dynamics(lambda lr: make_optimizer(opt, lr, batch), init, draw, advance)
 
     return dyn
