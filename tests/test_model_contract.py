@@ -12,7 +12,8 @@ import pytest
 from twoclock import BanditConfig, OptimConfig, QuadraticConfig
 from twoclock.model import CLOCKS, Model
 from twoclock.models import MODELS, get
-from twoclock.stages import constant_run, make_run
+from twoclock.stages import checkpoints, constant_run, make_run, make_traced_run
+from twoclock.trace import checkpoint_every
 
 SMALL = {  # configurations whose clocks fire within a few dozen updates
     "quadratic": (QuadraticConfig(dim=8, drift_dim=4, drift_bias=0.5, target=0.3,
@@ -101,3 +102,24 @@ def test_vmapped_equals_looped_and_is_deterministic(name):
         np.testing.assert_array_equal(again.ckpt[k], vm.ckpt[k], err_msg=k)
     # different keys, different runs (the keys reach the noise)
     assert not np.array_equal(vm.ckpt["drift"][0], vm.ckpt["drift"][1])
+
+
+@pytest.mark.parametrize("name", sorted(n for n, m in MODELS.items() if not m.static_batch))
+def test_traced_length_program_is_the_static_one(name):
+    """One compiled program for every run length gives constant_run's numbers, bit for bit."""
+    m, (cfg, batch, lr) = MODELS[name], SMALL[name]
+    keys = jax.random.split(jax.random.PRNGKey(4), LANES)
+    traced = jax.jit(jax.vmap(make_traced_run(m, cfg, OptimConfig(), N_CKPT),
+                              in_axes=(0, 0, 0, None, None)))
+    b, lr_ = jnp.full(LANES, float(batch)), jnp.full(LANES, lr)
+    for n_steps in (N_STEPS, 37, 5):  # 37: a padded last chunk; 5: fewer updates than N_CKPT
+        every = checkpoint_every(n_steps, N_CKPT)
+        want = jax.device_get(jax.jit(jax.vmap(constant_run(m, cfg, OptimConfig(), n_steps,
+                                                            N_CKPT)))(b, lr_, keys))
+        got = jax.device_get(traced(b, lr_, keys, jnp.int32(n_steps), jnp.int32(every)))
+        C = checkpoints(n_steps, every)
+        assert want.ckpt["samples"].shape[-1] == C
+        for f in ("prog_n", "fail_n", "div_n", "prog_t", "fail_t"):
+            np.testing.assert_array_equal(getattr(got, f), getattr(want, f), err_msg=f)
+        for k in want.ckpt:
+            np.testing.assert_array_equal(got.ckpt[k][:, :C], want.ckpt[k], err_msg=k)

@@ -79,6 +79,29 @@ def carry_state(opt_state, fresh_state, b_from, b_to, carry: str, beta1: float, 
     return walk(opt_state)
 
 
+def crossed(state: RunState, hits: dict, ts, n_total) -> RunState:
+    """state with each clock set to the first update of ts whose condition held, if not set yet.
+
+    Updates past n_total (padding of the last chunk) never set a clock."""
+    live = ts <= n_total
+    clocks = {}
+    for name, prev in state.clocks.items():
+        hit = hits[name] & live
+        clocks[name] = jnp.where((prev == 0) & jnp.any(hit), ts[jnp.argmax(hit)], prev)
+    return state._replace(clocks=clocks)
+
+
+def trace(model: Model, clocks: dict, samples, t_C, ckpt_LxC: dict) -> Trace:
+    """The Trace of L runs: clocks [L] (update indices) and checkpoints [L, C] at updates t_C."""
+    L = clocks["prog"].shape[0]
+    return Trace(
+        prog_t=clocks["prog"], fail_t=clocks["fail"], div_t=clocks["div"],
+        prog_n=samples(clocks["prog"]), fail_n=samples(clocks["fail"]),
+        div_n=samples(clocks["div"]),
+        extra={f"{name}_n": samples(clocks[name]) for name in model.extra_clocks},
+        ckpt={"samples": jnp.broadcast_to(samples(t_C), (L, t_C.shape[0])), **ckpt_LxC})
+
+
 def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None,
              carry: str = "rescale"):
     """A pure run(batch_K, lr_K, key) -> Trace of len(n_K) stages of n_K[k] updates.
@@ -100,7 +123,6 @@ def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None
     makers = {}
     for b in static:  # one set of dynamics per distinct static batch
         makers.setdefault(b, model.dynamics(cfg, opt, b))
-    clock_names = CLOCKS + tuple(model.extra_clocks)
     dtype = jnp.result_type(float)
 
     def run(batch_K, lr_K, key) -> Trace:
@@ -112,14 +134,7 @@ def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None
         def chunk_fn(d):
             def one(state: RunState, lr, ts, noise):
                 state, hits, metrics = d.advance(d.optimizer(lr), state, ts, noise)
-                live = ts <= n_total  # padded updates of the last chunk never set a clock
-                clocks = {}
-                for name in clock_names:
-                    hit = hits[name] & live
-                    prev = state.clocks[name]
-                    clocks[name] = jnp.where((prev == 0) & jnp.any(hit), ts[jnp.argmax(hit)],
-                                             prev)
-                return state._replace(clocks=clocks), metrics
+                return crossed(state, hits, ts, n_total), metrics
 
             def chunk(state_L, lr_L, ts):
                 noise = d.draw(ts)  # once for every learning rate of the stream
@@ -150,17 +165,62 @@ def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None
         ckpt_LxC = {name: jnp.concatenate([o[name] for o in outs]).T for name in outs[0]}
         per_update = [b.astype(jnp.int32) for b in batch_K]
         samples = lambda t: samples_at(t, n_K, per_update)
-        c = state.clocks
-        L = lr_KxL[0].shape[0]
-        samples_LxC = jnp.broadcast_to(samples(jnp.asarray(t_C)), (L, len(t_C)))
-        tr = Trace(
-            prog_t=c["prog"], fail_t=c["fail"], div_t=c["div"],
-            prog_n=samples(c["prog"]), fail_n=samples(c["fail"]), div_n=samples(c["div"]),
-            extra={f"{name}_n": samples(c[name]) for name in model.extra_clocks},
-            ckpt={"samples": samples_LxC, **ckpt_LxC})
+        tr = trace(model, state.clocks, samples, jnp.asarray(t_C), ckpt_LxC)
         return tr if shared else jax.tree_util.tree_map(lambda v: v[0], tr)
 
     return run
+
+
+def make_traced_run(model: Model, cfg, opt, n_ckpt: int = 128):
+    """A pure run(batch, lr, key, n_steps, every) -> Trace whose length is a traced argument.
+
+    One compiled program serves every run length (and batch): updates run in n_ckpt chunks of
+    `every` (a traced trip count; chunks past ceil(n_steps / every) run nothing), each update
+    drawing its own noise. The checkpoints have n_ckpt entries, of which the first
+    ceil(n_steps / every) are real: `checkpoints(n_steps, every)` says how many. The numbers
+    are those of `constant_run` with the same n_steps and every = checkpoint_every(n_steps,
+    n_ckpt), bit for bit. Only for models whose batch is traced (not static_batch).
+    """
+    require(not model.static_batch, "model", "a model whose batch is traced", model.name)
+    dyn_of = model.dynamics(cfg, opt, None)
+
+    def run(batch, lr, key, n_steps, every) -> Trace:
+        d = dyn_of(batch, key)
+        shared = jnp.ndim(lr) == 1
+        lr_L = jnp.reshape(jnp.asarray(lr, jnp.result_type(float)), (-1,))
+
+        def one(state, lr, ts, noise):
+            state, hits, metrics = d.advance(d.optimizer(lr), state, ts, noise)
+            return crossed(state, hits, ts, n_steps), metrics
+
+        def update(t, state_L):
+            ts = jnp.reshape(t, (1,)).astype(jnp.int32)
+            return jax.vmap(one, in_axes=(0, 0, None, None))(state_L, lr_L, ts, d.draw(ts))
+
+        state = jax.vmap(lambda lr: d.init(d.optimizer(lr)))(lr_L)
+        m0 = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype),
+                                    jax.eval_shape(update, jnp.int32(1), state)[1])
+        n_live = (n_steps + every - 1) // every
+
+        def chunk(carry, k):
+            trip = jnp.where(k < n_live, every, 0)
+            carry = jax.lax.fori_loop(0, trip, lambda i, c: update(k * every + i + 1, c[0]),
+                                      carry)
+            return carry, carry[1]
+
+        (state, _), m_CxL = jax.lax.scan(chunk, (state, m0), jnp.arange(n_ckpt, dtype=jnp.int32))
+        t_C = jnp.minimum((jnp.arange(n_ckpt, dtype=jnp.int32) + 1) * every, n_steps)
+        per_update = jnp.asarray(batch).astype(jnp.int32)
+        tr = trace(model, state.clocks, lambda t: t * per_update, t_C,
+                   {k: v.T for k, v in m_CxL.items()})
+        return tr if shared else jax.tree_util.tree_map(lambda v: v[0], tr)
+
+    return run
+
+
+def checkpoints(n_steps: int, every: int) -> int:
+    """How many of a traced run's checkpoints are real."""
+    return math.ceil(n_steps / every)
 
 
 def initial_clocks(model_extra: tuple = ()) -> dict:

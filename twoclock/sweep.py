@@ -23,7 +23,7 @@ from twoclock.config import OptimConfig, SweepConfig, require_int
 from twoclock.model import Model
 from twoclock.models import get as get_model
 from twoclock.scaling import lr_for_batch
-from twoclock.stages import constant_run
+from twoclock.stages import checkpoints, constant_run, make_traced_run
 from twoclock.trace import checkpoint_every
 
 DEFAULT_MAX_LANES = 16384
@@ -89,6 +89,16 @@ def plan(spec: Model, sweep: SweepConfig, max_lanes: int, n_dev: int) -> list:
             chunks.append(Chunk(n_steps, static_b, tuple(idx), start, min(start + size, total),
                                 size))
     return chunks
+
+
+def _program(spec: Model, model_cfg, opt: OptimConfig, n_ckpt: int, c: Chunk):
+    """The compiled vmapped run of a chunk's lanes: per batch where the batch sets shapes,
+    otherwise one program whose run length and checkpoint interval are arguments."""
+    if spec.static_batch:
+        return jax.jit(jax.vmap(constant_run(spec, model_cfg, opt, int(c.n_steps), n_ckpt,
+                                             c.static_batch)))
+    return jax.jit(jax.vmap(make_traced_run(spec, model_cfg, opt, n_ckpt),
+                            in_axes=(0, 0, 0, None, None)))
 
 
 def lane_sharding() -> NamedSharding:
@@ -165,20 +175,25 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
             out = store.load(ci)
         else:
             t0 = time.perf_counter()
-            if gkey not in fns:
-                fns[gkey] = jax.jit(jax.vmap(constant_run(spec, model_cfg, opt, int(c.n_steps),
-                                                          sweep.n_ckpt, c.static_batch)))
+            # a traced batch: one program for every run length (the length is an argument)
+            fkey = gkey if spec.static_batch else c.lanes
+            if fkey not in fns:
+                fns[fkey] = _program(spec, model_cfg, opt, sweep.n_ckpt, c)
             batch_N = np.repeat([batches[i] for i in c.batch_idx], S).astype(np.float32)
             lr_NxL = np.repeat(lrs_BxL[list(c.batch_idx)], S, axis=0).astype(np.float32)
             key_N = np.tile(keys_S, (g, 1))
             lane = np.arange(c.start, c.start + c.lanes).clip(max=c.stop - 1)  # pad: repeat last
-            tr = fns[gkey](*(_global(a[lane], lanes_on) for a in (batch_N, lr_NxL, key_N)))
+            args = [_global(a[lane], lanes_on) for a in (batch_N, lr_NxL, key_N)]
+            if not spec.static_batch:
+                args += [jnp.int32(c.n_steps), jnp.int32(every)]
+            tr = fns[fkey](*args)
             tr = _fetch(tr)
             n = c.stop - c.start
             out = {name: np.asarray(getattr(tr, name))[:n]  # [streams, L, ...]
                    for name in ("prog_n", "fail_n", "div_n", "prog_t")}
             out.update({f"extra/{k}": np.asarray(v)[:n] for k, v in tr.extra.items()})
-            out.update({f"ckpt/{k}": np.asarray(v)[:n] for k, v in tr.ckpt.items()})
+            C = checkpoints(c.n_steps, every)
+            out.update({f"ckpt/{k}": np.asarray(v)[:n, ..., :C] for k, v in tr.ckpt.items()})
             if store is not None and jax.process_index() == 0:  # one writer on a shared disk
                 store.save(ci, out)
             bs = ",".join(str(batches[i]) for i in c.batch_idx)
