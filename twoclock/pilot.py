@@ -177,7 +177,7 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     rec["fit_only_constant"] = fit_only["constant"]
     exp = (ffit.exponent(level) if ffit is not None else
            {"value": None, "ci": [None, None]})
-    exp["reading"] = _drift_reading(exp)
+    exp["reading"] = _drift_reading(exp, int(np.isfinite(fail).sum()))
     return {
         "predictions": predictions, "critical_batch": pfit.critical(level),
         "failure_exponent": exp, "recommendation": rec,
@@ -193,7 +193,8 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
                 "gen_latency": tmodel.gen_latency, "critical_gen_batch":
                 tmodel.critical_gen_batch, "knee": tmodel.knee},
             "level": level, "margin": margin, "bands": "covariance, Student-t"},
-        "estimates": est,
+        "estimates": [{k: (None if isinstance(v, float) and math.isinf(v) else v)
+                       for k, v in e.items()} for e in est],  # inf (never fails) -> null
         "runs": [{"batch": float(b), "lr": float(l), "progress_samples": float(p),
                   "failure_samples": None if not math.isfinite(f) else float(f),
                   "on_rule": bool(o), "seed": s}
@@ -203,10 +204,13 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     }
 
 
-def _drift_reading(exp: dict) -> str:
+def _drift_reading(exp: dict, n_failed: int) -> str:
     lo, hi = exp["ci"]
+    if n_failed == 0:
+        return ("no pilot run failed: the failure clock is only known to exceed each run's "
+                "length, so the plan cannot rule out a collapse beyond it")
     if exp["value"] is None:
-        return "no failure clock fitted (fewer than two batches with a failure)"
+        return "no power law fitted (failures at fewer than two batches)"
     if lo <= 0 <= hi:
         return "exponent ~ 0: the rule holds drift per sample still"
     if lo > 0:
