@@ -146,13 +146,13 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
         raise PilotError(f"{runs.source}, column batch: needs >= 3 distinct batches on one "
                          f"learning-rate rule (got {distinct.size}: "
                          f"{', '.join(f'{b:g}' for b in distinct)})")
-    pfit, sse, why = pf.choose_progress(B, prog, rule["p"])
+    pfit, plausible, sse, why = pf.choose_progress(B, prog, rule["p"])
     ffit = pf.fit_failure(B, fail, runs.censor_R()[on])
     has_t = np.isfinite(runs.spu_R)
     tmodel = pf.fit_step_times(runs.batch_R[has_t], runs.spu_R[has_t]) if has_t.any() else None
     cand = sorted(set(float(b) for b in distinct) | set(float(b) for b in (predict or ())))
     pred_B = sorted(set(float(b) for b in predict)) if predict else cand
-    prog_band = pf.band(pfit, pred_B, level)
+    prog_band = pf.envelope(pfit, plausible, pred_B, level)
     fail_band = (pf.band(ffit, pred_B, level) if ffit is not None
                  else [{"median": None, "ci": [None, None]} for _ in pred_B])
 
@@ -184,7 +184,7 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
         "fit": {
             "rule": {**rule, "off_rule_runs": int((~on).sum())},
             "progress": {"form": pfit.form, "asymptote_exponent": pfit.a, "why": why,
-                         "sse_log": sse, "n_min": math.exp(pfit.log_n_min), "dof": pfit.dof,
+                         "sse_log": sse, "band_forms": [f.form for f in plausible], "n_min": math.exp(pfit.log_n_min), "dof": pfit.dof,
                          "delta": pf.DELTA},
             "failure": None if ffit is None else {
                 "f_ref": math.exp(ffit.log_f_ref), "b_ref": ffit.b_ref, "exponent": ffit.q,

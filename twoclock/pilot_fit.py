@@ -23,6 +23,7 @@ s^2 (J^T J)^-1 and Student-t quantiles with n - k degrees of freedom (the small-
 correction matters: with 4 pilots and 2 parameters t_0.975 = 4.30, not 1.96).
 """
 from dataclasses import dataclass
+import functools
 import math
 
 import numpy as np
@@ -33,6 +34,7 @@ DELTA = 0.2  # critical batch: the progress clock is 1 + DELTA times its small-b
 FORMS = ("saturation", "curvature")
 
 
+@functools.lru_cache(maxsize=256)
 def t_quantile(q: float, dof: int) -> float:
     """Student-t quantile (bisection on the CDF, integrated numerically: no scipy needed)."""
     if q < 0.5:
@@ -136,21 +138,26 @@ def fit_progress(B, N, form: str, p: float) -> ProgressFit:
     return ProgressFit(form, a, icpt, lbc, cov, n - 2, sse, float(B.max()))
 
 
+PLAUSIBLE = 1.5  # a form whose squared error is within this factor of the best stays plausible
+
+
 def choose_progress(B, N, p: float) -> tuple:
-    """(chosen ProgressFit, {form: sse}, why): the form with the smaller log-space error."""
+    """(chosen ProgressFit, plausible fits, {form: sse}, why): the form with the smaller
+    log-space error, and every form within PLAUSIBLE of it (their bands are pooled)."""
     forms = [f for f in FORMS if form_exponent(f, p) > 0.05]  # p ~ 1: no saturation slowdown
     fits = {f: fit_progress(B, N, f, p) for f in forms}
     best = min(fits.values(), key=lambda f: f.sse)
     sse = {f: fits[f].sse for f in forms}
+    plausible = [f for f in fits.values() if f.sse <= PLAUSIBLE * best.sse]
     if len(fits) == 1:
         why = f"only {best.form} applies under lr ~ B^{p:g} (saturation needs p < 0.95)"
     else:
         other = [f for f in forms if f != best.form][0]
         why = (f"{best.form} fits better: squared log error {sse[best.form]:.4g} vs "
                f"{sse[other]:.4g} for {other} (both 2 parameters)")
-        if sse[other] <= 1.1 * sse[best.form]:
-            why += "; the data barely tell them apart"
-    return best, sse, why
+        if sse[other] <= PLAUSIBLE * sse[best.form]:
+            why += f"; within {PLAUSIBLE:g}x, so the bands span both forms"
+    return best, plausible, sse, why
 
 
 @dataclass(frozen=True)
@@ -211,6 +218,18 @@ def band(fit, B, level: float) -> list:
             for mi, si in zip(np.atleast_1d(m), np.atleast_1d(sd))]
 
 
+def envelope(best, plausible, B, level: float) -> list:
+    """The best form's median with the union of the plausible forms' bands: the form is
+    itself uncertain and each form's band alone ignores that."""
+    out = band(best, B, level)
+    for f in plausible:
+        for o, x in zip(out, band(f, B, level)):
+            lo, hi = o["ci"]
+            o["ci"] = [min(lo, x["ci"][0]) if None not in (lo, x["ci"][0]) else None,
+                       None if None in (hi, x["ci"][1]) else max(hi, x["ci"][1])]
+    return out
+
+
 def fit_step_times(B, seconds) -> tp.ThroughputModel:
     """The roofline of throughput.py fitted to whole-step times (training folded into
     generation: only the total was measured); the knee is fixed at the default with < 3
@@ -222,4 +241,4 @@ def fit_step_times(B, seconds) -> tp.ThroughputModel:
 
 
 __all__ = ["DELTA", "FORMS", "t_quantile", "ProgressFit", "FailureFit", "fit_progress",
-           "choose_progress", "fit_failure", "band", "fit_step_times", "form_exponent"]
+           "choose_progress", "fit_failure", "band", "envelope", "fit_step_times", "form_exponent"]
