@@ -18,6 +18,7 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="quadratic", choices=sorted(SETUPS))
     p.add_argument("--pilot-seeds", type=int, default=4, help="pilot runs per pilot batch")
     p.add_argument("--seeds", type=int, default=16, help="seeds behind the held-out answers")
+    p.add_argument("--csv", help="also write the simulated pilot runs to this CSV")
     add_output_args(p, "plan_check")
     ns = p.parse_args(sys.argv[1:] if argv is None else argv)
     import twoclock
@@ -26,7 +27,7 @@ def main(argv=None) -> int:
     cfg = twoclock.QuadraticConfig() if ns.model == "quadratic" else twoclock.BanditConfig()
     try:
         out = pilot_check.check(ns.model, cfg, twoclock.OptimConfig(), lr0, pilots, held,
-                                ns.pilot_seeds, ns.seeds, budget)
+                                ns.pilot_seeds, ns.seeds, budget, ns.csv)
     except ValueError as e:
         fail("plan_check.py", str(e))
     publish(ns, f"plan_check_{ns.model}", out, pilot_check.table(out))

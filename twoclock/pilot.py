@@ -170,6 +170,9 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
         predictions.append({"batch": b, "lr": lr_of(b), "progress_samples": pb,
                             "failure_samples": fb, "seconds_per_update": s,
                             "hours_to_target": hours})
+    grid = np.geomspace(min(cand + [float(runs.batch_R.min())]), max(cand), 41).tolist()
+    curves = {"batch": grid, "progress_samples": pf.envelope(pfit, plausible, grid, level),
+              "failure_samples": None if ffit is None else pf.band(ffit, grid, level)}
     est = _estimates(runs, on, cand, pfit, ffit, spu)
     rec = recommend(est, margin, objective="seconds" if tmodel is not None else "samples")
     fit_only = recommend([{**e, "progress": e["progress_fit"], "failure": e["failure_fit"]}
@@ -193,6 +196,7 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
                 "gen_latency": tmodel.gen_latency, "critical_gen_batch":
                 tmodel.critical_gen_batch, "knee": tmodel.knee},
             "level": level, "margin": margin, "bands": "covariance, Student-t"},
+        "curves": curves,
         "estimates": [{k: (None if isinstance(v, float) and math.isinf(v) else v)
                        for k, v in e.items()} for e in est],  # inf (never fails) -> null
         "runs": [{"batch": float(b), "lr": float(l), "progress_samples": float(p),

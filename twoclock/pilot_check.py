@@ -36,6 +36,18 @@ def pilot_runs(res, opt: OptimConfig, pilot_batches, n_seeds: int, budget: int) 
                            source=f"simulated pilots, lr0 {opt.lr_rule} rule")
 
 
+def write_csv(runs: pilot.PilotRuns, path: str) -> None:
+    """The pilot runs as a plan.py CSV (failure empty when the run did not fail)."""
+    import csv
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["batch", "lr", "progress_samples", "failure_samples", "budget", "seed"])
+        for b, l, p, fa, bu, s in zip(runs.batch_R, runs.lr_R, runs.prog_R, runs.fail_R,
+                                      runs.budget_R, runs.seed_R):
+            w.writerow([f"{b:g}", f"{l:.6g}", f"{p:g}", "" if math.isinf(fa) else f"{fa:g}",
+                        "" if math.isinf(bu) else f"{bu:g}", s])
+
+
 def heldout(res, plan: dict, heldout_batches) -> list:
     """Per held-out batch: the simulated median over all seeds (the answer), the plan's
     prediction with its band, relative error and whether the band covers the answer."""
@@ -57,11 +69,13 @@ def heldout(res, plan: dict, heldout_batches) -> list:
 
 
 def check(model: str, model_cfg, opt: OptimConfig, lr0: float, pilot_batches, heldout_batches,
-          pilot_seeds: int = 4, seeds: int = 16, budget: int = 200_000) -> dict:
+          pilot_seeds: int = 4, seeds: int = 16, budget: int = 200_000, csv_path=None) -> dict:
     """Simulate, plan from the pilots, score the held-out predictions."""
     res = sweep(model, model_cfg, opt, sorted(set(pilot_batches) | set(heldout_batches)), lr0,
                 seeds, budget)
     runs = pilot_runs(res, opt, pilot_batches, pilot_seeds, budget)
+    if csv_path is not None:
+        write_csv(runs, csv_path)
     plan = pilot.plan(runs, predict=list(heldout_batches))
     return {"model": model, "lr0": lr0, "pilot_batches": list(pilot_batches),
             "pilot_seeds": pilot_seeds, "seeds": seeds, "budget": budget,
@@ -97,4 +111,4 @@ def table(out: dict) -> str:
                          f"{d['predicted']:>10.0f} {band:>20} {100 * d['rel_error']:>+6.1f}% "
                          f"{'yes' if d['covered'] else 'no'}")
     return "\n".join(lines)
-__all__ = ["sweep", "pilot_runs", "heldout", "check", "table"]
+__all__ = ["sweep", "pilot_runs", "write_csv", "heldout", "check", "table"]

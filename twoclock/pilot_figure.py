@@ -13,11 +13,12 @@ def plan_figure(out: dict):
     a = axes[0]
     B = [p["batch"] for p in preds]
     col = {"progress_samples": OKABE_ITO[0], "failure_samples": OKABE_ITO[3]}
+    cur = out["curves"]
     for key, label in (("progress_samples", "N_prog fit"), ("failure_samples", "N_fail fit")):
-        if all(p[key]["median"] is None for p in preds):
+        if cur[key] is None:
             continue  # no failure clock was fitted
-        band(a, B, [p[key]["median"] for p in preds], [p[key]["ci"][0] for p in preds],
-             [p[key]["ci"][1] for p in preds], col[key], label=label, marker="", ls="-")
+        band(a, cur["batch"], [x["median"] for x in cur[key]], [x["ci"][0] for x in cur[key]],
+             [x["ci"][1] for x in cur[key]], col[key], label=label, marker="", ls="-")
     runs = out["runs"]
     for on, mk in ((True, "o"), (False, "x")):
         rs = [r for r in runs if r["on_rule"] == on]
@@ -44,7 +45,7 @@ def plan_figure(out: dict):
     log_batch_axis(a, all_B)
     plain_log_y(a)
     a.set_ylabel("samples to target / to failure")
-    a.legend(fontsize=6, loc="upper left")
+    a.legend(fontsize=6, loc="best")
     a.set_title("(a) clocks" if hours else "clocks", loc="left")
     if hours:
         b = axes[1]

@@ -64,6 +64,9 @@ def table(out: dict) -> str:
     c = rec["constant"]
     lines += ["", f"recommendation (least {rec['objective']} to target, failure clock at least "
               f"{rec['margin']:g} ahead):"]
+    if rec["objective"] == "samples":
+        lines.append("  (no seconds_per_update column: samples, not wall-clock time, are "
+                     "minimised, which favours the smallest batch)")
     lines.append("  constant batch: none is safe" if c is None else
                  f"  constant batch {c['batch']:g}: {c['progress_samples']:.4g} samples "
                  f"(from the {c['source']}), {c['cost']:.4g} {unit}")
@@ -86,7 +89,7 @@ def table(out: dict) -> str:
                   f"  {x['source']}" for x in a["rows"]]
         lines.append(f"optimum: planned P = {_g(a['optimum_prompts'], '{:g}')}, published "
                      f"P = {a['published_optimum_prompts']}")
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 __all__ = ["plan_file", "table"]
