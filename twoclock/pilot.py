@@ -215,6 +215,8 @@ def _drift_reading(exp: dict, n_failed: int) -> str:
                 "length, so the plan cannot rule out a collapse beyond it")
     if exp["value"] is None:
         return "no power law fitted (failures at fewer than two batches)"
+    if lo <= 0 <= hi and hi - lo > 1.0:  # cannot tell 0 (Adam, sqrt) from 1/2 (SGD, sqrt)
+        return "exponent not pinned down by these runs (CI wider than 1): more failed runs needed"
     if lo <= 0 <= hi:
         return "exponent ~ 0: the rule holds drift per sample still"
     if lo > 0:
