@@ -221,6 +221,8 @@ BAD = {
     "progress after budget": (GOOD[:3] + ["32,0.02,25000,,20000,1.3"] + GOOD[4:],
                               "line 4, column progress_samples"),
     "two batches": (GOOD[:3], "column batch: needs >= 3 distinct batches"),
+    "one step time": ([GOOD[0], GOOD[1]] + [r.rsplit(",", 1)[0] + "," for r in GOOD[2:]],
+                      "column seconds_per_update: needs step times at >= 2"),
 }
 
 

@@ -149,6 +149,9 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     pfit, plausible, sse, why = pf.choose_progress(B, prog, rule["p"])
     ffit = pf.fit_failure(B, fail, runs.censor_R()[on])
     has_t = np.isfinite(runs.spu_R)
+    if has_t.any() and np.unique(runs.batch_R[has_t]).size < 2:
+        raise PilotError(f"{runs.source}, column seconds_per_update: needs step times at >= 2 "
+                         "distinct batches to fit the throughput (or none at all)")
     tmodel = pf.fit_step_times(runs.batch_R[has_t], runs.spu_R[has_t]) if has_t.any() else None
     cand = sorted(set(float(b) for b in distinct) | set(float(b) for b in (predict or ())))
     pred_B = sorted(set(float(b) for b in predict)) if predict else cand
@@ -187,15 +190,17 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
         "fit": {
             "rule": {**rule, "off_rule_runs": int((~on).sum())},
             "progress": {"form": pfit.form, "asymptote_exponent": pfit.a, "why": why,
-                         "sse_log": sse, "band_forms": [f.form for f in plausible], "n_min": math.exp(pfit.log_n_min), "dof": pfit.dof,
-                         "delta": pf.DELTA},
+                         "sse_log": sse, "band_forms": [f.form for f in plausible],
+                         "n_min": math.exp(pfit.log_n_min), "dof": pfit.dof, "delta": pf.DELTA},
             "failure": None if ffit is None else {
                 "f_ref": math.exp(ffit.log_f_ref), "b_ref": ffit.b_ref, "exponent": ffit.q,
                 "dof": ffit.dof, "censored_active": ffit.censored_active},
             "throughput": None if tmodel is None else {
                 "gen_latency": tmodel.gen_latency, "critical_gen_batch":
                 tmodel.critical_gen_batch, "knee": tmodel.knee},
-            "level": level, "margin": margin, "bands": "covariance, Student-t"},
+            "level": level, "margin": margin,
+            "bands": "Student-t; progress: profile likelihood over the plausible forms, "
+                     "failure: covariance of the log-log line"},
         "curves": curves,
         "estimates": [{k: (None if isinstance(v, float) and math.isinf(v) else v)
                        for k, v in e.items()} for e in est],  # inf (never fails) -> null
