@@ -1,0 +1,287 @@
+"""From a few pilot runs to a plan: read the runs, fit the two clocks, recommend a batch.
+
+CSV: one row per pilot run; columns batch, lr, progress_samples, failure_samples (empty when
+the run did not fail) and optionally budget, seconds_per_update, seed. The fits are in
+twoclock/pilot_fit.py; the method and its measured errors in docs/plan.md.
+"""
+import csv
+from dataclasses import dataclass
+import itertools
+import math
+
+import numpy as np
+
+from twoclock import pilot_fit as pf
+from twoclock.schedule import Clocks, plan_switch
+
+REQUIRED = ("batch", "lr", "progress_samples", "failure_samples")
+OPTIONAL = ("budget", "seconds_per_update", "seed")
+RULE_TOL = 0.01  # a run is on the rule when its lr is within 1% of lr0 (B / b0)^p
+
+
+class PilotError(ValueError):
+    """Bad pilot-run input; the message is one line naming the row and column."""
+
+
+@dataclass(frozen=True)
+class PilotRuns:
+    """Pilot runs as arrays over runs R; inf = did not fail / no budget, nan = no step time."""
+    batch_R: np.ndarray
+    lr_R: np.ndarray
+    prog_R: np.ndarray
+    fail_R: np.ndarray
+    budget_R: np.ndarray
+    spu_R: np.ndarray
+    seed_R: tuple
+    source: str = "runs"
+
+    def censor_R(self) -> np.ndarray:
+        """Where a run that did not fail is known to survive to: its budget, or at least
+        until it reached the target."""
+        return np.where(np.isfinite(self.budget_R), self.budget_R, self.prog_R)
+
+
+def _number(raw: str, where: str, empty_ok: bool):
+    s = raw.strip()
+    if s == "" and empty_ok:
+        return None
+    try:
+        v = float(s)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v > 0):
+        raise PilotError(f"{where}: must be a finite number > 0"
+                         f"{' or empty' if empty_ok else ''} (got {raw!r})")
+    return v
+
+
+def read_runs(path: str) -> PilotRuns:
+    """Read and validate a pilot-run CSV; PilotError (one line) for anything wrong."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+    except OSError as e:
+        raise PilotError(f"{path}: cannot read ({e.strerror})") from None
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise PilotError(f"{path}: not a readable CSV ({e})") from None
+    if not rows:
+        raise PilotError(f"{path}: empty file (expected a header with {', '.join(REQUIRED)})")
+    head = [h.strip() for h in rows[0]]
+    for col in REQUIRED:
+        if col not in head:
+            raise PilotError(f"{path} line 1: missing column {col!r} (header: {','.join(head)})")
+    ix = {c: head.index(c) for c in REQUIRED + OPTIONAL if c in head}
+    cols = {c: [] for c in ("batch", "lr", "progress_samples", "failure_samples", "budget",
+                            "seconds_per_update")}
+    seeds = []
+    for ln, row in enumerate(rows[1:], start=2):
+        if not any(c.strip() for c in row):
+            continue  # blank line
+        if len(row) != len(head):
+            raise PilotError(f"{path} line {ln}: {len(row)} fields, the header has {len(head)}")
+        get = lambda c, empty_ok: (None if c not in ix else
+                                   _number(row[ix[c]], f"{path} line {ln}, column {c}", empty_ok))
+        vals = {"batch": get("batch", False), "lr": get("lr", False),
+                "progress_samples": get("progress_samples", False),
+                "failure_samples": get("failure_samples", True), "budget": get("budget", True),
+                "seconds_per_update": get("seconds_per_update", True)}
+        bud = vals["budget"]
+        for c in ("progress_samples", "failure_samples"):
+            if bud is not None and vals[c] is not None and vals[c] > bud:
+                raise PilotError(f"{path} line {ln}, column {c}: {vals[c]:g} is later than "
+                                 f"the run's budget {bud:g}")
+        for c, v in vals.items():
+            cols[c].append(math.inf if v is None and c in ("failure_samples", "budget")
+                           else (math.nan if v is None else v))
+        seeds.append(row[ix["seed"]].strip() if "seed" in ix else "")
+    if not seeds:
+        raise PilotError(f"{path}: no runs below the header")
+    a = {c: np.array(v, np.float64) for c, v in cols.items()}
+    return PilotRuns(a["batch"], a["lr"], a["progress_samples"], a["failure_samples"],
+                     a["budget"], a["seconds_per_update"], tuple(seeds), source=path)
+
+
+def infer_rule(batch_R, lr_R) -> dict:
+    """The learning-rate rule lr = lr0 (B / b0)^p most runs share (b0 the smallest batch).
+
+    Candidates are the exponents between every pair of runs plus 0, 1/2, 1; a run is on a rule
+    when its lr is within RULE_TOL of it. Off-rule runs (a fixed-LR control) are kept out of
+    the clock fits: the fit forms hold for one rule at a time.
+    """
+    lb, ll = np.log(batch_R), np.log(lr_R)
+    cands = {0.0, 0.5, 1.0}
+    for i, j in itertools.combinations(range(lb.size), 2):
+        if lb[i] != lb[j]:
+            cands.add(round(float((ll[i] - ll[j]) / (lb[i] - lb[j])), 6))
+    best = None
+    for p in sorted(cands):
+        dev = ll - p * lb
+        on = np.abs(dev - np.median(dev)) <= RULE_TOL
+        if not on.any():
+            continue
+        score = (int(on.sum()), len(np.unique(lb[on])), -abs(p - 0.5))
+        if best is None or score > best[0]:
+            best = (score, p, on)
+    _, p, on = best
+    b0 = float(batch_R[on].min())
+    lr0 = float(np.exp(np.median(ll[on] - p * (lb[on] - math.log(b0)))))
+    return {"p": p, "lr0": lr0, "b0": b0, "on_rule": on}
+
+
+def _measured(x_R, mask_R):
+    """Median of the runs in mask (inf counts as 'later'), None when no run or inf."""
+    if not mask_R.any():
+        return None
+    m = float(np.median(x_R[mask_R]))
+    return m if math.isfinite(m) else None
+
+
+def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95) -> dict:
+    """Fit the clocks, predict at `predict` batches and recommend; a JSON-ready dict."""
+    rule = infer_rule(runs.batch_R, runs.lr_R)
+    on = rule.pop("on_rule")
+    B, prog, fail = runs.batch_R[on], runs.prog_R[on], runs.fail_R[on]
+    distinct = np.unique(B)
+    if distinct.size < 3:
+        raise PilotError(f"{runs.source}, column batch: needs >= 3 distinct batches on one "
+                         f"learning-rate rule (got {distinct.size}: "
+                         f"{', '.join(f'{b:g}' for b in distinct)})")
+    pfit, plausible, sse, why = pf.choose_progress(B, prog, rule["p"])
+    ffit = pf.fit_failure(B, fail, runs.censor_R()[on])
+    has_t = np.isfinite(runs.spu_R)
+    if has_t.any() and np.unique(runs.batch_R[has_t]).size < 2:
+        raise PilotError(f"{runs.source}, column seconds_per_update: needs step times at >= 2 "
+                         "distinct batches to fit the throughput (or none at all)")
+    tmodel = pf.fit_step_times(runs.batch_R[has_t], runs.spu_R[has_t]) if has_t.any() else None
+    cand = sorted(set(float(b) for b in distinct) | set(float(b) for b in (predict or ())))
+    pred_B = sorted(set(float(b) for b in predict)) if predict else cand
+    prog_band = pf.envelope(pfit, plausible, pred_B, level)
+    fail_band = (pf.band(ffit, pred_B, level) if ffit is not None
+                 else [{"median": None, "ci": [None, None]} for _ in pred_B])
+
+    def spu(b):  # measured step time where runs measured one, else the fitted roofline
+        m = _measured(runs.spu_R, has_t & (runs.batch_R == b))
+        return m if m is not None else (None if tmodel is None else float(tmodel.step_seconds(b)))
+
+    lr_of = lambda b: rule["lr0"] * (b / rule["b0"]) ** rule["p"]
+    predictions = []
+    for b, pb, fb in zip(pred_B, prog_band, fail_band):
+        s = spu(b)
+        hours = None if s is None else {
+            "median": pb["median"] * s / b / 3600,
+            "ci": [None if v is None else v * s / b / 3600 for v in pb["ci"]]}
+        predictions.append({"batch": b, "lr": lr_of(b), "progress_samples": pb,
+                            "failure_samples": fb, "seconds_per_update": s,
+                            "hours_to_target": hours})
+    grid = np.geomspace(min(cand + [float(runs.batch_R.min())]), max(cand), 41).tolist()
+    curves = {"batch": grid, "progress_samples": pf.envelope(pfit, plausible, grid, level),
+              "failure_samples": None if ffit is None else pf.band(ffit, grid, level)}
+    est = _estimates(runs, on, cand, pfit, ffit, spu)
+    rec = recommend(est, margin, objective="seconds" if tmodel is not None else "samples")
+    fit_only = recommend([{**e, "progress": e["progress_fit"], "failure": e["failure_fit"]}
+                          for e in est], margin, rec["objective"], schedules=False)
+    rec["fit_only_constant"] = fit_only["constant"]
+    exp = (ffit.exponent(level) if ffit is not None else
+           {"value": None, "ci": [None, None]})
+    exp["reading"] = _drift_reading(exp, int(np.isfinite(fail).sum()))
+    return {
+        "predictions": predictions, "critical_batch": pfit.critical(level),
+        "failure_exponent": exp, "recommendation": rec,
+        "fit": {
+            "rule": {**rule, "off_rule_runs": int((~on).sum())},
+            "progress": {"form": pfit.form, "asymptote_exponent": pfit.a, "why": why,
+                         "sse_log": sse, "band_forms": [f.form for f in plausible],
+                         "n_min": math.exp(pfit.log_n_min), "dof": pfit.dof, "delta": pf.DELTA},
+            "failure": None if ffit is None else {
+                "f_ref": math.exp(ffit.log_f_ref), "b_ref": ffit.b_ref, "exponent": ffit.q,
+                "dof": ffit.dof, "censored_active": ffit.censored_active},
+            "throughput": None if tmodel is None else {
+                "gen_latency": tmodel.gen_latency, "critical_gen_batch":
+                tmodel.critical_gen_batch, "knee": tmodel.knee},
+            "level": level, "margin": margin,
+            "bands": "Student-t; progress: profile likelihood over the plausible forms, "
+                     "failure: covariance of the log-log line"},
+        "curves": curves,
+        "estimates": [{k: (None if isinstance(v, float) and math.isinf(v) else v)
+                       for k, v in e.items()} for e in est],  # inf (never fails) -> null
+        "runs": [{"batch": float(b), "lr": float(l), "progress_samples": float(p),
+                  "failure_samples": None if not math.isfinite(f) else float(f),
+                  "on_rule": bool(o), "seed": s}
+                 for b, l, p, f, o, s in zip(runs.batch_R, runs.lr_R, runs.prog_R, runs.fail_R,
+                                             on, runs.seed_R)],
+        "source": runs.source,
+    }
+
+
+def _drift_reading(exp: dict, n_failed: int) -> str:
+    lo, hi = exp["ci"]
+    if n_failed == 0:
+        return ("no pilot run failed: the failure clock is only known to exceed each run's "
+                "length, so the plan cannot rule out a collapse beyond it")
+    if exp["value"] is None:
+        return "no power law fitted (failures at fewer than two batches)"
+    if lo <= 0 <= hi and hi - lo > 1.0:  # cannot tell 0 (Adam, sqrt) from 1/2 (SGD, sqrt)
+        return "exponent not pinned down by these runs (CI wider than 1): more failed runs needed"
+    if lo <= 0 <= hi:
+        return "exponent ~ 0: the rule holds drift per sample still"
+    if lo > 0:
+        return "exponent > 0: larger batches drift less per sample (fail later)"
+    return "exponent < 0: larger batches drift more per sample (fail sooner)"
+
+
+def _estimates(runs, on, cand, pfit, ffit, spu) -> list:
+    """Per candidate batch: the clocks the plan uses. Where on-rule runs exist at a batch their
+    median is the estimate (fewest assumptions; the smooth forms miss a sharp knee); the fits
+    fill the batches without runs. Both are kept."""
+    out = []
+    for b in cand:
+        at = on & (runs.batch_R == b)
+        pf_med = pf.band(pfit, [b], 0.5)[0]["median"]
+        ff_med = math.inf if ffit is None else pf.band(ffit, [b], 0.5)[0]["median"]
+        p_meas, f_meas = _measured(runs.prog_R, at), _measured(runs.fail_R, at)
+        s = spu(b)
+        out.append({"batch": b, "progress": p_meas if p_meas is not None else pf_med,
+                    "failure": f_meas if f_meas is not None else ff_med,
+                    "progress_fit": pf_med, "failure_fit": ff_med,
+                    "source": "runs" if p_meas is not None else "fit",
+                    "seconds_per_sample": None if s is None else s / b})
+    return out
+
+
+def _cost(e, objective):
+    return e["progress"] * (e["seconds_per_sample"] if objective == "seconds" else 1.0)
+
+
+def recommend(est: list, margin: float, objective: str, schedules: bool = True) -> dict:
+    """The fastest constant batch that reaches the target with at least `margin` of its
+    failure clock left, and the fastest small-then-large schedule (schedule.plan_switch)."""
+    safe = [e for e in est if e["progress"] <= (1 - margin) * e["failure"]]
+    const = None
+    if safe:
+        e = min(safe, key=lambda e: _cost(e, objective))
+        const = {"batch": e["batch"], "progress_samples": e["progress"],
+                 "failure_samples": None if math.isinf(e["failure"]) else e["failure"],
+                 "cost": _cost(e, objective), "source": e["source"]}
+    out = {"objective": objective, "margin": margin, "constant": const, "schedule": None,
+           "unsafe": [e["batch"] for e in est if e not in safe]}
+    if not schedules:
+        return out
+    sps = {e["batch"]: (e["seconds_per_sample"] if objective == "seconds" else 1.0) for e in est}
+    best = None
+    for s, l in itertools.combinations(est, 2):
+        cl = [Clocks(e["batch"], e["progress"], e["failure"]) for e in (s, l)]
+        pl = plan_switch(cl[0], cl[1], sps.__getitem__, margin=margin, objective=objective)
+        for o in pl.options:
+            cost = o.seconds if objective == "seconds" else o.samples
+            if o.kind == "schedule" and o.safe and (best is None or cost < best["cost"]):
+                best = {"b1": s["batch"], "b2": l["batch"], "switch_samples": o.switch,
+                        "samples": o.samples, "cost": cost,
+                        "failure_fraction": o.failure_fraction}
+    if best is not None:
+        best["beats_constant"] = const is None or best["cost"] < const["cost"]
+    out["schedule"] = best
+    return out
+
+
+__all__ = ["PilotRuns", "PilotError", "read_runs", "infer_rule", "plan", "recommend",
+           "REQUIRED", "OPTIONAL"]

@@ -1,0 +1,270 @@
+"""Fits of the two clocks to pilot runs, with confidence bands (numpy only, no JAX).
+
+Progress clock (samples to target) against batch B, under a learning-rate rule that keeps it
+batch-invariant below a critical batch (what the sqrt rule does for noise-dominated Adam):
+
+    N_prog(B) = N_min * (1 + c * B / B_crit)^a,    c = 1.2^(1/a) - 1,
+
+parametrised by the critical batch itself: N_prog(B_crit) = 1.2 N_min, the project's
+delta = 0.2 definition (clocks.critical_batch, theory.SATURATION_FACTOR). The mechanism sets a:
+  saturation: Adam drifts to sign descent, slower by sqrt(1 + B/B_s) (theory.py) under the sqrt
+              rule; under lr ~ B^p sign-descent updates fall as B^-p, so samples grow as
+              B^(1-p): a = 1 - p (1/2 for sqrt, giving c = 0.44 as in SATURATION_FACTOR).
+  curvature:  past lr_eff h_max = 1 a larger lr buys nothing, updates stop falling and samples
+              grow as B: a = 1 (McCandlish's E = E_min (1 + B/B_noise)).
+Both have two parameters, so the form with the smaller squared error in log N is chosen.
+
+Failure clock: N_fail(B) = F_ref (B / B_ref)^q, fitted in log N; runs that did not fail are
+censored (their N_fail is only known to exceed a level) and enter one-sidedly: they cost only
+when the line predicts failure before that level (a hinge, fitted by an active set).
+
+Bands: least squares in log N (noise multiplicative), with n - 2 degrees of freedom and
+Student-t quantiles (with 4 pilots t_0.975 = 4.30, not 1.96). The progress clock is nonlinear
+in B_crit, so its bands are profile-likelihood intervals: the range of the prediction over
+every (N_min, B_crit) with SSE <= SSE_min (1 + t^2 / dof), found on a grid of B_crit (a
+covariance band covered only ~90% of held-out values at a claimed 95%, worst when the noise
+hid the knee). The failure clock is a line in log-log, where the covariance band is exact.
+"""
+from dataclasses import dataclass
+import functools
+import math
+
+import numpy as np
+
+from twoclock import throughput as tp
+
+DELTA = 0.2  # critical batch: the progress clock is 1 + DELTA times its small-batch value
+FORMS = ("saturation", "curvature")
+
+
+@functools.lru_cache(maxsize=256)
+def t_quantile(q: float, dof: int) -> float:
+    """Student-t quantile (bisection on the CDF, integrated numerically: no scipy needed)."""
+    if q < 0.5:
+        return -t_quantile(1.0 - q, dof)
+    lognorm = math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
+
+    def cdf(x):  # 1/2 + integral_0^x of the density (Simpson, 2001 points)
+        u = np.linspace(0.0, x, 2001)
+        f = np.exp(lognorm - (dof + 1) / 2 * np.log1p(u * u / dof))
+        return 0.5 + (u[1] - u[0]) / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < q:
+        lo, hi = hi, hi * 2
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if cdf(mid) < q else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def form_exponent(form: str, p: float) -> float:
+    """a: the asymptotic growth of samples with B past the critical batch."""
+    return 1.0 - p if form == "saturation" else 1.0
+
+
+def _log_shape(B, log_bc, a):
+    c = 1.2 ** (1.0 / a) - 1.0
+    return a * np.log1p(c * B / np.exp(log_bc))
+
+
+@dataclass(frozen=True)
+class ProgressFit:
+    """log N_prog = log_n_min + log shape(B; B_crit), least squares over the runs (B_R, y_R)."""
+    form: str
+    a: float
+    log_n_min: float
+    log_b_crit: float | None   # None: flat over the pilots (no critical batch within reach)
+    dof: int
+    sse: float
+    B_R: tuple
+    y_R: tuple
+
+    def _grid(self):
+        """log B_crit grid (edges: B_min e^-4, B_max e^8) with the profiled intercept a(c)
+        and SSE(c); SSE(a, c) = SSE(c) + n (a - a(c))^2 since a is a mean."""
+        B, y = np.array(self.B_R), np.array(self.y_R)
+        c = np.linspace(math.log(B.min()) + _LO, math.log(B.max()) + _HI, _N_GRID)
+        s = _log_shape(B[None, :], c[:, None], self.a)
+        icpt = np.mean(y[None, :] - s, axis=1)
+        return c, icpt, np.sum((y[None, :] - s - icpt[:, None]) ** 2, axis=1), B.size
+
+    def _region(self, level):
+        """Grid points inside the profile-likelihood region SSE <= SSE_min (1 + t^2 / dof)
+        and the half-width in the intercept each allows."""
+        c, icpt, sse, n = self._grid()
+        t = t_quantile((1 + level) / 2, self.dof)
+        thr = self.sse * (1 + t * t / self.dof)
+        ok = sse <= thr
+        return c[ok], icpt[ok], np.sqrt(np.maximum(thr - sse[ok], 0.0) / n), ok
+
+    def log_median(self, B):
+        B = np.asarray(B, np.float64)
+        lbc = math.log(np.max(self.B_R)) + _HI if self.log_b_crit is None else self.log_b_crit
+        return self.log_n_min + _log_shape(B, lbc, self.a)
+
+    def log_interval(self, B, level: float):
+        """Profile-likelihood interval of log N_prog(B): the range of the prediction over
+        every (N_min, B_crit) the data do not reject (F test with 1 and dof degrees)."""
+        B = np.atleast_1d(np.asarray(B, np.float64))
+        c, icpt, w, _ = self._region(level)
+        m = self.log_median(B)
+        if c.size == 0:  # the grid missed the optimum's neighbourhood: the point itself
+            return m, m
+        pred = icpt[:, None] + _log_shape(B[None, :], c[:, None], self.a)
+        return (np.minimum(np.min(pred - w[:, None], axis=0), m),
+                np.maximum(np.max(pred + w[:, None], axis=0), m))
+
+    def critical(self, level: float) -> dict:
+        """{batch, ci}: B_crit and its profile interval; an end at the grid's edge is None
+        (unbounded: the data do not rule out a critical batch that far out)."""
+        c, _, _, ok = self._region(level)
+        lo = None if ok[0] or c.size == 0 else math.exp(c.min())
+        hi = None if ok[-1] or c.size == 0 else math.exp(c.max())
+        if self.log_b_crit is None:
+            return {"batch": None, "ci": [lo, None]}
+        return {"batch": math.exp(self.log_b_crit), "ci": [lo, hi]}
+
+
+_LO, _HI, _N_GRID = -4.0, 8.0, 1201  # B_crit search range around the pilots (log units)
+
+
+def _exp(x):
+    """exp, None when it overflows (an unbounded CI end)."""
+    return math.exp(x) if x < 700 else None
+
+
+def fit_progress(B, N, form: str, p: float) -> ProgressFit:
+    """Least squares in log N: a zooming grid on log B_crit, the intercept in closed form."""
+    B, y = np.asarray(B, np.float64), np.log(np.asarray(N, np.float64))
+    a = form_exponent(form, p)
+    lo, hi = math.log(B.min()) + _LO, math.log(B.max()) + _HI
+    top = hi
+    best = None
+    for _ in range(8):
+        g = np.linspace(lo, hi, 81)
+        s = _log_shape(B[None, :], g[:, None], a)
+        icpt = np.mean(y[None, :] - s, axis=1)
+        sse = np.sum((y[None, :] - s - icpt[:, None]) ** 2, axis=1)
+        i = int(np.argmin(sse))
+        if best is None or sse[i] <= best[0]:
+            best = (float(sse[i]), float(icpt[i]), float(g[i]))
+        step = (hi - lo) / 80
+        lo, hi = g[i] - 2 * step, min(g[i] + 2 * step, top)
+    sse, icpt, lbc = best
+    flat = lbc >= top - 1e-6  # no curvature in the data: the clock is flat over the pilots
+    return ProgressFit(form, a, icpt, None if flat else lbc, B.size - 2, sse,
+                       tuple(B.tolist()), tuple(y.tolist()))
+
+
+PLAUSIBLE = 1.5  # a form whose squared error is within this factor of the best stays plausible
+
+
+def choose_progress(B, N, p: float) -> tuple:
+    """(chosen ProgressFit, plausible fits, {form: sse}, why): the form with the smaller
+    log-space error, and every form within PLAUSIBLE of it (their bands are pooled)."""
+    forms = [f for f in FORMS if form_exponent(f, p) > 0.05]  # p ~ 1: no saturation slowdown
+    fits = {f: fit_progress(B, N, f, p) for f in forms}
+    best = min(fits.values(), key=lambda f: f.sse)
+    sse = {f: fits[f].sse for f in forms}
+    plausible = [f for f in fits.values() if f.sse <= PLAUSIBLE * best.sse]
+    if len(fits) == 1:
+        why = f"only {best.form} applies under lr ~ B^{p:g} (saturation needs p < 0.95)"
+    else:
+        other = [f for f in forms if f != best.form][0]
+        why = (f"{best.form} fits better: squared log error {sse[best.form]:.4g} vs "
+               f"{sse[other]:.4g} for {other} (both 2 parameters)")
+        if sse[other] <= PLAUSIBLE * sse[best.form]:
+            why += f"; within {PLAUSIBLE:g}x, so the bands span both forms"
+    return best, plausible, sse, why
+
+
+@dataclass(frozen=True)
+class FailureFit:
+    """log N_fail = log_f_ref + q log(B / b_ref); cov over (log_f_ref, q)."""
+    log_f_ref: float
+    q: float
+    b_ref: float
+    cov: np.ndarray
+    dof: int
+    censored_active: int  # censored runs pushing on the line
+
+    def log_median(self, B):
+        return self.log_f_ref + self.q * np.log(np.asarray(B, np.float64) / self.b_ref)
+
+    def log_interval(self, B, level: float):
+        """m -+ t sd with sd^2 = J cov J^T (exact for a line with Gaussian log noise)."""
+        x = np.log(np.atleast_1d(np.asarray(B, np.float64)) / self.b_ref)
+        J = np.stack([np.ones_like(x), x], axis=-1)
+        sd = np.sqrt(np.einsum("...i,ij,...j->...", J, self.cov, J))
+        t = t_quantile((1 + level) / 2, self.dof)
+        m = self.log_f_ref + self.q * x
+        return m - t * sd, m + t * sd
+
+    def exponent(self, level: float) -> dict:
+        t = t_quantile((1 + level) / 2, self.dof)
+        sd = math.sqrt(self.cov[1, 1])
+        return {"value": self.q, "ci": [self.q - t * sd, self.q + t * sd]}
+
+
+def fit_failure(B, fail, censor_at) -> FailureFit | None:
+    """Power law through the failed runs; censored runs (fail inf) bound it from below at
+    censor_at. None when fewer than two distinct batches constrain the line."""
+    B = np.asarray(B, np.float64)
+    fail, lvl = np.asarray(fail, np.float64), np.asarray(censor_at, np.float64)
+    obs = np.isfinite(fail)
+    if len(np.unique(B[obs])) < 2:
+        return None
+    b_ref = float(np.exp(np.mean(np.log(B[obs]))))
+    x = np.log(B / b_ref)
+    y = np.where(obs, np.log(np.where(obs, fail, 1.0)), np.log(lvl))
+    active = np.zeros_like(obs)
+    for _ in range(50):  # active set: censored runs the line places before their level
+        use = obs | active
+        A = np.stack([np.ones(use.sum()), x[use]], axis=1)
+        coef = np.linalg.lstsq(A, y[use], rcond=None)[0]
+        new = ~obs & (coef[0] + coef[1] * x < y)
+        if np.array_equal(new, active):
+            break
+        active = new
+    use = obs | active
+    n = int(use.sum())
+    A = np.stack([np.ones(n), x[use]], axis=1)
+    sse = float(np.sum((y[use] - A @ coef) ** 2))
+    dof = max(n - 2, 1)
+    cov = sse / dof * np.linalg.pinv(A.T @ A)
+    return FailureFit(float(coef[0]), float(coef[1]), b_ref, cov, dof, int(active.sum()))
+
+
+def band(fit, B, level: float) -> list:
+    """[{median, ci}] of exp(fitted log clock) at each B."""
+    m = np.atleast_1d(fit.log_median(B))
+    lo, hi = fit.log_interval(B, level)
+    return [{"median": float(math.exp(mi)), "ci": [_exp(l), _exp(h)]}
+            for mi, l, h in zip(m, lo, hi)]
+
+
+def envelope(best, plausible, B, level: float) -> list:
+    """The best form's median with the union of the plausible forms' bands: the form is
+    itself uncertain and each form's band alone ignores that."""
+    out = band(best, B, level)
+    for f in plausible:
+        for o, x in zip(out, band(f, B, level)):
+            lo, hi = o["ci"]
+            o["ci"] = [min(lo, x["ci"][0]) if None not in (lo, x["ci"][0]) else None,
+                       None if None in (hi, x["ci"][1]) else max(hi, x["ci"][1])]
+    return out
+
+
+def fit_step_times(B, seconds) -> tp.ThroughputModel:
+    """The roofline of throughput.py fitted to whole-step times (training folded into
+    generation: only the total was measured); the knee is fixed at the default with < 3
+    distinct batches."""
+    knee = None if len(np.unique(B)) >= 3 else tp.ThroughputModel().knee
+    t_lat, b_gen, k = tp.fit_generation(B, seconds, knee=knee)
+    return tp.ThroughputModel(gen_latency=t_lat, critical_gen_batch=b_gen, knee=k,
+                              train_per_sample=0.0)
+
+
+__all__ = ["DELTA", "FORMS", "t_quantile", "ProgressFit", "FailureFit", "fit_progress",
+           "choose_progress", "fit_failure", "band", "envelope", "fit_step_times", "form_exponent"]

@@ -1,0 +1,95 @@
+"""One call from a CSV path (or the published GRPO table) to the plan, and its text table."""
+import math
+
+from twoclock import pilot, pilot_article
+from twoclock.config import require
+
+
+def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95) -> dict:
+    """pilot.plan on a CSV, or with path None on the published table (plus its reading)."""
+    require(0 <= margin < 1, "margin", "in [0, 1)", margin)
+    require(0 < level < 1, "level", "in (0, 1)", level)
+    for b in predict or ():
+        require(math.isfinite(b) and b > 0, "--predict", "batches > 0", b)
+    if path is None:
+        out = pilot.plan(pilot_article.article_runs(),
+                         predict or pilot_article.predict_batches(), margin, level)
+        out["article"] = pilot_article.reading(out)
+        return out
+    return pilot.plan(pilot.read_runs(path), predict, margin, level)
+
+
+def _g(v, fmt="{:.4g}"):
+    return "-" if v is None else fmt.format(v)
+
+
+def _ci(d, fmt="{:.4g}"):
+    return f"{_g(d['median'], fmt)} [{_g(d['ci'][0], fmt)}, {_g(d['ci'][1], fmt)}]"
+
+
+def table(out: dict) -> str:
+    """The plan as printed text."""
+    f, lvl = out["fit"], round(100 * out["fit"]["level"])
+    r = f["rule"]
+    lines = [f"pilot runs: {out['source']}: {len(out['runs'])} runs, "
+             f"{len(out['runs']) - r['off_rule_runs']} on the rule lr = {r['lr0']:.4g} "
+             f"(B/{r['b0']:g})^{r['p']:g}"
+             + (f" ({r['off_rule_runs']} off it, not fitted)" if r["off_rule_runs"] else ""),
+             f"progress clock: {f['progress']['form']} form, N_prog = N_min (1 + c B/B_crit)^"
+             f"{f['progress']['asymptote_exponent']:g} with N_prog(B_crit) = 1.2 N_min; "
+             f"{f['progress']['why']}"]
+    cb = out["critical_batch"]
+    lines.append(f"critical batch: {_g(cb['batch'])} [{_g(cb['ci'][0])}, {_g(cb['ci'][1])}]"
+                 f" ({lvl}% CI)" if cb["batch"] is not None else
+                 f"critical batch: none within reach (progress flat up to {cb['ci'][0]:g})")
+    fe = out["failure_exponent"]
+    lines.append("failure clock: " + ("no fit; " if fe["value"] is None else
+                 f"N_fail ~ B^q, q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, {fe['ci'][1]:.3g}]; ")
+                 + fe["reading"])
+    t = f["throughput"]
+    if t is not None:
+        lines.append(f"throughput: roofline fitted to step times (t_lat {t['gen_latency']:.4g} s,"
+                     f" B_gen {t['critical_gen_batch']:.4g}, knee {t['knee']:.3g}); measured "
+                     "step times are used where runs have them")
+    lines += ["", f"{'batch':>8} {'lr':>9}  {'progress samples [' + str(lvl) + '% CI]':<30}"
+              f"{'failure samples':<30}{'hours to target':<24}".rstrip()]
+    for p in out["predictions"]:
+        h = p["hours_to_target"]
+        fs = p["failure_samples"]
+        lines.append(f"{p['batch']:>8g} {p['lr']:>9.4g}  {_ci(p['progress_samples'], '{:.0f}'):<30}"
+                     f"{'-' if fs['median'] is None else _ci(fs, '{:.0f}'):<30}"
+                     f"{'-' if h is None else _ci(h, '{:.3g}'):<24}")
+    rec = out["recommendation"]
+    unit = "s" if rec["objective"] == "seconds" else "samples"
+    c = rec["constant"]
+    lines += ["", f"recommendation (least {rec['objective']} to target, failure clock at least "
+              f"{rec['margin']:g} ahead):"]
+    if rec["objective"] == "samples":
+        lines.append("  (no seconds_per_update column: samples, not wall-clock time, are "
+                     "minimised, which favours the smallest batch)")
+    lines.append("  constant batch: none is safe" if c is None else
+                 f"  constant batch {c['batch']:g}: {c['progress_samples']:.4g} samples "
+                 f"(from the {c['source']}), {c['cost']:.4g} {unit}")
+    fo = rec["fit_only_constant"]
+    if fo is not None and c is not None and fo["batch"] != c["batch"]:
+        lines.append(f"  (the fitted curves alone would pick {fo['batch']:g}: "
+                     f"{fo['cost']:.4g} {unit})")
+    s = rec["schedule"]
+    lines.append("  schedule: none is safe" if s is None else
+                 f"  schedule {s['b1']:g} -> {s['b2']:g} after {s['switch_samples']:.4g} samples:"
+                 f" {s['cost']:.4g} {unit}, failure clock spent {s['failure_fraction']:.2f}"
+                 + ("" if s["beats_constant"] else " (no faster than the constant batch)"))
+    if rec["unsafe"]:
+        lines.append("  predicted to fail first: " + ", ".join(f"{b:g}" for b in rec["unsafe"]))
+    if "article" in out:
+        a = out["article"]
+        lines += ["", "published table: time to target relative to P = 128 (sqrt rule)",
+                  f"{'prompts':>8} {'published':>10} {'planned':>8}  clock from"]
+        lines += [f"{x['prompts']:>8} {_g(x['published'], '{:.2f}'):>10} {x['planned']:>8.2f}"
+                  f"  {x['source']}" for x in a["rows"]]
+        lines.append(f"optimum: planned P = {_g(a['optimum_prompts'], '{:g}')}, published "
+                     f"P = {a['published_optimum_prompts']}")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+__all__ = ["plan_file", "table"]
