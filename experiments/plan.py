@@ -7,6 +7,7 @@ runs on the published GRPO time-to-target table shipped in twoclock/data.
 import sys
 
 from twoclock.cli import OneLineParser, add_output_args, fail, publish
+from twoclock.pilot import figure as pilot_figure, report as pilot_report
 
 
 def main(argv=None) -> int:
@@ -19,7 +20,6 @@ def main(argv=None) -> int:
     p.add_argument("--level", type=float, default=0.95, help="confidence level of the bands")
     add_output_args(p, "plan")
     ns = p.parse_args(sys.argv[1:] if argv is None else argv)
-    from twoclock import pilot_figure, pilot_report
     try:
         out = pilot_report.plan_file(ns.runs, ns.predict, ns.margin, ns.level)
     except ValueError as e:

@@ -5,7 +5,9 @@ errors at held-out larger batches (the numbers quoted in docs/plan.md).
 """
 import sys
 
+import twoclock
 from twoclock.cli import OneLineParser, add_output_args, fail, publish
+from twoclock.pilot import check as pilot_check
 
 SETUPS = {  # model: (lr0, pilot batches, held-out batches, budget)
     "quadratic": (1e-2, (8, 16, 32, 64), (128, 256), 200_000),
@@ -21,8 +23,6 @@ def main(argv=None) -> int:
     p.add_argument("--csv", help="also write the simulated pilot runs to this CSV")
     add_output_args(p, "plan_check")
     ns = p.parse_args(sys.argv[1:] if argv is None else argv)
-    import twoclock
-    from twoclock import pilot_check
     lr0, pilots, held, budget = SETUPS[ns.model]
     cfg = twoclock.QuadraticConfig() if ns.model == "quadratic" else twoclock.BanditConfig()
     try:

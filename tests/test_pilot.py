@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tests.helpers import assert_close
-from twoclock import pilot, pilot_article, pilot_fit as pf, pilot_report
-from twoclock.pilot import PilotRuns
+from twoclock.pilot import article as pilot_article, fit as pf, plan as pilot, report as pilot_report
+from twoclock.pilot.plan import PilotRuns
 
 PLAN_PY = os.path.join(os.path.dirname(__file__), "..", "experiments", "plan.py")
 
@@ -208,7 +208,7 @@ def test_script_writes_the_json_schema(tmp_path, capsys):
 
 def test_figure_is_labelled(tmp_path):
     from twoclock.figures_style import axes_labelled
-    from twoclock.pilot_figure import plan_figure
+    from twoclock.pilot.figure import plan_figure
     fig = plan_figure(pilot.plan(pilot.read_runs(_csv(tmp_path, GOOD)), predict=[128.0]))
     assert axes_labelled(fig) and len(fig.axes) == 2
 

@@ -1,17 +1,19 @@
 """Known-answer check of the planner: pilot runs simulated by twoclock itself at a few small
 batches, planned, and compared with the simulated clocks at held-out larger batches."""
+import csv
 import math
 
 import numpy as np
 
-from twoclock import clocks, pilot
+from twoclock import clocks
 from twoclock.config import OptimConfig, SweepConfig, require
+from twoclock.pilot import plan as pilot
+from twoclock.sweep import run_sweep
 
 
 def sweep(model: str, model_cfg, opt: OptimConfig, batches, lr0: float, seeds: int,
           budget: int, seed: int = 0):
     """One short run_sweep over every batch (pilots and held-out), all seeds."""
-    from twoclock.sweep import run_sweep
     cfg = SweepConfig(batches=tuple(int(b) for b in batches), lr0s=(lr0,), seeds=seeds,
                       budget=budget, seed=seed, n_ckpt=8)
     return run_sweep(model, model_cfg, opt, cfg, quiet=True)
@@ -38,7 +40,6 @@ def pilot_runs(res, opt: OptimConfig, pilot_batches, n_seeds: int, budget: int) 
 
 def write_csv(runs: pilot.PilotRuns, path: str) -> None:
     """The pilot runs as a plan.py CSV (failure empty when the run did not fail)."""
-    import csv
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["batch", "lr", "progress_samples", "failure_samples", "budget", "seed"])

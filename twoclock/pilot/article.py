@@ -12,9 +12,10 @@ import os
 import numpy as np
 
 from twoclock import throughput as tp
-from twoclock.pilot import PilotRuns
+from twoclock.pilot.plan import PilotRuns
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "grpo_time_to_target.csv")
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                    "grpo_time_to_target.csv")
 REF_PROMPTS = 128
 REF_RESPONSES = 122_880                          # responses to target at P = 128
 REF_STEP_SECONDS = tp.SEED000_STEP_SECONDS_REF   # 11.90 h / 120 steps of 1024 responses

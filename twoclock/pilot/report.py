@@ -1,8 +1,8 @@
 """One call from a CSV path (or the published GRPO table) to the plan, and its text table."""
 import math
 
-from twoclock import pilot, pilot_article
 from twoclock.config import require
+from twoclock.pilot import article as pilot_article, plan as pilot
 
 
 def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95) -> dict:

@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from twoclock import pilot_fit as pf
-from twoclock.schedule import Clocks, plan_switch
+from twoclock.pilot import fit as pf
+from twoclock.planner import Clocks, plan_switch
 
 REQUIRED = ("batch", "lr", "progress_samples", "failure_samples")
 OPTIONAL = ("budget", "seconds_per_update", "seed")

@@ -1,0 +1,1 @@
+"""From a few pilot runs to a plan: fit both clocks against batch and recommend a batch."""
