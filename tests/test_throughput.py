@@ -1,4 +1,4 @@
-"""Throughput model: calibration to seed 000, monotone with a plateau, fits recover parameters."""
+"""Throughput model: calibration to the published GRPO measurements, monotone with a plateau, fits recover parameters."""
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -7,7 +7,7 @@ from tests.helpers import assert_close
 from twoclock import throughput as tp
 
 
-def test_defaults_reproduce_seed000_measurements():
+def test_defaults_reproduce_the_article_measurements():
     m = tp.ThroughputModel()
     g = m.gen_throughput(np.array([1024.0, 2048.0, 4096.0]))
     assert_close(g[1:] / g[0], [1.31, 1.36], rtol=2e-3, atol=0, what="GRPO generation gains")
@@ -15,16 +15,16 @@ def test_defaults_reproduce_seed000_measurements():
                  atol=0, what="GRPO actor update seconds")
     # 11.90 h for 122.88K responses at P = 128 (1024 responses per step)
     assert_close(m.seconds_for(122880, 1024) / 3600, 11.90, rtol=2e-3, atol=0, what="hours")
-    ppo = tp.ppo_seed000()
+    ppo = tp.calibrate_ppo()
     assert_close(ppo.gen_seconds(np.array([256.0, 1024.0])), [39.0, 68.0], rtol=1e-6, atol=0,
                  what="PPO collection seconds")
 
 
 def test_calibration_rederives_the_defaults():
-    c, d = tp.calibrate_seed000(), tp.ThroughputModel()
+    c, d = tp.calibrate_grpo(), tp.ThroughputModel()
     assert_close([c.gen_latency, c.critical_gen_batch, c.knee, c.train_per_sample],
                  [d.gen_latency, d.critical_gen_batch, d.knee, d.train_per_sample],
-                 rtol=2e-3, atol=0, what="seed-000 calibration")
+                 rtol=2e-3, atol=0, what="article calibration")
 
 
 models = st.builds(

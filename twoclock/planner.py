@@ -11,7 +11,7 @@ throughput at each batch) among constant B1, constant B2 and the schedules on a 
 switch points. In the clock-fraction model time and safety are linear in S, so the chosen
 switch sits on the safety boundary: when B2 is faster in wall-clock time but fails first it
 is the *earliest* switch that keeps the failure clock ahead of the target (by the margin);
-when B1 fails first and B2 buys time (the seed-002 picture with clipping) it is the *latest*
+when B1 fails first and B2 buys time (the picture with ratio clipping) it is the *latest*
 such switch. No switch is planned when B2 alone reaches the target safely and is faster, or
 when B1 alone is faster.
 """

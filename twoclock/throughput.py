@@ -13,25 +13,26 @@ equal, is the *critical generation batch*; k sets how sharp the knee is (k = 1: 
 latency + compute, k -> inf: the hard roofline max). An optional memory cap
 `max_concurrent` bounds the batch decoded at once (KV cache); a larger rollout batch is
 generated in waves at the throughput of the cap. Training already exposes all token
-positions at once, so its time is linear in B (seed 000).
+positions at once, so its time is linear in B.
 
-Calibration of the defaults (seed 000, GRPO with G = 8 responses per prompt, batch counted
-in responses, so P = 128 prompts is B = 1024):
+Calibration of the defaults, to the GRPO measurements published in "When Do Larger Batches
+Help Scale LLM Reinforcement Learning?" (G = 8 responses per prompt, batch counted in
+responses, so P = 128 prompts is B = 1024):
 - actor update 101.3 s at P = 128 and 208.6 s at P = 256. The two-point line has a
   negative intercept (-6.0 s), so the overhead is set to 0 and the slope is the least-squares
   fit through the origin: 0.10127 s per response (predicts 103.7 s and 207.4 s, within 2.4%).
 - generation throughput x1.31 at 2x and x1.36 at 4x prompts (relative to P = 128). Solving
   both ratios for the knee gives k = 3.74 and B_gen = 1264 responses (158 prompts); the
   model then predicts x1.310, x1.360 and a plateau at x1.364.
-- absolute generation time: seed 000 reports 11.90 h for 122.88K responses at P = 128, i.e.
+- absolute generation time: the article reports 11.90 h for 122.88K responses at P = 128, i.e.
   357 s per 1024-response step; minus the modelled 103.7 s update leaves t_gen(1024) =
   253.3 s (everything that is not the actor update is booked as generation), so t_lat =
   229.1 s.
 - PPO (a different model and system): collection 39 s -> 68 s when the batch grows
-  256 -> 1024 (throughput x2.29). `ppo_seed000()` keeps k and fits B_gen and t_lat to these
+  256 -> 1024 (throughput x2.29). `calibrate_ppo()` keeps k and fits B_gen and t_lat to these
   two points (B_gen = 601 responses, t_lat = 38.6 s).
-Cross-check, not fitted: end-to-end throughput at P = 256 is predicted +19% (seed: +17%).
-Seed 000's +41% at P = 1024 is not reproduced (the model's end-to-end ceiling is +25%,
+Cross-check, not fitted: end-to-end throughput at P = 256 is predicted +19% (article: +17%).
+The article's +41% at P = 1024 is not reproduced (the model's end-to-end ceiling is +25%,
 because training is linear in B); see docs/throughput.md.
 
 `fit_generation`, `fit_training` and `fit` recover the parameters from a user's own
@@ -177,8 +178,8 @@ def _solve_x(m, ratio, k):
     return math.exp(0.5 * (lo + hi))
 
 
-def calibrate_seed000() -> ThroughputModel:
-    """Re-derive the GRPO defaults from seed 000's measurements (see the module docstring)."""
+def calibrate_grpo() -> ThroughputModel:
+    """Re-derive the GRPO defaults from the article's measurements (see the module docstring)."""
     (m2, r2), (m4, r4) = SEED000_GEN_RATIOS
     best = None
     for k in np.exp(np.linspace(math.log(0.5), math.log(50.0), 3000)):
@@ -195,8 +196,8 @@ def calibrate_seed000() -> ThroughputModel:
                            train_per_sample=slope, train_overhead=overhead)
 
 
-def ppo_seed000(knee: float = 3.74) -> ThroughputModel:
-    """Generation part fitted to seed 000's PPO collection times (39 s -> 68 s at 4x batch).
+def calibrate_ppo(knee: float = 3.74) -> ThroughputModel:
+    """Generation part fitted to the article's PPO collection times (39 s -> 68 s at 4x batch).
 
     Only collection was measured for PPO, so the training part is the GRPO default.
     """
@@ -278,5 +279,5 @@ def _pairs(batch, seconds, what):
     return B, y
 
 
-__all__ = ["ThroughputModel", "ScaledThroughput", "calibrate_seed000", "ppo_seed000",
+__all__ = ["ThroughputModel", "ScaledThroughput", "calibrate_grpo", "calibrate_ppo",
            "fit_training", "fit_generation", "fit", "replace"]
