@@ -47,10 +47,13 @@ if ARGS is not None and ARGS.prng:
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from twoclock import OptimConfig, QuadraticConfig, SweepConfig  # noqa: E402
+from twoclock.config import OptimConfig, SweepConfig  # noqa: E402
+from twoclock.models import MODELS  # noqa: E402
+from twoclock.models.bandit import BanditConfig  # noqa: E402
+from twoclock.models.quadratic import QuadraticConfig, theory  # noqa: E402
 from twoclock.scaling import lr_for_batch  # noqa: E402
-from twoclock.sweep import MODELS, lane_sharding, n_steps_for, run_sweep, seed_keys  # noqa: E402
-import twoclock  # noqa: E402,F401  (registers the models)
+from twoclock.stages import constant_run  # noqa: E402
+from twoclock.sweep import lane_sharding, n_steps_for, run_sweep, seed_keys  # noqa: E402
 
 
 def _load_reference():
@@ -134,8 +137,8 @@ def jax_steady(model: str, cfg, opt, sweep: SweepConfig) -> tuple:
     t_run = t_compile = 0.0
     for b in sweep.batches:
         n = n_steps_for(sweep.budget, b)
-        f = jax.jit(jax.vmap(spec.make_run(cfg, opt, n, sweep.n_ckpt, b if spec.static_batch
-                                           else None)))
+        f = jax.jit(jax.vmap(constant_run(spec, cfg, opt, n, sweep.n_ckpt,
+                                          b if spec.static_batch else None)))
         nd = jax.device_count()
         args = [jax.device_put(np.asarray(a), lane_sharding()) if len(a) % nd == 0 else a
                 for a in lanes(sweep, opt, b)]  # sharded over the lanes, as run_sweep does
@@ -160,8 +163,8 @@ def jax_loop(model: str, cfg, opt, sweep: SweepConfig, max_runs: int) -> tuple:
     fns = {}
     for b in sorted({b for b, _ in pick}):
         n = n_steps_for(sweep.budget, b)
-        fns[b] = jax.jit(spec.make_run(cfg, opt, n, sweep.n_ckpt,
-                                       b if spec.static_batch else None))
+        fns[b] = jax.jit(constant_run(spec, cfg, opt, n, sweep.n_ckpt,
+                                      b if spec.static_batch else None))
         batch_N, lr_N, key_N = lanes(sweep, opt, b)
         jax.block_until_ready(fns[b](batch_N[0], lr_N[0], key_N[0]))
     args = {b: lanes(sweep, opt, b) for b in fns}
@@ -198,18 +201,8 @@ def bench_quadratic(budget: int, max_loop: int, rows: list) -> None:
 
 
 # ---------------------------------------------------------------- bandit
-def bench_bandit(budget: int, rows: list) -> str | None:
-    """The bandit sweep against its NumPy reference; returns a note when it cannot run."""
-    if "bandit" not in MODELS:
-        try:
-            import twoclock.bandit  # noqa: F401
-        except ImportError:
-            pass
-    if "bandit" not in MODELS:
-        return "bandit: model not registered yet (twoclock.bandit missing); section skipped"
-    if not hasattr(nr, "bandit_sweep"):
-        return "bandit: no NumPy reference yet (numpy_reference.bandit_sweep); section skipped"
-    from twoclock.bandit import BanditConfig
+def bench_bandit(budget: int, rows: list) -> None:
+    """The bandit sweep against its NumPy reference."""
     cfg, opt = BanditConfig(), OptimConfig()
     sweep = SweepConfig(batches=(64, 256), lr0s=(0.02,), seeds=32, budget=budget // 2)
     updates = sum(n_steps_for(sweep.budget, b) for b in sweep.batches) * sweep.seeds
@@ -229,21 +222,10 @@ def bench_bandit(budget: int, rows: list) -> str | None:
                  "clocks": f"median N_prog JAX {med(res.prog_n)} vs NumPy {med(ref['prog_n'])}, "
                            f"N_fail JAX {med(res.fail_n)} vs NumPy {med(ref['fail_n'])} "
                            f"(batches {list(sweep.batches)})"})
-    return None
 
 
 # ---------------------------------------------------------------- exact engine
-def bench_theory() -> str:
-    try:
-        from twoclock import theory
-    except ImportError:
-        return "exact engine: twoclock.theory missing; not timed"
-    if not hasattr(theory, "steps_to_target_many"):
-        return "exact engine: twoclock.theory.steps_to_target_many missing; not timed"
-    return theory_timing(theory)
-
-
-def theory_timing(theory) -> str:
+def theory_timing() -> str:
     """1000 configurations (40 batches x 25 lrs) of steps_to_target_many, SGD and momentum."""
     cfg = QuadraticConfig()
     b_K = np.geomspace(1, 1024, 40)[:, None]
@@ -303,9 +285,8 @@ def main() -> int:
     print(f"JAX draw peak {fmt(jax_peak)}/s, NumPy draw peak {fmt(np_peak)}/s")
 
     brows: list = []
-    note = bench_bandit(budget, brows) if args.only != "quadratic" else None
-    if note:
-        print("\n" + note)
+    if args.only != "quadratic":
+        bench_bandit(budget, brows)
     for r in brows:
         print(f"\nBandit sweep (default BanditConfig, Adam, M = E = 1; responses/s):\n"
               f"| grid | JAX sweep (steady) | JAX updates/s | run_sweep (with compile) | "
@@ -316,7 +297,7 @@ def main() -> int:
               f"{fmt(r['np_samples'])} ({r['np_s']:.2f} s) | "
               f"{r['jax_samples'] / r['np_samples']:.1f}x | {r['np_s'] / r['e2e_s']:.2f}x |\n"
               f"bandit compile seconds (both programs): {r['compile']:.1f}\n{r['clocks']}")
-    print("\n" + bench_theory())
+    print("\n" + theory_timing())
     print(f"load average at end {os.getloadavg()[0]:.1f}")
     print(f"\nbenchmark wall time {time.perf_counter() - t_all:.0f} s")
     return 0

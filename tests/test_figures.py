@@ -19,11 +19,12 @@ def _summ(m, lo=None, hi=None, reached=8):
 
 
 def schedule_result():
-    curve = {"samples": [100, 1000, 5000], "loss_frac": [0.5, 0.04, 0.01],
+    curve = {"samples": [100, 1000, 5000], "progress_frac": [0.5, 0.04, 0.01],
              "drift": [0.01, 0.1, 0.5]}
     runs = [{"kind": k, "label": k, "curve": curve, "hours": _summ(h)}
             for k, h in (("constant_small", 15.0), ("constant_large", None), ("schedule", 12.0))]
     return {"config": {"model": {"target": 0.05, "drift_threshold": 0.2}}, "runs": runs,
+            "curve_target": 0.05, "progress_label": "loss / initial loss",
             "plan": {"switch_samples": 800},
             "switch_sweep": [{"switch": s, "hours": _summ(h), "reached_first": r}
                              for s, h, r in ((0, None, 0.2), (400, 10.0, 1.0), (800, 12.0, 0.9))]}
@@ -120,7 +121,9 @@ def test_axes_labelled_catches_a_missing_label():
 
 @pytest.mark.parametrize("script, args, name", [
     ("schedule.py", ["--margin", "1.5"], "margin"),
+    ("schedule.py", ["--model", "bandit", "--batch-large", "1020"], "batch"),
     ("time_to_target.py", ["--lr-rules", "cubic"], "lr_rules"),
+    ("phase_diagram.py", ["--bandit-clock", "tick"], "bandit_clock"),
 ])
 def test_bad_cli_input_is_one_line_exit_2(script, args, name):
     done = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", script)] + args,
@@ -128,3 +131,11 @@ def test_bad_cli_input_is_one_line_exit_2(script, args, name):
     assert done.returncode == 2
     err = done.stderr.strip().splitlines()
     assert len(err) == 1 and name in err[0] and "Traceback" not in done.stderr
+
+
+def test_schedule_figure_takes_label_and_target_from_the_result():
+    fig = fs.schedule_figure(dict(schedule_result(), curve_target=0.4,
+                                  progress_label="held-out error / initial error"))
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "held-out error / initial error (median)"
+    assert [0.4, 0.4] in [list(line.get_ydata()) for line in ax.get_lines()]

@@ -235,7 +235,7 @@ def clocks_figure(panel: dict):
 
 
 def clipping_figure(result: dict):
-    """Seed 002's clipping claims (experiments/clipping.py): failure clock, progress clock and
+    """The clipping claims (experiments/clipping.py): failure clock, progress clock and
     early held-out accuracy against the clip width, one line per batch (median + 95% CI)."""
     runs = result["runs"]
     clips = sorted({r["clip"] for r in runs if r["clip"] is not None})

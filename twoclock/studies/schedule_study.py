@@ -21,7 +21,7 @@ import numpy as np
 from twoclock import clocks, results
 from twoclock.config import param, require, require_int, require_positive
 from twoclock.model import Model
-from twoclock.models.bandit import dynamics as bandit_dynamics
+from twoclock.models.bandit.dynamics import pools
 from twoclock.models.bandit.problem import accuracy
 from twoclock.planner import Clocks, curve_remaining, plan_switch, reached_first, seconds_to
 from twoclock.report import fmt_samples
@@ -86,7 +86,7 @@ def progress_target(model: Model, cfg) -> float:
     (1 - target) / (1 - initial held-out accuracy)."""
     if model.name != "bandit":
         return float(cfg.target)
-    _, test = bandit_dynamics.pools(cfg)
+    _, test = pools(cfg)
     acc0 = float(accuracy(jnp.zeros(test.phi.shape[-1], test.phi.dtype), test))
     return (1.0 - cfg.target) / (1.0 - acc0)
 
