@@ -8,7 +8,7 @@ The quadratic default uses a collapse threshold of 0.2 and the bandit a drift th
 """
 import sys
 
-from twoclock.cli import OneLineParser, add_output_args, fail, publish
+from twoclock.cli import OneLineParser, add_output_args, parsed, publish
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.figures_style import phase_figure
 from twoclock.flags import add_config_flags, config_from_flags
@@ -40,10 +40,7 @@ def parse(argv):
 
 def main(argv=None) -> int:
     setup()
-    try:
-        qcfg, opt, sweep, cfg, ns = parse(sys.argv[1:] if argv is None else argv)
-    except ValueError as e:
-        fail(PROG, str(e))
+    qcfg, opt, sweep, cfg, ns = parsed(PROG, parse, argv)
     out = study.run(qcfg, opt, sweep, cfg, quiet=ns.quiet)
     publish(ns, "phase_diagram", out, study.report(out), phase_figure)
     return 0

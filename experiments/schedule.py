@@ -14,8 +14,8 @@ sample is one response, and the progress curve is held-out error / initial error
 import argparse
 import sys
 
-from twoclock.cli import (OneLineParser, add_model_flags, add_output_args, fail, model_config,
-                          model_from_argv, publish)
+from twoclock.cli import (OneLineParser, add_model_flags, add_output_args, model_config,
+                          model_from_argv, parsed, publish)
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.figures_style import schedule_figure
 from twoclock.flags import add_config_flags, config_from_flags
@@ -49,10 +49,7 @@ def parse(argv):
 
 def main(argv=None) -> int:
     setup()
-    try:
-        model, model_cfg, opt, sweep, cfg, thr, ns = parse(sys.argv[1:] if argv is None else argv)
-    except ValueError as e:
-        fail(PROG, str(e))
+    model, model_cfg, opt, sweep, cfg, thr, ns = parsed(PROG, parse, argv)
     out = study.run(model, model_cfg, opt, sweep, cfg, thr, quiet=ns.quiet)
     publish(ns, "schedule", out, study.report(out), schedule_figure)
     return 0

@@ -28,6 +28,15 @@ def fail(prog: str, message: str):
     sys.exit(2)
 
 
+def parsed(prog: str, parse, argv=None):
+    """parse(argv) (default: the command line), a ValueError turned into a one-line error
+    naming the parameter and exit code 2, before anything is simulated."""
+    try:
+        return parse(sys.argv[1:] if argv is None else argv)
+    except ValueError as e:
+        fail(prog, str(e))
+
+
 def add_output_args(p, name: str):
     """--out, --json, --no-figure, --quiet: the output flags every experiment shares."""
     o = p.add_argument_group("output")
@@ -117,12 +126,8 @@ def build(argv, prog="critical_batch.py"):
 
 
 def main(argv=None, prog="critical_batch.py") -> int:
-    argv = sys.argv[1:] if argv is None else argv
     setup()
-    try:
-        spec, model_cfg, opt, sweep, ns = build(argv, prog)
-    except ValueError as e:
-        fail(prog, str(e))
+    spec, model_cfg, opt, sweep, ns = parsed(prog, lambda a: build(a, prog), argv)
     if ns.distributed:
         jax.distributed.initialize(ns.coordinator, ns.num_processes, ns.process_id)
     if ns.x64:
