@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import paper_figures.__main__ as pf
-from twoclock import figures_style as fs
+from twoclock import figures_style as fs, plotting
+from twoclock.results import SCHEMA, write_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -77,7 +78,6 @@ def headline_result():
 
 
 def test_headline_figure_builds_with_labelled_axes(tmp_path):
-    from twoclock import plotting
     assert fs.axes_labelled(plotting.clocks_vs_batch_figure(headline_result()))
     paths = fs.save(plotting.clocks_vs_batch_figure(headline_result()), str(tmp_path / "h"))
     assert all(os.path.getsize(p) > 1000 for p in paths)
@@ -139,3 +139,12 @@ def test_schedule_figure_takes_label_and_target_from_the_result():
     ax = fig.axes[0]
     assert ax.get_ylabel() == "held-out error / initial error (median)"
     assert [0.4, 0.4] in [list(line.get_ydata()) for line in ax.get_lines()]
+
+
+def test_a_cached_result_of_an_older_schema_is_simulated_again(tmp_path):
+    path = str(tmp_path / "r.json")
+    assert not pf.current(path)
+    write_json(path, {"schema": SCHEMA - 1, "runs": []})
+    assert not pf.current(path)
+    write_json(path, {"schema": SCHEMA, "runs": []})
+    assert pf.current(path)
