@@ -52,8 +52,9 @@ from twoclock.models import MODELS  # noqa: E402
 from twoclock.models.bandit import BanditConfig  # noqa: E402
 from twoclock.models.quadratic import QuadraticConfig, theory  # noqa: E402
 from twoclock.scaling import lr_for_batch  # noqa: E402
-from twoclock.stages import constant_run  # noqa: E402
+from twoclock.stages import constant_run, make_traced_run  # noqa: E402
 from twoclock.sweep import lane_sharding, n_steps_for, run_sweep, seed_keys  # noqa: E402
+from twoclock.trace import checkpoint_every  # noqa: E402
 
 
 def _load_reference():
@@ -131,21 +132,38 @@ def lanes(sweep: SweepConfig, opt: OptimConfig, b: int):
             jnp.tile(seed_keys(sweep.seed, S), (nL, 1)))
 
 
+def streams(sweep: SweepConfig, opt: OptimConfig, b: int):
+    """(batch_S, lr_SxL, key_S) of one batch as run_sweep lays it out: one noise stream per
+    seed, each carrying every lr0."""
+    S = sweep.seeds
+    lr_L = np.array([lr_for_batch(l, b, opt.b0, opt.lr_rule) for l in sweep.lr0s], np.float32)
+    return np.full(S, b, np.float32), np.tile(lr_L, (S, 1)), np.asarray(seed_keys(sweep.seed, S))
+
+
+def engine_program(spec, cfg, opt, sweep: SweepConfig, b: int) -> tuple:
+    """(compiled program, its length arguments) that run_sweep runs for batch b: per batch
+    where the batch sets shapes, else one program whose run length is an argument."""
+    n = n_steps_for(sweep.budget, b)
+    if spec.static_batch:
+        return jax.jit(jax.vmap(constant_run(spec, cfg, opt, n, sweep.n_ckpt, b))), ()
+    f = jax.jit(jax.vmap(make_traced_run(spec, cfg, opt, sweep.n_ckpt),
+                         in_axes=(0, 0, 0, None, None)))
+    return f, (jnp.int32(n), jnp.int32(checkpoint_every(n, sweep.n_ckpt)))
+
+
 def jax_steady(model: str, cfg, opt, sweep: SweepConfig) -> tuple:
-    """(run seconds, compile seconds) of one vmapped program per batch (quadratic: per length)."""
+    """(run seconds, compile seconds) of the engine's programs, one call per batch."""
     spec = MODELS[model]
     t_run = t_compile = 0.0
+    nd = jax.device_count()
     for b in sweep.batches:
-        n = n_steps_for(sweep.budget, b)
-        f = jax.jit(jax.vmap(constant_run(spec, cfg, opt, n, sweep.n_ckpt,
-                                          b if spec.static_batch else None)))
-        nd = jax.device_count()
-        args = [jax.device_put(np.asarray(a), lane_sharding()) if len(a) % nd == 0 else a
-                for a in lanes(sweep, opt, b)]  # sharded over the lanes, as run_sweep does
+        f, extra = engine_program(spec, cfg, opt, sweep, b)
+        args = [jax.device_put(a, lane_sharding()) if len(a) % nd == 0 else a
+                for a in streams(sweep, opt, b)]  # sharded over the streams, as run_sweep does
         t0 = time.perf_counter()
-        jax.block_until_ready(f(*args))
+        jax.block_until_ready(f(*args, *extra))
         t_compile += time.perf_counter() - t0
-        t_run += best_of(lambda: jax.block_until_ready(f(*args)), 2)
+        t_run += best_of(lambda: jax.block_until_ready(f(*args, *extra)), 2)
     t_compile -= t_run / 2  # the first call also ran once; a rough split
     return t_run, max(t_compile, 0.0)
 
