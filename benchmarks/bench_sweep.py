@@ -47,10 +47,14 @@ if ARGS is not None and ARGS.prng:
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from twoclock import OptimConfig, QuadraticConfig, SweepConfig  # noqa: E402
+from twoclock.config import OptimConfig, SweepConfig  # noqa: E402
+from twoclock.models import MODELS  # noqa: E402
+from twoclock.models.bandit import BanditConfig  # noqa: E402
+from twoclock.models.quadratic import QuadraticConfig, theory  # noqa: E402
 from twoclock.scaling import lr_for_batch  # noqa: E402
-from twoclock.sweep import MODELS, lane_sharding, n_steps_for, run_sweep, seed_keys  # noqa: E402
-import twoclock  # noqa: E402,F401  (registers the models)
+from twoclock.stages import constant_run, make_traced_run  # noqa: E402
+from twoclock.sweep import lane_sharding, n_steps_for, run_sweep, seed_keys  # noqa: E402
+from twoclock.trace import checkpoint_every  # noqa: E402
 
 
 def _load_reference():
@@ -128,21 +132,38 @@ def lanes(sweep: SweepConfig, opt: OptimConfig, b: int):
             jnp.tile(seed_keys(sweep.seed, S), (nL, 1)))
 
 
+def streams(sweep: SweepConfig, opt: OptimConfig, b: int):
+    """(batch_S, lr_SxL, key_S) of one batch as run_sweep lays it out: one noise stream per
+    seed, each carrying every lr0."""
+    S = sweep.seeds
+    lr_L = np.array([lr_for_batch(l, b, opt.b0, opt.lr_rule) for l in sweep.lr0s], np.float32)
+    return np.full(S, b, np.float32), np.tile(lr_L, (S, 1)), np.asarray(seed_keys(sweep.seed, S))
+
+
+def engine_program(spec, cfg, opt, sweep: SweepConfig, b: int) -> tuple:
+    """(compiled program, its length arguments) that run_sweep runs for batch b: per batch
+    where the batch sets shapes, else one program whose run length is an argument."""
+    n = n_steps_for(sweep.budget, b)
+    if spec.static_batch:
+        return jax.jit(jax.vmap(constant_run(spec, cfg, opt, n, sweep.n_ckpt, b))), ()
+    f = jax.jit(jax.vmap(make_traced_run(spec, cfg, opt, sweep.n_ckpt),
+                         in_axes=(0, 0, 0, None, None)))
+    return f, (jnp.int32(n), jnp.int32(checkpoint_every(n, sweep.n_ckpt)))
+
+
 def jax_steady(model: str, cfg, opt, sweep: SweepConfig) -> tuple:
-    """(run seconds, compile seconds) of one vmapped program per batch (quadratic: per length)."""
+    """(run seconds, compile seconds) of the engine's programs, one call per batch."""
     spec = MODELS[model]
     t_run = t_compile = 0.0
+    nd = jax.device_count()
     for b in sweep.batches:
-        n = n_steps_for(sweep.budget, b)
-        f = jax.jit(jax.vmap(spec.make_run(cfg, opt, n, sweep.n_ckpt, b if spec.static_batch
-                                           else None)))
-        nd = jax.device_count()
-        args = [jax.device_put(np.asarray(a), lane_sharding()) if len(a) % nd == 0 else a
-                for a in lanes(sweep, opt, b)]  # sharded over the lanes, as run_sweep does
+        f, extra = engine_program(spec, cfg, opt, sweep, b)
+        args = [jax.device_put(a, lane_sharding()) if len(a) % nd == 0 else a
+                for a in streams(sweep, opt, b)]  # sharded over the streams, as run_sweep does
         t0 = time.perf_counter()
-        jax.block_until_ready(f(*args))
+        jax.block_until_ready(f(*args, *extra))
         t_compile += time.perf_counter() - t0
-        t_run += best_of(lambda: jax.block_until_ready(f(*args)), 2)
+        t_run += best_of(lambda: jax.block_until_ready(f(*args, *extra)), 2)
     t_compile -= t_run / 2  # the first call also ran once; a rough split
     return t_run, max(t_compile, 0.0)
 
@@ -160,8 +181,8 @@ def jax_loop(model: str, cfg, opt, sweep: SweepConfig, max_runs: int) -> tuple:
     fns = {}
     for b in sorted({b for b, _ in pick}):
         n = n_steps_for(sweep.budget, b)
-        fns[b] = jax.jit(spec.make_run(cfg, opt, n, sweep.n_ckpt,
-                                       b if spec.static_batch else None))
+        fns[b] = jax.jit(constant_run(spec, cfg, opt, n, sweep.n_ckpt,
+                                      b if spec.static_batch else None))
         batch_N, lr_N, key_N = lanes(sweep, opt, b)
         jax.block_until_ready(fns[b](batch_N[0], lr_N[0], key_N[0]))
     args = {b: lanes(sweep, opt, b) for b in fns}
@@ -198,18 +219,8 @@ def bench_quadratic(budget: int, max_loop: int, rows: list) -> None:
 
 
 # ---------------------------------------------------------------- bandit
-def bench_bandit(budget: int, rows: list) -> str | None:
-    """The bandit sweep against its NumPy reference; returns a note when it cannot run."""
-    if "bandit" not in MODELS:
-        try:
-            import twoclock.bandit  # noqa: F401
-        except ImportError:
-            pass
-    if "bandit" not in MODELS:
-        return "bandit: model not registered yet (twoclock.bandit missing); section skipped"
-    if not hasattr(nr, "bandit_sweep"):
-        return "bandit: no NumPy reference yet (numpy_reference.bandit_sweep); section skipped"
-    from twoclock.bandit import BanditConfig
+def bench_bandit(budget: int, rows: list) -> None:
+    """The bandit sweep against its NumPy reference."""
     cfg, opt = BanditConfig(), OptimConfig()
     sweep = SweepConfig(batches=(64, 256), lr0s=(0.02,), seeds=32, budget=budget // 2)
     updates = sum(n_steps_for(sweep.budget, b) for b in sweep.batches) * sweep.seeds
@@ -229,21 +240,10 @@ def bench_bandit(budget: int, rows: list) -> str | None:
                  "clocks": f"median N_prog JAX {med(res.prog_n)} vs NumPy {med(ref['prog_n'])}, "
                            f"N_fail JAX {med(res.fail_n)} vs NumPy {med(ref['fail_n'])} "
                            f"(batches {list(sweep.batches)})"})
-    return None
 
 
 # ---------------------------------------------------------------- exact engine
-def bench_theory() -> str:
-    try:
-        from twoclock import theory
-    except ImportError:
-        return "exact engine: twoclock.theory missing; not timed"
-    if not hasattr(theory, "steps_to_target_many"):
-        return "exact engine: twoclock.theory.steps_to_target_many missing; not timed"
-    return theory_timing(theory)
-
-
-def theory_timing(theory) -> str:
+def theory_timing() -> str:
     """1000 configurations (40 batches x 25 lrs) of steps_to_target_many, SGD and momentum."""
     cfg = QuadraticConfig()
     b_K = np.geomspace(1, 1024, 40)[:, None]
@@ -303,9 +303,8 @@ def main() -> int:
     print(f"JAX draw peak {fmt(jax_peak)}/s, NumPy draw peak {fmt(np_peak)}/s")
 
     brows: list = []
-    note = bench_bandit(budget, brows) if args.only != "quadratic" else None
-    if note:
-        print("\n" + note)
+    if args.only != "quadratic":
+        bench_bandit(budget, brows)
     for r in brows:
         print(f"\nBandit sweep (default BanditConfig, Adam, M = E = 1; responses/s):\n"
               f"| grid | JAX sweep (steady) | JAX updates/s | run_sweep (with compile) | "
@@ -316,7 +315,7 @@ def main() -> int:
               f"{fmt(r['np_samples'])} ({r['np_s']:.2f} s) | "
               f"{r['jax_samples'] / r['np_samples']:.1f}x | {r['np_s'] / r['e2e_s']:.2f}x |\n"
               f"bandit compile seconds (both programs): {r['compile']:.1f}\n{r['clocks']}")
-    print("\n" + bench_theory())
+    print("\n" + theory_timing())
     print(f"load average at end {os.getloadavg()[0]:.1f}")
     print(f"\nbenchmark wall time {time.perf_counter() - t_all:.0f} s")
     return 0

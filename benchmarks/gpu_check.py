@@ -1,21 +1,39 @@
-"""GPU check: the fast tests and a quick benchmark on the accelerator, one table, < 5 minutes.
+"""GPU check: the fast tests and every model's headline sweep on the accelerator, one table.
 
     python benchmarks/gpu_check.py            # on a machine with a GPU (or any JAX backend)
 
 It prints which device ran it first and last, so a log can never be mistaken for a CPU run.
 """
+from dataclasses import replace
 import os
 import subprocess
 import sys
 import time
 
+import jax
+
+from twoclock.config import OptimConfig, SweepConfig
+from twoclock.models import MODELS
+from twoclock.sweep import n_steps_for, run_sweep
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST_TESTS = ["tests/test_quadratic.py", "tests/test_sweep.py", "tests/test_clocks.py",
               "tests/test_objectives.py", "tests/test_store.py::test_chunked_sweep_equals_one_program"]
+SEED_FACTORS = {"quadratic": (1, 4, 64), "bandit": (1, 4)}  # x the headline's seeds
+
+
+def sweep_row(model, seeds: int) -> tuple:
+    """(name, runs, rate, seconds) of the model's headline grid at `seeds` seeds, compile incl."""
+    sweep = replace(SweepConfig(**model.default_sweep), seeds=seeds)
+    t = time.perf_counter()
+    res = run_sweep(model.name, model.config(), OptimConfig(), sweep, quiet=True)
+    sec = time.perf_counter() - t
+    samples = sum(n_steps_for(sweep.budget, b) * b for b in sweep.batches) * len(sweep.lr0s) * seeds
+    return (f"{model.name} {seeds} seeds", f"{res.prog_n.size} runs",
+            f"{samples / sec:.3g} {model.unit}/s (compile incl.)", sec)
 
 
 def main() -> int:
-    import jax
     dev = jax.devices()[0]
     label = f"{jax.default_backend()}: {dev.device_kind} x{jax.device_count()}"
     print(f"device: {label}", flush=True)
@@ -28,17 +46,9 @@ def main() -> int:
                  time.perf_counter() - t0))
     if p.returncode != 0:
         print(p.stdout[-4000:], p.stderr[-2000:])
-
-    from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
-    for name, seeds in (("quadratic headline grid", 16), ("quadratic 4x seeds", 64),
-                        ("quadratic 64x seeds", 1024)):
-        sweep = SweepConfig(seeds=seeds)
-        t = time.perf_counter()
-        res = run_sweep("quadratic", QuadraticConfig(), OptimConfig(), sweep, quiet=True)
-        sec = time.perf_counter() - t
-        upd = sum(sweep.budget // b for b in sweep.batches) * len(sweep.lr0s) * seeds
-        rows.append((name, f"{res.prog_n.size} runs", f"{upd * 72 / sec:.3g} coord-updates/s "
-                     f"(compile incl.)", sec))
+    for name, factors in SEED_FACTORS.items():
+        model = MODELS[name]
+        rows += [sweep_row(model, k * model.default_sweep["seeds"]) for k in factors]
     print(f"\n{'check':<26} {'result':<12} {'detail':<44} {'seconds':>8}")
     for r in rows:
         print(f"{r[0]:<26} {r[1]:<12} {r[2]:<44} {r[3]:>8.1f}")

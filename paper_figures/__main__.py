@@ -2,19 +2,21 @@
 
 Regenerates every figure (PDF + PNG, one style: twoclock.figures_style) from cached result
 JSON files in --results, running the experiment that produces a file only when it is
-missing (or with --force). Figure code reads the JSON and never calls JAX.
+missing, written under an older result schema, or with --force. Figure code reads the JSON
+and never calls JAX.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
 import time
 
+from twoclock.figures_style import (clipping_figure, clocks_figure, phase_figure, save,
+                                    schedule_figure, time_to_target_figure)
+from twoclock.results import SCHEMA, read_json
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 
 def _exp(name):
@@ -37,34 +39,16 @@ def _clocks_panel(result: dict, title: str, batch_unit: str, lr0: float | None =
 
 def clocks_quadratic(result: dict, lr0: float = 1e-2):
     """Both clocks with the theory overlay, from experiments/critical_batch.py (defaults)."""
-    from twoclock.figures_style import clocks_figure
     return clocks_figure(_clocks_panel(result, "quadratic (NQM)", "samples per update", lr0))
 
 
 def clocks_bandit(result: dict):
     """Both clocks against batch from experiments/critical_batch.py --model bandit."""
-    from twoclock.figures_style import clocks_figure
     return clocks_figure(_clocks_panel(result, "bandit (RLVR)", "responses per update"))
 
 
-def phase_diagram(result: dict):
-    from twoclock.figures_style import phase_figure
-    return phase_figure(result)
-
-
-def schedule(result: dict):
-    from twoclock.figures_style import schedule_figure
-    return schedule_figure(result)
-
-
-def time_to_target(result: dict):
-    from twoclock.figures_style import time_to_target_figure
-    return time_to_target_figure(result)
-
-
-def clipping(result: dict):
-    from twoclock.figures_style import clipping_figure
-    return clipping_figure(result)
+phase_diagram, schedule = phase_figure, schedule_figure
+time_to_target, clipping = time_to_target_figure, clipping_figure
 
 
 # name -> (result file, command that writes it (JSON path appended), figure builder)
@@ -81,8 +65,13 @@ FIGURES = {
 }
 
 
+def current(result_path: str) -> bool:
+    """The file exists and was written under this version's result schema."""
+    return os.path.exists(result_path) and read_json(result_path).get("schema") == SCHEMA
+
+
 def ensure(result_path: str, command: list, force: bool, quiet: bool) -> None:
-    if os.path.exists(result_path) and not force:
+    if current(result_path) and not force:
         return
     cmd = [sys.executable] + command + ["--json", result_path, "--no-figure", "--quiet",
                                         "--out", os.path.dirname(result_path)]
@@ -111,16 +100,13 @@ def main(argv=None) -> int:
         print(f"python -m paper_figures: error: only must be among {', '.join(FIGURES)} "
               f"(got {', '.join(bad)})", file=sys.stderr)
         return 2
-    from twoclock.figures_style import save
     made, forced = [], set()
     for name in names:
         fname, command, build = FIGURES[name]
         path = os.path.join(ns.results, fname)
         ensure(path, command, ns.force and path not in forced, not ns.verbose)
         forced.add(path)
-        with open(path) as f:
-            result = json.load(f)
-        made += save(build(result), os.path.join(ns.out, name))
+        made += save(build(read_json(path)), os.path.join(ns.out, name))
     print("figures:\n  " + "\n  ".join(os.path.relpath(m) for m in made))
     return 0
 

@@ -1,10 +1,14 @@
-"""The headline command: one-line errors with exit code 2; a small run writes its files."""
+"""The experiment commands: thin scripts whose flags come from the configs; the headline's
+one-line errors with exit code 2; a small run writes its files."""
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+from twoclock.studies import schedule_study
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "experiments", "critical_batch.py")
@@ -79,3 +83,41 @@ def test_bandit_run_has_the_quadratic_schema_plus_its_extras(tmp_path):
         assert r["prompts"] * r["group"] == r["batch"]
         assert r["theory"]["failure_samples"] > 0
         assert set(r["noise_scale"]) == set(r["regime"]) == {"skill", "drift"}
+
+
+def script(name: str):
+    """An experiment script as a module (importing it runs nothing)."""
+    spec = importlib.util.spec_from_file_location(f"exp_{name}",
+                                                  os.path.join(ROOT, "experiments", f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("name", ["critical_batch", "schedule", "time_to_target",
+                                  "phase_diagram"])
+def test_experiment_scripts_are_thin(name):
+    with open(os.path.join(ROOT, "experiments", f"{name}.py")) as f:
+        text = f.read()
+    assert len(text.splitlines()) < 100 and "sys.path" not in text
+
+
+@pytest.mark.parametrize("model", ["quadratic", "bandit"])
+def test_schedule_flags_take_the_models_defaults_and_given_flags_win(model):
+    parse = script("schedule").parse
+    d = schedule_study.DEFAULTS[model]
+    _, mcfg, opt, sweep, cfg, thr, _ = parse(["--model", model])
+    assert mcfg.drift_threshold == d["model"]["drift_threshold"]
+    assert sweep.batches == (d["study"]["batch_small"], d["study"]["batch_large"])
+    assert sweep.lr0s == (d["study"]["lr0"],) and sweep.budget == d["sweep"]["budget"]
+    assert thr.responses_per_sample == d["study"]["responses_per_sample"]
+    _, mcfg, opt, sweep, cfg, thr, _ = parse(["--model", model, "--drift-threshold", "0.3",
+                                              "--budget", "50000", "--knee", "2"])
+    assert (mcfg.drift_threshold, sweep.budget, thr.model.knee) == (0.3, 50000, 2.0)
+
+
+@pytest.mark.parametrize("name", ["schedule", "time_to_target", "phase_diagram"])
+def test_adams_flags_have_one_spelling(name):
+    opt = next(v for v in script(name).parse(["--beta1", "0.8", "--beta2", "0.99"])
+               if type(v).__name__ == "OptimConfig")
+    assert (opt.beta1, opt.beta2) == (0.8, 0.99)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import paper_figures.__main__ as pf
-from twoclock import figures_style as fs
+from twoclock import figures_style as fs, plotting
+from twoclock.results import SCHEMA, write_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -19,11 +20,12 @@ def _summ(m, lo=None, hi=None, reached=8):
 
 
 def schedule_result():
-    curve = {"samples": [100, 1000, 5000], "loss_frac": [0.5, 0.04, 0.01],
+    curve = {"samples": [100, 1000, 5000], "progress_frac": [0.5, 0.04, 0.01],
              "drift": [0.01, 0.1, 0.5]}
     runs = [{"kind": k, "label": k, "curve": curve, "hours": _summ(h)}
             for k, h in (("constant_small", 15.0), ("constant_large", None), ("schedule", 12.0))]
     return {"config": {"model": {"target": 0.05, "drift_threshold": 0.2}}, "runs": runs,
+            "curve_target": 0.05, "progress_label": "loss / initial loss",
             "plan": {"switch_samples": 800},
             "switch_sweep": [{"switch": s, "hours": _summ(h), "reached_first": r}
                              for s, h, r in ((0, None, 0.2), (400, 10.0, 1.0), (800, 12.0, 0.9))]}
@@ -76,7 +78,6 @@ def headline_result():
 
 
 def test_headline_figure_builds_with_labelled_axes(tmp_path):
-    from twoclock import plotting
     assert fs.axes_labelled(plotting.clocks_vs_batch_figure(headline_result()))
     paths = fs.save(plotting.clocks_vs_batch_figure(headline_result()), str(tmp_path / "h"))
     assert all(os.path.getsize(p) > 1000 for p in paths)
@@ -120,7 +121,9 @@ def test_axes_labelled_catches_a_missing_label():
 
 @pytest.mark.parametrize("script, args, name", [
     ("schedule.py", ["--margin", "1.5"], "margin"),
+    ("schedule.py", ["--model", "bandit", "--batch-large", "1020"], "batch"),
     ("time_to_target.py", ["--lr-rules", "cubic"], "lr_rules"),
+    ("phase_diagram.py", ["--bandit-clock", "tick"], "bandit_clock"),
 ])
 def test_bad_cli_input_is_one_line_exit_2(script, args, name):
     done = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", script)] + args,
@@ -128,3 +131,20 @@ def test_bad_cli_input_is_one_line_exit_2(script, args, name):
     assert done.returncode == 2
     err = done.stderr.strip().splitlines()
     assert len(err) == 1 and name in err[0] and "Traceback" not in done.stderr
+
+
+def test_schedule_figure_takes_label_and_target_from_the_result():
+    fig = fs.schedule_figure(dict(schedule_result(), curve_target=0.4,
+                                  progress_label="held-out error / initial error"))
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "held-out error / initial error (median)"
+    assert [0.4, 0.4] in [list(line.get_ydata()) for line in ax.get_lines()]
+
+
+def test_a_cached_result_of_an_older_schema_is_simulated_again(tmp_path):
+    path = str(tmp_path / "r.json")
+    assert not pf.current(path)
+    write_json(path, {"schema": SCHEMA - 1, "runs": []})
+    assert not pf.current(path)
+    write_json(path, {"schema": SCHEMA, "runs": []})
+    assert pf.current(path)

@@ -28,6 +28,15 @@ def fail(prog: str, message: str):
     sys.exit(2)
 
 
+def parsed(prog: str, parse, argv=None):
+    """parse(argv) (default: the command line), a ValueError turned into a one-line error
+    naming the parameter and exit code 2, before anything is simulated."""
+    try:
+        return parse(sys.argv[1:] if argv is None else argv)
+    except ValueError as e:
+        fail(prog, str(e))
+
+
 def add_output_args(p, name: str):
     """--out, --json, --no-figure, --quiet: the output flags every experiment shares."""
     o = p.add_argument_group("output")
@@ -50,12 +59,29 @@ def publish(ns, name: str, out: dict, text: str, figure=None) -> str:
     return path
 
 
+def add_model_flags(p, model, defaults: dict | None = None, skip_optim=()) -> None:
+    """--model and the optimizer's and the model's flags (generated from their configs);
+    defaults: the model-config defaults of this command, where they differ from the config's."""
+    p.add_argument("--model", default="quadratic", help=" | ".join(MODELS))
+    add_config_flags(p.add_argument_group("optimizer"), OptimConfig, rename={"name": "optimizer"},
+                     skip=skip_optim)
+    add_config_flags(p.add_argument_group(f"{model.name} model"), model.config, defaults=defaults)
+
+
+def model_config(ns, model, batches, defaults: dict | None = None):
+    """The model's config from its flags, checked against every batch it will run (a batch the
+    bandit cannot split into P x G fails here, before any simulation)."""
+    cfg = config_from_flags(ns, model.config, defaults=defaults)
+    for b in batches:
+        model.describe_batch(cfg, b)
+    return cfg
+
+
 def add_sweep_args(p, model) -> None:
     """The sweep, optimizer and model flags (generated from their configs) and the engine's."""
     add_config_flags(p.add_argument_group("sweep"), SweepConfig, rename={"lr0s": "lr0"},
                      defaults=model.default_sweep)
-    add_config_flags(p.add_argument_group("optimizer"), OptimConfig, rename={"name": "optimizer"})
-    add_config_flags(p.add_argument_group(f"{model.name} model"), model.config)
+    add_model_flags(p, model)
     p.add_argument("--delta", type=float, default=0.2,
                    help="critical batch: N_prog(B)/N_prog(B_min) >= 1 + delta")
     o = add_output_args(p, "critical_batch_MODEL")
@@ -87,14 +113,11 @@ def build(argv, prog="critical_batch.py"):
     """Parse argv into (model, model_cfg, opt, sweep, ns); ValueError for invalid values."""
     model = model_from_argv(argv, prog)
     p = OneLineParser(prog=prog, description=__doc__)
-    p.add_argument("--model", default="quadratic", help=" | ".join(MODELS))
     add_sweep_args(p, model)
     ns = p.parse_args(argv)
     sweep = config_from_flags(ns, SweepConfig, defaults=model.default_sweep)
     opt = config_from_flags(ns, OptimConfig)
-    model_cfg = config_from_flags(ns, model.config)
-    for b in sweep.batches:  # a batch the model cannot split (the bandit's B = P x G): now
-        model.describe_batch(model_cfg, b)
+    model_cfg = model_config(ns, model, sweep.batches)
     if not (0 < ns.delta):
         raise ValueError(f"delta must be > 0 (got {ns.delta!r})")
     if ns.max_lanes is not None and ns.max_lanes < 1:
@@ -103,12 +126,8 @@ def build(argv, prog="critical_batch.py"):
 
 
 def main(argv=None, prog="critical_batch.py") -> int:
-    argv = sys.argv[1:] if argv is None else argv
     setup()
-    try:
-        spec, model_cfg, opt, sweep, ns = build(argv, prog)
-    except ValueError as e:
-        fail(prog, str(e))
+    spec, model_cfg, opt, sweep, ns = parsed(prog, lambda a: build(a, prog), argv)
     if ns.distributed:
         jax.distributed.initialize(ns.coordinator, ns.num_processes, ns.process_id)
     if ns.x64:

@@ -5,15 +5,15 @@ Sizes are for a two-column paper (3.4 in one column, 7.0 in full width); colours
 Okabe-Ito colour-blind-safe palette; batch and sample axes are logarithmic; confidence
 intervals are bands; every axis is labelled with its unit.
 """
-import os
-import tempfile
-
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter  # noqa: E402
 import numpy as np  # noqa: E402
+
+from twoclock.atomic import atomic_write  # noqa: E402
 
 COLUMN_IN, FULL_IN = 3.4, 7.0
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
@@ -48,7 +48,6 @@ def log_batch_axis(ax, batches, label="batch B (samples per update)"):
 def plain_log_y(ax):
     """Log y axis with plain-number labels (0.4, 2000) on a 1-1.5-2-3-5-7 grid of ticks, so a
     range within one decade still gets labels."""
-    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
     ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
@@ -68,19 +67,8 @@ def band(ax, x, med, lo, hi, color, label=None, marker="o", ls="-"):
 
 def save(fig, stem: str) -> list:
     """Write stem.pdf and stem.png atomically; returns the paths."""
-    folder = os.path.dirname(os.path.abspath(stem))
-    os.makedirs(folder, exist_ok=True)
-    paths = []
-    for ext in ("pdf", "png"):
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix="." + ext)
-        os.close(fd)
-        try:
-            fig.savefig(tmp, format=ext)
-            os.replace(tmp, f"{stem}.{ext}")
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        paths.append(f"{stem}.{ext}")
+    paths = [atomic_write(f"{stem}.{ext}", lambda f, ext=ext: fig.savefig(f, format=ext),
+                          binary=True) for ext in ("pdf", "png")]
     plt.close(fig)
     return paths
 
@@ -92,8 +80,8 @@ def _nan(v):
 # ---------------------------------------------------------------------------- schedule
 
 def schedule_figure(result: dict):
-    """(a) loss and (b) drift against samples for constant B1, constant B2 and the planned
-    schedule; (c) wall-clock time-to-target against the switch point."""
+    """(a) the progress curve and (b) drift against samples for constant B1, constant B2 and
+    the planned schedule; (c) wall-clock time-to-target against the switch point."""
     fig, (a, b, c) = figure(3, "full", 3.1)
     cfg = result["config"]
     colors = {"constant_small": OKABE_ITO[0], "constant_large": OKABE_ITO[3],
@@ -101,7 +89,7 @@ def schedule_figure(result: dict):
     for run in result["runs"]:
         cur = run["curve"]
         label = run["label"]
-        a.plot(cur["samples"], cur["loss_frac"], color=colors[run["kind"]], label=label)
+        a.plot(cur["samples"], cur["progress_frac"], color=colors[run["kind"]], label=label)
         b.plot(cur["samples"], cur["drift"], color=colors[run["kind"]], label=label)
     sw = result["plan"]["switch_samples"]
     for ax in (a, b):
@@ -110,11 +98,9 @@ def schedule_figure(result: dict):
         if sw:
             ax.axvline(sw, color=OKABE_ITO[2], ls=":", lw=1)
     a.set_yscale("log")
-    # the bandit's curve is (1 - held-out accuracy) / its initial value: its own target scale
-    a.axhline(result.get("curve_target", cfg["model"]["target"]), color="k", ls="--", lw=0.8,
-              label="target")
-    a.set_ylabel("loss / initial loss (median)" if result.get("model", "quadratic") == "quadratic"
-                 else "held-out error / initial error (median)")
+    # the target on the curve's own scale (the bandit's: held-out error / initial error)
+    a.axhline(result["curve_target"], color="k", ls="--", lw=0.8, label="target")
+    a.set_ylabel(f"{result['progress_label']} (median)")
     b.axhline(cfg["model"]["drift_threshold"], color="k", ls="--", lw=0.8, label="collapse threshold")
     b.set_ylabel("drift statistic (median)")
     below = dict(loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=6)  # off the data
@@ -249,7 +235,7 @@ def clocks_figure(panel: dict):
 
 
 def clipping_figure(result: dict):
-    """Seed 002's clipping claims (experiments/clipping.py): failure clock, progress clock and
+    """The clipping claims (experiments/clipping.py): failure clock, progress clock and
     early held-out accuracy against the clip width, one line per batch (median + 95% CI)."""
     runs = result["runs"]
     clips = sorted({r["clip"] for r in runs if r["clip"] is not None})

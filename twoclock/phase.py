@@ -4,9 +4,9 @@
 margin N_fail - N_prog (medians, in the model's unit; None when the failure clock is censored
 so the margin is only known to exceed budget - N_prog), the fraction of seeds that reach the
 target first, and both medians. `quadratic_boundary` evaluates the theory on a finer grid:
-log(N_fail / N_prog) with N_fail from twoclock.theory.adam_failure_samples (its
+log(N_fail / N_prog) with N_fail from twoclock.models.quadratic.theory.adam_failure_samples (its
 noise-dominated leading term is D* sqrt(c_d B0) / (lr0 b) (B/B0)^(1/2-p)) and N_prog from
-the mean-field Adam recursion twoclock.theory.adam_progress_samples; the boundary is its zero
+the mean-field Adam recursion theory.adam_progress_samples; the boundary is its zero
 contour.
 """
 import math
@@ -15,6 +15,7 @@ import numpy as np
 
 from twoclock import clocks
 from twoclock.models.quadratic import theory
+from twoclock.planner import reached_first
 
 
 def _med(x_S) -> float:
@@ -35,8 +36,7 @@ def phase_panel(res, title: str, unit: str = "samples", batch_unit: str = "sampl
         for i in range(nB):
             p_S, f_S = prog[i, j], fail[i, j]
             mp, mf = _med(p_S), _med(f_S)
-            ok = (p_S > 0) & ((f_S == 0) | (p_S < f_S))
-            reached[j][i] = float(ok.mean())
+            reached[j][i] = float(reached_first(p_S, f_S).mean())
             n_prog[j][i] = mp if math.isfinite(mp) else None
             n_fail[j][i] = mf if math.isfinite(mf) else None
             if math.isfinite(mf):
@@ -59,7 +59,8 @@ def quadratic_boundary(cfg, opt, batches, lr0s, budget: int) -> dict:
             ratio[j, i] = -10.0 if npg is None else math.log(nf / npg)
     return {"batches": [float(b) for b in batches], "lr0s": [float(l) for l in lr0s],
             "log_ratio": ratio.tolist(),
-            "source": "twoclock.theory.adam_failure_samples / adam_progress_samples"}
+            "source": "twoclock.models.quadratic.theory.adam_failure_samples / "
+                      "adam_progress_samples"}
 
 
 __all__ = ["phase_panel", "quadratic_boundary"]

@@ -1,12 +1,15 @@
 """Plain-text tables of result dicts for the terminal."""
 
 
-def fmt_samples(s: dict, budget=None) -> str:
-    """'median [lo, hi]'; a censored median prints as '>budget'."""
+def fmt_samples(s: dict, budget=None, spec: str = ".0f", counts: bool = False) -> str:
+    """'median [lo, hi]' of a clocks.summarize dict; a censored value prints as '>budget'
+    (with the number when given), a censored median also as '(reached/seeds)' if counts."""
     def one(v):
         if v is None:
             return f">{budget}" if budget is not None else ">budget"
-        return f"{v:.0f}"
+        return format(v, spec)
+    if s["median"] is None and counts:
+        return f"{one(None)} ({s['reached']}/{s['seeds']})"
     return f"{one(s['median'])} [{one(s['ci'][0])}, {one(s['ci'][1])}]"
 
 

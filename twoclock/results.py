@@ -9,9 +9,7 @@ A censored median (fewer than half the seeds crossed) is null with reached < see
 """
 from dataclasses import asdict, is_dataclass
 import json
-import os
 import platform
-import tempfile
 
 import jax
 import matplotlib
@@ -19,6 +17,7 @@ import numpy as np
 import optax
 
 from twoclock import clocks
+from twoclock.atomic import atomic_write
 from twoclock.version import __version__
 
 # 2: OptimConfig's beta1/beta2 (were b1/b2), ckpt "progress_frac", schedules' batch1/batch2
@@ -85,19 +84,11 @@ def critical_batches(res, delta: float = 0.2) -> list:
 
 
 def write_json(path: str, obj: dict) -> None:
-    """Write atomically: a temporary file in the same folder, then os.replace."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, default=_jsonable, allow_nan=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    """Write obj as indented JSON, atomically (twoclock.atomic)."""
+    def dump(f):
+        json.dump(obj, f, indent=1, default=_jsonable, allow_nan=False)
+        f.write("\n")
+    atomic_write(path, dump)
 
 
 def read_json(path: str) -> dict:

@@ -44,7 +44,7 @@ import math
 
 import numpy as np
 
-from twoclock.config import require, require_positive
+from twoclock.config import param, require, require_positive
 
 # Seed-000 GRPO calibration (see the module docstring; tests re-derive these numbers).
 SEED000_RESPONSES_PER_PROMPT = 8
@@ -58,12 +58,13 @@ SEED000_PPO_COLLECT = ((256, 39.0), (1024, 68.0))
 @dataclass(frozen=True)
 class ThroughputModel:
     """Seconds per RLVR step as a function of the rollout batch B (responses)."""
-    gen_latency: float = 229.1          # t_lat: weight-read-bound seconds per batch
-    critical_gen_batch: float = 1264.0  # B_gen: roofline knee, responses
-    knee: float = 3.74                  # k: sharpness of the knee (1 = additive)
-    max_concurrent: float | None = None  # memory cap on responses decoded at once
-    train_per_sample: float = 0.10127   # seconds per response in the actor update
-    train_overhead: float = 0.0         # seconds per update independent of B
+    gen_latency: float = param(229.1, "t_lat: weight-read-bound generation seconds per batch")
+    critical_gen_batch: float = param(1264.0, "B_gen: the roofline knee, in responses")
+    knee: float = param(3.74, "k: sharpness of the knee (1 = additive)")
+    max_concurrent: float | None = param(None, "memory cap on responses decoded at once "
+                                               "('none': no cap)")
+    train_per_sample: float = param(0.10127, "update seconds per response")
+    train_overhead: float = param(0.0, "update seconds per step independent of the batch")
 
     def __post_init__(self):
         require_positive("gen_latency", self.gen_latency)

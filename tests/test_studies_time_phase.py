@@ -1,0 +1,95 @@
+"""The time-to-target and phase-diagram studies on hand-made sweep results: what counts as
+reaching the target, which time is the reference, which cell wins, what the tables print."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from tests.helpers import assert_close
+from twoclock.config import SweepConfig
+from twoclock.phase import phase_panel
+from twoclock.studies import phase_study as ps
+from twoclock.studies import time_to_target as tt
+from twoclock.throughput import ThroughputModel
+
+THR = ThroughputModel().scaled(32.0)
+
+
+def fake_sweep(batches, prog_BxS, fail_BxS, lr=0.01):
+    """A one-lr0 SweepResult stand-in: clocks [B, 1, S]."""
+    prog, fail = (np.asarray(x, np.int64)[:, None, :] for x in (prog_BxS, fail_BxS))
+    B = len(batches)
+    return SimpleNamespace(batches=tuple(batches), lr0s=(lr,), prog_n=prog, fail_n=fail,
+                           lrs_BxL=np.full((B, 1), lr), n_steps_B=np.full(B, 1000) // batches,
+                           extra={})
+
+
+@given(st.lists(st.integers(1, 50_000), min_size=3, max_size=9))
+def test_time_to_target_is_samples_over_throughput_when_nothing_fails(p):
+    res = fake_sweep((8, 64), [p, p], [[0] * len(p)] * 2)
+    rows = tt.rows(res, "sqrt", 0.01, THR, None)
+    for r, b in zip(rows, (8, 64)):
+        assert_close(r["time_to_target"]["median"], np.median(p) / float(THR.throughput(b)),
+                     rtol=1e-12, atol=0, what="median seconds")
+        assert r["time_to_target"]["unit"] == "seconds"
+        assert_close(r["throughput"]["responses_per_second"],
+                     32.0 * r["throughput"]["samples_per_second"], rtol=1e-12, atol=0,
+                     what="responses per second")
+
+
+def test_failure_first_is_never_and_the_optimum_is_the_fastest_median():
+    # batch 8: two of three seeds fail first (censored); batch 64 reaches in every seed
+    res = fake_sweep((8, 64), [[100, 200, 300], [400, 500, 600]], [[50, 150, 0], [0, 0, 0]])
+    rows = tt.rows(res, "sqrt", 0.01, THR, None)
+    assert rows[0]["time_to_target"]["median"] is None
+    assert rows[0]["progress_samples"]["median"] == 200  # the progress clock itself is kept
+    fixed = tt.rows(fake_sweep((8, 64), [[90] * 3, [9000] * 3], [[0] * 3] * 2), "fixed", 0.01,
+                    THR, None)
+    s = tt.summary(rows + fixed, ["sqrt", "fixed"], 0.2, res, None)
+    assert s["reference_seconds"] is None  # the first rule's smallest batch never got there
+    fastest = min((r for r in rows + fixed if r["time_to_target"]["median"] is not None),
+                  key=lambda r: r["time_to_target"]["median"])
+    assert s["optimum"] == {"lr_rule": fastest["lr_rule"], "batch": fastest["batch"]}
+    assert s["optimum"] == {"lr_rule": "fixed", "batch": 8}
+    out = {"runs": rows + fixed, "lr_rules": ["sqrt", "fixed"], "critical_generation_batch": 39.5,
+           **s}
+    text = tt.report(out)
+    assert "never" in text and "optimum: fixed LR at B=8" in text
+    assert "B=64: " in text.splitlines()[-1] and "B=8:" not in text.splitlines()[-1]
+
+
+def test_time_to_target_config_bad_input():
+    for kw, name in ((dict(lr_rules=("sqrt", "cubic")), "lr_rules"),
+                     (dict(lr_rules=("sqrt", "sqrt")), "lr_rules"), (dict(delta=0.0), "delta"),
+                     (dict(responses_per_sample=-1.0), "responses_per_sample")):
+        with pytest.raises(ValueError, match=f"^{name} must be"):
+            tt.TimeToTarget(**kw)
+
+
+def test_phase_panel_margin_counts_a_censored_progress_clock_as_the_budget():
+    # B = 8 (budget 1000 // 8 * 8 = 1000 samples), 3 seeds; lr0 0.01 only
+    res = fake_sweep((8, 16), [[100, 120, 140], [0, 0, 900]], [[400, 0, 500], [600, 700, 0]])
+    res.n_steps_B = np.array([125, 62])
+    p = phase_panel(res, "t")
+    assert p["margin"][0][0] == 500 - 120  # fail median over {400, 500, inf}
+    assert p["reached_first"][0][0] == 1.0
+    # B = 16: progress censored (median inf), failure median 700: margin <= 700 - 62 * 16
+    assert p["n_prog"][0][1] is None and p["margin"][0][1] == 700 - 62 * 16
+    assert p["reached_first"][0][1] == pytest.approx(1 / 3)  # seed 2, whose failure never fired
+    text = ps.report({"panels": [dict(p, margin=[[p["margin"][0][0], None]])]})
+    assert text.splitlines()[-1].split()[:4] == ["0.01", "380", "1.00", ">"]
+
+
+def test_phase_bandit_grid_is_checked_before_simulating():
+    sweep = SweepConfig(seeds=3, seed=7, n_ckpt=4)
+    cfg, grid = ps.bandit_grid(ps.PhaseStudy(bandit_batches=(64, 128)), sweep)
+    assert (grid.seeds, grid.seed, grid.n_ckpt, grid.batches) == (3, 7, 4, (64, 128))
+    assert cfg.drift_threshold == ps.PhaseStudy().bandit_drift_threshold
+    with pytest.raises(ValueError, match="^batch must be a multiple"):
+        ps.bandit_grid(ps.PhaseStudy(bandit_batches=(64, 100)), sweep)
+    for kw, name in ((dict(models=("quadratic", "lattice")), "models"),
+                     (dict(bandit_clock="tick"), "bandit_clock"), (dict(theory_points=1),
+                                                                   "theory_points")):
+        with pytest.raises(ValueError, match=f"^{name} must be"):
+            ps.PhaseStudy(**kw)

@@ -1,0 +1,230 @@
+"""Batch schedule against constant batches: measure, plan the switch, simulate, compare.
+
+Measures both clocks at a small batch B1 and a large batch B2 (one sweep), plans the switch
+B1 -> B2 with `twoclock.planner.plan_switch` under a wall-clock throughput model, simulates
+the planned schedule and a grid of switch points (`twoclock.schedule.run_schedule`), and
+reports samples and hours to target for constant B1, constant B2 and the schedule. A run
+whose failure clock fires before its target counts as never reaching it.
+
+The defaults (`DEFAULTS`) lower each model's failure threshold so that the failure clock
+falls between the two batches' progress clocks, after the target at B1 but before it at B2:
+otherwise nothing fails first and no schedule is needed. The quadratic model's threshold
+goes from 1.0 to 0.2, the bandit's drift threshold from 2 to 0.4.
+"""
+from dataclasses import dataclass
+import sys
+import time
+
+import jax.numpy as jnp
+import numpy as np
+
+from twoclock import clocks, results
+from twoclock.config import param, require, require_int, require_positive
+from twoclock.model import Model
+from twoclock.models.bandit.dynamics import pools
+from twoclock.models.bandit.problem import accuracy
+from twoclock.planner import Clocks, curve_remaining, plan_switch, reached_first, seconds_to
+from twoclock.report import fmt_samples
+from twoclock.schedule import Schedule, run_schedule
+from twoclock.stages import CARRY_MODES
+from twoclock.sweep import run_sweep
+
+OBJECTIVES = ("seconds", "samples")
+PLANNERS = ("curves", "fractions")
+
+
+@dataclass(frozen=True)
+class ScheduleStudy:
+    """What the schedule study compares and how it plans."""
+    batch_small: int = param(8, "B1, the batch before the switch")
+    batch_large: int = param(256, "B2, the batch after the switch")
+    lr0: float = param(1e-2, "base learning rate at b0")
+    margin: float = param(0.1, "failure-clock fraction that must remain at the target")
+    fail_quantile: float = param(0.2, "the planner uses this quantile of the per-seed failure "
+                                      "clocks")
+    objective: str = param("seconds", "seconds | samples", choices=OBJECTIVES)
+    planner: str = param("curves", "curves (equal-progress hand-over from the measured curves) "
+                                   "| fractions", choices=PLANNERS)
+    carry: str = param("rescale", "optimizer state at the switch: rescale | carry | reset",
+                       choices=CARRY_MODES)
+    switches: int = param(7, "switch points in the measured grid")
+    responses_per_sample: float = param(32.0, "real responses one simulated sample stands for")
+
+    def __post_init__(self):
+        require_int("batch_small", self.batch_small)
+        require_int("batch_large", self.batch_large)
+        require(self.batch_small < self.batch_large, "batch_large",
+                f"> batch_small ({self.batch_small})", self.batch_large)
+        require_positive("lr0", self.lr0)
+        require(0 <= self.margin < 1, "margin", "in [0, 1)", self.margin)
+        require(0 < self.fail_quantile <= 0.5, "fail_quantile", "in (0, 0.5]",
+                self.fail_quantile)
+        require(self.objective in OBJECTIVES, "objective", "seconds or samples", self.objective)
+        require(self.planner in PLANNERS, "planner", "curves or fractions", self.planner)
+        require(self.carry in CARRY_MODES, "carry", "one of " + ", ".join(CARRY_MODES),
+                self.carry)
+        require_int("switches", self.switches, lo=2)
+        require_positive("responses_per_sample", self.responses_per_sample)
+
+
+# per model: the study's, the sweep's and the model's defaults (flags given win)
+DEFAULTS = {
+    "quadratic": {"study": dict(batch_small=8, batch_large=256, lr0=1e-2,
+                                responses_per_sample=32.0),
+                  "sweep": dict(seeds=16, budget=20_000, n_ckpt=64),
+                  "model": dict(drift_threshold=0.2)},
+    "bandit": {"study": dict(batch_small=64, batch_large=1024, lr0=0.02,
+                             responses_per_sample=1.0),
+               "sweep": dict(seeds=16, budget=40_000, n_ckpt=64),
+               "model": dict(drift_threshold=0.4)},
+}
+
+
+def progress_target(model: Model, cfg) -> float:
+    """The target on the scale of ckpt["progress_frac"]: the quadratic's target is already a
+    fraction of the initial loss; the bandit's accuracy target becomes
+    (1 - target) / (1 - initial held-out accuracy)."""
+    if model.name != "bandit":
+        return float(cfg.target)
+    _, test = pools(cfg)
+    acc0 = float(accuracy(jnp.zeros(test.phi.shape[-1], test.phi.dtype), test))
+    return (1.0 - cfg.target) / (1.0 - acc0)
+
+
+def measured_clocks(batch: int, prog_S, fail_S, fail_quantile: float) -> Clocks:
+    """A batch's clocks for the planner: the median progress clock and a low quantile of the
+    failure clock (censored runs count as +inf)."""
+    f = clocks.censored(fail_S)
+    return Clocks(batch, float(np.median(clocks.censored(prog_S))),
+                  float(np.quantile(f, fail_quantile, method="lower")))
+
+
+def median_curve(ckpt) -> dict:
+    """The first lr0's median progress and drift curves over seeds, against samples."""
+    return {"samples": np.asarray(ckpt["samples"])[0, 0].tolist(),
+            "progress_frac": np.median(ckpt["progress_frac"][0], axis=0).tolist(),
+            "drift": np.median(ckpt["drift"][0], axis=0).tolist()}
+
+
+def summarize_run(kind, label, sched: Schedule, prog_S, fail_S, seconds_per_sample,
+                  idx) -> dict:
+    """Both clocks and the hours to target (never, where the failure clock fired first)."""
+    ok = reached_first(prog_S, fail_S)
+    secs = seconds_to(np.where(ok, prog_S, 0), sched, seconds_per_sample)
+    return {"kind": kind, "label": label, "batch1": sched.batch1, "batch2": sched.batch2,
+            "switch": int(sched.switch), "progress_samples": clocks.summarize(prog_S, idx=idx),
+            "failure_samples": clocks.summarize(fail_S, idx=idx),
+            "reached_first": float(ok.mean()),
+            "hours": clocks.summarize(secs / 3600.0, idx=idx)}
+
+
+def switch_grid(b1: int, hi: float, n: int, planned) -> list:
+    """n switch points in [0, hi] rounded down to whole B1 updates, plus the planned one."""
+    return sorted({int(s) // b1 * b1 for s in np.linspace(0, hi, n)} |
+                  ({planned} if planned else set()))
+
+
+def _fin(v):
+    return None if v is None or not np.isfinite(v) else float(v)
+
+
+def run(model: Model, model_cfg, opt, sweep, study: ScheduleStudy, thr,
+        quiet: bool = False) -> dict:
+    """The whole study as a JSON-ready dict; the sweep's grid is the study's (B1, B2) x lr0."""
+    B1, B2, lr0 = study.batch_small, study.batch_large, study.lr0
+    require(tuple(sweep.batches) == (B1, B2) and tuple(sweep.lr0s) == (lr0,), "sweep",
+            f"the grid (batch_small, batch_large) x (lr0,) = ({B1}, {B2}) x ({lr0},)",
+            (sweep.batches, sweep.lr0s))
+    t0 = time.perf_counter()
+    res = run_sweep(model.name, model_cfg, opt, sweep, quiet=quiet)
+    idx = clocks.bootstrap_indices(sweep.seeds)
+    small, large = (measured_clocks(res.batches[i], res.prog_n[i, 0], res.fail_n[i, 0],
+                                    study.fail_quantile) for i in (0, 1))
+    spp = lambda b: 1.0 / float(thr.throughput(b))
+    remaining = None
+    if study.planner == "curves":
+        curve = lambda i: (res.ckpt[i]["samples"][0, 0],
+                           np.median(res.ckpt[i]["progress_frac"][0], 0))
+        remaining = curve_remaining(small, large, curve(0), curve(1))
+    plan = plan_switch(small, large, spp, margin=study.margin, objective=study.objective,
+                       remaining=remaining)
+    switch = int(plan.best.switch) // B1 * B1 if plan.best.kind == "schedule" else None
+
+    runs = []
+    for i, (kind, b) in enumerate((("constant_small", B1), ("constant_large", B2))):
+        runs.append(summarize_run(kind, f"constant B={b}", Schedule(b, b, 0), res.prog_n[i, 0],
+                                  res.fail_n[i, 0], spp, idx))
+        runs[-1]["curve"] = median_curve(res.ckpt[i])
+
+    hi = small.n_prog if np.isfinite(small.n_prog) else sweep.budget / 2
+    sweep_rows = []
+    for S in switch_grid(B1, hi, study.switches, switch):
+        sched = Schedule(B1, B2, S)
+        out = run_schedule(model.name, model_cfg, opt, sched, [lr0], sweep.seeds, sweep.budget,
+                           seed=sweep.seed, n_ckpt=sweep.n_ckpt, carry=study.carry)
+        row = summarize_run("schedule", f"B={B1} -> {B2} at {S}", sched, out["prog_n"][0],
+                            out["fail_n"][0], spp, idx)
+        sweep_rows.append({k: row[k] for k in ("switch", "progress_samples", "failure_samples",
+                                                "reached_first", "hours")})
+        if S == switch:
+            runs.append({**row, "label": f"B={B1} -> {B2} (planned switch)",
+                         "curve": median_curve(out["ckpt"])})
+        if not quiet:
+            print(f"[schedule] switch {S}: reached first {row['reached_first']:.2f}",
+                  file=sys.stderr, flush=True)
+
+    plan_d = {**plan.to_dict(), "switch_samples": switch,
+              "clocks": {k: {"batch": c.batch, "n_prog": _fin(c.n_prog), "n_fail": _fin(c.n_fail)}
+                         for k, c in (("small", small), ("large", large))}}
+    for o in plan_d["options"] + [plan_d["best"]]:
+        for k in ("samples", "seconds", "failure_fraction"):
+            o[k] = _fin(o[k])
+    return {
+        "schema": results.SCHEMA, "model": model.name, "progress_label": model.progress_label,
+        "runs": runs, "plan": plan_d, "switch_sweep": sweep_rows,
+        "curve_target": progress_target(model, model_cfg),
+        "config": results.config_dict(model=model_cfg, optimizer=opt, sweep=sweep,
+                                      throughput=thr.model,
+                                      responses_per_sample=thr.responses_per_sample,
+                                      margin=study.margin, fail_quantile=study.fail_quantile,
+                                      objective=study.objective, carry=study.carry, lr0=lr0,
+                                      planner=study.planner, batch_small=B1, batch_large=B2),
+        "versions": results.versions(), "seconds": time.perf_counter() - t0,
+    }
+
+
+def report(out: dict) -> str:
+    """The plan, the three runs and the measured switch grid as text."""
+    plan, c = out["plan"], out["plan"]["clocks"]
+    num = lambda v, spec: "never" if v is None else format(v, spec)
+    lines = [
+        f"clocks (samples; N_prog median, N_fail {out['config']['fail_quantile']:.0%} quantile): "
+        f"B={c['small']['batch']}: N_prog {c['small']['n_prog']}, N_fail {c['small']['n_fail']}; "
+        f"B={c['large']['batch']}: N_prog {c['large']['n_prog']}, N_fail {c['large']['n_fail']}",
+        "plan ({} planner, margin {:.0%}):".format(out["config"]["planner"], plan["margin"]),
+    ]
+    for o in plan["options"]:
+        lines.append(f"  {o['kind']:<15} switch {o['switch']:>8.0f}  samples "
+                     f"{num(o['samples'], '.0f'):>6}"
+                     f"  hours {num(o['seconds'] and o['seconds'] / 3600, '.2f'):>6}"
+                     f"  failure clock spent {num(o['failure_fraction'], '.2f')}"
+                     f"  {'safe' if o['safe'] else 'UNSAFE'}")
+    lines.append(f"  -> best: {plan['best']['kind']}" + (
+        f" (switch at {plan['switch_samples']} samples)" if plan["switch_samples"] else ""))
+    lines += ["", f"{'run':<32} {'samples to target':>26} {'failure clock':>26} "
+                  f"{'reach first':>11} {'hours to target':>22}"]
+    fmt = lambda s, spec=".0f": fmt_samples(s, spec=spec, counts=True)
+    for r in out["runs"]:
+        lines.append(f"{r['label']:<32} {fmt(r['progress_samples']):>26} "
+                     f"{fmt(r['failure_samples']):>26} {r['reached_first']:>11.2f} "
+                     f"{fmt(r['hours'], '.2f'):>22}")
+    lines += ["(hours count a run whose failure clock fires first as never reaching the target)",
+              "", "switch grid (measured): " + "; ".join(
+                  f"{r['switch']}: {r['reached_first']:.2f} reach, "
+                  f"{num(r['hours']['median'], '.2f')}{'' if r['hours']['median'] is None else ' h'}"
+                  for r in out["switch_sweep"])]
+    return "\n".join(lines)
+
+
+__all__ = ["ScheduleStudy", "DEFAULTS", "progress_target", "measured_clocks", "median_curve",
+           "summarize_run", "switch_grid", "run", "report"]

@@ -1,0 +1,129 @@
+"""Wall-clock time to target against batch, for several learning-rate rules.
+
+Samples to target (from a sweep per rule) divided by the end-to-end throughput of an RLVR
+step (`twoclock.throughput`), normalised to the smallest batch with the first rule. A run
+whose failure clock fires before its target counts as never reaching it. Marks the critical
+generation batch (the throughput knee) and the critical training batch (where samples to
+target grow by 1 + delta, first rule), and the optimum (the fastest median).
+"""
+from dataclasses import dataclass, replace
+import time
+
+import numpy as np
+
+from twoclock import clocks, results
+from twoclock.config import LR_RULES, param, require, require_choice, require_positive
+from twoclock.planner import reached_first
+from twoclock.sweep import run_sweep
+
+
+@dataclass(frozen=True)
+class TimeToTarget:
+    """The rules compared and how time is counted."""
+    lr0: float = param(1e-2, "base learning rate at b0")
+    lr_rules: tuple = param(("sqrt", "fixed"), "learning-rate rules to compare: fixed | sqrt | "
+                                               "linear")
+    delta: float = param(0.2, "critical training batch: N_prog(B)/N_prog(B_min) >= 1 + delta")
+    responses_per_sample: float = param(32.0, "real responses one simulated sample stands for")
+
+    def __post_init__(self):
+        require_positive("lr0", self.lr0)
+        require(len(self.lr_rules) > 0, "lr_rules", "a non-empty list", self.lr_rules)
+        for r in self.lr_rules:
+            require_choice("lr_rules", r, LR_RULES)
+        require(len(set(self.lr_rules)) == len(self.lr_rules), "lr_rules", "distinct values",
+                self.lr_rules)
+        require(self.delta > 0, "delta", "> 0", self.delta)
+        require_positive("responses_per_sample", self.responses_per_sample)
+
+
+DEFAULT_SWEEP = dict(batches=(8, 16, 32, 64, 128, 256), seeds=16, budget=100_000, n_ckpt=16)
+
+
+def rows(res, rule: str, lr0: float, thr, idx) -> list:
+    """One entry per batch of a one-lr0 sweep: seconds to target, throughput, both clocks."""
+    out = []
+    for i, b in enumerate(res.batches):
+        p_S, f_S = res.prog_n[i, 0], res.fail_n[i, 0]
+        per_s = float(thr.throughput(b))
+        t = clocks.summarize(np.where(reached_first(p_S, f_S), p_S, 0) / per_s, idx=idx)
+        out.append({
+            "batch": int(b), "lr_rule": rule, "lr": float(res.lrs_BxL[i, 0]), "lr0": lr0,
+            "time_to_target": {**t, "unit": "seconds"},
+            "throughput": {"samples_per_second": per_s,
+                           "responses_per_second": per_s * thr.responses_per_sample},
+            "progress_samples": clocks.summarize(p_S, idx=idx),
+            "failure_samples": clocks.summarize(f_S, idx=idx),
+        })
+    return out
+
+
+def summary(runs: list, rules, delta: float, res_first, idx) -> dict:
+    """The reference time (smallest batch, first rule), the optimum and the critical
+    training batch (first rule's progress clocks)."""
+    b_min = min(r["batch"] for r in runs)
+    ref = next(r for r in runs if r["lr_rule"] == rules[0]
+               and r["batch"] == b_min)["time_to_target"]["median"]
+    done = [r for r in runs if r["time_to_target"]["median"] is not None]
+    best = min(done, key=lambda r: r["time_to_target"]["median"]) if done else None
+    crit = clocks.critical_batch(list(res_first.batches), res_first.prog_n[:, 0], delta=delta,
+                                 idx=idx)
+    return {"optimum": None if best is None else {"lr_rule": best["lr_rule"],
+                                                  "batch": best["batch"]},
+            "reference_seconds": ref, "critical_training_batch": crit["batch"],
+            "critical_training_batch_ci": crit["ci"]}
+
+
+def run(model, model_cfg, opt, sweep, study: TimeToTarget, thr, quiet: bool = False) -> dict:
+    """One sweep per rule (sweep.lr0s == (study.lr0,)); the result as a JSON-ready dict."""
+    require(tuple(sweep.lr0s) == (study.lr0,), "sweep", f"the grid batches x ({study.lr0},)",
+            sweep.lr0s)
+    t0 = time.perf_counter()
+    sweep = replace(sweep, batches=tuple(sorted(sweep.batches)))
+    idx = clocks.bootstrap_indices(sweep.seeds)
+    runs, first, opts = [], None, {}
+    for rule in study.lr_rules:
+        opts[rule] = replace(opt, lr_rule=rule)
+        res = run_sweep(model.name, model_cfg, opts[rule], sweep, quiet=quiet)
+        first = res if first is None else first
+        runs += rows(res, rule, study.lr0, thr, idx)
+    rules = list(study.lr_rules)
+    return {
+        "schema": results.SCHEMA, "model": model.name, "runs": runs, "lr_rules": rules,
+        **summary(runs, rules, study.delta, first, idx),
+        "critical_generation_batch": thr.critical_gen_batch(),
+        "config": results.config_dict(model=model_cfg, optimizer=opts[rules[0]], sweep=sweep,
+                                      lr_rules=rules, delta=study.delta, throughput=thr.model,
+                                      responses_per_sample=thr.responses_per_sample),
+        "versions": results.versions(), "seconds": time.perf_counter() - t0,
+    }
+
+
+def report(out: dict) -> str:
+    """One row per (rule, batch), the two critical batches, the optimum and the rules' ratio."""
+    ref, rules = out["reference_seconds"], out["lr_rules"]
+    lines = [f"{'batch':>6} {'rule':>6} {'samples to target':>18} {'throughput':>12} "
+             f"{'hours':>8} {'normalised':>10}"]
+    for r in sorted(out["runs"], key=lambda r: (r["lr_rule"] != rules[0], r["batch"])):
+        t = r["time_to_target"]["median"]
+        p = r["progress_samples"]["median"]
+        lines.append(f"{r['batch']:>6} {r['lr_rule']:>6} "
+                     f"{'>budget' if p is None else format(p, '.0f'):>18} "
+                     f"{r['throughput']['samples_per_second'] * 3600:>10.0f}/h "
+                     f"{'never' if t is None else format(t / 3600, '.2f'):>8} "
+                     f"{'-' if t is None or ref is None else format(t / ref, '.3f'):>10}")
+    ct = out["critical_training_batch"]
+    lines.append(f"critical generation batch {out['critical_generation_batch']:.1f}, critical "
+                 f"training batch {'none in range' if ct is None else format(ct, '.1f')}")
+    if out["optimum"]:
+        lines.append(f"optimum: {out['optimum']['lr_rule']} LR at B={out['optimum']['batch']}")
+    by = {(r["lr_rule"], r["batch"]): r["time_to_target"]["median"] for r in out["runs"]}
+    if "fixed" in rules and "sqrt" in rules:
+        ratios = [f"B={b}: {by[('fixed', b)] / by[('sqrt', b)]:.2f}"
+                  for (rule, b) in sorted(by) if rule == "fixed"
+                  and by[("fixed", b)] and by.get(("sqrt", b))]
+        lines.append("fixed-LR / sqrt-LR time at the same batch: " + ", ".join(ratios))
+    return "\n".join(lines)
+
+
+__all__ = ["TimeToTarget", "DEFAULT_SWEEP", "rows", "summary", "run", "report"]
