@@ -1,4 +1,5 @@
-"""GPU check: the fast tests and every model's headline sweep on the accelerator, one table.
+"""GPU check: the fast tests, every model's headline sweep and the shared-noise cost on the
+accelerator, one table (it runs on a CPU-only machine too).
 
     python benchmarks/gpu_check.py            # on a machine with a GPU (or any JAX backend)
 
@@ -33,6 +34,20 @@ def sweep_row(model, seeds: int) -> tuple:
             f"{samples / sec:.3g} {model.unit}/s (compile incl.)", sec)
 
 
+def sharing_row(seeds: int = 32) -> tuple:
+    """Warm seconds of the quadratic grid with 5 lr0 values over 1: the shared-noise path."""
+    model = MODELS["quadratic"]
+    t = {}
+    for lr0s in ((1e-2,), (5e-3, 7e-3, 1e-2, 1.4e-2, 2e-2)):
+        sweep = replace(SweepConfig(**model.default_sweep), lr0s=lr0s, seeds=seeds)
+        run_sweep("quadratic", model.config(), OptimConfig(), sweep, quiet=True)  # compile
+        t0 = time.perf_counter()
+        run_sweep("quadratic", model.config(), OptimConfig(), sweep, quiet=True)
+        t[len(lr0s)] = time.perf_counter() - t0
+    return ("quadratic 5 lr0 / 1 lr0", f"x{t[5] / t[1]:.2f}",
+            f"warm {t[1]:.2f} s -> {t[5]:.2f} s, {seeds} seeds", t[1] + t[5])
+
+
 def main() -> int:
     dev = jax.devices()[0]
     label = f"{jax.default_backend()}: {dev.device_kind} x{jax.device_count()}"
@@ -49,6 +64,7 @@ def main() -> int:
     for name, factors in SEED_FACTORS.items():
         model = MODELS[name]
         rows += [sweep_row(model, k * model.default_sweep["seeds"]) for k in factors]
+    rows.append(sharing_row())
     print(f"\n{'check':<26} {'result':<12} {'detail':<44} {'seconds':>8}")
     for r in rows:
         print(f"{r[0]:<26} {r[1]:<12} {r[2]:<44} {r[3]:>8.1f}")
