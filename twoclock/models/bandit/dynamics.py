@@ -29,6 +29,15 @@ def drift_statistic(w_d, stat: str):
     return jnp.mean(w_d, axis=-1) if stat == "mean" else jnp.sqrt(jnp.mean(w_d * w_d, axis=-1))
 
 
+def adam_nu(opt_state):
+    """Adam's (uncorrected) second moment nu from an optax state, None for SGD/momentum."""
+    for s in jax.tree_util.tree_leaves(opt_state, is_leaf=lambda x: isinstance(
+            x, optax.ScaleByAdamState)):
+        if isinstance(s, optax.ScaleByAdamState):
+            return s.nu
+    return None
+
+
 def trust_region_stats(w0, w, ro, clip_S, out_S, active_S, Ds: int) -> dict:
     """What one rollout batch's M x E steps did to the trust region.
 
@@ -80,6 +89,11 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
             g_D = jnp.mean(g_PxD, axis=0)
             stats["grad_norm"] = jnp.linalg.norm(g_D)
             stats["zero_adv_frac"] = zero_adv
+            # the verifier's restoring force: the loss gradient's component along w_d (> 0:
+            # it pulls the drift back towards the reference policy)
+            wd = w0[Ds:]
+            stats["restoring_drift"] = jnp.sum(g_D[Ds:] * wd) / jnp.maximum(
+                jnp.linalg.norm(wd), 1e-12)
             active = jnp.mean((ro.adv != 0).astype(dtype))
             if M * E == 1:
                 upd, opt_state = tx.update(g_D, opt_state, w0)
@@ -114,6 +128,9 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
                     "div": ~(jnp.isfinite(acc_T) & jnp.all(jnp.isfinite(w_TxD), axis=-1)),
                     "collapse": acc_T <= peak_T - cfg.collapse_drop}
             m_tr = policy_metrics(w, train)
+            nu = adam_nu(opt_state)
+            if nu is not None:  # Adam's normaliser of the drift block, sqrt(mean nu_d)
+                stats = {**stats, "adam_rms_drift": jnp.sqrt(jnp.mean(nu[Ds:]))[None]}
             metrics = {name: jnp.mean(v) for name, v in stats.items()}
             metrics.update(heldout_acc=acc_T[-1], progress_frac=(1.0 - acc_T[-1]) / err0,
                            train_acc=m_tr["acc"], kl=m_tr["kl"], entropy=m_tr["entropy"],
