@@ -9,7 +9,7 @@ import sys
 
 from twoclock.cli import OneLineParser, add_output_args, fail, publish
 from twoclock.config import OptimConfig
-from twoclock.figures_clipping import claims_figure
+from twoclock.figures_clipping import claims_figure, regime_map_figure
 from twoclock.flags import add_config_flags, config_from_flags, float_or_none
 from twoclock.models.bandit import BanditConfig
 from twoclock.runtime import setup
@@ -29,6 +29,9 @@ def parse(argv):
     p.add_argument("--budget", type=int, default=d.budget, help="responses per run")
     p.add_argument("--early-samples", type=int, default=d.early_samples,
                    help="responses after which early held-out accuracy is read")
+    p.add_argument("--regime-map", action="store_true",
+                   help="instead: the delay over (batch, eps) and (lr0, eps), batches 64, 256, "
+                        "1024 x lr0 0.01, 0.02, 0.04 x the clips (writes clipping_regime_map)")
     add_output_args(p, "clipping")
     add_config_flags(p.add_argument_group("optimizer"), OptimConfig,
                      rename={"name": "optimizer"})
@@ -51,6 +54,12 @@ def main(argv=None) -> int:
     except ValueError as e:
         fail("clipping.py", str(e))
     setup()  # all cores as devices, persistent compilation cache
+    if ns.regime_map:
+        m = clipping.regime_map(base, opt, clips=[c for c in study.clips if c is not None],
+                                seeds=study.seeds, seed=study.seed, budget=study.budget,
+                                quiet=ns.quiet)
+        publish(ns, "clipping_regime_map", m, clipping.regime_report(m), regime_map_figure)
+        return 0
     out = clipping.run(study, base, opt, quiet=ns.quiet)
     n = len(out["runs"]) * study.seeds
     publish(ns, "clipping", out, f"{clipping.report(out)}\n\n{n} runs in "

@@ -208,12 +208,13 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-def regime_map(base: BanditConfig, opt: OptimConfig, batches=(64, 128, 256, 512, 1024),
+def regime_map(base: BanditConfig, opt: OptimConfig, batches=(64, 256, 1024),
                lr0s=(0.01, 0.02, 0.04), clips=(0.1, 0.2, 0.5), seeds: int = 8, seed: int = 0,
                budget: int = 40_000, quiet: bool = True) -> dict:
     """The clipping regime map: the delay N_fail(eps) / N_fail(none) (medians over seeds) on
     the grid batch x lr0 x eps, and the predicted boundary eps*(lr(B)) =
     drift_logratio_per_batch, above which (eps > eps*) clipping should not bind."""
+    t0 = time.perf_counter()
     res = sweep_clips(base, opt, batches, lr0s, tuple(clips) + (None,), seeds, seed, budget,
                       quiet)
     free = np.median(censored(res[None].fail_n), axis=-1)  # [B, L]
@@ -227,4 +228,24 @@ def regime_map(base: BanditConfig, opt: OptimConfig, batches=(64, 128, 256, 512,
             "clips": [float(c) for c in clips], "seeds": seeds, "budget": budget,
             "delay": {c: f(d) for c, d in delay.items()}, "eps_star": f(eps_star),
             "failure_unclipped": f(free), "model": dataclasses.asdict(base),
-            "optimizer": dataclasses.asdict(opt), "unit": "responses"}
+            "optimizer": dataclasses.asdict(opt), "unit": "responses",
+            "seconds": time.perf_counter() - t0}
+
+
+def regime_report(m: dict) -> str:
+    """The regime map as text: one block per eps, rows batch, columns lr0; * = binds (eps <
+    eps*, predicted)."""
+    lines = [f"delay N_fail(eps) / N_fail(none), medians over {m['seeds']} seeds; "
+             f"* where clipping is predicted to bind (eps < eps*)"]
+    for c in m["clips"]:
+        lines.append(f"eps {c:g}: " + " " * 3 + "".join(f"{'lr0 ' + format(l, 'g'):>12}"
+                                                     for l in m["lr0s"]))
+        for i, b in enumerate(m["batches"]):
+            cells = []
+            for j in range(len(m["lr0s"])):
+                v, star = m["delay"][str(c)][i][j], m["eps_star"][i][j]
+                cells.append(f"{'>budget' if v is None else format(v, '.2f')}"
+                             f"{'*' if c < star else ' '} (eps* {star:.2f})")
+            lines.append(f"  B = {b:>5}: " + "  ".join(cells))
+    lines.append(f"{m['seconds']:.0f} s")
+    return "\n".join(lines)
