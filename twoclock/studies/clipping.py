@@ -17,8 +17,8 @@ from twoclock import results
 from twoclock.clocks import bootstrap_indices, censored, median_ci, summarize
 from twoclock.config import OptimConfig, SweepConfig, require, require_int
 from twoclock.models.bandit import BanditConfig, describe_batch
-from twoclock.models.bandit.theory import (drift_logratio_per_batch, drift_move_per_batch,
-                                           noise_scale)
+from twoclock.models.bandit.theory import (clipped_move_per_batch, drift_logratio_per_batch,
+                                           drift_move_per_batch, noise_scale, predicted_delay)
 from twoclock.scaling import lr_for_batch
 from twoclock.sweep import run_sweep
 
@@ -112,8 +112,10 @@ def run(study: Study, base: BanditConfig, opt: OptimConfig, quiet: bool = True) 
                     "clip_frac", "clip_frac_active", "outside_frac", "move_drift",
                     "move_skill", "logratio_drift", "logratio_skill")},
                 "noise_scale_drift": _finite(noise_scale(ck["noise_drift"], ck["signal_drift"])),
-                "theory": {"move_drift": drift_move_per_batch(base, opt, lr),
-                           "logratio_drift": drift_logratio_per_batch(base, opt, lr)},
+                "theory": {"move_drift": clipped_move_per_batch(base, opt, lr, c),
+                           "move_drift_unclipped": drift_move_per_batch(base, opt, lr),
+                           "logratio_drift": drift_logratio_per_batch(base, opt, lr),
+                           "delay": predicted_delay(base, opt, lr, c)},
                 "fail_n": r.fail_n[i, 0].tolist(),
             })
     out = {"schema": results.SCHEMA, "model": "bandit", "unit": "responses", "runs": runs,
@@ -190,8 +192,10 @@ def report(out: dict) -> str:
             f"{r['theory']['move_drift']:.3f} / {r['move_drift']:.3f}")
     c = out["claims"]
     lines.append("")
+    pred = {(r["batch"], r["clip"]): r["theory"]["delay"] for r in out["runs"]}
     for b, d in c["a_failure_delay"].items():
-        lines.append(f"(a) B = {b}: N_fail(eps {d['clip']}) / N_fail(none) = {_ratio(d)}")
+        lines.append(f"(a) B = {b}: N_fail(eps {d['clip']}) / N_fail(none) = {_ratio(d)} "
+                     f"(hard-cap theory {pred[(int(b), d['clip'])]:.2f})")
     g = c["b_progress_gap"]
     f2 = lambda v: "n/a" if v is None else f"{v:.2f}"
     lines.append(f"(b) N_prog(B_max) / N_prog(B_min): unclipped {f2(g['none'])}, "

@@ -99,3 +99,31 @@ def binding_lr(cfg: BanditConfig, opt: OptimConfig, eps: float) -> float:
     """The learning rate above which clipping at eps binds on the drift (the boundary)."""
     require_positive("eps", eps)
     return eps / drift_logratio_per_batch(cfg, opt, 1.0)
+
+
+# The fraction of the drift's push that the trust region stops once a sample has left the band:
+# about the measured clip fraction of nonzero-advantage samples (10-30% in the clipping study).
+CLIP_BITE = 0.25
+
+
+def clipped_move_per_batch(cfg: BanditConfig, opt: OptimConfig, lr: float,
+                           eps: float | None) -> float:
+    """The drift's move per rollout batch under clipping at eps: a soft trust-region cap,
+    1 / m = 1 / m_free + 1 / m_cap with m_cap = eps / (0.5 s_tr CLIP_BITE). A hard cap
+    (every sample stops once the drift's RMS log-ratio reaches eps: m_cap = eps / (0.5 s_tr))
+    would ignore that only the samples past the band with a nonzero advantage stop; it
+    predicts 4x less movement than measured at B = 1024, eps 0.2. The harmonic form has one
+    constant and no batch dependence beyond m_free = drift_move_per_batch; over the clipping
+    study's batches and eps it is within 25% of the measured move (tested)."""
+    free = drift_move_per_batch(cfg, opt, lr)
+    if eps is None:
+        return free
+    require_positive("eps", eps)
+    cap = eps / (LOGRATIO_PER_MOVE * cfg.drift_train_scale * CLIP_BITE)
+    return 1.0 / (1.0 / free + 1.0 / cap)
+
+
+def predicted_delay(cfg: BanditConfig, opt: OptimConfig, lr: float, eps: float | None) -> float:
+    """N_fail(eps) / N_fail(none) if the drift accumulated at its per-batch move (a directed
+    drift): unclipped move / clipped move = 1 + m_free / m_cap, growing with lr(B) / eps."""
+    return drift_move_per_batch(cfg, opt, lr) / clipped_move_per_batch(cfg, opt, lr, eps)
