@@ -12,6 +12,8 @@ from hypothesis import given, settings, strategies as st
 from tests.helpers import assert_close
 from twoclock import objectives as obj
 from twoclock.config import OptimConfig
+from twoclock.figures_clipping import regime_map_figure
+from twoclock.figures_style import axes_labelled
 from twoclock.models.bandit import MODEL, BanditConfig
 from twoclock.models.bandit.dynamics import pools
 from twoclock.models.bandit.rollout import make_rollout
@@ -178,3 +180,17 @@ def test_adam_noise_step():
 def test_bad_drift_config_names_the_parameter(kw, name):
     with pytest.raises(ValueError, match=f"^{name} must be"):
         BanditConfig(**kw)
+
+
+def test_regime_map_figure_from_a_result_dict():
+    """The figure takes the JSON dict (no JAX): every axis labelled, the boundary drawn."""
+    m = {"batches": [64, 1024], "lr0s": [0.01, 0.02, 0.04], "clips": [0.1, 0.5],
+         "delay": {"0.1": [[1.5, 1.6, None], [2.0, 2.5, 3.0]],
+                   "0.5": [[1.0, 1.1, 1.2], [1.1, 1.3, 2.0]]},
+         "eps_star": [[0.1, 0.2, 0.4], [0.4, 0.8, 1.6]], "unit": "responses", "seeds": 2}
+    fig = regime_map_figure(m)
+    assert axes_labelled(fig)
+    lines = [ln for ax in fig.axes for ln in ax.get_lines()]
+    assert any(ln.get_label() == "predicted boundary eps*" for ln in lines)
+    star = [ln for ln in fig.axes[0].get_lines()][0].get_ydata()
+    assert_close(star, np.log2([0.2, 0.8]), rtol=1e-12, atol=0, what="boundary at lr0 0.02")

@@ -1,7 +1,7 @@
 """The clipping study on the bandit: what PPO/GRPO ratio clipping does to the two clocks.
 
-Three claims of the source article ("大batch反而学得慢？RLVR「双时钟」框架揭示批大小与学习率缩放真相",
-"Larger batches learn slower? The RLVR two-clock framework on batch size and learning-rate
+Three claims of the article "大batch反而学得慢？RLVR「双时钟」框架揭示批大小与学习率缩放真相"
+("Larger batches learn slower? The RLVR two-clock framework on batch size and learning-rate
 scaling"): (a) clipping delays the failure clock, more at the largest batch; (b) without
 clipping the progress gap remains; (c) a wider clip buys faster early progress and fails
 earlier. The default regime (`EMERGENT`) is one where clipping binds on the drift: the drift is
@@ -195,7 +195,7 @@ def report(out: dict) -> str:
     pred = {(r["batch"], r["clip"]): r["theory"]["delay"] for r in out["runs"]}
     for b, d in c["a_failure_delay"].items():
         lines.append(f"(a) B = {b}: N_fail(eps {d['clip']}) / N_fail(none) = {_ratio(d)} "
-                     f"(hard-cap theory {pred[(int(b), d['clip'])]:.2f})")
+                     f"(cap theory {pred[(int(b), d['clip'])]:.2f})")
     g = c["b_progress_gap"]
     f2 = lambda v: "n/a" if v is None else f"{v:.2f}"
     lines.append(f"(b) N_prog(B_max) / N_prog(B_min): unclipped {f2(g['none'])}, "
