@@ -51,9 +51,11 @@ def drift_gradients(cfg, batch=256, n=64):
 def test_mean_drift_gradient_is_zero_without_a_spurious_correlation(spurious, shaping):
     """Emergent drift at the reference policy: with neither a spurious train correlation nor a
     shaping reward the drift gradient's mean is zero (within 4 standard errors per
-    coordinate); either source gives a mean pull along ones (a loss gradient < 0)."""
-    cfg = dataclasses.replace(EMERGENT, spurious=spurious, shaping=shaping)
-    g = drift_gradients(cfg)
+    coordinate, 256 rollout batches of 256 responses); either source gives a mean pull along
+    ones (a loss gradient < 0)."""
+    # a small train pool: its chance correlations would show if the features kept them
+    cfg = dataclasses.replace(EMERGENT, n_train=16, spurious=spurious, shaping=shaping)
+    g = drift_gradients(cfg, n=256)
     mean, se = g.mean(axis=0), g.std(axis=0, ddof=1) / np.sqrt(g.shape[0])
     if spurious == 0 and shaping == 0:
         assert_close(mean, 0.0, rtol=0, atol=4 * se, what="mean drift gradient")
@@ -72,15 +74,18 @@ def direct_count(cfg, batch, lr, seed):
     state, M = tx.init(w), cfg.minibatches
     Pm = r.a.shape[0] // M
     clipped = active = total = 0
-    for s in range(M * cfg.epochs):
-        mb = jax.tree_util.tree_map(lambda v: v[(s % M) * Pm:(s % M + 1) * Pm], r)
+
+    @jax.jit
+    def step(w, state, mb):
         logp = jnp.take_along_axis(jax.nn.log_softmax(mb.z0 + mb.phi @ w), mb.a, axis=-1)
         c = obj.clipped_mask(jnp.exp(logp - mb.logp_old), mb.adv, cfg.clip_low, cfg.eps_high)
-        clipped += int(jnp.sum(c))
-        active += int(jnp.sum(mb.adv != 0))
-        total += mb.a.size
         upd, state = tx.update(jnp.mean(group_grads(w, mb, cfg)[0], axis=0), state, w)
-        w = optax.apply_updates(w, upd)
+        return optax.apply_updates(w, upd), state, jnp.sum(c), jnp.sum(mb.adv != 0)
+
+    for s in range(M * cfg.epochs):
+        mb = jax.tree_util.tree_map(lambda v: v[(s % M) * Pm:(s % M + 1) * Pm], r)
+        w, state, c, a = step(w, state, mb)
+        clipped, active, total = clipped + int(c), active + int(a), total + mb.a.size
     return clipped / total, clipped / active, w
 
 
