@@ -7,7 +7,7 @@ where clipping binds), B = 64 and 1024, eps 0.1 ... 0.5 and none, 16 seeds.
 """
 import sys
 
-from twoclock.cli import OneLineParser, add_output_args, fail, publish
+from twoclock.cli import OneLineParser, add_output_args, parsed, publish
 from twoclock.config import OptimConfig
 from twoclock.figures_clipping import claims_figure, regime_map_figure
 from twoclock.flags import add_config_flags, config_from_flags, float_or_none
@@ -48,11 +48,7 @@ def parse(argv):
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        ns, study, base, opt = parse(argv)
-    except ValueError as e:
-        fail("clipping.py", str(e))
+    ns, study, base, opt = parsed("clipping.py", parse, argv)
     setup()  # all cores as devices, persistent compilation cache
     if ns.regime_map:
         m = clipping.regime_map(base, opt, clips=[c for c in study.clips if c is not None],

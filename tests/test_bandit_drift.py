@@ -37,11 +37,11 @@ def run_once(cfg, batch, n_steps, lr, seed=0, n_ckpt=None):
 def drift_gradients(cfg, batch=256, n=64):
     """[n, Dd] batch-mean drift gradients at w = 0 from n independent rollout batches."""
     train, _ = pools(cfg)
-    rollout = make_rollout(cfg, batch, train)
+    rollout, bits = make_rollout(cfg, batch, train)
     w0 = jnp.zeros((cfg.skill_dim + cfg.drift_dim,))
 
     def one(key):
-        ro, logp, _ = rollout(w0, key)
+        ro, logp, _ = rollout(w0, bits(key))
         return jnp.mean(group_grads(w0, ro, cfg, logp)[0], axis=0)[cfg.skill_dim:]
     return np.asarray(jax.jit(jax.vmap(one))(jax.random.split(jax.random.PRNGKey(1), n)))
 
@@ -67,9 +67,9 @@ def direct_count(cfg, batch, lr, seed):
     """One rollout batch replayed by hand: clipped samples over all and over nonzero-advantage
     samples, pooled over the M x E inner steps, and the final parameters."""
     train, _ = pools(cfg)
-    ro = make_rollout(cfg, batch, train)
+    rollout, bits = make_rollout(cfg, batch, train)
     w = jnp.zeros((cfg.skill_dim + cfg.drift_dim,))
-    r, _, _ = ro(w, jax.random.fold_in(jax.random.PRNGKey(seed), 1))
+    r, _, _ = rollout(w, bits(jax.random.fold_in(jax.random.PRNGKey(seed), 1)))
     tx = make_optimizer(OPT, lr, batch)
     state, M = tx.init(w), cfg.minibatches
     Pm = r.a.shape[0] // M
