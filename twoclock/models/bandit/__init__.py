@@ -17,8 +17,9 @@ D = skill_dim + drift_dim, w = 0 at the start (the reference policy):
   which eventually scrambles the policy there: held-out accuracy collapses while train
   accuracy holds (the *emergent* collapse).
 
-Drift pull. Each sampled response i carries a non-verifier shaping signal xi_ij ~ N(drift_bias,
-drift_noise) per drift coordinate j (think of a weak style/length bonus). It enters the
+Injected drift (drift_source = "injected", the default). Each sampled response i carries a
+non-verifier shaping signal xi_ij ~ N(drift_bias, drift_noise) per drift coordinate j (think
+of a weak style/length bonus). It enters the
 surrogate as a shaping term whose parameter gradient points along the drift coordinates,
 importance-weighted and masked like a hard trust region:
     J_i = min(rho_i A_i, clip(rho_i) A_i) + keep_i * sg(rho_i) * sum_j xi_ij * w_dj,
@@ -31,11 +32,28 @@ own sampling, e.g. a shaping reward added to r, does: Var_pi(phi_d) -> 0), and G
 normalisation never sees it. With drift_train_scale > 0 the verifier's own gradient also acts
 on w_d (a restoring force once drift hurts train accuracy); the measured noise scale includes it.
 
+Emergent drift (drift_source = "emergent"). No xi: w_d moves only under the policy's own
+gradient. The drift features are present on train prompts (drift_train_scale, default here 1)
+with, on every prompt, equal means over its correct and its wrong responses, so at the reference
+policy they carry no correctness signal (the mean drift gradient is zero, tested), plus two
+sources of a pull: `spurious` (r - n_correct / K) along v = ones / sqrt(drift_dim) (a spurious
+correlation of the train pool), and `shaping` lam, a non-verifier reward s(x, a) = phi_d(x, a).v
+added to r before the group advantage (a style bonus, as real shaping enters). With GRPO's std
+normalisation the bonus dominates the advantage in groups whose verifier rewards are all equal,
+so the pull grows as the policy solves prompts; wherever the verifier sees the drift (mixed
+groups) it resists it. Held-out drift features at drift_scale > drift_train_scale make the drift
+damage held-out prompts more than train ones. The clipping study (`twoclock.studies.clipping`)
+runs in this regime; the failure statistic is mean(w_d) (drift_stat "mean"; "rms": RMS(w_d)).
+
 Rollouts and updates. One *update* = one rollout batch: P = B / G prompts sampled with
 replacement from the train pool, G responses each (B responses), advantages per group, then
 M minibatch optimizer steps (P / M prompts each) x E epochs over the batch, the ratio
 pi_w / pi_behaviour taken against the policy that sampled the batch. With M = E = 1 the ratio
 is 1 at the only step and clipping changes nothing. The learning-rate rule uses B (responses).
+Each update records the clip fraction over all samples and over nonzero-advantage samples, the
+movement |dw| of the skill and the drift block over the rollout batch, the RMS log-ratio of the
+batch's sampled responses that each block's movement alone gives, the drift's restoring force
+(the loss gradient along w_d) and Adam's normaliser of the drift block.
 
 Implementation (for speed; the model is the one above). `surrogate.group_loss` is the
 definition of the surrogate; runs use its closed-form gradient `surrogate.group_grads` (score
@@ -44,7 +62,8 @@ draw from fold_in(key, t) (`rollout.make_rollout`).
 
 Clocks (in responses; updates = rollout batches). Progress: first update after which the exact
 held-out accuracy >= target. Failure: first update after which the drift statistic, the mean
-signed displacement of the drift coordinates from their start (mean(w_d)), >= drift_threshold.
+signed displacement of the drift coordinates from their start (mean(w_d), or RMS(w_d) with
+drift_stat = "rms"), >= drift_threshold.
 Emergent collapse (extra["collapse_n"]): first update after which held-out accuracy <= its
 running peak - collapse_drop.
 """

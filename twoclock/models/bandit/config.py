@@ -6,6 +6,8 @@ from twoclock.config import (finite, param, require, require_choice, require_fra
 from twoclock.objectives import ADVANTAGES
 
 SHAPING_CLIPS = ("mask", "ppo")
+DRIFT_SOURCES = ("injected", "emergent")
+DRIFT_STATS = ("mean", "rms")
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,9 @@ class BanditConfig:
     drift_dim: int = param(16, 'drift coordinates')
     drift_scale: float = param(0.25, 'drift feature scale on held-out prompts')
     drift_train_scale: float = param(0.0, 'drift feature scale on train prompts (0: invisible to the verifier)')
+    drift_source: str = param("injected", "injected: a synthetic shaping signal xi ~ N(b, c_d) pulls w_d | emergent: no xi, w_d moves only under the policy's own gradient (drift features on train prompts, --spurious)", choices=DRIFT_SOURCES)
+    spurious: float = param(0.0, "emergent drift: correctness signal of the train drift features along ones / sqrt(drift_dim) (0: train drift features uncorrelated with correctness on every prompt)")
+    shaping: float = param(0.0, "emergent drift: weight lam of a non-verifier reward s(x, a) = phi_d(x, a) . ones / sqrt(drift_dim) added to r in the advantage (a style bonus)")
     drift_bias: float = param(0.05, 'mean b of the per-response drift signal')
     drift_noise: float = param(25.0, 'variance c_d of the per-response drift signal')
     group: int = param(8, 'G responses per prompt')
@@ -35,7 +40,8 @@ class BanditConfig:
     kl_coef: float = param(0.0, 'KL(pi || pi_ref) penalty')
     shaping_clip: str = param("mask", "clipping of the shaping pull: mask (ratio outside the band) | ppo (PPO's rule with the pull's sign on log pi(a))", choices=SHAPING_CLIPS)
     target: float = param(0.75, 'held-out accuracy target')
-    drift_threshold: float = param(2.0, 'failure: mean drift displacement threshold')
+    drift_stat: str = param("mean", "failure statistic: mean (mean(w_d), signed) | rms (RMS(w_d))", choices=DRIFT_STATS)
+    drift_threshold: float = param(2.0, 'failure: threshold of the drift statistic')
     collapse_drop: float = param(0.1, 'emergent collapse: held-out accuracy drop below its running peak')
     init_seed: int = param(0, 'seed of the prompt pools')
 
@@ -57,6 +63,16 @@ class BanditConfig:
                 "a finite number >= 0", self.drift_scale)
         require(finite(self.drift_train_scale) and self.drift_train_scale >= 0,
                 "drift_train_scale", "a finite number >= 0", self.drift_train_scale)
+        require_choice("drift_source", self.drift_source, DRIFT_SOURCES)
+        require(finite(self.spurious) and self.spurious >= 0, "spurious", "a finite number >= 0",
+                self.spurious)
+        require(self.drift_source == "emergent" or self.spurious == 0, "spurious",
+                "0 unless drift_source is emergent", self.spurious)
+        require(finite(self.shaping) and self.shaping >= 0, "shaping", "a finite number >= 0",
+                self.shaping)
+        require(self.drift_source == "emergent" or self.shaping == 0, "shaping",
+                "0 unless drift_source is emergent", self.shaping)
+        require_choice("drift_stat", self.drift_stat, DRIFT_STATS)
         require(finite(self.drift_bias) and self.drift_bias >= 0, "drift_bias",
                 "a finite number >= 0", self.drift_bias)
         require(finite(self.drift_noise) and self.drift_noise >= 0, "drift_noise",

@@ -10,7 +10,8 @@ import optax
 from twoclock.config import OptimConfig
 from twoclock.model import Dynamics, RunState
 from twoclock.models.bandit.config import BanditConfig
-from twoclock.models.bandit.problem import Pool, accuracy, make_problem, policy_metrics
+from twoclock.models.bandit.problem import (Pool, accuracy, logp_of, make_problem,
+                                            policy_metrics)
 from twoclock.models.bandit.rollout import make_rollout
 from twoclock.models.bandit.surrogate import group_grads, noise_stats
 from twoclock.scaling import make_optimizer
@@ -21,6 +22,41 @@ def pools(cfg: BanditConfig) -> tuple:
     """(train, held-out) pools as arrays of the default float type."""
     dtype = jnp.result_type(float)
     return tuple(Pool(*(jnp.asarray(v, dtype) for v in p)) for p in make_problem(cfg))
+
+
+def drift_statistic(w_d, stat: str):
+    """The failure statistic over the last axis: mean(w_d) (signed) or RMS(w_d)."""
+    return jnp.mean(w_d, axis=-1) if stat == "mean" else jnp.sqrt(jnp.mean(w_d * w_d, axis=-1))
+
+
+def adam_nu(opt_state):
+    """Adam's (uncorrected) second moment nu from an optax state, None for SGD/momentum."""
+    for s in jax.tree_util.tree_leaves(opt_state, is_leaf=lambda x: isinstance(
+            x, optax.ScaleByAdamState)):
+        if isinstance(s, optax.ScaleByAdamState):
+            return s.nu
+    return None
+
+
+def trust_region_stats(w0, w, ro, clip_S, out_S, active_S, Ds: int) -> dict:
+    """What one rollout batch's M x E steps did to the trust region.
+
+    clip_frac: clipped samples over all samples, pooled over the inner steps (equal-sized
+    minibatches); clip_frac_active: over samples with a nonzero advantage (only those can be
+    clipped); move_{skill,drift}: |w - w0| of each block over the rollout batch;
+    logratio_{skill,drift}: RMS over the batch's sampled responses of log pi_{w0 + dw_block}(a)
+    - log pi_{w0}(a), the log-ratio each block's movement alone would give them.
+    """
+    dw = w - w0
+    out = {"clip_frac": jnp.mean(clip_S), "outside_frac": jnp.mean(out_S),
+           "clip_frac_active": jnp.sum(clip_S) / jnp.maximum(jnp.sum(active_S), 1e-12),
+           "move_skill": jnp.linalg.norm(dw[:Ds]), "move_drift": jnp.linalg.norm(dw[Ds:])}
+    for name, mask in (("skill", jnp.arange(w.shape[0]) < Ds),
+                       ("drift", jnp.arange(w.shape[0]) >= Ds)):
+        logp = jnp.take_along_axis(logp_of(w0 + jnp.where(mask, dw, 0.0), ro.z0, ro.phi),
+                                   ro.a, axis=-1)
+        out[f"logratio_{name}"] = jnp.sqrt(jnp.mean((logp - ro.logp_old) ** 2))
+    return out
 
 
 def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
@@ -44,19 +80,26 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
             return jax.vmap(lambda t: rollout_bits(jax.random.fold_in(key, t)))(ts_T)
 
         def update(tx, carry, bits):
-            w, opt_state = carry
-            ro, logp_PxK, zero_adv = rollout(w, bits)
+            w0, opt_state = carry
+            ro, logp_PxK, zero_adv = rollout(w0, bits)
             # per-group gradients at the behaviour policy: the noise scale, and with
             # M = E = 1 the only step's gradient (their mean)
-            g_PxD, clip_P, out_P = group_grads(w, ro, cfg, logp_PxK)
+            g_PxD, clip_P, out_P = group_grads(w0, ro, cfg, logp_PxK)
             stats = noise_stats(g_PxD, G, Ds)
             g_D = jnp.mean(g_PxD, axis=0)
             stats["grad_norm"] = jnp.linalg.norm(g_D)
             stats["zero_adv_frac"] = zero_adv
+            # the verifier's restoring force: the loss gradient's component along w_d (> 0:
+            # it pulls the drift back towards the reference policy)
+            wd = w0[Ds:]
+            stats["restoring_drift"] = jnp.sum(g_D[Ds:] * wd) / jnp.maximum(
+                jnp.linalg.norm(wd), 1e-12)
+            active = jnp.mean((ro.adv != 0).astype(dtype))
             if M * E == 1:
-                upd, opt_state = tx.update(g_D, opt_state, w)
-                w = optax.apply_updates(w, upd)
-                stats["clip_frac"], stats["outside_frac"] = jnp.mean(clip_P), jnp.mean(out_P)
+                upd, opt_state = tx.update(g_D, opt_state, w0)
+                w = optax.apply_updates(w0, upd)
+                clip_S, out_S, active_S = jnp.mean(clip_P)[None], jnp.mean(out_P)[None], \
+                    active[None]
             else:
                 ro_M = jax.tree_util.tree_map(lambda v: v.reshape((M, Pm) + v.shape[1:]), ro)
 
@@ -65,12 +108,12 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
                     mb = jax.tree_util.tree_map(lambda v: v[s % M], ro_M)
                     g_mb, clip_mb, out_mb = group_grads(w, mb, cfg)
                     upd, opt_state = tx.update(jnp.mean(g_mb, axis=0), opt_state, w)
-                    return (optax.apply_updates(w, upd), opt_state), (jnp.mean(clip_mb),
-                                                                     jnp.mean(out_mb))
+                    return (optax.apply_updates(w, upd), opt_state), (
+                        jnp.mean(clip_mb), jnp.mean(out_mb), jnp.mean((mb.adv != 0).astype(dtype)))
 
-                (w, opt_state), (clip_S, out_S) = jax.lax.scan(step, (w, opt_state),
-                                                               jnp.arange(M * E))
-                stats["clip_frac"], stats["outside_frac"] = jnp.mean(clip_S), jnp.mean(out_S)
+                (w, opt_state), (clip_S, out_S, active_S) = jax.lax.scan(
+                    step, (w0, opt_state), jnp.arange(M * E))
+            stats.update(trust_region_stats(w0, w, ro, clip_S, out_S, active_S, Ds))
             return (w, opt_state), (w, stats)
 
         def advance(tx, state: RunState, ts_T, bits_T):
@@ -79,16 +122,20 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
             logits_TxNxK = test.z0[None] + jnp.einsum("nkd,td->tnk", test.phi, w_TxD)
             acc_T = jnp.mean(jnp.sum(jax.nn.softmax(logits_TxNxK, axis=-1) * test.R[None],
                                      axis=-1), axis=-1)
-            drift_T = jnp.mean(w_TxD[:, Ds:], axis=-1)
+            drift_T = drift_statistic(w_TxD[:, Ds:], cfg.drift_stat)
             peak_T = jnp.maximum(state.aux, jax.lax.cummax(acc_T))
             hits = {"prog": acc_T >= cfg.target, "fail": drift_T >= cfg.drift_threshold,
                     "div": ~(jnp.isfinite(acc_T) & jnp.all(jnp.isfinite(w_TxD), axis=-1)),
                     "collapse": acc_T <= peak_T - cfg.collapse_drop}
             m_tr = policy_metrics(w, train)
+            nu = adam_nu(opt_state)
+            if nu is not None:  # Adam's normaliser of the drift block, sqrt(mean nu_d)
+                stats = {**stats, "adam_rms_drift": jnp.sqrt(jnp.mean(nu[Ds:]))[None]}
             metrics = {name: jnp.mean(v) for name, v in stats.items()}
             metrics.update(heldout_acc=acc_T[-1], progress_frac=(1.0 - acc_T[-1]) / err0,
                            train_acc=m_tr["acc"], kl=m_tr["kl"], entropy=m_tr["entropy"],
-                           drift=jnp.mean(w[Ds:]), skill=jnp.mean(w[:Ds]))
+                           drift=drift_statistic(w[Ds:], cfg.drift_stat),
+                           drift_rms=jnp.sqrt(jnp.mean(w[Ds:] ** 2)), skill=jnp.mean(w[:Ds]))
             return state._replace(params=w, opt_state=opt_state, aux=peak_T[-1]), hits, metrics
 
         def init(tx) -> RunState:

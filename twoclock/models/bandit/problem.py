@@ -35,11 +35,30 @@ def make_pool(cfg: BanditConfig, n: int, rng, drift_scale: float) -> Pool:
     return Pool(z0, np.concatenate([phi_s, phi_d], axis=-1), R)
 
 
+def emergent_train_drift(cfg: BanditConfig, pool: Pool) -> Pool:
+    """The emergent drift's train features: on every prompt the random drift features get
+    equal means over its correct and its wrong responses (so, at any policy that treats a
+    prompt's correct responses alike and its wrong ones alike, they carry no correctness
+    signal), plus `spurious` (r - n_correct / K) along v = ones / sqrt(drift_dim)."""
+    Ds, K, nc = cfg.skill_dim, cfg.responses, cfg.n_correct
+    phi_d, R = pool.phi[..., Ds:], pool.R[..., None]
+    mean_c = np.sum(phi_d * R, axis=1, keepdims=True) / nc
+    mean_w = np.sum(phi_d * (1 - R), axis=1, keepdims=True) / (K - nc)
+    mean = np.mean(phi_d, axis=1, keepdims=True)
+    phi_d = phi_d - np.where(R > 0, mean_c, mean_w) + mean
+    v = np.ones(cfg.drift_dim) / math.sqrt(cfg.drift_dim)
+    phi_d = phi_d + cfg.spurious * (R - nc / K) * v
+    return pool._replace(phi=np.concatenate([pool.phi[..., :Ds], phi_d], axis=-1))
+
+
 def make_problem(cfg: BanditConfig) -> tuple[Pool, Pool]:
     """(train, held-out) pools, fixed by init_seed (the same for every seed of a sweep)."""
     rng = np.random.default_rng(cfg.init_seed)
-    return (make_pool(cfg, cfg.n_train, rng, cfg.drift_train_scale),
-            make_pool(cfg, cfg.n_test, rng, cfg.drift_scale))
+    train = make_pool(cfg, cfg.n_train, rng, cfg.drift_train_scale)
+    test = make_pool(cfg, cfg.n_test, rng, cfg.drift_scale)
+    if cfg.drift_source == "emergent":
+        train = emergent_train_drift(cfg, train)
+    return train, test
 
 
 def logp_of(w, z0_NxK, phi_NxKxD):

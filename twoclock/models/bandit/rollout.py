@@ -43,13 +43,17 @@ def make_rollout(cfg: BanditConfig, batch: int, train: Pool):
     One raw-bits draw per update feeds every random choice (one threefry expansion to compile
     instead of seven): prompts, one inverse-CDF uniform per response, and the shaping signal.
     With M = E = 1 every sample keeps rho = 1 and only the group mean of xi enters the update,
-    so that mean ~ N(b, c_d / G) is drawn directly.
+    so that mean ~ N(b, c_d / G) is drawn directly. Emergent drift draws no shaping signal
+    (xi is a zero placeholder the surrogate ignores).
     """
     P, G, M, E = cfg.prompts(batch), cfg.group, cfg.minibatches, cfg.epochs
     Dd = cfg.drift_dim
     dtype = train.z0.dtype
+    Ds = cfg.skill_dim
+    v_d = jnp.full((Dd,), 1.0 / math.sqrt(Dd), dtype)  # the shaping reward's direction
     logref_train = jax.nn.log_softmax(train.z0, axis=-1)
-    n_xi = P * Dd if M * E == 1 else P * G * Dd
+    injected = cfg.drift_source == "injected"
+    n_xi = 0 if not injected else P * Dd if M * E == 1 else P * G * Dd
     xi_shape = (P, 1, Dd) if M * E == 1 else (P, G, Dd)
     xi_sd = math.sqrt(cfg.drift_noise / (G if M * E == 1 else 1))
 
@@ -59,12 +63,19 @@ def make_rollout(cfg: BanditConfig, batch: int, train: Pool):
     def rollout(w, bits):
         x_P = (bits[:P] % np.array(cfg.n_train, bits.dtype)).astype(jnp.int32)
         u_PxG = _uniform(bits[P:P + P * G], dtype).reshape(P, G)
-        xi = cfg.drift_bias + xi_sd * _normal(bits[P + P * G:], dtype).reshape(xi_shape)
+        if injected:
+            xi = cfg.drift_bias + xi_sd * _normal(bits[P + P * G:], dtype).reshape(xi_shape)
+        else:
+            xi = jnp.zeros((P, 1, Dd), dtype)
         z0, phi, R, logref = train.z0[x_P], train.phi[x_P], train.R[x_P], logref_train[x_P]
         logp_PxK = logp_of(w, z0, phi)
         a_PxG = sample_responses(logp_PxK, u_PxG)
         r_PxG = jnp.take_along_axis(R, a_PxG, axis=1)
-        adv = obj.advantages(r_PxG, cfg.advantage, cfg.adv_eps)
+        if cfg.shaping > 0:  # a non-verifier reward enters through the advantage
+            s_PxG = jnp.take_along_axis(phi[..., Ds:] @ v_d, a_PxG, axis=1)
+            adv = obj.advantages(r_PxG + cfg.shaping * s_PxG, cfg.advantage, cfg.adv_eps)
+        else:
+            adv = obj.advantages(r_PxG, cfg.advantage, cfg.adv_eps)
         logp_old = jnp.take_along_axis(logp_PxK, a_PxG, axis=1)
         zero_adv = jnp.mean(obj.zero_advantage_groups(r_PxG).astype(dtype))
         return Rollout(z0, phi, logref, a_PxG, adv, xi, logp_old), logp_PxK, zero_adv

@@ -49,6 +49,8 @@ def group_loss(w, ro: Rollout, cfg: BanditConfig):
     dphi_G = ro.phi[ro.a][:, Ds:] - (pi_K @ ro.phi[:, Ds:])[None]
     keep_G = shaping_keep(rho_G, ro.xi, dphi_G, cfg)
     shaping = jnp.sum(jnp.mean((keep_G * rho_G)[:, None] * ro.xi, axis=0) * w[Ds:])
+    if cfg.drift_source == "emergent":  # no shaping signal: the drift is the policy's own
+        shaping = 0.0
     loss = -(jnp.mean(j_G) + shaping)
     if cfg.kl_coef > 0:
         loss = loss + cfg.kl_coef * obj.kl(logp_K, ro.logref)
@@ -92,6 +94,8 @@ def group_grads(w, ro: Rollout, cfg: BanditConfig, logp_PxK=None):
         kl_ = jnp.sum(pi_K * dlog, axis=-1, keepdims=True)
         gl_K = gl_K + cfg.kl_coef * pi_K * (dlog - kl_)
     g_D = jnp.einsum("...k,...kd->...d", gl_K, ro.phi)
+    if cfg.drift_source == "emergent":  # no shaping signal, no pull
+        return g_D, jnp.mean(clipped_G.astype(rho_G.dtype), axis=-1), 1.0 - jnp.mean(keep_G, -1)
     pull = jnp.mean((keep_G * rho_G)[..., None] * ro.xi, axis=-2)  # xi [.., G or 1, Dd]
     g_D = jnp.concatenate([g_D[..., :Ds], g_D[..., Ds:] - pull], axis=-1)
     return (g_D, jnp.mean(clipped_G.astype(rho_G.dtype), axis=-1),

@@ -1,0 +1,255 @@
+"""The clipping study on the bandit: what PPO/GRPO ratio clipping does to the two clocks.
+
+Three claims of the article "大batch反而学得慢？RLVR「双时钟」框架揭示批大小与学习率缩放真相"
+("Larger batches learn slower? The RLVR two-clock framework on batch size and learning-rate
+scaling"): (a) clipping delays the failure clock, more at the largest batch; (b) without
+clipping the progress gap remains; (c) a wider clip buys faster early progress and fails
+earlier. The default regime (`EMERGENT`) is one where clipping binds on the drift: the drift is
+emergent (a style reward through the advantage, drift features on train prompts) and each
+rollout batch is used for M = 4 minibatches x E = 2 epochs.
+"""
+import dataclasses
+import time
+
+import numpy as np
+
+from twoclock import results
+from twoclock.clocks import bootstrap_indices, censored, median_ci, summarize
+from twoclock.config import OptimConfig, SweepConfig, require, require_int
+from twoclock.models.bandit import BanditConfig, describe_batch
+from twoclock.models.bandit.theory import (clipped_move_per_batch, drift_logratio_per_batch,
+                                           drift_move_per_batch, noise_scale, predicted_delay)
+from twoclock.scaling import lr_for_batch
+from twoclock.sweep import run_sweep
+
+# The bandit flags whose default differs in this study: the emergent-drift regime.
+EMERGENT = dict(drift_source="emergent", shaping=0.3, drift_train_scale=1.0, drift_scale=1.5,
+                n_train=4096, minibatches=4, epochs=2, drift_threshold=1.0, target=0.7)
+CLIPS = (0.1, 0.2, 0.3, 0.5, None)
+REF_CLIP = 0.2  # the clip of claims (a) and (b): GRPO's usual eps
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """The study's own parameters (the model's are a BanditConfig, the optimizer's OptimConfig)."""
+    batches: tuple = (64, 1024)
+    clips: tuple = CLIPS
+    lr0: float = 0.02
+    seeds: int = 16
+    seed: int = 0
+    budget: int = 40_000
+    early_samples: int = 4096
+
+    def check(self, base: BanditConfig) -> None:
+        """ValueError naming the parameter, before anything runs."""
+        for b in self.batches:
+            require_int("batch", b)
+            base.prompts(b)
+        require(len(set(self.batches)) >= 2, "batches", "at least two distinct values",
+                self.batches)
+        require(None in self.clips and len(self.clips) >= 2, "clips",
+                "some eps values and 'none' (the unclipped reference)", self.clips)
+        for c in self.clips:  # each eps through the config's own check
+            dataclasses.replace(base, clip_low=c, clip_high=None)
+        SweepConfig(batches=tuple(self.batches), lr0s=(self.lr0,), seeds=self.seeds,
+                    budget=self.budget, seed=self.seed)  # seeds, budget, lr0, seed
+        require(min(self.batches) <= self.early_samples <= self.budget, "early_samples",
+                f"in [{min(self.batches)}, budget = {self.budget}]", self.early_samples)
+
+
+def _finite(v):
+    return float(v) if np.isfinite(v) else None  # inf: no detectable signal
+
+
+def early_accuracy(ckpt_b: dict, n_early: int, j: int = 0) -> np.ndarray:
+    """[S] held-out accuracy at the first checkpoint with samples >= n_early (lr0 index j)."""
+    samples, acc = ckpt_b["samples"][j], ckpt_b["heldout_acc"][j]  # [S, C]
+    i = np.argmax(samples >= n_early, axis=-1)
+    return acc[np.arange(acc.shape[0]), i]
+
+
+def delay_ci(with_S, without_S, idx) -> dict:
+    """Median N_fail(clip) / median N_fail(none) with a paired bootstrap CI over seeds."""
+    a, b = censored(with_S), censored(without_S)
+    with np.errstate(invalid="ignore"):
+        boot = np.median(a[idx], axis=-1) / np.median(b[idx], axis=-1)
+        point = np.median(a) / np.median(b)
+    lo, hi = np.quantile(boot, [0.025, 0.975], method="lower")
+    f = lambda v: float(v) if np.isfinite(v) else None
+    return {"median": f(point), "ci": [f(lo), f(hi)]}
+
+
+def sweep_clips(base, opt, batches, lr0s, clips, seeds, seed, budget, quiet=True) -> dict:
+    """{clip: SweepResult} of batches x lr0s x seeds for each clip (None: unclipped)."""
+    sweep = SweepConfig(batches=tuple(sorted(batches)), lr0s=tuple(lr0s), seeds=seeds,
+                        budget=budget, seed=seed, n_ckpt=128)
+    return {c: run_sweep("bandit", dataclasses.replace(base, clip_low=c, clip_high=None), opt,
+                         sweep, quiet=quiet) for c in clips}
+
+
+def run(study: Study, base: BanditConfig, opt: OptimConfig, quiet: bool = True) -> dict:
+    """Every (batch, clip) entry, the claims, and the theory of the drift's move per batch."""
+    study.check(base)
+    t0 = time.perf_counter()
+    batches = tuple(sorted(study.batches))
+    res = sweep_clips(base, opt, batches, (study.lr0,), study.clips, study.seeds, study.seed,
+                      study.budget, quiet)
+    idx = bootstrap_indices(study.seeds)
+    runs = []
+    for c, r in res.items():
+        for i, B in enumerate(batches):
+            ck = {k: v[0] for k, v in r.ckpt[i].items()}  # [S, C]
+            lr = float(r.lrs_BxL[i, 0])
+            runs.append({
+                "batch": int(B), "clip": c, "lr": lr, **describe_batch(base, B),
+                "progress_samples": summarize(r.prog_n[i, 0], idx=idx),
+                "failure_samples": summarize(r.fail_n[i, 0], idx=idx),
+                "collapse_samples": summarize(r.extra["collapse_n"][i, 0], idx=idx),
+                "early_accuracy": median_ci(early_accuracy(r.ckpt[i], study.early_samples),
+                                            idx=idx),
+                "peak_accuracy": median_ci(np.max(ck["heldout_acc"], axis=-1), idx=idx),
+                **{k: float(np.mean(ck[k])) for k in (
+                    "clip_frac", "clip_frac_active", "outside_frac", "move_drift",
+                    "move_skill", "logratio_drift", "logratio_skill")},
+                "noise_scale_drift": _finite(noise_scale(ck["noise_drift"], ck["signal_drift"])),
+                "theory": {"move_drift": clipped_move_per_batch(base, opt, lr, c),
+                           "move_drift_unclipped": drift_move_per_batch(base, opt, lr),
+                           "logratio_drift": drift_logratio_per_batch(base, opt, lr),
+                           "delay": predicted_delay(base, opt, lr, c)},
+                "fail_n": r.fail_n[i, 0].tolist(),
+            })
+    out = {"schema": results.SCHEMA, "model": "bandit", "unit": "responses", "runs": runs,
+           "config": {"model": dataclasses.asdict(base), "optimizer": dataclasses.asdict(opt),
+                      **{k: v for k, v in dataclasses.asdict(study).items()}},
+           "versions": results.versions()}
+    out["config"]["clips"] = list(study.clips)
+    out["claims"] = claims(runs, batches, idx)
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def claims(runs, batches, idx) -> dict:
+    """(a) the delay N_fail(0.2) / N_fail(none) at the smallest and the largest batch, (b) the
+    progress gap N_prog(B_max) / N_prog(B_min) without (and with) clipping, (c) early accuracy
+    and N_fail against eps at the largest batch; plus the unclipped collapse clock's reach."""
+    get = {(r["batch"], r["clip"]): r for r in runs}
+    eps = sorted(c for c in {r["clip"] for r in runs} if c is not None)
+    ref = REF_CLIP if REF_CLIP in eps else eps[len(eps) // 2]
+    b_lo, b_hi = min(batches), max(batches)
+    prog = lambda b, c: get[(b, c)]["progress_samples"]["median"]
+    gap = lambda c: None if None in (prog(b_hi, c), prog(b_lo, c)) else prog(b_hi, c) / prog(
+        b_lo, c)
+    return {
+        "a_failure_delay": {str(b): {"clip": ref, **delay_ci(get[(b, ref)]["fail_n"],
+                                                              get[(b, None)]["fail_n"], idx)}
+                            for b in (b_lo, b_hi)},
+        "b_progress_gap": {"clip": ref, "none": gap(None), "with": gap(ref)},
+        "c_wider_clipping": [{"clip": c, "early_accuracy": get[(b_hi, c)]["early_accuracy"],
+                              "failure": get[(b_hi, c)]["failure_samples"]}
+                             for c in eps + [None]],
+        "c_earlier_failure": {"narrowest": eps[0], "widest": eps[-1], **delay_ci(
+            get[(b_hi, eps[-1])]["fail_n"], get[(b_hi, eps[0])]["fail_n"], idx)},
+        "collapse_unclipped": {str(b): {k: get[(b, None)]["collapse_samples"][k]
+                                        for k in ("reached", "seeds", "median")}
+                               for b in batches},
+    }
+
+
+def _fmt(s) -> str:
+    if s["median"] is None:
+        return f">budget ({s['reached']}/{s['seeds']})"
+    lo, hi = s["ci"]
+    return f"{s['median']:.0f} [{lo:.0f}, {'>' if hi is None else f'{hi:.0f}'}]"
+
+
+def _ratio(d) -> str:
+    if d["median"] is None:
+        return "n/a (censored)"
+    lo, hi = d["ci"]
+    return f"{d['median']:.2f} [{'n/a' if lo is None else f'{lo:.2f}'}, " \
+           f"{'>' if hi is None else f'{hi:.2f}'}]"
+
+
+def report(out: dict) -> str:
+    """The table of every (batch, clip) entry and the three claims, as printed."""
+    cfg = out["config"]
+    m = cfg["model"]
+    lines = [f"clipping on the bandit, {m['drift_source']} drift (M = {m['minibatches']}, "
+             f"E = {m['epochs']}, lr0 {cfg['lr0']} at b0 {cfg['optimizer']['b0']}, "
+             f"{cfg['optimizer']['lr_rule']} rule, {cfg['seeds']} seeds); clocks in responses, "
+             f"median [95% CI]; early acc = held-out accuracy after {cfg['early_samples']}",
+             f"{'batch':>5} {'clip':>5} | {'N_prog':>20} | {'N_fail':>20} | {'collapse':>20} | "
+             f"{'early acc':>19} | clip% all/active | move_d pred/meas"]
+    lines.append("-" * len(lines[-1]))
+    for r in out["runs"]:
+        ea = r["early_accuracy"]
+        lines.append(
+            f"{r['batch']:>5} {'none' if r['clip'] is None else r['clip']:>5} | "
+            f"{_fmt(r['progress_samples']):>20} | {_fmt(r['failure_samples']):>20} | "
+            f"{_fmt(r['collapse_samples']):>20} | "
+            f"{ea['median']:.3f} [{ea['ci'][0]:.3f}, {ea['ci'][1]:.3f}] | "
+            f"{100 * r['clip_frac']:5.1f} / {100 * r['clip_frac_active']:5.1f} | "
+            f"{r['theory']['move_drift']:.3f} / {r['move_drift']:.3f}")
+    c = out["claims"]
+    lines.append("")
+    pred = {(r["batch"], r["clip"]): r["theory"]["delay"] for r in out["runs"]}
+    for b, d in c["a_failure_delay"].items():
+        lines.append(f"(a) B = {b}: N_fail(eps {d['clip']}) / N_fail(none) = {_ratio(d)} "
+                     f"(cap theory {pred[(int(b), d['clip'])]:.2f})")
+    g = c["b_progress_gap"]
+    f2 = lambda v: "n/a" if v is None else f"{v:.2f}"
+    lines.append(f"(b) N_prog(B_max) / N_prog(B_min): unclipped {f2(g['none'])}, "
+                 f"eps {g['clip']}: {f2(g['with'])}")
+    e = c["c_earlier_failure"]
+    med = lambda s: ">budget" if s["median"] is None else f"{s['median']:.0f}"
+    lines.append(f"(c) B = {max(cfg['batches'])}: " + ", ".join(
+        f"eps {'none' if r['clip'] is None else r['clip']}: acc "
+        f"{r['early_accuracy']['median']:.3f} fail {med(r['failure'])}"
+        for r in c["c_wider_clipping"]))
+    lines.append(f"    N_fail(eps {e['widest']}) / N_fail(eps {e['narrowest']}) = {_ratio(e)}")
+    lines.append("collapse clock, unclipped: " + ", ".join(
+        f"B = {b}: {d['reached']}/{d['seeds']} seeds" for b, d in c["collapse_unclipped"].items()))
+    return "\n".join(lines)
+
+
+def regime_map(base: BanditConfig, opt: OptimConfig, batches=(64, 256, 1024),
+               lr0s=(0.01, 0.02, 0.04), clips=(0.1, 0.2, 0.5), seeds: int = 8, seed: int = 0,
+               budget: int = 40_000, quiet: bool = True) -> dict:
+    """The clipping regime map: the delay N_fail(eps) / N_fail(none) (medians over seeds) on
+    the grid batch x lr0 x eps, and the predicted boundary eps*(lr(B)) =
+    drift_logratio_per_batch, above which (eps > eps*) clipping should not bind."""
+    t0 = time.perf_counter()
+    res = sweep_clips(base, opt, batches, lr0s, tuple(clips) + (None,), seeds, seed, budget,
+                      quiet)
+    free = np.median(censored(res[None].fail_n), axis=-1)  # [B, L]
+    with np.errstate(invalid="ignore"):
+        delay = {str(c): (np.median(censored(res[c].fail_n), axis=-1) / free) for c in clips}
+    lr_BxL = np.array([[lr_for_batch(l, b, opt.b0, opt.lr_rule) for l in lr0s]
+                       for b in sorted(batches)])
+    eps_star = np.vectorize(lambda lr: drift_logratio_per_batch(base, opt, float(lr)))(lr_BxL)
+    f = lambda a: [[None if not np.isfinite(v) else float(v) for v in row] for row in a]
+    return {"batches": sorted(int(b) for b in batches), "lr0s": [float(l) for l in lr0s],
+            "clips": [float(c) for c in clips], "seeds": seeds, "budget": budget,
+            "delay": {c: f(d) for c, d in delay.items()}, "eps_star": f(eps_star),
+            "failure_unclipped": f(free), "model": dataclasses.asdict(base),
+            "optimizer": dataclasses.asdict(opt), "unit": "responses",
+            "seconds": time.perf_counter() - t0}
+
+
+def regime_report(m: dict) -> str:
+    """The regime map as text: one block per eps, rows batch, columns lr0; * = binds (eps <
+    eps*, predicted)."""
+    lines = [f"delay N_fail(eps) / N_fail(none), medians over {m['seeds']} seeds; "
+             f"* where clipping is predicted to bind (eps < eps*)"]
+    for c in m["clips"]:
+        lines.append(f"eps {c:g}: " + " " * 3 + "".join(f"{'lr0 ' + format(l, 'g'):>12}"
+                                                     for l in m["lr0s"]))
+        for i, b in enumerate(m["batches"]):
+            cells = []
+            for j in range(len(m["lr0s"])):
+                v, star = m["delay"][str(c)][i][j], m["eps_star"][i][j]
+                cells.append(f"{'>budget' if v is None else format(v, '.2f')}"
+                             f"{'*' if c < star else ' '} (eps* {star:.2f})")
+            lines.append(f"  B = {b:>5}: " + "  ".join(cells))
+    lines.append(f"{m['seconds']:.0f} s")
+    return "\n".join(lines)
