@@ -13,6 +13,7 @@ import time
 
 from twoclock.figures_style import (clipping_figure, clocks_figure, phase_figure, save,
                                     schedule_figure, time_to_target_figure)
+from twoclock.figures_clipping import regime_map_figure
 from twoclock.results import SCHEMA, read_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,6 +63,9 @@ FIGURES = {
                       [_exp("critical_batch.py"), "--model", "bandit", "--seeds", "8"],
                       clocks_bandit),
     "clipping": ("clipping.json", [_exp("clipping.py")], clipping),
+    "clipping_regime_map": ("clipping_regime_map.json",
+                            [_exp("clipping.py"), "--regime-map", "--seeds", "8", "--clips",
+                             "0.1", "0.2", "0.5", "none"], regime_map_figure),
 }
 
 
