@@ -210,6 +210,9 @@ def test_files_respect_the_umask(tmp_path, mask, mode):
 # ------------------------------------------------------------------------------ two runs at once
 
 def test_a_second_run_waits_for_the_first_and_destroys_nothing(tmp_path):
+    t0 = time.perf_counter()
+    want = tiny_sweep(None, max_lanes=3)
+    alone = time.perf_counter() - t0  # what the second run takes when nothing holds it up
     store = Store(str(tmp_path), "quadratic", {"c": 1})
     with pytest.raises(KeyboardInterrupt):  # an interrupted first run: 2 of 4 chunks on disk
         tiny_sweep(store, max_lanes=3, on_chunk=lambda i: i == 1 and _raise(KeyboardInterrupt))
@@ -219,11 +222,10 @@ def test_a_second_run_waits_for_the_first_and_destroys_nothing(tmp_path):
     with store.lock(print):  # the first run is still at work
         t = threading.Thread(target=lambda: second.update(res=tiny_sweep(store, max_lanes=3)))
         t.start()
-        t.join(timeout=3)
+        t.join(timeout=2 * alone + 2)
         assert t.is_alive() and "res" not in second  # it waits
         assert {p.name: p.stat().st_ino for p in Path(store.path).glob("chunk-*")} == before
     t.join(timeout=300)
-    want = tiny_sweep(None, max_lanes=3)
     np.testing.assert_array_equal(second["res"].prog_n, want.prog_n)
     assert len(store.finished()) == 4
 
