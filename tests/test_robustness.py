@@ -248,7 +248,10 @@ QUAD_VALID = [
     _flag("--optimizer", st.sampled_from(["sgd", "momentum", "adam"])),
     _flag("--lr-rule", st.sampled_from(["fixed", "sqrt", "linear"])),
     _flag("--delta", st.sampled_from([0.05, 0.2, 3.0])), _flag("--max-lanes", st.integers(1, 9)),
-    _flag("--seed", st.sampled_from([0, 7, 2**32 - 1])),
+    _flag("--seed", st.sampled_from([0, 7, 2**32 - 1])), _flag("--alpha", st.sampled_from([0, 2])),
+    _flag("--gamma", st.sampled_from([0, 2])), _flag("--drift-stat", st.just("norm")),
+    st.sampled_from([("--rotate", []), ("--random-start", []), ("--malladi", [])]),
+    _flag("--sigma", st.sampled_from([1e-3, 10.0])), _flag("--h-max", st.sampled_from([0.1, 50.0])),
 ]
 # each is invalid whatever the rest of a valid command line says
 INVALID = st.sampled_from([
@@ -315,3 +318,15 @@ def test_fuzz_valid_bandit_input_gives_strict_json_or_exit_2(tmp_path_factory, b
     _fuzz_valid(["--model", "bandit", *batches, "--seeds", str(seeds), "--budget", "256",
                  "--n-ckpt", "4", "--advantage", adv, "--clip-low", clip, "--n-train", "16",
                  "--n-test", "16"], str(tmp_path_factory.mktemp("fuzz")))
+
+
+def test_paper_figures_checks_its_folders_before_running_anything(tmp_path):
+    import subprocess
+    import sys
+    (tmp_path / "file").write_text("not a folder")
+    for flag in ("--out", "--results"):
+        p = subprocess.run([sys.executable, "-m", "paper_figures", flag, str(tmp_path / "file")],
+                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           capture_output=True, text=True, timeout=120)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(lines) == 1 and flag in lines[0] and not p.stdout, p
