@@ -24,9 +24,10 @@ TINY = ["--batches", "4", "8", "--lr0", "1e-2", "--seeds", "3", "--budget", "320
 
 
 def run_main(argv):
-    """cli.main in this process: (exit code, stdout, stderr)."""
+    """cli.main in this process: (exit code, stdout, stderr). Without runtime.setup, whose
+    device count and compilation cache would outlive the call."""
     out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
+    with redirect_stdout(out), redirect_stderr(err), mock.patch("twoclock.cli.setup"):
         try:
             code = cli.main(list(argv))
         except SystemExit as e:
