@@ -304,10 +304,11 @@ def _fuzz_valid(argv, tmp):
         res["config"]["sweep"]["lr0s"])
 
 
-@settings(max_examples=6)
+@settings(max_examples=4)  # each compiles a program: a few seconds apiece
 @given(st.lists(st.one_of(QUAD_VALID), max_size=6))
 def test_fuzz_valid_quadratic_input_gives_strict_json_or_exit_2(tmp_path_factory, valid):
-    _fuzz_valid(["--budget", "64", *_argv(valid)], str(tmp_path_factory.mktemp("fuzz")))
+    _fuzz_valid(["--budget", "64", "--batches", "4", "16", *_argv(valid)],
+                str(tmp_path_factory.mktemp("fuzz")))
 
 
 @settings(max_examples=2)
@@ -331,3 +332,20 @@ def test_paper_figures_checks_its_folders_before_running_anything(tmp_path):
                            capture_output=True, text=True, timeout=120)
         lines = p.stderr.strip().splitlines()
         assert p.returncode == 2 and len(lines) == 1 and flag in lines[0] and not p.stdout, p
+
+
+def test_every_simulation_is_kept_inside_a_rescue(tmp_path):
+    from twoclock.schedule import Schedule, run_schedule
+    cfg = QuadraticConfig(dim=4, drift_dim=2)
+    with pytest.raises(SystemExit) as e, redirect_stderr(io.StringIO()):
+        with safety.rescue("t", str(tmp_path / "r.json")):
+            res = run_sweep("quadratic", cfg, OptimConfig(), SweepConfig(
+                batches=(4,), lr0s=(1e-2,), seeds=2, budget=40, n_ckpt=2), quiet=True)
+            sch = run_schedule("quadratic", cfg, OptimConfig(), Schedule(4, 8, 16), (1e-2,),
+                               seeds=2, budget=40, n_ckpt=2)
+            raise RuntimeError("after both")
+    assert e.value.code == safety.EXIT_AFTER_SIMULATION
+    saved = strict_load((tmp_path / "r.partial.json").read_text())["simulations"]
+    assert [s["what"] for s in saved] == ["run_sweep quadratic", "run_schedule quadratic"]
+    assert saved[0]["clocks"]["prog_n"] == res.prog_n.tolist()
+    assert saved[1]["clocks"]["fail_n"] == sch["fail_n"].tolist()
