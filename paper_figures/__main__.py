@@ -15,6 +15,7 @@ from twoclock.figures_style import (clipping_figure, clocks_figure, phase_figure
                                     schedule_figure, time_to_target_figure)
 from twoclock.figures_clipping import regime_map_figure
 from twoclock.results import SCHEMA, read_json
+from twoclock.safety import Refused, check_folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -103,6 +104,12 @@ def main(argv=None) -> int:
     if bad:
         print(f"python -m paper_figures: error: only must be among {', '.join(FIGURES)} "
               f"(got {', '.join(bad)})", file=sys.stderr)
+        return 2
+    try:  # before any experiment runs: a simulation whose results cannot be written is wasted
+        check_folder(ns.results, "--results")
+        check_folder(ns.out, "--out")
+    except Refused as e:
+        print(f"python -m paper_figures: error: {e}", file=sys.stderr)
         return 2
     made, forced = [], set()
     for name in names:

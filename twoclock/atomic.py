@@ -1,7 +1,22 @@
 """The one atomic file write: a temporary file in the target's folder, then os.replace, so a
-reader (or a killed run) only ever sees the old file or the whole new one."""
+reader (or a killed run) only ever sees the old file or the whole new one. The file gets the
+mode an ordinary open() would give it (0666 & ~umask, so 0644 under umask 022): mkstemp's
+own 0600 would hide results, figures and stores from collaborators on a shared cluster."""
+from contextlib import suppress
 import os
 import tempfile
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where Linux allows."""
+    with suppress(OSError, ValueError):
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, but nowhere else)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write(path: str, write, binary: bool = False) -> str:
@@ -17,6 +32,9 @@ def atomic_write(path: str, write, binary: bool = False) -> str:
     try:
         with os.fdopen(fd, "wb" if binary else "w") as f:
             write(f)
+            f.flush()
+            os.fsync(f.fileno())  # the rename must not reach the disk before the data
+        os.chmod(tmp, 0o666 & ~umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

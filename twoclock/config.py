@@ -5,6 +5,7 @@ one-line ValueError that names the parameter and its allowed range.
 """
 from dataclasses import dataclass, field
 import math
+import numbers
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 LR_RULES = ("fixed", "sqrt", "linear")
@@ -23,7 +24,12 @@ def require(ok: bool, name: str, allowed: str, value) -> None:
 
 
 def finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    """A real number (numpy's included, bool excluded) that is neither inf nor nan."""
+    return isinstance(x, numbers.Real) and not _boolean(x) and math.isfinite(x)
+
+
+def _boolean(x) -> bool:
+    return isinstance(x, bool) or type(x).__name__ == "bool_"
 
 
 def require_positive(name: str, value) -> None:
@@ -35,7 +41,7 @@ def require_fraction(name: str, value) -> None:
 
 
 def require_int(name: str, value, lo: int = 1) -> None:
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= lo
+    ok = isinstance(value, numbers.Integral) and not _boolean(value) and value >= lo
     require(ok, name, f"an integer >= {lo}", value)
 
 
@@ -79,18 +85,30 @@ class SweepConfig:
     n_ckpt: int = param(128, 'checkpoints recorded per run')
 
     def __post_init__(self):
-        require(len(self.batches) > 0, "batches", "a non-empty list", self.batches)
+        for name, flag in (("batches", "batches"), ("lr0s", "lr0")):
+            v = getattr(self, name)
+            ok = hasattr(v, "__len__") and not isinstance(v, (str, bytes, dict)) and len(v) > 0
+            require(ok, flag, "a non-empty list", v)
         for b in self.batches:
             require_int("batch", b)
         require(len(set(self.batches)) == len(self.batches), "batches", "distinct values",
                 self.batches)
-        require(len(self.lr0s) > 0, "lr0", "a non-empty list", self.lr0s)
         for lr in self.lr0s:
             require_positive("lr0", lr)
+        require(len(set(self.lr0s)) == len(self.lr0s), "lr0", "distinct values", self.lr0s)
         require_int("seeds", self.seeds)
+        require(self.seeds < 2**31, "seeds", "< 2^31", self.seeds)
         require_int("budget", self.budget)
         require(self.budget >= max(self.batches), "budget", f">= the largest batch "
                 f"({max(self.batches)})", self.budget)
         require(self.budget < 2**31, "budget", "< 2^31 samples", self.budget)
         require_int("seed", self.seed, lo=0)
+        # PRNGKey keeps 32 bits of the seed: 2^32 would silently repeat seed 0
+        require(self.seed < 2**32, "seed", "an integer in [0, 2^32 - 1]", self.seed)
         require_int("n_ckpt", self.n_ckpt)
+        # numpy numbers (np.int64(8), np.float32) are welcome and stored as Python numbers,
+        # so configuration keys, JSON and hashes are the same whichever was passed
+        for name, kind in (("batches", int), ("lr0s", float)):
+            object.__setattr__(self, name, tuple(kind(v) for v in getattr(self, name)))
+        for name in ("seeds", "budget", "seed", "n_ckpt"):
+            object.__setattr__(self, name, int(getattr(self, name)))

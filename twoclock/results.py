@@ -5,7 +5,8 @@ Schema (one entry per (batch, lr0) in `runs`):
      progress_samples, failure_samples, progress_updates: {median, ci: [lo, hi], reached, seeds},
      diverged: {runs, median_samples}, <model extras>}
 plus top-level `critical_batch` [{lr0, batch, ci, found}], `config`, `versions`.
-A censored median (fewer than half the seeds crossed) is null with reached < seeds.
+A censored median (fewer than half the seeds crossed) is null with reached < seeds. Any other
+non-finite number is null too, listed under top-level `non_finite` {JSON pointer: what it was}.
 """
 from dataclasses import asdict, is_dataclass
 import json
@@ -16,7 +17,7 @@ import matplotlib
 import numpy as np
 import optax
 
-from twoclock import clocks
+from twoclock import clocks, safety
 from twoclock.atomic import atomic_write
 from twoclock.version import __version__
 
@@ -73,6 +74,12 @@ def run_entries(res, opt, extra_summaries: tuple = ()) -> list:
     return runs
 
 
+def analysis_bytes(sweep) -> int:
+    """Host memory of run_entries and critical_batches: the paired bootstrap resamples every
+    batch's seeds N_BOOT times (float64), and the medians copy that (x2.5, measured)."""
+    return int(2.5 * 8 * len(sweep.batches) * clocks.N_BOOT * sweep.seeds)
+
+
 def critical_batches(res, delta: float = 0.2) -> list:
     out = []
     S = res.prog_n.shape[-1]
@@ -84,11 +91,10 @@ def critical_batches(res, delta: float = 0.2) -> list:
 
 
 def write_json(path: str, obj: dict) -> None:
-    """Write obj as indented JSON, atomically (twoclock.atomic)."""
-    def dump(f):
-        json.dump(obj, f, indent=1, default=_jsonable, allow_nan=False)
-        f.write("\n")
-    atomic_write(path, dump)
+    """Write strict JSON atomically, with the umask's mode (twoclock.atomic): every non-finite
+    number becomes null and is listed under "non_finite" (twoclock.safety)."""
+    text = safety.dumps(obj)  # before touching the disk: a TypeError leaves the old file
+    atomic_write(path, lambda f: f.write(text))
 
 
 def read_json(path: str) -> dict:

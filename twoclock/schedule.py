@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from twoclock import safety
 from twoclock.config import OptimConfig, require, require_int, require_positive
 from twoclock.models import get as get_model
 from twoclock.scaling import lr_for_batch
@@ -79,6 +80,9 @@ def run_schedule(model: str, model_cfg, opt: OptimConfig, sched: Schedule, lr0s,
                     for k, v in tr.extra.items()}
     out["ckpt"] = {k: np.asarray(v).reshape(L, seeds, -1) for k, v in tr.ckpt.items()}
     out.update(n1=n1, n2=n2, lr1=lr_2xL[0], lr2=lr_2xL[1])
+    safety.keep(f"run_schedule {model}", {k: v for k, v in out.items() if k != "ckpt"},
+                {"model": model, "model_cfg": model_cfg, "optimizer": opt, "schedule": sched,
+                 "lr0s": lr0s, "seeds": seeds, "budget": budget, "seed": seed, "carry": carry})
     return out
 
 

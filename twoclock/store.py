@@ -1,16 +1,34 @@
-"""The results store: finished sweep chunks on disk, keyed by a hash of the configuration.
+"""The results store: finished sweep chunks on disk, keyed by the configuration and the code.
 
-Layout: <root>/<model>-<key>/config.json and chunk-<i>.npz, each written atomically
-(temporary file, then os.replace), so a killed sweep leaves only whole chunks behind and
-`--resume` continues from them. An identical configuration finds every chunk and
-recomputes nothing.
+Layout: <root>/<model>-<key>/identity.json and chunk-<i>.npz. The key hashes the configuration,
+a fingerprint of the package's source (every file under twoclock/) and the versions of the
+libraries that compute the numbers (jax, jaxlib, optax, numpy), so an edited model or an
+upgraded JAX never finds the old chunks. Each chunk is written atomically (twoclock.atomic) and
+carries its identity (store key, slot, lanes) and a sha256 of its arrays; a chunk that is
+unreadable, misplaced or altered is reported in one line and recomputed. A lock file keeps two
+runs of one configuration from working on the store at once: the second waits for the first.
+Nothing here deletes a chunk: one is only ever replaced, atomically, by an identical one.
 """
+from contextlib import contextmanager
+import fcntl
 import hashlib
 import json
 import os
-import tempfile
+import socket
 
+import jax
+import jaxlib
 import numpy as np
+import optax
+
+from twoclock import safety
+from twoclock.atomic import atomic_write
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class CorruptChunk(Exception):
+    """A stored chunk that cannot be trusted; the message names the file and why."""
 
 
 def config_key(config: dict) -> str:
@@ -19,12 +37,50 @@ def config_key(config: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-class Store:
-    """One sweep's folder of finished chunks."""
+def source_fingerprint(root: str = PACKAGE_DIR) -> str:
+    """sha256 over every file under root (relative path and bytes; bytecode caches skipped)."""
+    h = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            path = os.path.join(folder, name)
+            h.update(os.path.relpath(path, root).replace(os.sep, "/").encode() + b"\0")
+            with open(path, "rb") as f:
+                h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
 
-    def __init__(self, root: str, model: str, config: dict):
+
+def code_identity(root: str = PACKAGE_DIR) -> dict:
+    """What besides the configuration decides a chunk's numbers."""
+    return {"source": source_fingerprint(root), "jax": jax.__version__,
+            "jaxlib": jaxlib.__version__, "optax": optax.__version__, "numpy": np.__version__}
+
+
+def checksum(arrays: dict) -> str:
+    """sha256 over the arrays' names, dtypes, shapes and bytes."""
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _canonical(x):
+    return json.loads(json.dumps(x, sort_keys=True))
+
+
+class Store:
+    """One sweep's folder of finished chunks.
+
+    config: the JSON-ready configuration; code: code_identity() unless given (tests)."""
+
+    def __init__(self, root: str, model: str, config: dict, code: dict | None = None):
         self.config = config
-        self.key = config_key(config)
+        self.identity = {"config": config, "code": code_identity() if code is None else code}
+        self.key = config_key(self.identity)
         self.path = os.path.join(root, f"{model}-{self.key}")
 
     def _chunk(self, i: int) -> str:
@@ -34,32 +90,52 @@ class Store:
         if not os.path.isdir(self.path):
             return []
         return sorted(int(f[6:11]) for f in os.listdir(self.path)
-                      if f.startswith("chunk-") and f.endswith(".npz"))
+                      if f.startswith("chunk-") and f.endswith(".npz") and f[6:11].isdigit())
 
-    def load(self, i: int) -> dict:
-        with np.load(self._chunk(i)) as z:
-            return {k: z[k] for k in z.files}
+    def load(self, i: int, lanes: dict) -> dict:
+        """Chunk i's arrays; CorruptChunk unless it reads, is slot i of this store with these
+        lanes, and matches its checksum."""
+        path = self._chunk(i)
+        try:
+            with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+            meta = json.loads(bytes(arrays.pop("__identity__")).decode())
+        except Exception as e:  # BadZipFile, EOFError, pickle refusal, zlib, KeyError, ...
+            raise CorruptChunk(f"{path} is unreadable ({safety.one_line(e)})") from None
+        want = {"key": self.key, "slot": i, "lanes": _canonical(lanes)}
+        got = {k: meta.get(k) for k in want}
+        if got != want:
+            raise CorruptChunk(f"{path} holds store {got['key']} slot {got['slot']} lanes "
+                               f"{got['lanes']}, not slot {i} lanes {want['lanes']} of {self.key}")
+        if checksum(arrays) != meta.get("sha256"):
+            raise CorruptChunk(f"{path} does not match its checksum")
+        return arrays
 
-    def save(self, i: int, arrays: dict) -> None:
+    def save(self, i: int, arrays: dict, lanes: dict) -> None:
+        ident = os.path.join(self.path, "identity.json")
+        if not os.path.exists(ident):
+            text = json.dumps(self.identity, indent=1, sort_keys=True)
+            atomic_write(ident, lambda f: f.write(text))
+        meta = {"key": self.key, "slot": i, "lanes": _canonical(lanes), "sha256": checksum(arrays)}
+        tag = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+        atomic_write(self._chunk(i), lambda f: np.savez(f, __identity__=tag, **arrays),
+                     binary=True)
+
+    @contextmanager
+    def lock(self, log):
+        """Hold the store's lock file; if another run holds it, log(...) once and wait."""
         os.makedirs(self.path, exist_ok=True)
-        cfg = os.path.join(self.path, "config.json")
-        if not os.path.exists(cfg):
-            _atomic(cfg, lambda f: f.write(json.dumps(self.config, indent=1, sort_keys=True)),
-                    text=True)
-        _atomic(self._chunk(i), lambda f: np.savez(f, **arrays))
-
-    def clear(self) -> None:
-        for i in self.finished():
-            os.remove(self._chunk(i))
-
-
-def _atomic(path: str, write, text: bool = False) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w" if text else "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+        with open(os.path.join(self.path, ".lock"), "a+") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                holder = f.read().strip() or "another run"
+                log(f"store {self.path} is in use ({holder}); waiting for that run to finish")
+                fcntl.flock(f, fcntl.LOCK_EX)
+            except OSError as e:  # a file system without locks: atomic writes still protect
+                log(f"store {self.path}: no file locking here ({e.strerror}); continuing")
+            f.truncate(0)
+            f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            f.flush()
+            yield  # closing the file releases the lock, also when the process is killed

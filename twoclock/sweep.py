@@ -6,9 +6,11 @@ scalar) run as one `jax.jit(jax.vmap(run))`. A group larger than `max_lanes` is 
 equal chunks; each chunk's lane axis is sharded over every visible device with a
 NamedSharding, so the same code runs on one CPU, a GPU or many hosts (jax.distributed).
 Finished chunks go to an optional results store, from which an interrupted sweep resumes.
-Every batch and lr0 sees the same seeds.
+Every batch and lr0 sees the same seeds. Before compiling, the sweep's memory and time are
+estimated from one traced update, and a sweep that cannot fit is refused.
 """
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
 import math
 import sys
 import time
@@ -19,11 +21,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from twoclock.config import OptimConfig, SweepConfig, require_int
+from twoclock import safety
+from twoclock.config import OptimConfig, SweepConfig, require, require_int
+from twoclock.estimate import Estimate, estimate
 from twoclock.model import Model
 from twoclock.models import get as get_model
 from twoclock.scaling import lr_for_batch
 from twoclock.stages import checkpoints, constant_run, make_traced_run
+from twoclock.store import CorruptChunk
 from twoclock.trace import checkpoint_every
 
 DEFAULT_MAX_LANES = 16384
@@ -129,17 +134,76 @@ def _progress(total: int, quiet: bool):
                 disable=quiet or not sys.stderr.isatty(), desc="sweep")
 
 
+def check_fits(spec: Model, model_cfg, opt, sweep, max_lanes: int, n_dev: int,
+               analysis_bytes: int = 0) -> Estimate:
+    """The estimate; safety.Refused (with it) if the sweep cannot fit in memory, naming the
+    max_lanes (--max-lanes) that would make it fit where one would."""
+    chunks = plan(spec, sweep, max_lanes, n_dev)
+    est = estimate(spec, model_cfg, opt, sweep, chunks, n_dev, analysis_bytes)
+    if est.fits():
+        return est
+    hint = "fewer seeds, batches, lr0s or checkpoints (n_ckpt)"
+    per_lane = est.chunk_bytes / max(c.lanes for c in chunks)
+    host = est.result_bytes + est.analysis_bytes
+    lanes = n_dev * int((est.limit_bytes - host if est.device_bytes is None
+                         else est.device_bytes) / per_lane / n_dev)
+    if lanes >= n_dev and est.fits(int(lanes * per_lane)):
+        hint = f"max_lanes (--max-lanes) {lanes} or less"
+    raise safety.Refused(f"the sweep cannot fit in memory: {est.line()}; use {hint}")
+
+
+def _agreed(flags: np.ndarray) -> np.ndarray:
+    """Process 0's flags on every process (one decision per chunk in a multi-process run)."""
+    if jax.process_count() == 1:
+        return flags
+    from jax.experimental import multihost_utils  # here: only multi-process runs need it
+    return np.asarray(multihost_utils.broadcast_one_to_all(flags))
+
+
+def _all(ok: bool) -> bool:
+    """True only if every process says ok."""
+    if jax.process_count() == 1:
+        return ok
+    from jax.experimental import multihost_utils  # here: only multi-process runs need it
+    return bool(np.all(multihost_utils.process_allgather(np.array([ok]))))
+
+
 def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet: bool = False,
               store=None, resume: bool = False, max_lanes: int = DEFAULT_MAX_LANES,
-              on_chunk: Callable | None = None) -> SweepResult:
+              on_chunk: Callable | None = None, analysis_bytes: int = 0) -> SweepResult:
     """Run the whole grid and return every per-seed clock.
 
-    store: a twoclock.store.Store; finished chunks are saved there as they complete. A
-    complete store (identical configuration) is reused outright; a partial one is reused
-    only with resume=True and otherwise recomputed. on_chunk(i) runs after chunk i is saved.
+    Before compiling, the memory and time are estimated (shown unless quiet); a grid that
+    cannot fit, with analysis_bytes more for the caller's analysis of the results (e.g.
+    results.analysis_bytes), raises safety.Refused (a ValueError). store: a
+    twoclock.store.Store; finished chunks are saved there as they complete. A complete store
+    (identical configuration and code) is reused outright; a partial one only with
+    resume=True, and otherwise recomputed (its chunks are replaced, never deleted). A chunk
+    that fails its identity or checksum is reported and recomputed. on_chunk(i) runs after
+    chunk i is saved.
     """
-    require_int("max_lanes", max_lanes)
     spec = get_model(model)
+    require(isinstance(model_cfg, spec.config), "model_cfg", f"a {spec.config.__name__}",
+            type(model_cfg).__name__)
+    require(isinstance(opt, OptimConfig), "opt", "an OptimConfig", type(opt).__name__)
+    require(isinstance(sweep, SweepConfig), "sweep", "a SweepConfig", type(sweep).__name__)
+    require_int("max_lanes", max_lanes)
+    n_dev = jax.device_count()
+    est = check_fits(spec, model_cfg, opt, sweep, max_lanes, n_dev, analysis_bytes)
+    _log(f"[{model}] {est.line()}", quiet)
+    with (store.lock(lambda m: _log(m, False)) if store is not None
+          and jax.process_index() == 0 else nullcontext()):
+        res = _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk)
+    safety.keep(f"run_sweep {model}", {k: getattr(res, k) for k in
+                                       ("batches", "lr0s", "lrs_BxL", "prog_n", "fail_n", "div_n",
+                                        "prog_t", "extra")},
+                {"model": model, "model_cfg": model_cfg, "optimizer": opt, "sweep": sweep},
+                None if store is None else store.path)
+    return res
+
+
+def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk) -> SweepResult:
+    model = spec.name
     batches, lr0s, S = tuple(sweep.batches), tuple(sweep.lr0s), sweep.seeds
     nB, nL = len(batches), len(lr0s)
     lrs_BxL = np.array([[lr_for_batch(lr0, b, opt.b0, opt.lr_rule) for lr0 in lr0s]
@@ -151,18 +215,19 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
 
     done = set()
     if store is not None:
-        done = set(store.finished())
+        on_disk = np.zeros(len(chunks), bool)
+        on_disk[[i for i in store.finished() if i < len(chunks)]] = True
+        done = set(np.flatnonzero(_agreed(on_disk)).tolist())
         if done and not resume and len(done) < len(chunks):
             _log(f"store {store.path}: {len(done)}/{len(chunks)} chunks of an interrupted sweep;"
-                 " recomputing (pass --resume to reuse them)", quiet)
-            store.clear()
+                 " recomputing them (pass --resume to reuse them)", quiet)
             done = set()
         elif done:
             _log(f"store {store.path}: reusing {len(done)}/{len(chunks)} finished chunks", quiet)
 
     flat: dict = {}  # group key -> {name: [lanes, ...]}
     fns: dict = {}
-    scanned = useful = 0
+    scanned = useful = reused = 0
     t_start = time.perf_counter()
     bar = _progress(sum((c.stop - c.start) * nL * c.n_steps for c in chunks), quiet)
     for ci, c in enumerate(chunks):
@@ -171,9 +236,16 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
         every = checkpoint_every(c.n_steps, sweep.n_ckpt)
         scanned += c.lanes * nL * every * math.ceil(c.n_steps / every)
         useful += (c.stop - c.start) * nL * c.n_steps
+        out = None
         if ci in done:
-            out = store.load(ci)
-        else:
+            try:
+                out = store.load(ci, asdict(c))
+            except CorruptChunk as e:
+                _log(f"store: {e}; recomputing it", False)
+            if not _all(out is not None):  # every process recomputes it, or none
+                out = None
+            reused += out is not None
+        if out is None:
             t0 = time.perf_counter()
             # a traced batch: one program for every run length (the length is an argument)
             fkey = gkey if spec.static_batch else c.lanes
@@ -195,7 +267,7 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
             C = checkpoints(c.n_steps, every)
             out.update({f"ckpt/{k}": np.asarray(v)[:n, ..., :C] for k, v in tr.ckpt.items()})
             if store is not None and jax.process_index() == 0:  # one writer on a shared disk
-                store.save(ci, out)
+                store.save(ci, out, asdict(c))
             bs = ",".join(str(batches[i]) for i in c.batch_idx)
             if not sys.stderr.isatty():  # a terminal has the progress bar instead
                 _log(f"[{model}] batch {bs}: streams {c.start}-{c.stop} of {g * S} x {nL} lr0 x "
@@ -231,4 +303,4 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
     return SweepResult(batches, lr0s, lrs_BxL, n_steps_B, res["prog_n"], res["fail_n"],
                        res["div_n"], res["prog_t"], extra, ckpt,
                        time.perf_counter() - t_start, scanned / max(useful, 1) - 1.0,
-                       reused_chunks=len(done))
+                       reused_chunks=reused)

@@ -1,0 +1,133 @@
+"""What a sweep will take, worked out before anything is compiled: memory and time.
+
+One update of the largest batch is traced (jax.make_jaxpr; nothing is compiled). Its outputs
+give each lane's clocks and checkpoints; the bytes of all its intermediates, a quarter of which
+is an upper estimate of XLA's temporaries (measured against `memory_analysis()` on both
+models), give the working set; the same bytes over a measured rate give the time.
+"""
+from contextlib import suppress
+from dataclasses import dataclass
+import math
+import os
+
+import jax
+import numpy as np
+
+from twoclock.config import OptimConfig, SweepConfig
+from twoclock.model import Model
+from twoclock.stages import checkpoints, constant_run
+from twoclock.trace import checkpoint_every
+
+# Bytes of intermediates of one lane's update (a noise stream at every lr0), per second per
+# device: the headline's 2.1 s on 2 CPU cores; elsewhere the progress bar's ETA is what counts.
+BYTES_PER_SECOND = {"cpu": 6e9}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a sweep will take, worked out from one traced update (nothing compiled)."""
+    runs: int
+    chunks: int
+    run_updates: int
+    chunk_bytes: int   # the largest chunk's working memory (all its devices together)
+    result_bytes: int  # every run's clocks and checkpoints on the host, assembly included
+    seconds: float | None
+    limit_bytes: int   # memory available to the sweep
+    device_bytes: int | None  # one accelerator's memory (None on the CPU)
+    programs: int = 1  # distinct programs to compile (one per scan length, or per batch)
+    analysis_bytes: int = 0  # what the caller's analysis of the results needs on the host
+
+    def fits(self, chunk_bytes: int | None = None) -> bool:
+        c = self.chunk_bytes if chunk_bytes is None else chunk_bytes
+        host = self.result_bytes + self.analysis_bytes
+        if self.device_bytes is None:  # CPU devices share the host's memory
+            return host + c <= self.limit_bytes
+        return host <= self.limit_bytes and c <= self.device_bytes
+
+    def line(self) -> str:
+        t = "" if self.seconds is None else f", ~{_duration(self.seconds)} of updates"
+        return (f"{self.runs} runs in {self.chunks} chunks, {self.run_updates:.3g} "
+                f"run-updates: memory ~{_size(self.result_bytes)} results + "
+                f"{f'~{_size(self.analysis_bytes)} analysis + ' if self.analysis_bytes else ''}"
+                f"~{_size(self.chunk_bytes)} per chunk (available {_size(self.limit_bytes)}"
+                f"{'' if self.device_bytes is None else f', {_size(self.device_bytes)} per device'}"
+                f"){t} + compiling {self.programs} program{'s' * (self.programs != 1)}")
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+
+
+def _duration(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def memory_limit() -> int:
+    """TWOCLOCK_MEMORY_LIMIT (bytes, or with K/M/G/T), else the smaller of the host's available
+    memory and this process's cgroup allowance."""
+    text = os.environ.get("TWOCLOCK_MEMORY_LIMIT", "").strip().upper()
+    if text:
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1:], 1)
+        return int(float(text.rstrip("KMGTB") or 0) * scale)
+    limits = []
+    with suppress(OSError, ValueError):
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        limits.append(int(info["MemAvailable"].split()[0]) * 1024)
+    with suppress(OSError, ValueError):
+        with open("/sys/fs/cgroup/memory.max") as f, open("/sys/fs/cgroup/memory.current") as g:
+            limits.append(int(f.read()) - int(g.read()))
+    return min(limits) if limits else 2**63
+
+
+def _walk_bytes(jaxpr) -> int:
+    """Bytes of every intermediate in a jaxpr, sub-programs included (an upper bound: XLA
+    reuses and fuses buffers)."""
+    total = 0
+    for e in jaxpr.eqns:
+        total += sum(int(np.prod(v.aval.shape)) * v.aval.dtype.itemsize for v in e.outvars
+                     if hasattr(v.aval, "shape"))
+        for p in e.params.values():
+            for q in p if isinstance(p, (tuple, list)) else (p,):
+                if hasattr(q, "jaxpr") and hasattr(q, "consts"):
+                    total += _walk_bytes(q.jaxpr)
+                elif type(q).__name__ == "Jaxpr":
+                    total += _walk_bytes(q)
+    return total
+
+
+def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, chunks: list,
+             n_dev: int, analysis_bytes: int = 0) -> Estimate:
+    """Memory and time of a planned sweep, from one traced update (the largest batch)."""
+    b, nL = max(sweep.batches), len(sweep.lr0s)
+    one = constant_run(spec, model_cfg, opt, 1, 1, b if spec.static_batch else None)
+    lr_L = np.full(nL, 1e-3, np.float32)  # a lane is one noise stream run at every lr0
+    closed, out = jax.make_jaxpr(one, return_shape=True)(np.float32(b), lr_L,
+                                                         jax.random.PRNGKey(0))
+    step = _walk_bytes(closed.jaxpr)
+    per_ckpt = sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out.ckpt))  # C = 1
+    clocks_bytes = sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out)) - per_ckpt
+    chunk_bytes = result_bytes = work = cost = 0
+    for c in chunks:
+        n_c = checkpoints(c.n_steps, checkpoint_every(c.n_steps, sweep.n_ckpt))
+        lane = clocks_bytes + per_ckpt * n_c  # one lane's output on the host
+        # on the device a traced-length program holds n_ckpt checkpoints per lane
+        dev = clocks_bytes + per_ckpt * (n_c if spec.static_batch else sweep.n_ckpt)
+        # working set: output twice (device and host copies) and a quarter of every
+        # intermediate of one update (an upper estimate of XLA's temporaries, measured)
+        chunk_bytes = max(chunk_bytes, c.lanes * (2 * dev + step // 4 + 4 * (nL + 3)))
+        result_bytes += 2 * (c.stop - c.start) * lane  # chunks kept, then assembled
+        work += (c.stop - c.start) * nL * c.n_steps
+        cost += math.ceil(c.lanes / n_dev) * c.n_steps * step
+    rate = BYTES_PER_SECOND.get(jax.default_backend())
+    device = None
+    if jax.default_backend() != "cpu":
+        with suppress(Exception):  # memory_stats is optional for a backend
+            device = int(jax.devices()[0].memory_stats()["bytes_limit"]) * n_dev
+    programs = {(c.n_steps, c.static_batch) if spec.static_batch else c.lanes for c in chunks}
+    return Estimate(len(sweep.batches) * len(sweep.lr0s) * sweep.seeds, len(chunks), work,
+                    chunk_bytes, result_bytes, None if rate is None else cost / rate,
+                    memory_limit(), device, len(programs), int(analysis_bytes))
