@@ -8,7 +8,7 @@ lr ~ B^p that holds the failure clock flat.
 """
 import sys
 
-from twoclock.cli import OneLineParser, add_output_args, publish
+from twoclock.cli import OneLineParser, add_output_args, guard, publish
 from twoclock.runtime import setup
 from twoclock.studies import bandit_regimes
 
@@ -26,8 +26,9 @@ def main(argv=None) -> int:
     if ns.seeds < 1 or any(not 0 <= i < len(names) for i in idx):
         p.error(f"seeds must be >= 1 and cases in [0, {len(names) - 1}]")
     setup()  # all cores as devices, persistent compilation cache
-    out = bandit_regimes.run([names[i] for i in idx], ns.seeds, quiet=ns.quiet)
-    publish(ns, "bandit_regimes", out, bandit_regimes.report_text(out))
+    with guard(ns, "bandit_regimes", "bandit_regimes.py"):
+        out = bandit_regimes.run([names[i] for i in idx], ns.seeds, quiet=ns.quiet)
+        publish(ns, "bandit_regimes", out, bandit_regimes.report_text)
     return 0
 
 

@@ -7,7 +7,7 @@ where clipping binds), B = 64 and 1024, eps 0.1 ... 0.5 and none, 16 seeds.
 """
 import sys
 
-from twoclock.cli import OneLineParser, add_output_args, parsed, publish
+from twoclock.cli import OneLineParser, add_output_args, guard, parsed, publish
 from twoclock.config import OptimConfig
 from twoclock.figures_clipping import claims_figure, regime_map_figure
 from twoclock.flags import add_config_flags, config_from_flags, float_or_none
@@ -51,15 +51,16 @@ def main(argv=None) -> int:
     ns, study, base, opt = parsed("clipping.py", parse, argv)
     setup()  # all cores as devices, persistent compilation cache
     if ns.regime_map:
-        m = clipping.regime_map(base, opt, clips=[c for c in study.clips if c is not None],
-                                seeds=study.seeds, seed=study.seed, budget=study.budget,
-                                quiet=ns.quiet)
-        publish(ns, "clipping_regime_map", m, clipping.regime_report(m), regime_map_figure)
+        with guard(ns, "clipping_regime_map", "clipping.py"):
+            m = clipping.regime_map(base, opt, clips=[c for c in study.clips if c is not None],
+                                    seeds=study.seeds, seed=study.seed, budget=study.budget,
+                                    quiet=ns.quiet)
+            publish(ns, "clipping_regime_map", m, clipping.regime_report, regime_map_figure)
         return 0
-    out = clipping.run(study, base, opt, quiet=ns.quiet)
-    n = len(out["runs"]) * study.seeds
-    publish(ns, "clipping", out, f"{clipping.report(out)}\n\n{n} runs in "
-            f"{out['seconds']:.1f} s", claims_figure)
+    with guard(ns, "clipping", "clipping.py"):
+        out = clipping.run(study, base, opt, quiet=ns.quiet)
+        publish(ns, "clipping", out, lambda o: f"{clipping.report(o)}\n\n"
+                f"{len(o['runs']) * study.seeds} runs in {o['seconds']:.1f} s", claims_figure)
     return 0
 
 

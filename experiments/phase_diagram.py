@@ -8,7 +8,7 @@ The quadratic default uses a collapse threshold of 0.2 and the bandit a drift th
 """
 import sys
 
-from twoclock.cli import OneLineParser, add_output_args, parsed, publish
+from twoclock.cli import OneLineParser, add_output_args, guard, parsed, publish
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.figures_style import phase_figure
 from twoclock.flags import add_config_flags, config_from_flags
@@ -41,8 +41,9 @@ def parse(argv):
 def main(argv=None) -> int:
     setup()
     qcfg, opt, sweep, cfg, ns = parsed(PROG, parse, argv)
-    out = study.run(qcfg, opt, sweep, cfg, quiet=ns.quiet)
-    publish(ns, "phase_diagram", out, study.report(out), phase_figure)
+    with guard(ns, "phase_diagram", PROG):
+        out = study.run(qcfg, opt, sweep, cfg, quiet=ns.quiet)
+        publish(ns, "phase_diagram", out, study.report, phase_figure)
     return 0
 
 

@@ -6,7 +6,7 @@ runs on the published GRPO time-to-target table shipped in twoclock/data.
 """
 import sys
 
-from twoclock.cli import OneLineParser, add_output_args, fail, publish
+from twoclock.cli import OneLineParser, add_output_args, check_outputs, fail, publish
 from twoclock.pilot import figure as pilot_figure, report as pilot_report
 
 
@@ -20,11 +20,12 @@ def main(argv=None) -> int:
     p.add_argument("--level", type=float, default=0.95, help="confidence level of the bands")
     add_output_args(p, "plan")
     ns = p.parse_args(sys.argv[1:] if argv is None else argv)
+    check_outputs(ns, "plan", "plan.py")
     try:
         out = pilot_report.plan_file(ns.runs, ns.predict, ns.margin, ns.level)
     except ValueError as e:
         fail("plan.py", str(e))
-    publish(ns, "plan", out, pilot_report.table(out), pilot_figure.plan_figure)
+    publish(ns, "plan", out, pilot_report.table, pilot_figure.plan_figure)
     return 0
 
 

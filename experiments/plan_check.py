@@ -6,7 +6,7 @@ errors at held-out larger batches (the numbers quoted in docs/plan.md).
 import sys
 
 import twoclock
-from twoclock.cli import OneLineParser, add_output_args, fail, publish
+from twoclock.cli import OneLineParser, add_output_args, fail, guard, publish
 from twoclock.pilot import check as pilot_check
 
 SETUPS = {  # model: (lr0, pilot batches, held-out batches, budget)
@@ -25,12 +25,14 @@ def main(argv=None) -> int:
     ns = p.parse_args(sys.argv[1:] if argv is None else argv)
     lr0, pilots, held, budget = SETUPS[ns.model]
     cfg = twoclock.QuadraticConfig() if ns.model == "quadratic" else twoclock.BanditConfig()
-    try:
-        out = pilot_check.check(ns.model, cfg, twoclock.OptimConfig(), lr0, pilots, held,
-                                ns.pilot_seeds, ns.seeds, budget, ns.csv)
-    except ValueError as e:
-        fail("plan_check.py", str(e))
-    publish(ns, f"plan_check_{ns.model}", out, pilot_check.table(out))
+    name = f"plan_check_{ns.model}"
+    with guard(ns, name, "plan_check.py"):
+        try:
+            out = pilot_check.check(ns.model, cfg, twoclock.OptimConfig(), lr0, pilots, held,
+                                    ns.pilot_seeds, ns.seeds, budget, ns.csv)
+        except ValueError as e:
+            fail("plan_check.py", str(e))
+        publish(ns, name, out, pilot_check.table)
     return 0
 
 

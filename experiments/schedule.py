@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from twoclock.cli import (OneLineParser, add_model_flags, add_output_args, model_config,
-                          model_from_argv, parsed, publish)
+                          guard, model_from_argv, parsed, publish)
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.figures_style import schedule_figure
 from twoclock.flags import add_config_flags, config_from_flags
@@ -50,8 +50,9 @@ def parse(argv):
 def main(argv=None) -> int:
     setup()
     model, model_cfg, opt, sweep, cfg, thr, ns = parsed(PROG, parse, argv)
-    out = study.run(model, model_cfg, opt, sweep, cfg, thr, quiet=ns.quiet)
-    publish(ns, "schedule", out, study.report(out), schedule_figure)
+    with guard(ns, "schedule", PROG):
+        out = study.run(model, model_cfg, opt, sweep, cfg, thr, quiet=ns.quiet)
+        publish(ns, "schedule", out, study.report, schedule_figure)
     return 0
 
 

@@ -10,7 +10,7 @@ as never reaching it. One simulated sample stands for 32 responses.
 import sys
 
 from twoclock.cli import (OneLineParser, add_model_flags, add_output_args, model_config,
-                          model_from_argv, parsed, publish)
+                          guard, model_from_argv, parsed, publish)
 from twoclock.config import OptimConfig, SweepConfig, require
 from twoclock.figures_style import time_to_target_figure
 from twoclock.flags import add_config_flags, config_from_flags
@@ -43,10 +43,11 @@ def parse(argv):
 def main(argv=None) -> int:
     setup()
     model, model_cfg, opt, sweep, cfg, thr, ns = parsed(PROG, parse, argv)
-    out = study.run(model, model_cfg, opt, sweep, cfg, thr, quiet=ns.quiet)
-    # without a reference time there is nothing to normalise the figure by
-    publish(ns, "time_to_target", out, study.report(out),
-            time_to_target_figure if out["reference_seconds"] is not None else None)
+    with guard(ns, "time_to_target", PROG):
+        out = study.run(model, model_cfg, opt, sweep, cfg, thr, quiet=ns.quiet)
+        # without a reference time there is nothing to normalise the figure by
+        publish(ns, "time_to_target", out, study.report,
+                time_to_target_figure if out["reference_seconds"] is not None else None)
     return 0
 
 

@@ -40,7 +40,8 @@ class PhaseStudy:
             require(m in MODELS, "models", "quadratic and/or bandit", m)
         require(self.bandit_clock in BANDIT_CLOCKS, "bandit_clock", "fail_n or collapse_n",
                 self.bandit_clock)
-        require_int("theory_points", self.theory_points, lo=2)
+        require(isinstance(self.theory_points, int) and 2 <= self.theory_points <= 1000,
+                "theory_points", "an integer in [2, 1000]", self.theory_points)
 
 
 QUADRATIC_SWEEP = dict(batches=(8, 16, 32, 64, 128, 256),
