@@ -183,19 +183,50 @@ def critical_batch_saturation(cfg: QuadraticConfig, opt: OptimConfig, lr0,
     return None
 
 
-def critical_batch_mechanism(cfg: QuadraticConfig, opt: OptimConfig, lr0) -> dict:
-    """Which mechanism sets Adam's critical batch: the one predicting the smaller batch.
+def critical_batch_passage(cfg: QuadraticConfig, opt: OptimConfig, lr0, b_ref=None,
+                           delta: float = 0.2, budget: int = 10**6):
+    """The measurement's rule on mean-field Adam's first-passage progress clock: the smallest
+    B >= b_ref (default B0) with N(B) / N(b_ref) >= 1 + delta, interpolated on log B over a
+    doubling grid up to 2^12 b_ref; None if none (or if N(b_ref) lies beyond the budget)."""
+    _require_adam(opt)
+    B = float(opt.b0 if b_ref is None else b_ref)
+    n_ref = adam_progress_passage(cfg, opt, lr0, B, budget)
+    if n_ref is None:
+        return None
+    prev_b, prev_r = B, 1.0
+    for k in range(1, 13):
+        b = B * 2.0**k
+        n = adam_progress_passage(cfg, opt, lr0, b, max(budget, int(4 * b * n_ref / B)))
+        r = math.inf if n is None else n / n_ref
+        if r >= 1 + delta:
+            if not math.isfinite(r):
+                return b
+            return float(prev_b * (b / prev_b) ** ((1 + delta - prev_r) / (r - prev_r)))
+        prev_b, prev_r = b, r
+    return None
 
-    Returns {mechanism: "curvature" | "saturation" | None, batch, curvature, saturation}
-    (a None estimate means that mechanism never bites).
+
+def critical_batch_mechanism(cfg: QuadraticConfig, opt: OptimConfig, lr0) -> dict:
+    """Which mechanism sets Adam's critical batch, and its predicted value.
+
+    Returns {mechanism: "curvature" | "saturation" | None, batch, method, curvature,
+    saturation}. saturation: the mean-field estimate (critical_batch_saturation), None when the
+    expected loss never meets the target; curvature: the simple lr_eff h_max = 1 estimate. The
+    mechanism is the one with the smaller estimate (saturation when it exists and binds first).
+    batch: the saturation estimate (method "mean-field") when it binds; otherwise, where the
+    runs reach the target only through fluctuations, the first-passage estimate of mean-field
+    Adam (critical_batch_passage, method "mean-field first-passage").
     """
     cur = critical_batch_curvature(cfg, opt, lr0)
     sat = critical_batch_saturation(cfg, opt, lr0)
     key = lambda v: math.inf if v is None else v
-    if cur is None and sat is None:
-        mech, batch = None, None
-    elif key(sat) <= key(cur):
+    method = "mean-field"
+    if sat is not None and key(sat) <= key(cur):
         mech, batch = "saturation", sat
     else:
-        mech, batch = "curvature", cur
-    return {"mechanism": mech, "batch": batch, "curvature": cur, "saturation": sat}
+        mech, batch = "curvature", critical_batch_passage(cfg, opt, lr0)
+        method = "mean-field first-passage"
+        if cur is None and batch is None:
+            mech = None
+    return {"mechanism": mech, "batch": batch, "method": method, "curvature": cur,
+            "saturation": sat}

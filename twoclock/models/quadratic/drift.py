@@ -44,23 +44,25 @@ def _psi(y, r):
     return -0.5 * np.log1p(y) - r * y / (1.0 + y)
 
 
-def _direct(t, b1, b2, mu, s2):
-    """(E[m_hat / sqrt(v_hat)], E[m_hat^2 / v_hat]) at update t by direct sums, floats."""
-    k = np.arange(t)  # age t - j
-    u = (1 - b2) * b2**k / (1 - b2**t)
-    w = (1 - b1) * b1**k / (1 - b1**t)
+def _direct(t_T, b1, b2, mu, s2):
+    """(E[m_hat / sqrt(v_hat)], E[m_hat^2 / v_hat]) at updates t_T <= _T_DIRECT by direct sums."""
+    t = t_T.astype(np.float64)[:, None]
+    k = np.arange(_T_DIRECT, dtype=np.float64)[None, :]  # age t - j; ages >= t are masked out
+    live = k < t
+    u = np.where(live, (1 - b2) * b2**k / (1 - b2**t), 0.0)  # [T, K]
+    w = np.where(live, (1 - b1) * b1**k / (1 - b1**t), 0.0)
     # lam = kappa tan(phi)^2 maps [0, inf) to [0, pi/2): smooth even when v_hat ~ g_1^2 is heavy-tailed
     phi = (_NODES + 1) * math.pi / 4
     kappa = 1.0 / (mu * mu + s2)
     lam = kappa * np.tan(phi) ** 2
-    y_QxK = 2.0 * lam[:, None] * s2 * u[None, :]
-    G = np.exp(np.sum(_psi(y_QxK, mu * mu / (2 * s2)), axis=1))
-    M1 = mu * np.sum(w[None, :] / (1.0 + y_QxK), axis=1)  # tilted mean of m_hat
-    M2 = s2 * np.sum(w[None, :] ** 2 / (1.0 + y_QxK), axis=1)  # tilted variance of m_hat
+    y = 2.0 * lam[None, :, None] * s2 * u[:, None, :]  # [T, Q, K]
+    G = np.exp(np.sum(_psi(y, mu * mu / (2 * s2)), axis=2))
+    M1 = mu * np.sum(w[:, None, :] / (1.0 + y), axis=2)  # tilted mean of m_hat
+    M2 = s2 * np.sum(w[:, None, :] ** 2 / (1.0 + y), axis=2)  # tilted variance of m_hat
     dphi = _WEIGHTS * math.pi / 4 / np.cos(phi) ** 2
-    r = np.sum(dphi * 2 * math.sqrt(kappa) / math.sqrt(math.pi) * G * M1)  # x = sqrt(lam)
-    r2 = np.sum(dphi * 2 * kappa * np.tan(phi) * G * (M1 * M1 + M2))  # d lam
-    return float(r), float(r2)
+    r = np.sum(dphi * 2 * math.sqrt(kappa) / math.sqrt(math.pi) * G * M1, axis=1)  # x = sqrt(lam)
+    r2 = np.sum(dphi * 2 * kappa * np.tan(phi) * G * (M1 * M1 + M2), axis=1)  # d lam
+    return r, r2
 
 
 def _series(t_T, b1, b2, mu, s2):
@@ -77,7 +79,8 @@ def _series(t_T, b1, b2, mu, s2):
     s_max = np.sqrt(_Y_MAX / (2 * s2 * u1))  # lam = x^2, x in [0, s_max]
     x = (_NODES[None, :] + 1) / 2 * s_max  # [T, Q]
     dx = _WEIGHTS[None, :] * s_max / 2
-    powers = (2 * s2 * x * x)[:, :, None] ** n[:, None, :]  # (2 lam s^2)^n, [T, Q, n]
+    powers = np.cumprod(np.repeat((2 * s2 * x * x)[:, :, None], _N_SERIES, axis=2), axis=2)
+    # (2 lam s^2)^n, [T, Q, n]
     sign = (-1.0) ** n
     G = np.exp(np.sum(powers * (sign * (1 / (2 * n) + mu * mu / (2 * s2)) * S_n)[:, None, :],
                       axis=2))
@@ -93,8 +96,8 @@ def adam_step_law(b1, b2, mu, s2, t_T):
     t_T = np.asarray(t_T, np.int64)
     r_T, r2_T = np.empty(t_T.shape), np.empty(t_T.shape)
     small = t_T <= _T_DIRECT
-    for i in np.nonzero(small)[0]:
-        r_T[i], r2_T[i] = _direct(int(t_T[i]), b1, b2, mu, s2)
+    if np.any(small):
+        r_T[small], r2_T[small] = _direct(t_T[small], b1, b2, mu, s2)
     if np.any(~small):
         r_T[~small], r2_T[~small] = _series(t_T[~small], b1, b2, mu, s2)
     return r_T, r2_T

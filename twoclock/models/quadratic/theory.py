@@ -7,20 +7,25 @@
 - drift: the failure clocks (Adam's exact step law and its first passage; SGD / momentum);
 - adam_progress: mean-field Adam's progress clock and the critical-batch mechanisms.
 
-Each prediction the project prints names its method (METHODS).
+Each prediction the project prints names its method (predict.py lists them).
 """
-from twoclock.models.quadratic.adam_progress import (SATURATION_FACTOR, adam_progress_samples,
+from twoclock.models.quadratic.adam_progress import (SATURATION_FACTOR, adam_progress_passage,
+                                                     adam_progress_samples,
                                                      critical_batch_curvature,
                                                      critical_batch_mechanism,
+                                                     critical_batch_passage,
                                                      critical_batch_saturation)
 from twoclock.models.quadratic.crossing import steps_to_target, steps_to_target_many
 from twoclock.models.quadratic.drift import (adam_failure_samples, adam_step_law, drift_path,
                                              linear_failure_samples)
+from twoclock.models.quadratic.first_passage import (median_from_moments, median_steps,
+                                                     median_steps_many)
 from twoclock.models.quadratic.moments import expected_loss, expected_loss_at
 from twoclock.models.quadratic.scales import b_noise, b_simple, pareto_fit
 
 __all__ = ["expected_loss", "expected_loss_at", "steps_to_target", "steps_to_target_many",
            "b_noise", "b_simple", "pareto_fit", "adam_failure_samples", "adam_step_law",
            "drift_path", "linear_failure_samples", "adam_progress_samples",
-           "critical_batch_curvature", "critical_batch_saturation", "critical_batch_mechanism",
-           "SATURATION_FACTOR"]
+           "adam_progress_passage", "critical_batch_curvature", "critical_batch_saturation",
+           "critical_batch_passage", "critical_batch_mechanism", "SATURATION_FACTOR",
+           "median_steps", "median_steps_many", "median_from_moments"]
