@@ -8,7 +8,8 @@ L_t = 1/2 sum_i h_i x_{i,t}^2 has known cumulants and lag-one covariance:
     Cov(L_t, L_{t-1}) = sum_i (h_i/2)^2 (2 C^2 + 4 m_t m_{t-1} C).
 
 Two approximations turn this into the law of the first passage (docs/theory.md measures them):
-1. marginal: P(L_t <= target) from a shifted gamma matching the first three cumulants;
+1. marginal: P(L_t <= target) from a shifted gamma matching the first three cumulants, by
+   the Wilson-Hilferty cube-root normal approximation of the gamma;
 2. crossing: a Gaussian copula with the lag-one correlation of L, read as a Markov chain:
    Z_t = Phi^-1(F_t(L_t)), hazard_t = P(Z_t <= u_t, Z_{t-1} > u_{t-1}) / P(Z_{t-1} > u_{t-1}),
    P(not crossed by t) = prod_s (1 - hazard_s). Exact for independent steps (rho = 0) and for a
@@ -18,7 +19,7 @@ The median first passage is the first t with P(not crossed by t) <= 1/2. Nothing
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammainc, ndtr, ndtri
+from jax.scipy.special import ndtr
 from scipy.special import roots_legendre
 
 from twoclock.config import OptimConfig, require, require_int
@@ -28,20 +29,19 @@ from twoclock.models.quadratic.problem import initial_loss, initial_offset, nois
     rotation, spectrum
 
 _BLOCK = 64  # updates per scan block between checks that every lane has its median
-_P_MIN = 1e-300
 _CHUNK = 1024  # rows per compiled hazard evaluation
 _GL_X, _GL_W = (np.asarray(a) for a in roots_legendre(24))
 
 
-def _cdf(mean, k2, k3, x):
-    """P(L <= x) for a shifted gamma with cumulants (mean, k2, k3); normal when nearly symmetric."""
+def _quantile_z(mean, k2, k3, x):
+    """Phi^-1(P(L <= x)) for a shifted gamma with cumulants (mean, k2, k3), by the
+    Wilson-Hilferty cube root (normal when nearly symmetric)."""
     sd = jnp.sqrt(k2)
-    skew = k3 / jnp.maximum(k2, 1e-300) ** 1.5
-    sym = skew < 1e-3
-    shape = 4.0 / jnp.where(sym, 1.0, skew) ** 2
-    scale = jnp.where(sym, 1.0, skew) * sd / 2.0
-    z = (x - (mean - shape * scale)) / scale
-    return jnp.where(sym, ndtr((x - mean) / sd), gammainc(shape, jnp.maximum(z, 0.0)))
+    skew = jnp.maximum(k3 / jnp.maximum(k2, 1e-300) ** 1.5, 1e-6)
+    shape = 4.0 / skew**2
+    scale = skew * sd / 2.0
+    g = jnp.maximum((x - (mean - shape * scale)) / (shape * scale), 0.0)  # gamma / its mean
+    return (jnp.cbrt(g) - (1.0 - 1.0 / (9.0 * shape))) * jnp.sqrt(9.0 * shape)
 
 
 def _upper_lower(a, b, rho):
@@ -74,8 +74,8 @@ def _loss_stats(w, m, V, m_prev, V_prev, C):
 def _log_no_cross(stats, u_prev, target):
     """(u_t, log(1 - hazard_t)) of the Markov copula; u_prev = -inf at t = 1."""
     mean, k2, k3, rho = stats
-    p = jnp.clip(_cdf(mean, k2, k3, target), _P_MIN, 1.0 - 1e-16)
-    u = ndtri(p)
+    u = jnp.clip(_quantile_z(mean, k2, k3, target), -37.0, 8.2)
+    p = ndtr(u)
     first = ~jnp.isfinite(u_prev)  # t = 1: the start is deterministic, above the target
     joint = _upper_lower(jnp.where(first, 0.0, u_prev), u, rho)
     haz = jnp.where(first, p, joint / jnp.maximum(ndtr(-u_prev), 1e-300))
