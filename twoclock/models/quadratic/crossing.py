@@ -22,8 +22,8 @@ import numpy as np
 
 from twoclock.config import OptimConfig, require, require_int
 from twoclock.models.quadratic.config import QuadraticConfig
-from twoclock.models.quadratic.moments import (_DOUBLE_ROOT_GAP, _arrays, _check_step, _coord_moments,
-                                               _flat, _require_linear)
+from twoclock.models.quadratic.moments import (_DOUBLE_ROOT_GAP, _arrays, _check_step, _flat,
+                                               _require_linear)
 from twoclock.models.quadratic.problem import initial_loss
 
 _K_EXACT = 16  # steps evaluated one by one once the bound no longer separates

@@ -51,7 +51,7 @@ def _direct(t_T, b1, b2, mu, s2):
     live = k < t
     u = np.where(live, (1 - b2) * b2**k / (1 - b2**t), 0.0)  # [T, K]
     w = np.where(live, (1 - b1) * b1**k / (1 - b1**t), 0.0)
-    # lam = kappa tan(phi)^2 maps [0, inf) to [0, pi/2): smooth even when v_hat ~ g_1^2 is heavy-tailed
+    # lam = kappa tan(phi)^2 maps [0, inf) to [0, pi/2): smooth even for a heavy-tailed v_hat ~ g_1^2
     phi = (_NODES + 1) * math.pi / 4
     kappa = 1.0 / (mu * mu + s2)
     lam = kappa * np.tan(phi) ** 2
@@ -150,7 +150,8 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     require_positive("lr0", lr0)
     require(float(batch) >= 1, "batch", "a number >= 1", batch)
     _require_drift(cfg)
-    B, b, cd, thr, Dd = float(batch), cfg.drift_bias, cfg.drift_noise, cfg.drift_threshold, cfg.drift_dim
+    B, b, cd = float(batch), cfg.drift_bias, cfg.drift_noise
+    thr, Dd = cfg.drift_threshold, cfg.drift_dim
     lr, p = _lr(opt, lr0, B), RULE_EXPONENT[opt.lr_rule]
     b1, b2, eps = companions(opt, B)
     mu, s2 = -b, cd / B
