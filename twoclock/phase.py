@@ -4,9 +4,10 @@
 margin N_fail - N_prog (medians, in the model's unit; None when the failure clock is censored
 so the margin is only known to exceed budget - N_prog), the fraction of seeds that reach the
 target first, and both medians. `quadratic_boundary` evaluates the theory on a finer grid:
-log(N_fail / N_prog) with N_fail from twoclock.models.quadratic.theory.adam_failure_samples (its
-noise-dominated leading term is D* sqrt(c_d B0) / (lr0 b) (B/B0)^(1/2-p)) and N_prog from
-the mean-field Adam recursion theory.adam_progress_samples; the boundary is its zero
+log(N_fail / N_prog) with N_fail from twoclock.models.quadratic.theory.adam_failure_samples
+(the first passage of Adam's exact drift step law; its noise-dominated leading term is
+D* sqrt(c_d B0) / (lr0 b) (B/B0)^(1/2-p)) and N_prog from the mean-field Adam recursion
+theory.adam_progress_samples; the boundary is its zero
 contour.
 """
 import math
@@ -49,14 +50,16 @@ def phase_panel(res, title: str, unit: str = "samples", batch_unit: str = "sampl
 
 
 def quadratic_boundary(cfg, opt, batches, lr0s, budget: int) -> dict:
-    """Theory grid log(N_fail / N_prog) [L][B] for Adam on the quadratic model (None: the
-    mean-field progress never reaches the target within the budget, so failure wins)."""
+    """Theory grid log(N_fail / N_prog) [L][B] for Adam on the quadratic model (-10: the
+    mean-field progress never reaches the target within the budget, so failure wins; +10: the
+    drift never reaches its threshold)."""
     ratio = np.empty((len(lr0s), len(batches)))
     for j, lr0 in enumerate(lr0s):
         for i, b in enumerate(batches):
             nf = theory.adam_failure_samples(cfg, opt, lr0, b)["samples"]
             npg = theory.adam_progress_samples(cfg, opt, lr0, b, budget=budget)
-            ratio[j, i] = -10.0 if npg is None else math.log(nf / npg)
+            ratio[j, i] = (-10.0 if npg is None else 10.0 if nf is None
+                           else math.log(nf / npg))
     return {"batches": [float(b) for b in batches], "lr0s": [float(l) for l in lr0s],
             "log_ratio": ratio.tolist(),
             "source": "twoclock.models.quadratic.theory.adam_failure_samples / "

@@ -1,0 +1,108 @@
+"""First-passage clocks of the quadratic theory against the simulator's per-seed clocks."""
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from twoclock import OptimConfig, QuadraticConfig, SweepConfig, clocks, run_sweep, theory
+from twoclock.models.quadratic import MODEL
+from twoclock.stages import constant_run
+
+SEEDS = 256
+K_SE = 3  # standard errors of the Monte Carlo median (bootstrap) allowed besides the 5% / 3%
+
+
+def _median_and_se(n_S):
+    """Median over seeds of first crossings (0 = never) and its bootstrap standard error."""
+    x = clocks.censored(n_S)
+    boot = np.median(x[clocks.bootstrap_indices(x.size)], axis=1)
+    return float(np.median(x)), float(np.std(boot))
+
+
+def _progress_updates(cfg, opt, batch, lr, n_steps):
+    run = constant_run(MODEL, cfg, opt, n_steps, n_ckpt=1)
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(3), s))(jnp.arange(SEEDS))
+    return np.asarray(jax.jit(jax.vmap(run, in_axes=(None, None, 0)))(float(batch), lr, keys)
+                      .prog_t)
+
+
+@settings(max_examples=4)
+@given(st.sampled_from([16, 32]), st.floats(0.5, 1.5), st.floats(0.5, 3.0),
+       st.sampled_from(["sgd", "momentum"]), st.floats(0.5, 0.95), st.sampled_from([2, 4, 8, 32]),
+       st.floats(0.25, 0.9), st.floats(0.7, 1.3))
+def test_first_passage_median_matches_simulation(dim, alpha, sigma, name, mu, batch, lrh,
+                                                 near_floor):
+    # Targets within -30%..+30% of the expected loss's floor, where the first passage of the
+    # noisy loss and the crossing of its mean part ways (below the floor E[L] never crosses).
+    # dim >= 16, B >= 2, lr h / (1 - mu) >= 1/4: with few coordinates, B = 1 or small steps the
+    # loss is far from Gaussian or decorrelates slowly, and the Markov approximation runs 6-17%
+    # early (docs/theory.md lists the measured cases; a known gap, not tested here).
+    opt = OptimConfig(name=name, momentum=mu, lr_rule="fixed")
+    lr = lrh * (1 - mu if name == "momentum" else 1.0)
+    n_steps = 1000
+    cfg0 = QuadraticConfig(dim=dim, alpha=alpha, sigma=sigma, drift_dim=0)
+    L = theory.expected_loss(cfg0, opt, batch, lr, n_steps)
+    cfg = QuadraticConfig(dim=dim, alpha=alpha, sigma=sigma, drift_dim=0,
+                          target=float(min(L[-1] / L[0] * near_floor, 0.9)))
+    pred = theory.median_steps(cfg, opt, batch, lr, n_steps)
+    med, se = _median_and_se(_progress_updates(cfg, opt, batch, lr, n_steps))
+    assert np.isfinite(med) and pred > 0, (med, pred)
+    assert abs(pred - med) <= max(0.05 * med, K_SE * se, 1.0), (pred, med, se)
+
+
+def test_first_passage_beats_expected_loss_near_the_floor():
+    # The issue's configuration: at B = 2 the expected loss crosses at update 77, the runs at ~61.
+    cfg = QuadraticConfig(dim=64, alpha=1.0, target=0.15, drift_dim=0)
+    opt = OptimConfig(name="sgd", lr_rule="fixed")
+    pred = theory.median_steps(cfg, opt, 2, 0.3, 2000)
+    mean = theory.steps_to_target(cfg, opt, 2, 0.3, 2000)
+    med, se = _median_and_se(_progress_updates(cfg, opt, 2, 0.3, 300))
+    assert abs(pred - med) <= max(0.05 * med, K_SE * se), (pred, med, se)
+    assert abs(mean - med) > 0.05 * med + K_SE * se  # the expected-loss crossing misses it
+
+
+def test_first_passage_is_cheap():
+    cfg, opt = QuadraticConfig(), OptimConfig(name="momentum")
+    rng = np.random.default_rng(2)
+    b, lr = rng.integers(1, 256, 100), 10 ** rng.uniform(-2, -0.5, 100)
+    theory.median_steps_many(cfg, opt, b, lr, 20_000)  # compile
+    t0 = time.perf_counter()
+    theory.median_steps_many(cfg, opt, b, lr, 20_000)
+    assert time.perf_counter() - t0 < 100 * 0.02  # 10 ms per configuration, x2 for a loaded CI
+
+
+# ---------------------------------------------------------------------------------------------
+# Adam's failure clock: the exact step law and its first passage
+# ---------------------------------------------------------------------------------------------
+
+def test_adam_step_law_matches_monte_carlo():
+    b1, b2, mu, s2, S = 0.9, 0.99, -0.05, 0.05, 20_000
+    ts = (1, 2, 5, 50, 300)
+    r, r2 = theory.adam_step_law(b1, b2, mu, s2, np.array(ts))
+    g = mu + np.sqrt(s2) * np.random.default_rng(0).standard_normal((max(ts), S))
+    m = v = np.zeros(S)
+    for t in range(1, max(ts) + 1):
+        m, v = b1 * m + (1 - b1) * g[t - 1], b2 * v + (1 - b2) * g[t - 1] ** 2
+        if t in ts:
+            x = (m / (1 - b1**t)) / np.sqrt(v / (1 - b2**t))
+            i = ts.index(t)
+            se = x.std() / np.sqrt(S)
+            assert abs(x.mean() - r[i]) <= 4 * se + 1e-9, (t, x.mean(), r[i], se)  # 4 SE
+            se2 = (x * x).std() / np.sqrt(S)
+            assert abs((x * x).mean() - r2[i]) <= 4 * se2 + 1e-9, (t, (x * x).mean(), r2[i], se2)
+
+
+@settings(max_examples=5)
+@given(st.floats(0.01, 0.2), st.floats(0.05, 4.0), st.floats(5e-3, 2e-2),
+       st.sampled_from([0.99, 0.999]), st.sampled_from([8, 64]))
+def test_adam_failure_clock_within_three_percent(b, cd, lr0, beta2, batch):
+    # Drawn drift pulls and noise cover both regimes (c_d / b^2 from 1.25 to 4e4).
+    cfg = QuadraticConfig(dim=1, drift_bias=b, drift_noise=cd)
+    opt = OptimConfig(beta2=beta2)
+    pred = theory.adam_failure_samples(cfg, opt, lr0, batch)["samples"]
+    res = run_sweep("quadratic", cfg, opt, SweepConfig(batches=(batch,), lr0s=(lr0,),
+                    seeds=SEEDS, budget=int(2 * pred), seed=1), quiet=True)
+    med, se = _median_and_se(res.fail_n[0, 0])
+    assert abs(pred - med) <= max(0.03 * med, K_SE * se), (pred, med, se)

@@ -1,0 +1,187 @@
+"""The progress clock as a first passage: the median over seeds of the first t with L_t <= target.
+
+For SGD and heavy-ball momentum every eigen-coordinate x_t is Gaussian, with mean m_t, variance
+V_t and lag-one covariance C_t = Cov(x_t, x_{t-1}) given exactly by the linear recursion, so
+L_t = 1/2 sum_i h_i x_{i,t}^2 has known cumulants and lag-one covariance:
+
+    kappa_k(L_t) = 2^(k-1) (k-1)! sum_i (h_i/2)^k (V^k + k m^2 V^(k-1)),
+    Cov(L_t, L_{t-1}) = sum_i (h_i/2)^2 (2 C^2 + 4 m_t m_{t-1} C).
+
+Two approximations turn this into the law of the first passage (docs/theory.md measures them):
+1. marginal: P(L_t <= target) from a shifted gamma matching the first three cumulants, by
+   the Wilson-Hilferty cube-root normal approximation of the gamma;
+2. crossing: a Gaussian copula with the lag-one correlation of L, read as a Markov chain:
+   Z_t = Phi^-1(F_t(L_t)), hazard_t = P(Z_t <= u_t, Z_{t-1} > u_{t-1}) / P(Z_{t-1} > u_{t-1}),
+   P(not crossed by t) = prod_s (1 - hazard_s). Exact for independent steps (rho = 0) and for a
+   perfectly correlated loss (rho = 1, where it returns the marginal crossing).
+The median first passage is the first t with P(not crossed by t) <= 1/2. Nothing is sampled.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import ndtr
+from scipy.special import roots_legendre
+
+from twoclock.config import OptimConfig, require, require_int
+from twoclock.models.quadratic.config import QuadraticConfig
+from twoclock.models.quadratic.moments import _require_linear
+from twoclock.models.quadratic.problem import initial_loss, initial_offset, noise_variances, \
+    rotation, spectrum
+
+_BLOCK = 64  # updates per scan block between checks that every lane has its median
+_CHUNK = 1024  # rows per compiled hazard evaluation
+_GL_X, _GL_W = (np.asarray(a) for a in roots_legendre(24))
+
+
+def _quantile_z(mean, k2, k3, x):
+    """Phi^-1(P(L <= x)) for a shifted gamma with cumulants (mean, k2, k3), by the
+    Wilson-Hilferty cube root (normal when nearly symmetric)."""
+    sd = jnp.sqrt(k2)
+    skew = jnp.maximum(k3 / jnp.maximum(k2, 1e-300) ** 1.5, 1e-6)
+    shape = 4.0 / skew**2
+    scale = skew * sd / 2.0
+    g = jnp.maximum((x - (mean - shape * scale)) / (shape * scale), 0.0)  # gamma / its mean
+    return (jnp.cbrt(g) - (1.0 - 1.0 / (9.0 * shape))) * jnp.sqrt(9.0 * shape)
+
+
+def _upper_lower(a, b, rho):
+    """P(Z1 > a, Z2 <= b) for standard normals with correlation rho (a, b finite).
+
+    Phi2(a, b; rho) = Phi(min(a, b)) - 1/(2 pi) int_0^acos(rho) exp(-(a^2 - 2ab cos th + b^2)
+    / (2 sin^2 th)) dth (Plackett's identity with r = cos th); P(Z1 > a, Z2 <= b) =
+    Phi(b) - Phi2(a, b; rho).
+    """
+    th_max = jnp.arccos(jnp.clip(rho, -1.0, 1.0))
+    th = (_GL_X[:, None] + 1.0) / 2.0 * th_max[None, :]
+    s2 = jnp.maximum(jnp.sin(th) ** 2, 1e-300)
+    a2, b2 = a[None, :], b[None, :]
+    f = jnp.exp(-(a2 * a2 - 2.0 * a2 * b2 * jnp.cos(th) + b2 * b2) / (2.0 * s2))
+    integral = jnp.sum(_GL_W[:, None] * f, axis=0) * th_max / 2.0 / (2.0 * jnp.pi)
+    return jnp.maximum(ndtr(b) - ndtr(jnp.minimum(a, b)) + integral, 0.0)
+
+
+def _loss_stats(w, m, V, m_prev, V_prev, C):
+    """(mean, k2, k3, lag-one correlation) of L_t from coordinate moments (last axis summed)."""
+    mean = jnp.sum(w * (m**2 + V), axis=-1)
+    k2 = 2.0 * jnp.sum(w**2 * (V**2 + 2.0 * m**2 * V), axis=-1)
+    k3 = 8.0 * jnp.sum(w**3 * (V**3 + 3.0 * m**2 * V**2), axis=-1)
+    k2_prev = 2.0 * jnp.sum(w**2 * (V_prev**2 + 2.0 * m_prev**2 * V_prev), axis=-1)
+    cov = jnp.sum(w**2 * (2.0 * C**2 + 4.0 * m * m_prev * C), axis=-1)
+    rho = jnp.where(k2_prev > 0, cov / jnp.sqrt(jnp.maximum(k2 * k2_prev, 1e-300)), 0.0)
+    return mean, k2, k3, rho
+
+
+def _log_no_cross(stats, u_prev, target):
+    """(u_t, log(1 - hazard_t)) of the Markov copula; u_prev = -inf at t = 1."""
+    mean, k2, k3, rho = stats
+    u = jnp.clip(_quantile_z(mean, k2, k3, target), -37.0, 8.2)
+    p = ndtr(u)
+    first = ~jnp.isfinite(u_prev)  # t = 1: the start is deterministic, above the target
+    joint = _upper_lower(jnp.where(first, 0.0, u_prev), u, rho)
+    haz = jnp.where(first, p, joint / jnp.maximum(ndtr(-u_prev), 1e-300))
+    return u, jnp.log1p(-jnp.clip(haz, 0.0, 1.0 - 1e-16))
+
+
+def _log_stay(h, m, V, C, target, u0):
+    """(log(1 - hazard_t) for t = 1..T, u_T) from rows 0..T of the coordinate moments; u0 is
+    u at row 0 (-inf at the deterministic start)."""
+    w = h[None, :] / 2.0
+    stats = _loss_stats(w, m[1:], V[1:], m[:-1], V[:-1], C[1:])
+    u, _ = _log_no_cross(stats, jnp.full(m.shape[0] - 1, -jnp.inf), target)
+    u_prev = jnp.concatenate([u0[None], u[:-1]])
+    return _log_no_cross(stats, u_prev, target)[1], u
+
+
+_log_stay_jit = jax.jit(_log_stay)
+
+
+def median_from_moments(h, m_TxD, V_TxD, C_TxD, target: float, extrapolate: bool = False):
+    """Median first-passage step (1-based; 0 if beyond T) of L_t = 1/2 sum h x_t^2 with x_t
+    Gaussian: m_TxD, V_TxD the means and variances of x_1..x_T, C_TxD = Cov(x_t, x_{t-1}),
+    the start x_0 = m_0 deterministic is row 0 of m_TxD (so T + 1 rows of m, V, C).
+    extrapolate: past T the hazard stays at its last value (a stationary loss), so the median
+    is found in closed form (a float) if the survival has not yet reached 1/2."""
+    n = m_TxD.shape[0]
+    rows = -(-(n - 1) // _CHUNK) * _CHUNK + 1  # whole chunks, padded by repeating the last row
+    pad = lambda x: np.concatenate([x, np.repeat(x[-1:], rows - n, axis=0)])
+    m, V, C = (pad(np.asarray(x, np.float64)) for x in (m_TxD, V_TxD, C_TxD))
+    parts, u = [], -np.inf
+    with jax.enable_x64(True):
+        for i in range(0, rows - 1, _CHUNK):  # one compilation for every length
+            part, u_all = _log_stay_jit(jnp.asarray(h), m[i:i + _CHUNK + 1], V[i:i + _CHUNK + 1],
+                                        C[i:i + _CHUNK + 1], target, jnp.asarray(u))
+            parts.append(np.asarray(part))
+            u = float(u_all[-1])
+    log_stay = np.concatenate(parts)[: n - 1]
+    log_surv = np.cumsum(log_stay)
+    done = log_surv <= np.log(0.5)
+    if done.any():
+        return int(np.argmax(done)) + 1
+    if extrapolate and log_stay[-1] < 0:
+        T = log_surv.size
+        return T + int(np.ceil((np.log(0.5) - log_surv[-1]) / float(log_stay[-1])))
+    return 0
+
+
+def _median_passage(h, c, e0, lr, batch, mu, target, T):
+    """Median first-passage step per lane (0 if P(crossed) < 1/2 through T), [N] float64.
+
+    h, c, e0 [D]; lr, batch [N]; mu, target, T scalars.
+    """
+    N = lr.shape[0]
+    w_D = h[None, :] / 2.0
+    a = 1.0 + mu - lr[:, None] * h[None, :]
+    q = lr[:, None] ** 2 * c[None, :] / batch[:, None]
+
+    def step(s, _):
+        m, m_prev, V, V_prev, C, u_prev, log_surv, t, med = s
+        m_new = a * m - mu * m_prev
+        V_new = a * a * V + mu * mu * V_prev - 2.0 * a * mu * C + q
+        C_new = a * V - mu * C
+        u, log_stay = _log_no_cross(_loss_stats(w_D, m_new, V_new, m, V, C_new), u_prev, target)
+        log_surv = log_surv + log_stay
+        t = t + 1.0
+        med = jnp.where((med == 0) & (log_surv <= jnp.log(0.5)) & (t <= T), t, med)
+        return (m_new, m, V_new, V, C_new, u, log_surv, t, med), None
+
+    def block(s):
+        return jax.lax.scan(step, s, None, length=_BLOCK)[0]
+
+    def cond(s):
+        return jnp.any((s[8] == 0) & (s[7] < T))
+
+    z = jnp.zeros((N, h.shape[0]))
+    m0 = jnp.broadcast_to(e0[None, :], z.shape)
+    init = (m0, m0, z, z, z, jnp.full(N, -jnp.inf), jnp.zeros(N), jnp.zeros(N), jnp.zeros(N))
+    return jax.lax.while_loop(cond, block, init)[8]
+
+
+_median_jit = jax.jit(_median_passage)
+
+
+def _eig_offset0(cfg: QuadraticConfig) -> np.ndarray:
+    x0 = initial_offset(cfg)
+    q = rotation(cfg)
+    return x0 if q is None else q.T @ x0
+
+
+def median_steps_many(cfg: QuadraticConfig, opt: OptimConfig, batches, lrs,
+                      max_steps: int) -> np.ndarray:
+    """Median first-passage update of the noisy loss to target * L0 for arrays of batches and lrs
+    (broadcast); int64 of the broadcast shape, 0 where the median lies beyond max_steps."""
+    mu = _require_linear(opt)
+    require_int("max_steps", max_steps)
+    require(np.all(np.asarray(lrs) > 0), "lr", "> 0", lrs)
+    require(np.all(np.asarray(batches) >= 1), "batch", ">= 1", batches)
+    b, l = np.broadcast_arrays(np.asarray(batches, np.float64), np.asarray(lrs, np.float64))
+    with jax.enable_x64(True):
+        out = _median_jit(jnp.asarray(spectrum(cfg)), jnp.asarray(noise_variances(cfg)),
+                          jnp.asarray(_eig_offset0(cfg)), jnp.asarray(l.reshape(-1)),
+                          jnp.asarray(b.reshape(-1)), mu, cfg.target * initial_loss(cfg),
+                          float(max_steps))
+        return np.asarray(out).astype(np.int64).reshape(b.shape)
+
+
+def median_steps(cfg: QuadraticConfig, opt: OptimConfig, batch, lr, max_steps: int) -> int:
+    """Median over seeds of the first update with L_t <= target * L0 (0 if beyond max_steps)."""
+    return int(median_steps_many(cfg, opt, batch, lr, max_steps))
