@@ -16,7 +16,6 @@ geometric sums) after. eps enters as sqrt(v) / (sqrt(v) + eps) at the typical v.
 import math
 
 import numpy as np
-from scipy.signal import lfilter
 from scipy.special import log_ndtr, ndtr, roots_legendre
 
 from twoclock.config import OptimConfig, require, require_positive
@@ -44,8 +43,14 @@ def _psi(y, r):
     return -0.5 * np.log1p(y) - r * y / (1.0 + y)
 
 
-def _direct(t_T, b1, b2, mu, s2):
-    """(E[m_hat / sqrt(v_hat)], E[m_hat^2 / v_hat]) at updates t_T <= _T_DIRECT by direct sums."""
+def _direct(t_T, b1, b2, mu, s2, block: int = 32):
+    """(E[m_hat / sqrt(v_hat)], E[m_hat^2 / v_hat]) at updates t_T <= _T_DIRECT by direct sums,
+    `block` updates at a time (each row is independent; this bounds the [T, Q, K] temporaries)."""
+    parts = [_direct_block(t_T[i:i + block], b1, b2, mu, s2) for i in range(0, len(t_T), block)]
+    return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+def _direct_block(t_T, b1, b2, mu, s2):
     t = t_T.astype(np.float64)[:, None]
     k = np.arange(_T_DIRECT, dtype=np.float64)[None, :]  # age t - j; ages >= t are masked out
     live = k < t
@@ -65,8 +70,14 @@ def _direct(t_T, b1, b2, mu, s2):
     return r, r2
 
 
-def _series(t_T, b1, b2, mu, s2):
-    """The same for an array of updates t > _T_DIRECT, by the power series in 2 lam s^2 u."""
+def _series(t_T, b1, b2, mu, s2, block: int = 512):
+    """The same for an array of updates t > _T_DIRECT, by the power series in 2 lam s^2 u,
+    `block` updates at a time (bounds the [T, Q, n] temporaries)."""
+    parts = [_series_block(t_T[i:i + block], b1, b2, mu, s2) for i in range(0, len(t_T), block)]
+    return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+def _series_block(t_T, b1, b2, mu, s2):
     t = t_T.astype(np.float64)[:, None]
     u1 = (1 - b2) / (1 - b2**t)  # largest v weight
     w1 = (1 - b1) / (1 - b1**t)
@@ -89,6 +100,22 @@ def _series(t_T, b1, b2, mu, s2):
     r = np.sum(dx * 2 / math.sqrt(math.pi) * G * M1, axis=1)
     r2 = np.sum(dx * 2 * x * G * (M1 * M1 + M2), axis=1)
     return r, r2
+
+
+def _ar1(x, b: float, block: int = 256):
+    """y_k = x_k + b y_{k-1} (y_{-1} = 0) in float64: within blocks by a product with the
+    powers of b, across blocks by carrying the last value (no scipy.signal import, whose
+    memory alone would take the headline over its budget)."""
+    n = len(x)
+    X = np.concatenate([np.asarray(x, np.float64), np.zeros((-n) % block)]).reshape(-1, block)
+    i = np.arange(block)
+    P = np.tril(float(b) ** np.clip(i[:, None] - i[None, :], 0, None))  # b^(i-j), j <= i
+    Y = X @ P.T
+    decay, carry = float(b) ** (i + 1), 0.0
+    for k in range(Y.shape[0]):
+        Y[k] += carry * decay
+        carry = Y[k, -1]
+    return Y.ravel()[:n]
 
 
 def adam_step_law(b1, b2, mu, s2, t_T):
@@ -115,10 +142,10 @@ def drift_path(b1, b2, mu, s2, lr, n):
     var_m = s2 * ((1 - b1) / (1 - b1**t)) ** 2 * (1 - b1 ** (2 * t)) / (1 - b1 * b1)
     a = np.sqrt(np.maximum(r2 - r * r, 0.0) / var_m)
     e = lr * a * (1 - b1) / (1 - b1**t)
-    c = lfilter([1.0], [1.0, -b1], e[::-1])[::-1]  # c_k = sum_{t>=k} b1^(t-k) e_t (to the end)
+    c = _ar1(e[::-1], b1)[::-1]  # c_k = sum_{t>=k} b1^(t-k) e_t (to the end)
     # truncated at n: c_k(n) = c_k - b1^(n+1-k) c_{n+1}; sum_k c_k(n)^2 in closed form
     c_next = np.append(c[1:], 0.0)
-    A = lfilter([0.0, b1], [1.0, -b1], c)  # sum_{k<=n} b1^(n+1-k) c_k
+    A = b1 * np.concatenate([[0.0], _ar1(c, b1)[:-1]])  # sum_{k<=n} b1^(n+1-k) c_k
     Bs = b1 * b1 * (1 - b1 ** (2 * t)) / (1 - b1 * b1)
     V = s2 * (np.cumsum(c * c) - 2 * c_next * A + c_next**2 * Bs)
     return -lr * np.cumsum(r), V
