@@ -64,3 +64,40 @@ def test_median_ci_of_plain_values_keeps_zeros(xs):
     s = clocks.median_ci(np.array(xs))  # accuracies: 0 is a value here, not "never"
     assert s["median"] == np.median(xs)
     assert s["ci"][0] <= s["median"] <= s["ci"][1]
+
+
+def _coverage(level, n_draws, S, seed):
+    """Fraction of n_draws samples (S values each, from four known distributions) whose
+    median_ci at `level` contains the true median."""
+    rng = np.random.default_rng(seed)
+    dists = [(lambda n: rng.exponential(2.0, n), 2.0 * math.log(2)),
+             (lambda n: rng.normal(3.0, 1.0, n), 3.0),
+             (lambda n: rng.lognormal(0.0, 1.0, n), 1.0),
+             (lambda n: rng.integers(1, 10**6, n), (1 + 10**6 - 1) / 2)]
+    hits = 0
+    for k in range(n_draws):
+        draw, med = dists[k % len(dists)]
+        ci = clocks.median_ci(draw(S), level=level)["ci"]
+        hits += ci[0] <= med <= ci[1]
+    return hits / n_draws
+
+
+def test_median_ci_covers_the_true_median_at_its_level():
+    """Coverage within K_SE = 4 binomial standard errors of the nominal level.
+
+    The bootstrap percentile CI of a median is near-nominal from ~16 seeds (measured 0.935-0.95
+    at 0.95); a CI of the wrong level (0.55 called 0.95) is ~35 SE off.
+    """
+    K_SE = 4.0
+    for level, n, S in ((0.95, 400, 24), (0.8, 200, 24)):
+        cov = _coverage(level, n, S, seed=int(100 * level))
+        se = math.sqrt(level * (1 - level) / n)
+        assert abs(cov - level) <= K_SE * se, (level, cov, se)
+
+
+def test_censored_runs_widen_the_ci_to_the_budget():
+    # 9 of 16 seeds crossed: the median is finite, the upper bound is often "> budget" (None)
+    x = np.array([100 * (k + 1) for k in range(9)] + [0] * 7)
+    s = clocks.summarize(x)
+    assert s["median"] == 850.0 and s["reached"] == 9   # (800 + 900) / 2
+    assert s["ci"][1] is None and s["ci"][0] is not None and s["ci"][0] <= 850.0

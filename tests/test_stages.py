@@ -1,0 +1,76 @@
+"""The engine's clocks against their definitions: a crossing exactly at the last update, padding
+that never sets a clock, and one noise stream per seed (twoclock.stages, twoclock.sweep).
+
+The reference trajectory is a run of the same key with a checkpoint after every update: update
+t's noise is fold_in(key, t) whatever the run length, so a shorter run repeats its first updates.
+"""
+import jax
+import numpy as np
+import pytest
+
+from twoclock import OptimConfig, QuadraticConfig, SweepConfig
+from twoclock.models.quadratic import MODEL
+from twoclock.stages import constant_run, make_traced_run
+from twoclock.sweep import run_sweep, seed_keys
+from twoclock.trace import checkpoint_every
+
+CFG = QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.5, drift_noise=0.05, target=0.3,
+                      drift_threshold=0.4)
+OPT = OptimConfig(name="sgd")
+BATCH, LR, N_REF = 8.0, 0.05, 160
+
+
+def _constant(n_steps, n_ckpt, key=0):
+    run = jax.jit(constant_run(MODEL, CFG, OPT, n_steps, n_ckpt=n_ckpt))
+    return jax.device_get(run(np.float32(BATCH), np.float32(LR), jax.random.PRNGKey(key)))
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Per-update trajectory and the first crossings read off it (1-based; 0 = never)."""
+    tr = _constant(N_REF, N_REF)
+    frac, drift = tr.ckpt["progress_frac"], tr.ckpt["drift"]
+    first = lambda hit: int(1 + np.argmax(hit)) if hit.any() else 0
+    t = {"prog": first(frac <= CFG.target), "fail": first(drift >= CFG.drift_threshold)}
+    assert 4 < t["prog"] < N_REF and 4 < t["fail"] < N_REF and t["prog"] != t["fail"], t
+    return t
+
+
+@pytest.mark.parametrize("clock", ["prog", "fail"])
+def test_crossing_at_the_last_update_is_reported(reference, clock):
+    t = reference[clock]
+    for n_ckpt in (3, t):  # a padded last chunk; one update per chunk
+        tr = _constant(t, n_ckpt)
+        assert getattr(tr, f"{clock}_t") == t, (clock, n_ckpt)
+        assert getattr(tr, f"{clock}_n") == BATCH * t
+        # one update short: never, although the padded last chunk may run update t
+        tr = _constant(t - 1, n_ckpt)
+        assert getattr(tr, f"{clock}_t") == 0, (clock, n_ckpt)
+
+
+@pytest.mark.parametrize("clock", ["prog", "fail"])
+def test_traced_run_reports_a_crossing_at_its_last_update(reference, clock):
+    t = reference[clock]
+    run = jax.jit(make_traced_run(MODEL, CFG, OPT, n_ckpt=4))
+    key = jax.random.PRNGKey(0)
+    for n in (t, t - 1):
+        every = checkpoint_every(n, 4)
+        if n % every == 0:  # make the last chunk padded too: a longer chunk, same updates
+            every += 1
+        tr = jax.device_get(run(np.float32(BATCH), np.float32(LR), key, np.int32(n),
+                                np.int32(every)))
+        assert getattr(tr, f"{clock}_t") == (t if n == t else 0), (clock, n, every)
+
+
+def test_every_seed_has_its_own_noise_stream():
+    keys = np.asarray(seed_keys(3, 16))
+    assert len({k.tobytes() for k in keys}) == 16
+    sweep = SweepConfig(batches=(8,), lr0s=(LR,), seeds=6, budget=8 * N_REF, seed=3)
+    opt = OptimConfig(name="sgd", lr_rule="fixed")
+    res = run_sweep("quadratic", CFG, opt, sweep, quiet=True)
+    # each seed's clocks are those of a run with that seed's key, and they differ between seeds
+    run = jax.jit(constant_run(MODEL, CFG, opt, N_REF, n_ckpt=sweep.n_ckpt))
+    for s in range(sweep.seeds):
+        tr = jax.device_get(run(np.float32(8), np.float32(LR), keys[s]))
+        assert res.prog_n[0, 0, s] == tr.prog_n and res.fail_n[0, 0, s] == tr.fail_n, s
+    assert len(set(res.fail_n[0, 0].tolist())) > 1 and len(set(res.prog_n[0, 0].tolist())) > 1
