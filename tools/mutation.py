@@ -8,14 +8,14 @@
 Each module is mutated in a throwaway copy of the tree (the working tree is never touched), and
 each mutant runs only that module's fast test selection (TESTS). String mutations are off: they
 change error messages and help text, which the CLI tests cover, not the formulas. Prints one
-line per module (killed / total, surviving mutant ids) and writes the surviving diffs to
---out (default mutation-report.md in the current folder).
+line per module (killed / total, surviving mutant ids) and, with --out FILE, the surviving
+mutants' diffs as Markdown.
 """
 import argparse
 import ast
 import os
-import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -77,18 +77,17 @@ def one_module(root: str, module: str, types: str | None) -> dict:
     if os.path.exists(os.path.join(root, ".mutmut-cache")):
         os.remove(os.path.join(root, ".mutmut-cache"))
     run = mutmut(["run", *opts], root)
-    out = mutmut(["results"], root).stdout
-    ids = {}
-    for status in ("Killed", "Survived", "Timeout", "Suspicious", "Untested/skipped"):
-        block = re.search(rf"{re.escape(status)} \S+ \((\d+)\)\n(.*?)(?:\n\n|\Z)", out, re.S)
-        ids[status] = (re.findall(r"\b(\d+)(?:-(\d+))?\b", block.group(2)) if block else [])
-    survived = []
-    for a, b in ids["Survived"]:
-        survived += list(range(int(a), int(b or a) + 1))
-    counts = dict(re.findall(r"(\S+) \S+ \((\d+)\)", out))
-    diffs = {i: mutmut(["show", str(i)], root).stdout for i in survived}
-    return {"module": module, "tests": tests, "results": out, "counts": counts,
-            "survived": survived, "diffs": diffs, "log": run.stdout[-2000:]}
+    with sqlite3.connect(os.path.join(root, ".mutmut-cache")) as db:
+        rows = db.execute("SELECT Mutant.id, status, line_number FROM Mutant JOIN Line "
+                          "ON Mutant.line = Line.id").fetchall()
+    counts = {}
+    for _, status, _ in rows:
+        counts[status] = counts.get(status, 0) + 1
+    survived = [i for i, status, _ in rows if status == "bad_survived"]
+    timeout = [i for i, status, _ in rows if status == "bad_timeout"]
+    diffs = {i: mutmut(["show", str(i)], root).stdout for i in survived + timeout}
+    return {"module": module, "tests": tests, "counts": counts, "survived": survived,
+            "timeout": timeout, "diffs": diffs, "log": run.stdout[-2000:]}
 
 
 def main(argv=None) -> int:
@@ -97,7 +96,7 @@ def main(argv=None) -> int:
     p.add_argument("--ref", help="take the tree (code and tests) from this commit")
     p.add_argument("--types", help="only these mutation types (mutmut's names, comma-separated)")
     p.add_argument("--functions", help="only the lines of these functions (comma-separated)")
-    p.add_argument("--out", default="mutation-report.md")
+    p.add_argument("--out", help="write the surviving diffs here (Markdown)")
     ns = p.parse_args(argv)
     lines = []
     with tempfile.TemporaryDirectory(prefix="mutation-") as root:
@@ -106,15 +105,18 @@ def main(argv=None) -> int:
             restrict(root, m, ns.functions)
             r = one_module(root, m, ns.types)
             c = r["counts"]
-            total = sum(int(c.get(k, 0)) for k in ("Killed", "Survived", "Timeout", "Suspicious"))
-            killed = int(c.get("Killed", 0)) + int(c.get("Timeout", 0))
+            # suspicious = killed, but slowly; a timeout is not counted as killed
+            killed = c.get("ok_killed", 0) + c.get("ok_suspicious", 0)
+            total = killed + c.get("bad_survived", 0) + c.get("bad_timeout", 0)
             line = (f"{m}: {killed}/{total} killed ({100 * killed / max(total, 1):.0f}%), "
-                    f"survived {r['survived']}  [tests: {' '.join(r['tests'])}]")
+                    f"survived {r['survived']}, timed out {r['timeout']}, "
+                    f"skipped {c.get('skipped', 0)}  [tests: {' '.join(r['tests'])}]")
             print(line, flush=True)
             lines += [f"## {line}", "", *(f"```diff\n{d.strip()}\n```" for d in
                                             r["diffs"].values()), ""]
-    with open(ns.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    if ns.out:
+        with open(ns.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
     return 0
 
 
