@@ -154,3 +154,16 @@ def test_the_band_edges_are_exact():
                                    None, None)
     assert_close(o, r * 3 * a, rtol=1e-6, atol=0, what="unclipped")
     assert not np.any(np.asarray(m))
+
+
+def test_advantages_on_any_leading_shape_with_the_default_eps():
+    """[runs, P, G] rewards: each group's estimator as in 2-D (RLOO's G / (G - 1) uses the
+    group axis, the last), and GRPO's default eps is 1e-6."""
+    r = np.random.default_rng(0).integers(0, 2, size=(2, 3, 5)).astype(np.float32)
+    r[0, 0] = [1, 0, 0, 0, 0]
+    cen = r - r.mean(-1, keepdims=True)
+    assert_close(obj.advantages(jnp.asarray(r), "rloo"), cen * 5 / 4, rtol=1e-6, atol=1e-6,
+                 what="RLOO [2, 3, 5]")
+    # std 0.4 on the first group: eps = 1e-6 vs 2e-6 differs by 2.5e-6 relative
+    assert_close(obj.advantages(jnp.asarray(r), "grpo"), cen / (r.std(-1, keepdims=True) + 1e-6),
+                 rtol=2e-7, atol=0, what="GRPO default eps")
