@@ -101,3 +101,33 @@ def test_censored_runs_widen_the_ci_to_the_budget():
     s = clocks.summarize(x)
     assert s["median"] == 850.0 and s["reached"] == 9   # (800 + 900) / 2
     assert s["ci"][1] is None and s["ci"][0] is not None and s["ci"][0] <= 850.0
+
+
+@given(st.lists(st.integers(1, 10**6), min_size=2, max_size=30), st.sampled_from([0.5, 0.8, 0.95]))
+def test_median_ci_bounds_are_the_bootstrap_quantiles(xs, level):
+    """lo, hi = the (1 - level)/2 and (1 + level)/2 quantiles ("lower") of the resampled medians."""
+    x = np.array(xs, np.float64)
+    idx = clocks.bootstrap_indices(x.size)
+    med_R = np.median(x[idx], axis=1)
+    lo, hi = np.quantile(med_R, [(1 - level) / 2, (1 + level) / 2], method="lower")
+    assert clocks.median_ci(x, level)["ci"] == [lo, hi]
+    assert clocks.median_ci(x, level, idx=idx)["ci"] == [lo, hi]
+
+
+def test_critical_batch_at_exactly_one_plus_delta():
+    # the largest batch slows progress by exactly 1 + delta = 1.25 (exact in binary): found there
+    prog = np.array([[1000] * 4, [1100] * 4, [1250] * 4])
+    cb = clocks.critical_batch([8, 16, 32], prog, delta=0.25)
+    assert_close([cb["batch"], *cb["ci"]], 32.0, rtol=1e-12, atol=0, what="critical batch")
+    assert cb["found"] == 1.0
+
+
+def test_critical_batch_ci_resamples_the_seeds():
+    """The default CI is the one of the default paired resamples, and noise gives it width."""
+    rng = np.random.default_rng(3)
+    batches = [8, 16, 32, 64]
+    prog = np.array([[1000 * (1 + 0.3 * j) * rng.uniform(0.8, 1.2) for _ in range(12)]
+                     for j in range(4)])
+    cb = clocks.critical_batch(batches, prog)
+    assert cb == clocks.critical_batch(batches, prog, idx=clocks.bootstrap_indices(12))
+    assert cb["ci"][0] < cb["batch"] < cb["ci"][1] and 0 < cb["found"] <= 1
