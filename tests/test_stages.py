@@ -7,10 +7,11 @@ t's noise is fold_in(key, t) whatever the run length, so a shorter run repeats i
 import jax
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig
 from twoclock.models.quadratic import MODEL
-from twoclock.stages import constant_run, make_traced_run
+from twoclock.stages import constant_run, make_traced_run, samples_at, stage_layout
 from twoclock.sweep import run_sweep, seed_keys
 from twoclock.trace import checkpoint_every
 
@@ -74,3 +75,27 @@ def test_every_seed_has_its_own_noise_stream():
         tr = jax.device_get(run(np.float32(8), np.float32(LR), keys[s]))
         assert res.prog_n[0, 0, s] == tr.prog_n and res.fail_n[0, 0, s] == tr.fail_n, s
     assert len(set(res.fail_n[0, 0].tolist())) > 1 and len(set(res.prog_n[0, 0].tolist())) > 1
+
+
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=3).filter(lambda n: sum(n) >= 1),
+       st.lists(st.integers(1, 64), min_size=3, max_size=3), st.integers(1, 7))
+def test_samples_and_checkpoints_of_stages_by_hand(n_K, b_K, every):
+    """Update t of stage k costs B_k: samples(t) = sum_k B_k clip(t - t0_k, 0, n_k), the last
+    stage unclipped above; checkpoints every `every` updates within each stage and at the end
+    of every stage (a stage that is not the last ends on one; the last is padded)."""
+    b_K = b_K[:len(n_K)]
+    t_S = np.arange(sum(n_K) + 3)
+    t0_K = np.concatenate([[0], np.cumsum(n_K)[:-1]])
+    want = sum(b * np.clip(t_S - t0, 0, None if k == len(n_K) - 1 else n)
+               for k, (n, b, t0) in enumerate(zip(n_K, b_K, t0_K)))
+    assert np.array_equal(np.asarray(samples_at(t_S, tuple(n_K), tuple(b_K))), want)
+    layout, t_C = stage_layout(n_K, every)
+    ends = []
+    for k, (n, t0) in enumerate(zip(n_K, t0_K)):
+        last = k == len(n_K) - 1
+        c = list(range(t0 + every, t0 + n + 1, every))
+        if n % every and (c == [] or c[-1] != t0 + n):
+            c.append(t0 + n)  # a stage's last (possibly partial) chunk ends at its last update
+        ends += c
+        assert layout[k][0] == t0
+    assert t_C.tolist() == ends
