@@ -59,7 +59,7 @@ def test_gradient_noise_variance_is_c_over_b():
 
     x_1 = (1 - lr h) x0 - lr sqrt(c / B) z and d_1 = lr b + lr sqrt(c_d / B) mean(z_d), so
     E[L_1] = 1/2 sum h ((1 - lr h)^2 x0^2 + lr^2 c / B) and Var(d_1) = lr^2 c_d / (B Dd).
-    Means within K_SE = 5 Monte Carlo standard errors; c / (2B) would be ~25 SE off here.
+    Means within K_SE = 5 Monte Carlo standard errors; c / (2B) is 43 SE off at B = 4.
     """
     K_SE, S = 5.0, 4096
     cfg = QuadraticConfig(dim=3, alpha=1.0, h_max=2.0, sigma=1.5, gamma=0.5, drift_dim=4,
