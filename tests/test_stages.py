@@ -97,5 +97,7 @@ def test_samples_and_checkpoints_of_stages_by_hand(n_K, b_K, every):
         if n % every and (c == [] or c[-1] != t0 + n):
             c.append(t0 + n)  # a stage's last (possibly partial) chunk ends at its last update
         ends += c
-        assert layout[k][0] == t0
+        # (first update - 1, whole chunks, remainder): the last stage is padded to whole chunks
+        chunks = (-(-n // every), 0) if last else (n // every, n % every)
+        assert layout[k] == (t0, *chunks)
     assert t_C.tolist() == ends
