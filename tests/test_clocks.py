@@ -131,3 +131,23 @@ def test_critical_batch_ci_resamples_the_seeds():
     cb = clocks.critical_batch(batches, prog)
     assert cb == clocks.critical_batch(batches, prog, idx=clocks.bootstrap_indices(12))
     assert cb["ci"][0] < cb["batch"] < cb["ci"][1] and 0 < cb["found"] <= 1
+
+
+@given(st.integers(0, 10**6), st.sampled_from([0.5, 0.9]), st.floats(1.0, 1.5))
+def test_critical_batch_ci_is_the_quantiles_of_the_resampled_critical_batches(seed, level, slope):
+    """With R explicit resamples: ci = the (1 -+ level)/2 quantiles of each resample's critical
+    batch (those that found one), `found` their fraction; no point estimate, no CI."""
+    rng = np.random.default_rng(seed)
+    batches = [8, 16, 32, 64]
+    prog = np.array([[1000 * slope**j * rng.uniform(0.7, 1.3) for _ in range(9)]
+                     for j in range(4)])
+    idx = clocks.bootstrap_indices(9, n_boot=40, seed=seed)
+    cb = clocks.critical_batch(batches, prog, level=level, idx=idx)
+    one = lambda r: clocks.critical_batch(batches, prog[:, idx[r]], idx=idx[:1])["batch"]
+    got = np.array([b for b in map(one, range(len(idx))) if b is not None])
+    assert cb["found"] == got.size / len(idx)
+    if cb["batch"] is None or got.size == 0:
+        assert cb["ci"] == [None, None]
+    else:
+        want = np.quantile(got, [(1 - level) / 2, (1 + level) / 2])
+        assert_close(cb["ci"], want, rtol=1e-12, atol=0, what="critical-batch CI")
