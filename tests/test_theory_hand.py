@@ -36,25 +36,27 @@ def test_linear_failure_by_hand():
 
 
 def test_adam_failure_by_hand():
-    cfg = QuadraticConfig(drift_bias=0.5, drift_noise=1.0, drift_threshold=1.0)
+    """Low drift noise (c_d / B << b^2): Adam's bias-corrected step is lr b / (sqrt(c_d / B +
+    b^2) + eps) from the first update on, so the crossing is within one update of
+    thr / step whether the prediction is the smooth form or an exact first crossing."""
+    cfg = QuadraticConfig(drift_bias=0.5, drift_noise=0.01, drift_threshold=1.0)
     opt = OptimConfig(name="adam", lr_rule="fixed", eps=0.0)
-    # B = 64: E[g^2] = c_d / B + b^2 = 1/64 + 1/4, step = lr b / sqrt(E[g^2])
     got = adam_failure_samples(cfg, opt, 0.01, 64)
-    step = 0.01 * 0.5 / math.sqrt(1 / 64 + 0.25)
-    assert_close(got["updates"], 1.0 / step, **TIGHT, what="updates")
-    assert_close(got["samples"], 64 / step, **TIGHT, what="samples")
-    assert got["regime"] == "signal"   # B = 64 > c_d / b^2 = 4
-    # noise-dominated: B = 2 < 4, E[g^2] = 1/2 + 1/4; leading form thr sqrt(c_d b0) / (lr0 b)
-    # (B / b0)^(1/2 - p) with p = 0
+    hand = math.sqrt(0.01 / 64 + 0.25) / (0.01 * 0.5)   # thr / step, updates
+    assert abs(got["updates"] - hand) <= 1, (got, hand)
+    assert abs(got["samples"] - 64 * hand) <= 64, (got, hand)
+    assert got["regime"] == "signal"   # B = 64 > c_d / b^2 = 0.04
+    # eps enters next to sqrt(E[g^2])
+    got = adam_failure_samples(cfg, OptimConfig(name="adam", lr_rule="fixed", eps=0.1), 0.01, 64)
+    hand = (math.sqrt(0.01 / 64 + 0.25) + 0.1) / (0.01 * 0.5)
+    assert abs(got["updates"] - hand) <= 1, (got, hand)
+    # noise-dominated (B = 2 < c_d / b^2 = 4): the leading form thr sqrt(c_d b0) / (lr0 b)
+    # (B / b0)^(1/2 - p), p = 0
+    cfg = QuadraticConfig(drift_bias=0.5, drift_noise=1.0, drift_threshold=1.0)
     got = adam_failure_samples(cfg, opt, 0.01, 2)
-    assert_close(got["updates"], math.sqrt(0.75) / (0.01 * 0.5), **TIGHT, what="noise updates")
     assert_close(got["leading"], math.sqrt(8) / (0.01 * 0.5) * (2 / 8) ** 0.5, **TIGHT,
                  what="leading")
     assert got["regime"] == "noise"
-    # eps enters next to sqrt(E[g^2])
-    got = adam_failure_samples(cfg, OptimConfig(name="adam", lr_rule="fixed", eps=0.1), 0.01, 64)
-    assert_close(got["updates"], (math.sqrt(1 / 64 + 0.25) + 0.1) / (0.01 * 0.5), **TIGHT,
-                 what="eps")
 
 
 def _fail_t(cfg, opt, lr, batch, n_steps):
@@ -87,6 +89,6 @@ def test_adam_failure_matches_a_noiseless_run(B):
     pred = adam_failure_samples(cfg, opt, lr0, B)
     lr = lr0 * (B / opt.b0) ** 0.5
     assert pred["regime"] == "signal"
-    assert_close(pred["updates"], 1.0 / lr, rtol=1e-4, atol=0, what="predicted updates")
+    assert abs(pred["updates"] - 1.0 / lr) <= 1, pred   # thr / lr, to the update
     t = _fail_t(cfg, opt, lr, B, 200)
     assert abs(t - pred["updates"]) <= 1, (t, pred)
