@@ -1,11 +1,27 @@
-"""The one tolerance helper: explicit rtol and atol, a message that shows both numbers."""
+"""Shared test helpers: the one tolerance check, and the hypothesis example budget."""
+import os
+
 import numpy as np
+
+# "thorough" (HYPOTHESIS_PROFILE=thorough) runs 10x the examples of "ci", also for tests that
+# set their own (smaller, because one example is expensive) max_examples through `examples`.
+_FACTOR = {"thorough": 10}.get(os.environ.get("HYPOTHESIS_PROFILE", "ci"), 1)
+
+
+def examples(n: int) -> int:
+    """max_examples for an expensive property: n in CI, 10 n in the thorough profile."""
+    return n * _FACTOR
 
 
 def assert_close(actual, expected, *, rtol: float, atol: float, what: str = "value") -> None:
-    """|actual - expected| <= atol + rtol * |expected|, elementwise."""
+    """|actual - expected| <= atol + rtol * |expected|, elementwise (shapes broadcast)."""
     a, e = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    try:
+        a, e = np.broadcast_arrays(a, e)
+    except ValueError:
+        raise AssertionError(f"{what}: shape {a.shape} cannot be compared with {e.shape}") \
+            from None
     bad = ~(np.abs(a - e) <= atol + rtol * np.abs(e))
     if np.any(bad):
-        raise AssertionError(f"{what}: got {a[bad][:5]} expected {e[bad][:5]} "
-                             f"(rtol={rtol}, atol={atol})")
+        raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} off; got {a[bad][:5]} "
+                             f"expected {e[bad][:5]} (rtol={rtol}, atol={atol})")

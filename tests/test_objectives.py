@@ -58,11 +58,15 @@ def test_unknown_advantage_is_named():
 eps_st = st.floats(0.01, 0.9)
 
 
-@given(eps_st, eps_st, st.lists(st.floats(-3, 3), min_size=1, max_size=16),
+# 16 samples in every example: the ops are elementwise, and one shape compiles once
+@given(eps_st, eps_st, st.lists(st.floats(-3, 3), min_size=16, max_size=16),
        st.lists(st.floats(0.0, 1.0), min_size=16, max_size=16))
 def test_surrogate_is_unclipped_inside_the_band(el, eh, adv, u):
     adv = np.asarray(adv, np.float32)
-    ratio = (1 - el) + (el + eh) * np.asarray(u[:adv.size], np.float32)  # inside [1-el, 1+eh]
+    # inside [1-el, 1+eh]; u = 0 or 1 would put a float32 ratio on an edge, where rounding
+    # decides (test_the_band_edges_are_exact checks the edges themselves)
+    u = np.clip(np.asarray(u[:adv.size], np.float32), 1e-5, 1 - 1e-5)
+    ratio = (1 - el) + (el + eh) * u
     clipped = obj.ppo_objective(jnp.asarray(ratio), jnp.asarray(adv), el, eh)
     plain = obj.ppo_objective(jnp.asarray(ratio), jnp.asarray(adv), None, None)
     assert_close(clipped, ratio * adv, rtol=1e-6, atol=1e-6, what="clipped surrogate")
@@ -71,7 +75,7 @@ def test_surrogate_is_unclipped_inside_the_band(el, eh, adv, u):
 
 
 @given(eps_st, eps_st, st.lists(st.floats(-3, 3).filter(lambda a: abs(a) > 1e-3),
-                                min_size=1, max_size=16),
+                                min_size=16, max_size=16),
        st.lists(st.floats(-1.5, 1.5), min_size=16, max_size=16))
 def test_clipped_samples_give_no_gradient(el, eh, adv, logr):
     adv = jnp.asarray(adv, jnp.float32)
@@ -106,3 +110,60 @@ def test_exact_kl_and_entropy(K, seed):
     assert_close(obj.entropy(lp), -np.sum(p * np.log(p), axis=1), rtol=1e-4, atol=1e-5,
                  what="entropy")
     assert np.all(np.asarray(obj.entropy(lp)) <= np.log(K) + 1e-5)
+
+
+@given(eps_st, eps_st, st.lists(st.floats(-3, 3).filter(lambda a: abs(a) > 1e-3),
+                                min_size=16, max_size=16),
+       st.lists(st.floats(0.0, 3.0), min_size=16, max_size=16))
+def test_surrogate_and_mask_equal_the_numpy_definition_on_both_sides_of_the_band(el, eh, adv, r):
+    """min(r A, clip(r, 1 - el, 1 + eh) A) and the clipped set, against NumPy in float64, for
+    ratios on both sides of both edges (a band of 1 +- 2 eps differs at ratios in between)."""
+    adv = np.asarray(adv, np.float32)
+    # half the ratios just outside an edge, within eps/2 of it, where a wider band would differ
+    edges = np.where(np.arange(adv.size) % 2 == 0, 1 + eh * 1.5, 1 - el * 1.5)
+    ratio = np.where(np.arange(adv.size) % 4 < 2, edges, np.asarray(r[:adv.size])).astype(
+        np.float32)
+    ratio = ratio.clip(1e-3)
+    lo, hi = 1 - el, 1 + eh
+    away = (np.abs(ratio - lo) > 1e-5) & (np.abs(ratio - hi) > 1e-5)  # float32 rounding at an edge
+    r64, a64 = ratio.astype(np.float64), adv.astype(np.float64)
+    want = np.minimum(r64 * a64, np.clip(r64, lo, hi) * a64)
+    got = np.asarray(obj.ppo_objective(jnp.asarray(ratio), jnp.asarray(adv), el, eh))
+    assert_close(got[away], want[away], rtol=1e-5, atol=1e-6, what="clipped surrogate")
+    mask = ((a64 > 0) & (r64 > hi)) | ((a64 < 0) & (r64 < lo))
+    m = np.asarray(obj.clipped_mask(jnp.asarray(ratio), jnp.asarray(adv), el, eh))
+    assert np.array_equal(m[away], mask[away])
+    o2, m2 = obj.log_ratio_objective(jnp.log(jnp.asarray(ratio)), jnp.zeros(adv.shape),
+                                     jnp.asarray(adv), el, eh)
+    assert_close(np.asarray(o2)[away], want[away], rtol=1e-4, atol=1e-5, what="log-ratio surrogate")
+    assert np.array_equal(np.asarray(m2)[away], mask[away])
+
+
+def test_the_band_edges_are_exact():
+    """Ratios 1 +- eps * (1 +- 1e-3): clipped just outside the band, live just inside."""
+    el, eh = 0.2, 0.3
+    r = np.array([1 + eh * 1.001, 1 + eh * 0.999, 1 - el * 1.001, 1 - el * 0.999], np.float32)
+    a = np.array([1.0, 1.0, -1.0, -1.0], np.float32)
+    m = np.asarray(obj.clipped_mask(jnp.asarray(r), jnp.asarray(a), el, eh)).tolist()
+    assert m == [True, False, True, False]
+    o = np.asarray(obj.ppo_objective(jnp.asarray(r), jnp.asarray(a), el, eh))
+    assert_close(o, [1 + eh, r[1], -(1 - el), -r[3]], rtol=1e-6, atol=0,
+                 what="objective at the edges")
+    # unclipped (eps None): no mask, plain ratio * A even far outside
+    o, m = obj.log_ratio_objective(jnp.log(jnp.asarray(r * 3)), jnp.zeros(4), jnp.asarray(a),
+                                   None, None)
+    assert_close(o, r * 3 * a, rtol=1e-6, atol=0, what="unclipped")
+    assert not np.any(np.asarray(m))
+
+
+def test_advantages_on_any_leading_shape_with_the_default_eps():
+    """[runs, P, G] rewards: each group's estimator as in 2-D (RLOO's G / (G - 1) uses the
+    group axis, the last), and GRPO's default eps is 1e-6."""
+    r = np.random.default_rng(0).integers(0, 2, size=(2, 3, 5)).astype(np.float32)
+    r[0, 0] = [1, 0, 0, 0, 0]
+    cen = r - r.mean(-1, keepdims=True)
+    assert_close(obj.advantages(jnp.asarray(r), "rloo"), cen * 5 / 4, rtol=1e-6, atol=1e-6,
+                 what="RLOO [2, 3, 5]")
+    # std 0.4 on the first group: eps = 1e-6 vs 2e-6 differs by 2.5e-6 relative
+    assert_close(obj.advantages(jnp.asarray(r), "grpo"), cen / (r.std(-1, keepdims=True) + 1e-6),
+                 rtol=2e-7, atol=0, what="GRPO default eps")

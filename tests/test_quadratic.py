@@ -52,3 +52,34 @@ def test_divergence_is_reported_with_its_sample_count():
     tr = _run(cfg, OptimConfig(name="sgd"), 8, 5.0, 200)   # lr * h_max = 5 > 2: unstable
     assert tr.div_t > 0 and tr.div_n == 8 * tr.div_t
     assert tr.prog_n == 0   # a NaN loss never counts as reaching the target
+
+
+def test_gradient_noise_variance_is_c_over_b():
+    """One SGD step from x0 over many keys: E[L_1] and Var(drift_1) against their exact values.
+
+    x_1 = (1 - lr h) x0 - lr sqrt(c / B) z and d_1 = lr b + lr sqrt(c_d / B) mean(z_d), so
+    E[L_1] = 1/2 sum h ((1 - lr h)^2 x0^2 + lr^2 c / B) and Var(d_1) = lr^2 c_d / (B Dd).
+    Means within K_SE = 5 Monte Carlo standard errors; c / (2B) is 43 SE off at B = 4.
+    """
+    K_SE, S = 5.0, 4096
+    cfg = QuadraticConfig(dim=3, alpha=1.0, h_max=2.0, sigma=1.5, gamma=0.5, drift_dim=4,
+                          drift_bias=0.3, drift_noise=2.0)
+    lr = 0.5   # 1 - lr h_max = 0: the stiffest coordinate is pure noise after one step
+    run = jax.jit(jax.vmap(constant_run(MODEL, cfg, OptimConfig(name="sgd"), 1, n_ckpt=1),
+                           in_axes=(None, None, 0)))
+    keys = jax.random.split(jax.random.PRNGKey(7), S)
+    h, c = spectrum(cfg), noise_variances(cfg)
+    assert_close(c, 1.5**2 * h**0.5, rtol=1e-12, atol=0, what="c = sigma^2 h^gamma")
+    for B in (4.0, 32.0):
+        tr = jax.device_get(run(np.float32(B), np.float32(lr), keys))
+        L1 = np.asarray(tr.ckpt["progress_frac"][:, 0], np.float64) * initial_loss(cfg)
+        d1 = np.asarray(tr.ckpt["drift"][:, 0], np.float64)
+        EL1 = 0.5 * np.sum(h * ((1 - lr * h) ** 2 + lr**2 * c / B))
+        assert_close(L1.mean(), EL1, rtol=0, atol=K_SE * L1.std() / np.sqrt(S),
+                     what=f"E[L_1] at B={B}")
+        assert_close(d1.mean(), lr * cfg.drift_bias, rtol=0, atol=K_SE * d1.std() / np.sqrt(S),
+                     what=f"E[drift_1] at B={B}")
+        var = lr**2 * cfg.drift_noise / (B * cfg.drift_dim)
+        # Var of a sample variance of normals: 2 var^2 / (S - 1)
+        assert_close(d1.var(ddof=1), var, rtol=0, atol=K_SE * var * np.sqrt(2 / (S - 1)),
+                     what=f"Var(drift_1) at B={B}")
