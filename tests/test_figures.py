@@ -83,8 +83,18 @@ def test_headline_figure_builds_with_labelled_axes(tmp_path):
     assert all(os.path.getsize(p) > 1000 for p in paths)
 
 
+def regime_map_result():
+    """Delays over (batch, lr0) for each eps, one cell censored, with the predicted boundary."""
+    B, L = [64, 256, 1024], [0.01, 0.02, 0.04]
+    delay = {str(c): [[None if (c, b, l) == (0.5, 64, 0.01) else 1 + 0.5 / c * l * b / 1024
+                       for l in L] for b in B] for c in (0.1, 0.2, 0.5)}
+    return {"unit": "responses", "batches": B, "lr0s": L, "clips": [0.1, 0.2, 0.5],
+            "delay": delay, "eps_star": [[0.2 * l * b / 1024 for l in L] for b in B]}
+
+
 BUILDERS = [
     ("clipping", lambda: pf.clipping(clipping_result())),
+    ("clipping_regime_map", lambda: pf.FIGURES["clipping_regime_map"][2](regime_map_result())),
     ("schedule", lambda: pf.schedule(schedule_result())),
     ("time_to_target", lambda: pf.time_to_target(ttt_result())),
     ("phase_diagram", lambda: pf.phase_diagram(phase_result())),
