@@ -168,17 +168,23 @@ def critical_batch_saturation(cfg: QuadraticConfig, opt: OptimConfig, lr0,
         x = mx if q is None else q @ mx
         bs = b_noise(cfg, x) if method == "noise" else b_simple(cfg, x)
         return float(((1 + delta) ** 2 - 1) * bs)
-    n_ref = adam_progress_samples(cfg, opt, lr0, B, budget)
+    clock = lambda b, budget_b: adam_progress_samples(cfg, opt, lr0, b, budget_b)
+    return _first_slowdown(clock, B, clock(B, budget), delta, budget)
+
+
+def _first_slowdown(clock, B: float, n_ref, delta: float, budget: int):
+    """The smallest batch on the doubling grid B 2^k (k <= 12) with clock(b) / n_ref >= 1 + delta,
+    interpolated on log B between grid points; None if none. clock(b, budget) -> samples or None
+    (never within the budget, which grows with b so that a slower clock stays measurable)."""
     prev_b, prev_r = B, 1.0
     for k in range(1, 13):
         b = B * 2.0**k
-        n = adam_progress_samples(cfg, opt, lr0, b, max(budget, int(4 * b * n_ref / B)))
+        n = clock(b, max(budget, int(4 * b * n_ref / B)))
         r = math.inf if n is None else n / n_ref
         if r >= 1 + delta:
             if not math.isfinite(r):
                 return b
-            frac = (1 + delta - prev_r) / (r - prev_r)
-            return float(prev_b * (b / prev_b) ** frac)
+            return float(prev_b * (b / prev_b) ** ((1 + delta - prev_r) / (r - prev_r)))
         prev_b, prev_r = b, r
     return None
 
@@ -190,20 +196,9 @@ def critical_batch_passage(cfg: QuadraticConfig, opt: OptimConfig, lr0, b_ref=No
     doubling grid up to 2^12 b_ref; None if none (or if N(b_ref) lies beyond the budget)."""
     _require_adam(opt)
     B = float(opt.b0 if b_ref is None else b_ref)
-    n_ref = adam_progress_passage(cfg, opt, lr0, B, budget)
-    if n_ref is None:
-        return None
-    prev_b, prev_r = B, 1.0
-    for k in range(1, 13):
-        b = B * 2.0**k
-        n = adam_progress_passage(cfg, opt, lr0, b, max(budget, int(4 * b * n_ref / B)))
-        r = math.inf if n is None else n / n_ref
-        if r >= 1 + delta:
-            if not math.isfinite(r):
-                return b
-            return float(prev_b * (b / prev_b) ** ((1 + delta - prev_r) / (r - prev_r)))
-        prev_b, prev_r = b, r
-    return None
+    clock = lambda b, budget_b: adam_progress_passage(cfg, opt, lr0, b, budget_b)
+    n_ref = clock(B, budget)
+    return None if n_ref is None else _first_slowdown(clock, B, n_ref, delta, budget)
 
 
 def critical_batch_mechanism(cfg: QuadraticConfig, opt: OptimConfig, lr0) -> dict:
