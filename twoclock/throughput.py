@@ -46,13 +46,13 @@ import numpy as np
 
 from twoclock.config import param, require, require_positive
 
-# Seed-000 GRPO calibration (see the module docstring; tests re-derive these numbers).
-SEED000_RESPONSES_PER_PROMPT = 8
-SEED000_REF_BATCH = 1024          # P = 128 prompts x G = 8
-SEED000_STEP_SECONDS_REF = 357.0  # 11.90 h * 3600 / (122880 / 1024 steps)
-SEED000_TRAIN_SECONDS = ((1024, 101.3), (2048, 208.6))
-SEED000_GEN_RATIOS = ((2, 1.31), (4, 1.36))
-SEED000_PPO_COLLECT = ((256, 39.0), (1024, 68.0))
+# The GRPO calibration of the article (see the module docstring; tests re-derive these numbers).
+GRPO_RESPONSES_PER_PROMPT = 8
+GRPO_REF_BATCH = 1024          # P = 128 prompts x G = 8
+GRPO_STEP_SECONDS_REF = 357.0  # 11.90 h * 3600 / (122880 / 1024 steps)
+GRPO_TRAIN_SECONDS = ((1024, 101.3), (2048, 208.6))
+GRPO_GEN_RATIOS = ((2, 1.31), (4, 1.36))
+GRPO_PPO_COLLECT = ((256, 39.0), (1024, 68.0))
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def _solve_x(m, ratio, k):
 
 def calibrate_grpo() -> ThroughputModel:
     """Re-derive the GRPO defaults from the article's measurements (see the module docstring)."""
-    (m2, r2), (m4, r4) = SEED000_GEN_RATIOS
+    (m2, r2), (m4, r4) = GRPO_GEN_RATIOS
     best = None
     for k in np.exp(np.linspace(math.log(0.5), math.log(50.0), 3000)):
         x = _solve_x(m2, r2, k)
@@ -189,9 +189,9 @@ def calibrate_grpo() -> ThroughputModel:
         if best is None or err < best[0]:
             best = (err, float(k), x)
     _, k, x = best
-    b_gen = SEED000_REF_BATCH / x
-    slope, overhead = fit_training(*zip(*SEED000_TRAIN_SECONDS))
-    gen_ref = SEED000_STEP_SECONDS_REF - (overhead + slope * SEED000_REF_BATCH)
+    b_gen = GRPO_REF_BATCH / x
+    slope, overhead = fit_training(*zip(*GRPO_TRAIN_SECONDS))
+    gen_ref = GRPO_STEP_SECONDS_REF - (overhead + slope * GRPO_REF_BATCH)
     t_lat = gen_ref / (1 + x**k) ** (1 / k)
     return ThroughputModel(gen_latency=t_lat, critical_gen_batch=b_gen, knee=k,
                            train_per_sample=slope, train_overhead=overhead)
@@ -202,7 +202,7 @@ def calibrate_ppo(knee: float = 3.74) -> ThroughputModel:
 
     Only collection was measured for PPO, so the training part is the GRPO default.
     """
-    (b1, s1), (b4, s4) = SEED000_PPO_COLLECT
+    (b1, s1), (b4, s4) = GRPO_PPO_COLLECT
     x = _solve_x(b4 / b1, (b4 / b1) * s1 / s4, knee)
     return ThroughputModel(gen_latency=s1 / (1 + x**knee) ** (1 / knee),
                            critical_gen_batch=b1 / x, knee=knee)

@@ -18,8 +18,8 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                     "grpo_time_to_target.csv")
 REF_PROMPTS = 128
 REF_RESPONSES = 122_880                          # responses to target at P = 128
-REF_STEP_SECONDS = tp.SEED000_STEP_SECONDS_REF   # 11.90 h / 120 steps of 1024 responses
-REF_BATCH = tp.SEED000_REF_BATCH                 # 1024 responses = 128 prompts x 8
+REF_STEP_SECONDS = tp.GRPO_STEP_SECONDS_REF   # 11.90 h / 120 steps of 1024 responses
+REF_BATCH = tp.GRPO_REF_BATCH                 # 1024 responses = 128 prompts x 8
 
 
 def published(path: str = DATA) -> list:
