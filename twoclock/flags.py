@@ -52,7 +52,8 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
             continue
         kind, nargs = _kind(f)
         group.add_argument(flag, dest=dest(cls, f.name), type=kind, nargs=nargs,
-                           default=argparse.SUPPRESS, metavar=rename.get(f.name, f.name).upper(), help=help_)
+                           default=argparse.SUPPRESS, metavar=rename.get(f.name, f.name).upper(),
+                           help=help_)
 
 
 def config_from_flags(ns, cls, defaults: dict | None = None, **overrides):

@@ -2,9 +2,9 @@
 
 A model turns (config, optimizer, batch, key) into `Dynamics`: an optax transform per learning
 rate, the start state, the noise of a chunk of updates, and `advance`, which runs the chunk and
-says, per update, which clock's condition held. The engine (`twoclock.stages`) turns these into first crossings, checkpoints
-and a `Trace`, for a constant batch (one stage) and for a schedule (two stages) alike, so
-neither the clocks nor the result files depend on the model.
+says, per update, which clock's condition held. The engine (`twoclock.stages`) turns these
+into first crossings, checkpoints and a `Trace`, for a constant batch (one stage) and for a
+schedule (two stages) alike, so neither the clocks nor the result files depend on the model.
 """
 from typing import Any, Callable, NamedTuple
 
@@ -43,7 +43,8 @@ class Model(NamedTuple):
     """Everything the engine, the command line and the result files need from a model.
 
     dynamics(cfg, opt, batch) -> dyn(batch, key) -> Dynamics. `batch` is a Python int where
-    it sets array shapes (static_batch) and None otherwise; dyn's batch may be traced. predict(cfg, opt, sweep, res, runs, crit) adds the theory's predictions and any
+    it sets array shapes (static_batch) and None otherwise; dyn's batch may be traced.
+    predict(cfg, opt, sweep, res, runs, crit) adds the theory's predictions and any
     model-specific measurements to the result entries, in place.
     """
     name: str

@@ -24,10 +24,22 @@ class BanditConfig:
     feature_noise: float = param(0.5, 'skill feature noise')
     drift_dim: int = param(16, 'drift coordinates')
     drift_scale: float = param(0.25, 'drift feature scale on held-out prompts')
-    drift_train_scale: float = param(0.0, 'drift feature scale on train prompts (0: invisible to the verifier)')
-    drift_source: str = param("injected", "injected: a synthetic shaping signal xi ~ N(b, c_d) pulls w_d | emergent: no xi, w_d moves only under the policy's own gradient (drift features on train prompts, --spurious)", choices=DRIFT_SOURCES)
-    spurious: float = param(0.0, "emergent drift: correctness signal of the train drift features along ones / sqrt(drift_dim) (0: train drift features uncorrelated with correctness on every prompt)")
-    shaping: float = param(0.0, "emergent drift: weight lam of a non-verifier reward s(x, a) = phi_d(x, a) . ones / sqrt(drift_dim) added to r in the advantage (a style bonus)")
+    drift_train_scale: float = param(
+        0.0,
+        "drift feature scale on train prompts (0: invisible to the verifier)")
+    drift_source: str = param(
+        "injected",
+        "injected: a synthetic shaping signal xi ~ N(b, c_d) pulls w_d | emergent: no xi, w_d "
+        "moves only under the policy's own gradient (drift features on train prompts, --spurious)",
+        choices=DRIFT_SOURCES)
+    spurious: float = param(
+        0.0,
+        "emergent drift: correctness signal of the train drift features along ones / "
+        "sqrt(drift_dim) (0: train drift features uncorrelated with correctness on every prompt)")
+    shaping: float = param(
+        0.0,
+        "emergent drift: weight lam of a non-verifier reward s(x, a) = phi_d(x, a) . ones / "
+        "sqrt(drift_dim) added to r in the advantage (a style bonus)")
     drift_bias: float = param(0.05, 'mean b of the per-response drift signal')
     drift_noise: float = param(25.0, 'variance c_d of the per-response drift signal')
     group: int = param(8, 'G responses per prompt')
@@ -36,13 +48,22 @@ class BanditConfig:
     minibatches: int = param(1, 'M optimizer steps per epoch')
     epochs: int = param(1, 'E passes over a rollout batch')
     clip_low: float | None = param(0.2, "ratio clip 1 - eps_low ('none': unclipped)")
-    clip_high: float | None = param(None, 'ratio clip 1 + eps_high (default eps_low; larger: clip-higher)')
+    clip_high: float | None = param(
+        None,
+        "ratio clip 1 + eps_high (default eps_low; larger: clip-higher)")
     kl_coef: float = param(0.0, 'KL(pi || pi_ref) penalty')
-    shaping_clip: str = param("mask", "clipping of the shaping pull: mask (ratio outside the band) | ppo (PPO's rule with the pull's sign on log pi(a))", choices=SHAPING_CLIPS)
+    shaping_clip: str = param(
+        "mask",
+        "clipping of the shaping pull: mask (ratio outside the band) | ppo (PPO's rule with the "
+        "pull's sign on log pi(a))", choices=SHAPING_CLIPS)
     target: float = param(0.75, 'held-out accuracy target')
-    drift_stat: str = param("mean", "failure statistic: mean (mean(w_d), signed) | rms (RMS(w_d))", choices=DRIFT_STATS)
+    drift_stat: str = param(
+        "mean",
+        "failure statistic: mean (mean(w_d), signed) | rms (RMS(w_d))", choices=DRIFT_STATS)
     drift_threshold: float = param(2.0, 'failure: threshold of the drift statistic')
-    collapse_drop: float = param(0.1, 'emergent collapse: held-out accuracy drop below its running peak')
+    collapse_drop: float = param(
+        0.1,
+        "emergent collapse: held-out accuracy drop below its running peak")
     init_seed: int = param(0, 'seed of the prompt pools')
 
     def __post_init__(self):
