@@ -2,6 +2,7 @@
 compiles or simulates anything (the headline's own fuzz, valid inputs included, is in
 test_robustness.py)."""
 import contextlib
+import json
 import importlib.util
 import io
 from pathlib import Path
@@ -55,3 +56,40 @@ def test_an_unwritable_output_is_refused_before_compiling(tmp_path, name):
     (tmp_path / "file").write_text("a file, not a folder")
     code, err = run_script(name, ["--json", str(tmp_path / "file" / "x.json")], tmp_path)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--json" in err, err
+
+
+SMALL_VALID = {  # a tiny valid run of each simulating script
+    "time_to_target": ["--seeds", "2", "--budget", "640", "--batches", "8", "16", "--n-ckpt", "4"],
+    "phase_diagram": ["--models", "quadratic", "--seeds", "2", "--budget", "640", "--batches",
+                      "8", "16", "--lr0", "0.01", "0.02", "--n-ckpt", "4", "--theory-points",
+                      "2"],
+    "schedule": ["--seeds", "2", "--budget", "640", "--batch-small", "8", "--batch-large", "32",
+                 "--n-ckpt", "4"],
+    "clipping": ["--seeds", "2", "--budget", "512", "--batches", "64", "128", "--clips", "0.2",
+                 "none", "--early-samples", "128"],
+}
+
+
+@settings(max_examples=len(SMALL_VALID))
+@given(st.sampled_from(sorted(SMALL_VALID)), st.sampled_from(["0", "7"]))
+def test_a_small_valid_run_writes_strict_json_or_exits_2(tmp_path_factory, name, seed):
+    """Every valid small input finishes with strict JSON (no NaN or inf tokens) or exits 2."""
+    tmp = tmp_path_factory.mktemp("valid")
+    err = io.StringIO()
+    with mock.patch("twoclock.runtime.setup"), contextlib.redirect_stderr(err), \
+            contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = MODULES[name].main([*SMALL_VALID[name], "--seed", seed, "--out", str(tmp),
+                                       "--quiet", "--no-figure"])
+        except SystemExit as e:
+            code = e.code
+    if code == 2:
+        assert len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
+        return
+    assert code in (0, None), err.getvalue()
+    paths = list(tmp.glob("*.json"))
+    assert len(paths) == 1
+
+    def refuse(token):
+        raise AssertionError(f"{name}: non-standard JSON token {token}")
+    json.loads(paths[0].read_text(), parse_constant=refuse)
