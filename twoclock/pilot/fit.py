@@ -6,10 +6,10 @@ batch-invariant below a critical batch (what the sqrt rule does for noise-domina
     N_prog(B) = N_min * (1 + c * B / B_crit)^a,    c = 1.2^(1/a) - 1,
 
 parametrised by the critical batch itself: N_prog(B_crit) = 1.2 N_min, the project's
-delta = 0.2 definition (clocks.critical_batch, theory.SATURATION_FACTOR). The mechanism sets a:
+delta = 0.2 definition (clocks.critical_batch). The mechanism sets a:
   saturation: Adam drifts to sign descent, slower by sqrt(1 + B/B_s) (theory.py) under the sqrt
               rule; under lr ~ B^p sign-descent updates fall as B^-p, so samples grow as
-              B^(1-p): a = 1 - p (1/2 for sqrt, giving c = 0.44 as in SATURATION_FACTOR).
+              B^(1-p): a = 1 - p (1/2 for sqrt, giving c = 1.2^2 - 1 = 0.44).
   curvature:  past lr_eff h_max = 1 a larger lr buys nothing, updates stop falling and samples
               grow as B: a = 1 (McCandlish's E = E_min (1 + B/B_noise)).
 Both have two parameters, so the form with the smaller squared error in log N is chosen.

@@ -133,9 +133,6 @@ def adam_progress_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     return float(B * t) if loss[-1] <= target else None
 
 
-# 20% slower than noise-dominated Adam: sqrt(1 + B / B_s) = 1.2 at B = 0.44 B_s.
-SATURATION_FACTOR = 1.2**2 - 1.0
-
 
 def critical_batch_saturation(cfg: QuadraticConfig, opt: OptimConfig, lr0,
                               method: str = "meanfield", b_ref=None, delta: float = 0.2,

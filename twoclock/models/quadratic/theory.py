@@ -9,7 +9,7 @@
 
 Each prediction the project prints names its method (predict.py lists them).
 """
-from twoclock.models.quadratic.adam_progress import (SATURATION_FACTOR, adam_progress_passage,
+from twoclock.models.quadratic.adam_progress import (adam_progress_passage,
                                                      adam_progress_samples,
                                                      critical_batch_curvature,
                                                      critical_batch_mechanism,
@@ -27,5 +27,5 @@ __all__ = ["expected_loss", "expected_loss_at", "steps_to_target", "steps_to_tar
            "b_noise", "b_simple", "pareto_fit", "adam_failure_samples", "adam_step_law",
            "drift_path", "linear_failure_samples", "adam_progress_samples",
            "adam_progress_passage", "critical_batch_curvature", "critical_batch_saturation",
-           "critical_batch_passage", "critical_batch_mechanism", "SATURATION_FACTOR",
+           "critical_batch_passage", "critical_batch_mechanism",
            "median_steps", "median_steps_many", "median_from_moments"]
