@@ -62,9 +62,9 @@ from twoclock.models import MODELS  # noqa: E402
 from twoclock.models.bandit import BanditConfig  # noqa: E402
 from twoclock.models.quadratic import QuadraticConfig, theory  # noqa: E402
 from twoclock.scaling import lr_for_batch  # noqa: E402
-from twoclock.stages import constant_run, make_traced_run  # noqa: E402
-from twoclock.sweep import lane_sharding, n_steps_for, run_sweep, seed_keys  # noqa: E402
-from twoclock.trace import checkpoint_every  # noqa: E402
+from twoclock.stages import constant_run  # noqa: E402
+from twoclock.sweep import (lane_sharding, length_args, n_steps_for, program,  # noqa: E402
+                            run_sweep, seed_keys)
 
 
 def _load_reference():
@@ -151,14 +151,10 @@ def streams(sweep: SweepConfig, opt: OptimConfig, b: int):
 
 
 def engine_program(spec, cfg, opt, sweep: SweepConfig, b: int) -> tuple:
-    """(compiled program, its length arguments) that run_sweep runs for batch b: per batch
-    where the batch sets shapes, else one program whose run length is an argument."""
+    """(compiled program, its length arguments) that run_sweep runs for batch b."""
     n = n_steps_for(sweep.budget, b)
-    if spec.static_batch:
-        return jax.jit(jax.vmap(constant_run(spec, cfg, opt, n, sweep.n_ckpt, b))), ()
-    f = jax.jit(jax.vmap(make_traced_run(spec, cfg, opt, sweep.n_ckpt),
-                         in_axes=(0, 0, 0, None, None)))
-    return f, (jnp.int32(n), jnp.int32(checkpoint_every(n, sweep.n_ckpt)))
+    return (program(spec, cfg, opt, n, sweep.n_ckpt, b if spec.static_batch else None),
+            length_args(spec, n, sweep.n_ckpt))
 
 
 def jax_steady(model: str, cfg, opt, sweep: SweepConfig) -> tuple:

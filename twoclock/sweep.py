@@ -96,14 +96,24 @@ def plan(spec: Model, sweep: SweepConfig, max_lanes: int, n_dev: int) -> list:
     return chunks
 
 
-def _program(spec: Model, model_cfg, opt: OptimConfig, n_ckpt: int, c: Chunk):
-    """The compiled vmapped run of a chunk's lanes: per batch where the batch sets shapes,
-    otherwise one program whose run length and checkpoint interval are arguments."""
+def program(spec: Model, model_cfg, opt: OptimConfig, n_steps: int, n_ckpt: int,
+            static_batch: int | None = None):
+    """The compiled vmapped run that run_sweep uses for runs of n_steps updates: per batch where
+    the batch sets shapes, otherwise one program whose run length and checkpoint interval are
+    arguments (`length_args`), the same for every n_steps."""
     if spec.static_batch:
-        return jax.jit(jax.vmap(constant_run(spec, model_cfg, opt, int(c.n_steps), n_ckpt,
-                                             c.static_batch)))
+        return jax.jit(jax.vmap(constant_run(spec, model_cfg, opt, int(n_steps), n_ckpt,
+                                             static_batch)))
     return jax.jit(jax.vmap(make_traced_run(spec, model_cfg, opt, n_ckpt),
                             in_axes=(0, 0, 0, None, None)))
+
+
+def length_args(spec: Model, n_steps: int, n_ckpt: int) -> tuple:
+    """The trailing arguments of `program` for runs of n_steps: none where the batch sets
+    shapes, else the run length and the checkpoint interval."""
+    if spec.static_batch:
+        return ()
+    return jnp.int32(n_steps), jnp.int32(checkpoint_every(n_steps, n_ckpt))
 
 
 def lane_sharding() -> NamedSharding:
@@ -250,15 +260,14 @@ def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk)
             # a traced batch: one program for every run length (the length is an argument)
             fkey = gkey if spec.static_batch else c.lanes
             if fkey not in fns:
-                fns[fkey] = _program(spec, model_cfg, opt, sweep.n_ckpt, c)
+                fns[fkey] = program(spec, model_cfg, opt, c.n_steps, sweep.n_ckpt,
+                                    c.static_batch)
             batch_N = np.repeat([batches[i] for i in c.batch_idx], S).astype(np.float32)
             lr_NxL = np.repeat(lrs_BxL[list(c.batch_idx)], S, axis=0).astype(np.float32)
             key_N = np.tile(keys_S, (g, 1))
             lane = np.arange(c.start, c.start + c.lanes).clip(max=c.stop - 1)  # pad: repeat last
             args = [_global(a[lane], lanes_on) for a in (batch_N, lr_NxL, key_N)]
-            if not spec.static_batch:
-                args += [jnp.int32(c.n_steps), jnp.int32(every)]
-            tr = fns[fkey](*args)
+            tr = fns[fkey](*args, *length_args(spec, c.n_steps, sweep.n_ckpt))
             tr = _fetch(tr)
             n = c.stop - c.start
             out = {name: np.asarray(getattr(tr, name))[:n]  # [streams, L, ...]
