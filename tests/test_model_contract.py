@@ -112,7 +112,9 @@ def test_traced_length_program_is_the_static_one(name):
     traced = jax.jit(jax.vmap(make_traced_run(m, cfg, OptimConfig(), N_CKPT),
                               in_axes=(0, 0, 0, None, None)))
     b, lr_ = jnp.full(LANES, float(batch)), jnp.full(LANES, lr)
-    for n_steps in (N_STEPS, 37, 5):  # 37: a padded last chunk; 5: fewer updates than N_CKPT
+    # 37: a padded last chunk; 5: fewer updates than N_CKPT; 449: chunks of 38 updates, each
+    # drawn as whole noise blocks and a partial one (stages.DRAW_BLOCK = 16)
+    for n_steps in (N_STEPS, 37, 5, 449):
         every = checkpoint_every(n_steps, N_CKPT)
         want = jax.device_get(jax.jit(jax.vmap(constant_run(m, cfg, OptimConfig(), n_steps,
                                                             N_CKPT)))(b, lr_, keys))

@@ -171,12 +171,18 @@ def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None
     return run
 
 
+# A traced run draws the noise of this many updates in one call: one update's 72 normals are
+# too few to keep the vectorised generator busy.
+DRAW_BLOCK = 16
+
+
 def make_traced_run(model: Model, cfg, opt, n_ckpt: int = 128):
     """A pure run(batch, lr, key, n_steps, every) -> Trace whose length is a traced argument.
 
     One compiled program serves every run length (and batch): updates run in n_ckpt chunks of
-    `every` (a traced trip count; chunks past ceil(n_steps / every) run nothing), each update
-    drawing its own noise. The checkpoints have n_ckpt entries, of which the first
+    `every` (a traced trip count; chunks past ceil(n_steps / every) run nothing), drawing the
+    noise of DRAW_BLOCK updates at a time (update t's noise is fold_in(key, t)'s however it is
+    drawn, so the block size does not change a number). The checkpoints have n_ckpt entries, of which the first
     ceil(n_steps / every) are real: `checkpoints(n_steps, every)` says how many. The numbers
     are those of `constant_run` with the same n_steps and every = checkpoint_every(n_steps,
     n_ckpt), bit for bit. Only for models whose batch is traced (not static_batch).
@@ -193,19 +199,28 @@ def make_traced_run(model: Model, cfg, opt, n_ckpt: int = 128):
             state, hits, metrics = d.advance(d.optimizer(lr), state, ts, noise)
             return crossed(state, hits, ts, n_steps), metrics
 
-        def update(t, state_L):
+        def update(t, state_L, z_1xN):
             ts = jnp.reshape(t, (1,)).astype(jnp.int32)
-            return jax.vmap(one, in_axes=(0, 0, None, None))(state_L, lr_L, ts, d.draw(ts))
+            return jax.vmap(one, in_axes=(0, 0, None, None))(state_L, lr_L, ts, z_1xN)
 
         state = jax.vmap(lambda lr: d.init(d.optimizer(lr)))(lr_L)
         m0 = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype),
-                                    jax.eval_shape(update, jnp.int32(1), state)[1])
+                                    jax.eval_shape(lambda s: update(
+                                        1, s, d.draw(jnp.ones((1,), jnp.int32))), state)[1])
         n_live = (n_steps + every - 1) // every
 
         def chunk(carry, k):
             trip = jnp.where(k < n_live, every, 0)
-            carry = jax.lax.fori_loop(0, trip, lambda i, c: update(k * every + i + 1, c[0]),
-                                      carry)
+            t0 = k * every
+
+            def block(j, c):
+                # the block's last draws may lie past the chunk: drawn, never used
+                ts = t0 + j * DRAW_BLOCK + 1 + jnp.arange(DRAW_BLOCK, dtype=jnp.int32)
+                z_BxN = d.draw(ts)
+                n = jnp.minimum(DRAW_BLOCK, trip - j * DRAW_BLOCK)
+                return jax.lax.fori_loop(0, n, lambda i, c: update(
+                    ts[i], c[0], jax.lax.dynamic_slice_in_dim(z_BxN, i, 1)), c)
+            carry = jax.lax.fori_loop(0, (trip + DRAW_BLOCK - 1) // DRAW_BLOCK, block, carry)
             return carry, carry[1]
 
         (state, _), m_CxL = jax.lax.scan(chunk, (state, m0), jnp.arange(n_ckpt, dtype=jnp.int32))
