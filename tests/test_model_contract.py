@@ -12,7 +12,8 @@ import pytest
 from twoclock import BanditConfig, OptimConfig, QuadraticConfig
 from twoclock.model import CLOCKS, Model
 from twoclock.models import MODELS, get
-from twoclock.stages import checkpoints, constant_run, make_run, make_traced_run
+from twoclock.stages import checkpoints, constant_run, make_run
+from twoclock.sweep import program
 from twoclock.trace import checkpoint_every
 
 SMALL = {  # configurations whose clocks fire within a few dozen updates
@@ -109,8 +110,8 @@ def test_traced_length_program_is_the_static_one(name):
     """One compiled program for every run length gives constant_run's numbers, bit for bit."""
     m, (cfg, batch, lr) = MODELS[name], SMALL[name]
     keys = jax.random.split(jax.random.PRNGKey(4), LANES)
-    traced = jax.jit(jax.vmap(make_traced_run(m, cfg, OptimConfig(), N_CKPT),
-                              in_axes=(0, 0, 0, None, None)))
+    # the program run_sweep compiles (with its compiler options), against constant_run's
+    traced = program(m, cfg, OptimConfig(), N_STEPS, N_CKPT)
     b, lr_ = jnp.full(LANES, float(batch)), jnp.full(LANES, lr)
     # 37: a padded last chunk; 5: fewer updates than N_CKPT; 449: chunks of 38 updates, each
     # drawn as whole noise blocks and a partial one (stages.DRAW_BLOCK = 16)

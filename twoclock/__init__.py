@@ -1,4 +1,7 @@
 """twoclock: two-clock simulations of batch scaling in RL with verifiable rewards."""
+from twoclock.runtime import unrolled_threefry_on_cpu
+
+UNROLLED_THREEFRY = unrolled_threefry_on_cpu()  # before anything is compiled; same bits, faster
 from twoclock import clocks, objectives, planner, scaling, schedule, stages, throughput
 from twoclock.config import OptimConfig, SweepConfig, require
 from twoclock.model import Dynamics, Model, RunState
