@@ -57,6 +57,7 @@ if ARGS is not None and ARGS.prng:
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+import twoclock  # noqa: E402
 from twoclock.config import OptimConfig, SweepConfig  # noqa: E402
 from twoclock.models import MODELS  # noqa: E402
 from twoclock.models.bandit import BanditConfig  # noqa: E402
@@ -262,7 +263,7 @@ def bench_sharing(budget: int, seeds: int = 32) -> dict:
 
 def bench_cold_warm(quick: bool) -> dict:
     """The headline command in two fresh processes: an empty compilation cache, then filled."""
-    root = HERE.parent
+    root = Path(twoclock.__file__).resolve().parent.parent  # the tree being timed
     extra = ["--budget", "20000"] if quick else []
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -311,6 +312,7 @@ def main() -> int:
     budget = 20_000 if args.quick else 200_000
     t_all = time.perf_counter()
     print(f"load average at start {os.getloadavg()[0]:.1f}")
+    print(f"twoclock from {Path(twoclock.__file__).resolve().parent.parent.name}")
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} x{len(jax.devices())}, "
           f"{os.cpu_count()} CPU cores, PRNG {jax.config.jax_default_prng_impl}, "
           f"numpy {np.__version__}, budget {budget} samples/run")
