@@ -11,6 +11,7 @@ estimated from one traced update, and a sweep that cannot fit is refused.
 """
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
+import functools
 import math
 import sys
 import time
@@ -69,6 +70,7 @@ class Chunk:
     lanes: int  # padded stream count the program is compiled for
 
 
+@functools.partial(jax.jit, static_argnums=(0, 1))  # one small compile, not five eager ones
 def seed_keys(seed: int, n_seeds: int) -> jax.Array:
     base = jax.random.PRNGKey(seed)
     return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(n_seeds))
