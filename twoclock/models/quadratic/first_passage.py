@@ -19,7 +19,7 @@ The median first passage is the first t with P(not crossed by t) <= 1/2. Nothing
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import ndtr
+from jax.scipy.special import log_ndtr, ndtr
 from scipy.special import roots_legendre
 
 from twoclock.config import OptimConfig, require, require_int
@@ -30,6 +30,7 @@ from twoclock.models.quadratic.problem import initial_loss, initial_offset, nois
 
 _BLOCK = 64  # updates per scan block between checks that every lane has its median
 _CHUNK = 1024  # rows per compiled hazard evaluation
+_BINS = 8  # AR(1) components of the SGD copula (coordinates binned by log curvature)
 _GL_X, _GL_W = (np.asarray(a) for a in roots_legendre(24))
 
 
@@ -159,6 +160,83 @@ def _median_passage(h, c, e0, lr, batch, mu, target, T):
 _median_jit = jax.jit(_median_passage)
 
 
+def _adf_log_stay(k2b, covb, k2b_prev, mean, k2, k3, target, state):
+    """One step of the multi-lag copula: (log(1 - hazard_t), new state).
+
+    The loss's centred part is a sum of K Gaussian AR(1) components y_k (bins of coordinates)
+    with the lag-one coefficients F = Cov(l_t, l_{t-1}) / Var(l_{t-1}) of their losses and
+    variances k2b; state = (mean [N, K], covariance [N, K, K]) of y given no crossing so far.
+    The hazard is P(sum y_t <= sd_t u_t) under that Gaussian; surviving conditions the state
+    on sum y_t > sd_t u_t by matching the truncated normal's mean and variance (assumed-density
+    filtering)."""
+    mu, S = state
+    F = jnp.where(k2b_prev > 0, covb / jnp.maximum(k2b_prev, 1e-300), 0.0)
+    e = jnp.maximum(k2b - F * F * k2b_prev, 0.0)
+    mu = F * mu
+    S = F[:, :, None] * S * F[:, None, :] + jax.vmap(jnp.diag)(e)
+    u = jnp.clip(_quantile_z(mean, k2, k3, target), -37.0, 8.2)
+    g = jnp.sum(S, axis=2)  # Cov(y, sum y)
+    vs = jnp.maximum(jnp.sum(g, axis=1), 1e-300)
+    sd = jnp.sqrt(vs)
+    al = (jnp.sqrt(k2) * u - jnp.sum(mu, axis=1)) / sd
+    log_haz = log_ndtr(al)
+    log_stay = jnp.log1p(-jnp.minimum(jnp.exp(log_haz), 1.0 - 1e-16))
+    lam = jnp.exp(-0.5 * al * al - log_ndtr(-al)) / jnp.sqrt(2.0 * jnp.pi)  # E[Z | Z > al]
+    shrink = 1.0 - (1.0 + al * lam - lam * lam)  # 1 - Var[Z | Z > al]
+    mu = mu + g * (sd * lam / vs)[:, None]
+    S = S - g[:, :, None] * g[:, None, :] * (shrink / vs)[:, None, None]
+    return log_stay, (mu, S)
+
+
+def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T):
+    """The SGD lanes' median first passage (as _median_passage) with the multi-lag copula."""
+    N, K = lr.shape[0], P_DxK.shape[1]
+    w_D = h[None, :] / 2.0
+    a = 1.0 - lr[:, None] * h[None, :]
+    q = lr[:, None] ** 2 * c[None, :] / batch[:, None]
+
+    def step(s, _):
+        m, V, k2b_prev, adf, log_surv, t, med = s
+        m_new, V_new = a * m, a * a * V + q
+        C = a * V  # Cov(x_t, x_{t-1})
+        k2_D = 2.0 * w_D**2 * (V_new**2 + 2.0 * m_new**2 * V_new)
+        cov_D = w_D**2 * (2.0 * C**2 + 4.0 * m_new * m * C)
+        mean = jnp.sum(w_D * (m_new**2 + V_new), axis=1)
+        k3 = 8.0 * jnp.sum(w_D**3 * (V_new**3 + 3.0 * m_new**2 * V_new**2), axis=1)
+        k2b = k2_D @ P_DxK
+        log_stay, adf = _adf_log_stay(k2b, cov_D @ P_DxK, k2b_prev, mean, jnp.sum(k2_D, axis=1),
+                                      k3, target, adf)
+        log_surv = log_surv + log_stay
+        t = t + 1.0
+        med = jnp.where((med == 0) & (log_surv <= jnp.log(0.5)) & (t <= T), t, med)
+        return (m_new, V_new, k2b, adf, log_surv, t, med), None
+
+    def block(s):
+        return jax.lax.scan(step, s, None, length=_BLOCK)[0]
+
+    def cond(s):
+        return jnp.any((s[6] == 0) & (s[5] < T))
+
+    z = jnp.zeros((N, h.shape[0]))
+    adf0 = (jnp.zeros((N, K)), jnp.zeros((N, K, K)))
+    init = (jnp.broadcast_to(e0[None, :], z.shape), z, jnp.zeros((N, K)), adf0, jnp.zeros(N),
+            jnp.zeros(N), jnp.zeros(N))
+    return jax.lax.while_loop(cond, block, init)[6]
+
+
+_median_sgd_jit = jax.jit(_median_passage_sgd)
+
+
+def _rate_bins(h) -> np.ndarray:
+    """P_DxK: coordinates grouped into K <= _BINS bins of equal width in log h (SGD's rates
+    1 - lr h are ordered as h, so one grouping serves every lane)."""
+    lh = np.log(np.asarray(h, np.float64))
+    K = min(lh.size, _BINS)
+    edges = np.linspace(lh.min(), lh.max() + 1e-9, K + 1)
+    idx = np.clip(np.searchsorted(edges, lh, side="right") - 1, 0, K - 1)
+    return np.eye(K)[idx]
+
+
 def _eig_offset0(cfg: QuadraticConfig) -> np.ndarray:
     x0 = initial_offset(cfg)
     q = rotation(cfg)
@@ -174,11 +252,15 @@ def median_steps_many(cfg: QuadraticConfig, opt: OptimConfig, batches, lrs,
     require(np.all(np.asarray(lrs) > 0), "lr", "> 0", lrs)
     require(np.all(np.asarray(batches) >= 1), "batch", ">= 1", batches)
     b, l = np.broadcast_arrays(np.asarray(batches, np.float64), np.asarray(lrs, np.float64))
+    h = spectrum(cfg)
+    args = (jnp.asarray(h), jnp.asarray(noise_variances(cfg)), jnp.asarray(_eig_offset0(cfg)),
+            jnp.asarray(l.reshape(-1)), jnp.asarray(b.reshape(-1)))
     with jax.enable_x64(True):
-        out = _median_jit(jnp.asarray(spectrum(cfg)), jnp.asarray(noise_variances(cfg)),
-                          jnp.asarray(_eig_offset0(cfg)), jnp.asarray(l.reshape(-1)),
-                          jnp.asarray(b.reshape(-1)), mu, cfg.target * initial_loss(cfg),
-                          float(max_steps))
+        if mu == 0:
+            out = _median_sgd_jit(*args, jnp.asarray(_rate_bins(h)),
+                                  cfg.target * initial_loss(cfg), float(max_steps))
+        else:
+            out = _median_jit(*args, mu, cfg.target * initial_loss(cfg), float(max_steps))
         return np.asarray(out).astype(np.int64).reshape(b.shape)
 
 
