@@ -31,6 +31,8 @@ from twoclock.models.quadratic.problem import initial_loss, initial_offset, nois
 _BLOCK = 64  # updates per scan block between checks that every lane has its median
 _CHUNK = 1024  # rows per compiled hazard evaluation
 _BINS = 8  # AR(1) components of the SGD copula (coordinates binned by log curvature)
+_NEWTON = 4  # Newton steps of the saddle point per update (from the previous update's)
+TILT = 0.5  # the SGD copula's share of the saddle-point tilt (docs/theory.md measures it)
 _GL_X, _GL_W = (np.asarray(a) for a in roots_legendre(24))
 
 
@@ -160,35 +162,71 @@ def _median_passage(h, c, e0, lr, batch, mu, target, T):
 _median_jit = jax.jit(_median_passage)
 
 
-def _adf_log_stay(k2b, covb, k2b_prev, mean, k2, k3, target, state):
+def _saddle(w, m, V, target, tilt, th):
+    """(u_N, p_ND, theta_N) at the saddle point K'(theta) = target of L = sum w x^2:
+    u = Phi^-1(P(L <= target)) by Barndorff-Nielsen's r* = r + log(v / r) / r (r the signed
+    root of the likelihood ratio, v = theta sqrt(K'')); p each coordinate's share of Var(L)
+    under the tilt tilt * theta, normalised to sum 1. th_N is the previous update's theta
+    (Newton's start). Where the saddle point is not solved (a target far above E[L]) or
+    theta ~ 0 (r* is 0/0 there), u falls back to the cube-root gamma."""
+    wV = w * V
+    th_max = 0.45 / jnp.maximum(jnp.max(wV, axis=1), 1e-300)  # keeps 1 - 2 theta w V >= 0.1
+
+    def kprime(th):
+        d = 1.0 - 2.0 * th[:, None] * wV
+        f = jnp.sum(wV / d + w * m * m / d**2, axis=1) - target
+        df = jnp.sum(2.0 * wV**2 / d**2 + 4.0 * w * wV * m * m / d**3, axis=1)
+        return f, df
+
+    def newton(th, _):  # K' is increasing and convex: Newton settles monotonically
+        f, df = kprime(th)
+        return jnp.minimum(th - f / jnp.maximum(df, 1e-300), th_max), None
+
+    th = jax.lax.scan(newton, jnp.minimum(th, th_max), None, length=_NEWTON)[0]
+    f, k2 = kprime(th)
+    d = 1.0 - 2.0 * th[:, None] * wV
+    K = jnp.sum(-0.5 * jnp.log(d) + th[:, None] * w * m * m / d, axis=1)
+    r = jnp.sign(th) * jnp.sqrt(jnp.maximum(2.0 * (th * target - K), 0.0))
+    v = th * jnp.sqrt(k2)
+    ok = (jnp.abs(f) <= 1e-9 * target) & (jnp.abs(r) > 1e-3) & (v / r > 0)
+    mean = jnp.sum(w * (m * m + V), axis=1)
+    k3 = 8.0 * jnp.sum(w**3 * (V**3 + 3.0 * m**2 * V**2), axis=1)
+    k2_0 = 2.0 * jnp.sum(w**2 * (V**2 + 2.0 * m**2 * V), axis=1)
+    wh = _quantile_z(mean, k2_0, k3, target)
+    r_safe = jnp.where(ok, r, 1.0)
+    u = jnp.where(ok, r_safe + jnp.log(jnp.where(ok, v / r_safe, 1.0)) / r_safe, wh)
+    dt = 1.0 - 2.0 * tilt * th[:, None] * wV
+    k2_D = 2.0 * wV**2 / dt**2 + 4.0 * w * wV * m * m / dt**3
+    p = k2_D / jnp.maximum(jnp.sum(k2_D, axis=1, keepdims=True), 1e-300)
+    return jnp.clip(u, -37.0, 8.2), p, th
+
+
+def _adf_log_stay(pb, covb, pb_prev, u, state):
     """One step of the multi-lag copula: (log(1 - hazard_t), new state).
 
-    The loss's centred part is a sum of K Gaussian AR(1) components y_k (bins of coordinates)
-    with the lag-one coefficients F = Cov(l_t, l_{t-1}) / Var(l_{t-1}) of their losses and
-    variances k2b; state = (mean [N, K], covariance [N, K, K]) of y given no crossing so far.
-    The hazard is P(sum y_t <= sd_t u_t) under that Gaussian; surviving conditions the state
-    on sum y_t > sd_t u_t by matching the truncated normal's mean and variance (assumed-density
-    filtering)."""
+    Z_t = sum_k y_k with y_k Gaussian AR(1) components (bins of coordinates) of variance pb
+    and lag-one regression covb / pb_prev; state = (mean [N, K], covariance [N, K, K]) of y
+    given no crossing so far. The hazard is P(Z_t <= u_t) under that Gaussian; surviving
+    conditions the state on Z_t > u_t by matching the truncated normal's mean and variance
+    (assumed-density filtering)."""
     mu, S = state
-    F = jnp.where(k2b_prev > 0, covb / jnp.maximum(k2b_prev, 1e-300), 0.0)
-    e = jnp.maximum(k2b - F * F * k2b_prev, 0.0)
+    F = jnp.where(pb_prev > 0, covb / jnp.maximum(pb_prev, 1e-300), 0.0)
+    e = jnp.maximum(pb - F * F * pb_prev, 0.0)
     mu = F * mu
     S = F[:, :, None] * S * F[:, None, :] + jax.vmap(jnp.diag)(e)
-    u = jnp.clip(_quantile_z(mean, k2, k3, target), -37.0, 8.2)
-    g = jnp.sum(S, axis=2)  # Cov(y, sum y)
+    g = jnp.sum(S, axis=2)  # Cov(y, Z)
     vs = jnp.maximum(jnp.sum(g, axis=1), 1e-300)
     sd = jnp.sqrt(vs)
-    al = (jnp.sqrt(k2) * u - jnp.sum(mu, axis=1)) / sd
-    log_haz = log_ndtr(al)
-    log_stay = jnp.log1p(-jnp.minimum(jnp.exp(log_haz), 1.0 - 1e-16))
+    al = (u - jnp.sum(mu, axis=1)) / sd
+    log_stay = jnp.log1p(-jnp.minimum(jnp.exp(log_ndtr(al)), 1.0 - 1e-16))
     lam = jnp.exp(-0.5 * al * al - log_ndtr(-al)) / jnp.sqrt(2.0 * jnp.pi)  # E[Z | Z > al]
-    shrink = 1.0 - (1.0 + al * lam - lam * lam)  # 1 - Var[Z | Z > al]
+    shrink = lam * lam - al * lam  # 1 - Var[Z | Z > al]
     mu = mu + g * (sd * lam / vs)[:, None]
     S = S - g[:, :, None] * g[:, None, :] * (shrink / vs)[:, None, None]
     return log_stay, (mu, S)
 
 
-def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T):
+def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T, tilt):
     """The SGD lanes' median first passage (as _median_passage) with the multi-lag copula."""
     N, K = lr.shape[0], P_DxK.shape[1]
     w_D = h[None, :] / 2.0
@@ -196,32 +234,27 @@ def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T):
     q = lr[:, None] ** 2 * c[None, :] / batch[:, None]
 
     def step(s, _):
-        m, V, k2b_prev, adf, log_surv, t, med = s
+        m, V, p_prev, th, adf, log_surv, t, med = s
         m_new, V_new = a * m, a * a * V + q
-        C = a * V  # Cov(x_t, x_{t-1})
-        k2_D = 2.0 * w_D**2 * (V_new**2 + 2.0 * m_new**2 * V_new)
-        cov_D = w_D**2 * (2.0 * C**2 + 4.0 * m_new * m * C)
-        mean = jnp.sum(w_D * (m_new**2 + V_new), axis=1)
-        k3 = 8.0 * jnp.sum(w_D**3 * (V_new**3 + 3.0 * m_new**2 * V_new**2), axis=1)
-        k2b = k2_D @ P_DxK
-        log_stay, adf = _adf_log_stay(k2b, cov_D @ P_DxK, k2b_prev, mean, jnp.sum(k2_D, axis=1),
-                                      k3, target, adf)
+        u, p, th = _saddle(w_D, m_new, V_new, target, tilt, th)
+        # a coordinate's loss w x^2 has lag-one regression a^2 (Cov = a^2 Var(l_{t-1}), exact)
+        log_stay, adf = _adf_log_stay(p @ P_DxK, (a * a * p_prev) @ P_DxK, p_prev @ P_DxK, u,
+                                      adf)
         log_surv = log_surv + log_stay
         t = t + 1.0
         med = jnp.where((med == 0) & (log_surv <= jnp.log(0.5)) & (t <= T), t, med)
-        return (m_new, V_new, k2b, adf, log_surv, t, med), None
+        return (m_new, V_new, p, th, adf, log_surv, t, med), None
 
     def block(s):
         return jax.lax.scan(step, s, None, length=_BLOCK)[0]
 
     def cond(s):
-        return jnp.any((s[6] == 0) & (s[5] < T))
+        return jnp.any((s[7] == 0) & (s[6] < T))
 
-    z = jnp.zeros((N, h.shape[0]))
+    z, zN = jnp.zeros((N, h.shape[0])), jnp.zeros(N)
     adf0 = (jnp.zeros((N, K)), jnp.zeros((N, K, K)))
-    init = (jnp.broadcast_to(e0[None, :], z.shape), z, jnp.zeros((N, K)), adf0, jnp.zeros(N),
-            jnp.zeros(N), jnp.zeros(N))
-    return jax.lax.while_loop(cond, block, init)[6]
+    init = (jnp.broadcast_to(e0[None, :], z.shape), z, z, zN, adf0, zN, zN, zN)
+    return jax.lax.while_loop(cond, block, init)[7]
 
 
 _median_sgd_jit = jax.jit(_median_passage_sgd)
@@ -244,13 +277,16 @@ def _eig_offset0(cfg: QuadraticConfig) -> np.ndarray:
 
 
 def median_steps_many(cfg: QuadraticConfig, opt: OptimConfig, batches, lrs,
-                      max_steps: int) -> np.ndarray:
+                      max_steps: int, tilt: float = TILT) -> np.ndarray:
     """Median first-passage update of the noisy loss to target * L0 for arrays of batches and lrs
-    (broadcast); int64 of the broadcast shape, 0 where the median lies beyond max_steps."""
+    (broadcast); int64 of the broadcast shape, 0 where the median lies beyond max_steps.
+    tilt (SGD only): 0 weighs the copula's components by their share of Var(L), 1 by their
+    share under the law tilted to put E[L] at the target."""
     mu = _require_linear(opt)
     require_int("max_steps", max_steps)
     require(np.all(np.asarray(lrs) > 0), "lr", "> 0", lrs)
     require(np.all(np.asarray(batches) >= 1), "batch", ">= 1", batches)
+    require(0 <= tilt <= 1, "tilt", "in [0, 1]", tilt)
     b, l = np.broadcast_arrays(np.asarray(batches, np.float64), np.asarray(lrs, np.float64))
     h = spectrum(cfg)
     args = (jnp.asarray(h), jnp.asarray(noise_variances(cfg)), jnp.asarray(_eig_offset0(cfg)),
@@ -258,12 +294,13 @@ def median_steps_many(cfg: QuadraticConfig, opt: OptimConfig, batches, lrs,
     with jax.enable_x64(True):
         if mu == 0:
             out = _median_sgd_jit(*args, jnp.asarray(_rate_bins(h)),
-                                  cfg.target * initial_loss(cfg), float(max_steps))
+                                  cfg.target * initial_loss(cfg), float(max_steps), float(tilt))
         else:
             out = _median_jit(*args, mu, cfg.target * initial_loss(cfg), float(max_steps))
         return np.asarray(out).astype(np.int64).reshape(b.shape)
 
 
-def median_steps(cfg: QuadraticConfig, opt: OptimConfig, batch, lr, max_steps: int) -> int:
+def median_steps(cfg: QuadraticConfig, opt: OptimConfig, batch, lr, max_steps: int,
+                 tilt: float = TILT) -> int:
     """Median over seeds of the first update with L_t <= target * L0 (0 if beyond max_steps)."""
-    return int(median_steps_many(cfg, opt, batch, lr, max_steps))
+    return int(median_steps_many(cfg, opt, batch, lr, max_steps, tilt))
