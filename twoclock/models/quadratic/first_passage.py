@@ -31,7 +31,7 @@ from twoclock.models.quadratic.problem import initial_loss, initial_offset, nois
 _BLOCK = 64  # updates per scan block between checks that every lane has its median
 _CHUNK = 1024  # rows per compiled hazard evaluation
 _BINS = 8  # AR(1) components of the SGD copula (coordinates binned by log curvature)
-_NEWTON = 4  # Newton steps of the saddle point per update (from the previous update's)
+_NEWTON = 8  # Newton steps of the saddle point per update (from the previous update's)
 TILT = 0.5  # the SGD copula's share of the saddle-point tilt (docs/theory.md measures it)
 _GL_X, _GL_W = (np.asarray(a) for a in roots_legendre(24))
 
