@@ -160,6 +160,15 @@ def _crossed(D, V, thr):
     return ndtr((D - thr) / sd) + refl
 
 
+def crossed_per_update(D_N, V_N, thr):
+    """P(the walk has reached thr by update n), n = 1..N, for a walk with mean D_N and variance
+    V_N looked at once per update: the Brownian law with the barrier moved out by beta times the
+    walk's sd over one update (the continuity correction of Broadie, Glasserman and Kou,
+    beta = -zeta(1/2) / sqrt(2 pi))."""
+    step_sd = np.sqrt(np.maximum(np.diff(V_N, prepend=0.0), 0.0))
+    return _crossed(D_N, V_N, thr + _BGK_BETA * step_sd)
+
+
 def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
                          max_updates: int = 10**7) -> dict:
     """Predicted failure clock N_fail (samples) of Adam on the drift block.
@@ -189,14 +198,9 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     while n_upd is None and n <= 2 * max_updates:
         n = min(n, max_updates)
         D, V = drift_path(b1, b2, mu, s2, lr * shrink, n)
-        if cfg.drift_stat == "mean":
-            # the engine looks at the drift once per update, the Brownian law continuously:
-            # the continuity correction of Broadie, Glasserman and Kou moves the barrier out
-            # by beta times the walk's sd over one update
-            step_sd = np.sqrt(np.maximum(np.diff(V / Dd, prepend=0.0), 0.0))
-            ok = _crossed(D, V / Dd, thr + _BGK_BETA * step_sd) >= 0.5
-        else:
-            ok = Dd * (D**2 + V) >= thr * thr
+        # the engine looks at the drift once per update, the Brownian law continuously
+        ok = (crossed_per_update(D, V / Dd, thr) >= 0.5 if cfg.drift_stat == "mean"
+              else Dd * (D**2 + V) >= thr * thr)
         if np.any(ok):
             n_upd = int(np.argmax(ok)) + 1
         n *= 2
