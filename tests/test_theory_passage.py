@@ -57,12 +57,12 @@ def test_first_passage_median_matches_simulation_sgd(dim, alpha, sigma, batch, l
 
 
 @settings(max_examples=2)
-@given(st.sampled_from([16, 32]), st.floats(0.5, 1.5), st.floats(0.5, 3.0), st.floats(0.5, 0.95),
-       st.sampled_from([2, 4, 8, 32]), st.floats(0.25, 0.9), st.floats(0.7, 1.3))
+@given(st.sampled_from([8, 16, 32]), st.floats(0.5, 1.5), st.floats(0.5, 3.0), st.floats(0.5, 0.95),
+       st.sampled_from([1, 2, 4, 8, 32]), st.floats(0.125, 0.9), st.floats(0.7, 1.3))
 def test_first_passage_median_matches_simulation_momentum(dim, alpha, sigma, mu, batch, lrh,
                                                           near_floor):
-    # Momentum keeps the lag-one Markov copula: dim >= 16, B >= 2, lr h / (1 - mu) >= 1/4.
-    # With B = 1, mu <= 0.7 and lr h / (1 - mu) = 1/8 it runs 5-7% early (docs/theory.md).
+    # The same domain for heavy-ball momentum (lr h / (1 - mu) from 1/8), whose coordinates'
+    # losses oscillate with complex roots: the copula's components are 3-dimensional there.
     _check_passage(dim, alpha, sigma, "momentum", mu, batch, lrh, near_floor)
 
 
