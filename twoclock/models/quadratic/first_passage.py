@@ -245,7 +245,9 @@ def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T, tilt):
         log_stay, adf = _adf_log_stay(bins(p), bins(a * a * p_prev), bins(p_prev), u, adf)
         log_surv = log_surv + log_stay
         t = t + 1.0
-        med = jnp.where((med == 0) & (log_surv <= jnp.log(0.5)) & (t <= T), t, med)
+        # crossed by t at least when L_t <= target: P(crossed) >= P(L_t <= target) = Phi(u_t)
+        crossed = (log_surv <= jnp.log(0.5)) | (u >= 0.0)
+        med = jnp.where((med == 0) & crossed & (t <= T), t, med)
         return (m_new, V_new, p, th, adf, log_surv, t, med), None
 
     def block(s):
@@ -319,7 +321,9 @@ def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt):
                                       bins(P_prev, _SYM_INDEX), u, adf)
         log_surv = log_surv + log_stay
         t = t + 1.0
-        med = jnp.where((med == 0) & (log_surv <= jnp.log(0.5)) & (t <= T), t, med)
+        # crossed by t at least when L_t <= target: P(crossed) >= P(L_t <= target) = Phi(u_t)
+        crossed = (log_surv <= jnp.log(0.5)) | (u >= 0.0)
+        med = jnp.where((med == 0) & crossed & (t <= T), t, med)
         return (m_new, m, V_new, V, C_new, P, th, adf, log_surv, t, med), None
 
     def block(s):
