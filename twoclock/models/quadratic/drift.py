@@ -27,6 +27,7 @@ _T_DIRECT = 256  # updates summed term by term; later ones by the series in lam 
 _N_SERIES = 10
 _Y_MAX = 0.5  # series region: 2 lam s^2 u(t) <= _Y_MAX (e^(-lam v) < e^(-60) beyond it)
 _NODES, _WEIGHTS = roots_legendre(64)
+_BGK_BETA = 0.5825971579390106  # -zeta(1/2) / sqrt(2 pi)
 
 
 def _lr(opt: OptimConfig, lr0, batch) -> float:
@@ -159,6 +160,15 @@ def _crossed(D, V, thr):
     return ndtr((D - thr) / sd) + refl
 
 
+def crossed_per_update(D_N, V_N, thr):
+    """P(the walk has reached thr by update n), n = 1..N, for a walk with mean D_N and variance
+    V_N looked at once per update: the Brownian law with the barrier moved out by beta times the
+    walk's sd over one update (the continuity correction of Broadie, Glasserman and Kou,
+    beta = -zeta(1/2) / sqrt(2 pi))."""
+    step_sd = np.sqrt(np.maximum(np.diff(V_N, prepend=0.0), 0.0))
+    return _crossed(D_N, V_N, thr + _BGK_BETA * step_sd)
+
+
 def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
                          max_updates: int = 10**7) -> dict:
     """Predicted failure clock N_fail (samples) of Adam on the drift block.
@@ -167,8 +177,8 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     step law above, warm-up and the noise in v included) and its variance per coordinate
     V(n) = sum_t (lr s E[v_hat_t^(-1/2)])^2 (the random walk of the noise, m's EMA weights
     summing to 1). drift_stat "mean": the block's mean (variance V / Dd) first reaches the
-    threshold; its median is where the Brownian first-passage law with this mean and variance
-    reaches 1/2 (method "first-passage"). drift_stat "norm": first n with
+    threshold; its median is where the Brownian first-passage law with this mean and variance,
+    monitored once per update (a continuity correction), reaches 1/2 (method "first-passage"). drift_stat "norm": first n with
     Dd (D^2 + V) >= threshold^2 (method "mean-field"). `leading` is the noise-dominated limit
     D* sqrt(c_d B0) / (lr0 b) (B / B0)^(1/2 - p): flat under the sqrt rule (p = 1/2), ~ sqrt(B)
     fixed, ~ 1/sqrt(B) linear. regime "noise" if B < c_d / b^2 else "signal" (sign descent).
@@ -188,7 +198,8 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     while n_upd is None and n <= 2 * max_updates:
         n = min(n, max_updates)
         D, V = drift_path(b1, b2, mu, s2, lr * shrink, n)
-        ok = (_crossed(D, V / Dd, thr) >= 0.5 if cfg.drift_stat == "mean"
+        # the engine looks at the drift once per update, the Brownian law continuously
+        ok = (crossed_per_update(D, V / Dd, thr) >= 0.5 if cfg.drift_stat == "mean"
               else Dd * (D**2 + V) >= thr * thr)
         if np.any(ok):
             n_upd = int(np.argmax(ok)) + 1

@@ -2,24 +2,24 @@
 
 For SGD and heavy-ball momentum every eigen-coordinate x_t is Gaussian, with mean m_t, variance
 V_t and lag-one covariance C_t = Cov(x_t, x_{t-1}) given exactly by the linear recursion, so
-L_t = 1/2 sum_i h_i x_{i,t}^2 has known cumulants and lag-one covariance:
+L_t = sum_i l_i, l_i = w_i x_{i,t}^2 (w = h/2), has known cumulants, cumulant generating function
+K(theta) = sum_i [-1/2 log(1 - 2 theta w V) + theta w m^2 / (1 - 2 theta w V)] and covariance
+at every lag (each l_i is a vector AR(1): Cov(l_{t+k}, l_t) = H^T (A (x) A)^k P_t H).
 
-    kappa_k(L_t) = 2^(k-1) (k-1)! sum_i (h_i/2)^k (V^k + k m^2 V^(k-1)),
-    Cov(L_t, L_{t-1}) = sum_i (h_i/2)^2 (2 C^2 + 4 m_t m_{t-1} C).
-
-Two approximations turn this into the law of the first passage (docs/theory.md measures them):
-1. marginal: P(L_t <= target) from a shifted gamma matching the first three cumulants, by
-   the Wilson-Hilferty cube-root normal approximation of the gamma;
-2. crossing: a Gaussian copula with the lag-one correlation of L, read as a Markov chain:
-   Z_t = Phi^-1(F_t(L_t)), hazard_t = P(Z_t <= u_t, Z_{t-1} > u_{t-1}) / P(Z_{t-1} > u_{t-1}),
-   P(not crossed by t) = prod_s (1 - hazard_s). Exact for independent steps (rho = 0) and for a
-   perfectly correlated loss (rho = 1, where it returns the marginal crossing).
+median_steps (SGD, momentum), two approximations (docs/theory.md measures them):
+1. marginal: u_t = Phi^-1(P(L_t <= target)) at the saddle point (Barndorff-Nielsen's r*);
+2. crossing: Z_t is a sum of Gaussian vector AR(1) components (coordinates binned by curvature)
+   with the loss's exact lag structure, weighted by their share of Var(L) under half the
+   saddle-point tilt (TILT); P(no crossing by t) by assumed-density filtering of the components
+   given no crossing so far.
+median_from_moments (mean-field Adam): a three-cumulant gamma marginal and a lag-one Markov
+Gaussian copula, hazard_t = P(Z_t <= u_t, Z_{t-1} > u_{t-1}) / P(Z_{t-1} > u_{t-1}).
 The median first passage is the first t with P(not crossed by t) <= 1/2. Nothing is sampled.
 """
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import ndtr
+from jax.scipy.special import log_ndtr, ndtr
 from scipy.special import roots_legendre
 
 from twoclock.config import OptimConfig, require, require_int
@@ -30,6 +30,9 @@ from twoclock.models.quadratic.problem import initial_loss, initial_offset, nois
 
 _BLOCK = 64  # updates per scan block between checks that every lane has its median
 _CHUNK = 1024  # rows per compiled hazard evaluation
+_BINS = 8  # AR(1) components of the copula (coordinates binned by log curvature)
+_NEWTON = 8  # Newton steps of the saddle point per update (from the previous update's)
+TILT = 0.5  # the copula's share of the saddle-point tilt (docs/theory.md measures it)
 _GL_X, _GL_W = (np.asarray(a) for a in roots_legendre(24))
 
 
@@ -123,40 +126,230 @@ def median_from_moments(h, m_TxD, V_TxD, C_TxD, target: float, extrapolate: bool
     return 0
 
 
-def _median_passage(h, c, e0, lr, batch, mu, target, T):
-    """Median first-passage step per lane (0 if P(crossed) < 1/2 through T), [N] float64.
+def _saddle(w, m, V, target, tilt, th):
+    """(u_N, p_ND, theta_N) at the saddle point K'(theta) = target of L = sum w x^2:
+    u = Phi^-1(P(L <= target)) by Barndorff-Nielsen's r* = r + log(v / r) / r (r the signed
+    root of the likelihood ratio, v = theta sqrt(K'')); p each coordinate's share of Var(L)
+    under the tilt tilt * theta, normalised to sum 1. th_N is the previous update's theta
+    (Newton's start). Where the saddle point is not solved (a target far above E[L]) or
+    theta ~ 0 (r* is 0/0 there), u falls back to the cube-root gamma."""
+    wV = w * V
+    th_max = 0.45 / jnp.maximum(jnp.max(wV, axis=1), 1e-300)  # keeps 1 - 2 theta w V >= 0.1
 
-    h, c, e0 [D]; lr, batch [N]; mu, target, T scalars.
-    """
-    N = lr.shape[0]
+    def kprime(th):
+        d = 1.0 - 2.0 * th[:, None] * wV
+        f = jnp.sum(wV / d + w * m * m / d**2, axis=1) - target
+        df = jnp.sum(2.0 * wV**2 / d**2 + 4.0 * w * wV * m * m / d**3, axis=1)
+        return f, df
+
+    def newton(th, _):  # K' is increasing and convex: Newton settles monotonically
+        f, df = kprime(th)
+        return jnp.minimum(th - f / jnp.maximum(df, 1e-300), th_max), None
+
+    th = jax.lax.scan(newton, jnp.minimum(th, th_max), None, length=_NEWTON)[0]
+    f, k2 = kprime(th)
+    d = 1.0 - 2.0 * th[:, None] * wV
+    K = jnp.sum(-0.5 * jnp.log(d) + th[:, None] * w * m * m / d, axis=1)
+    r = jnp.sign(th) * jnp.sqrt(jnp.maximum(2.0 * (th * target - K), 0.0))
+    v = th * jnp.sqrt(k2)
+    ok = (jnp.abs(f) <= 1e-9 * target) & (jnp.abs(r) > 1e-3) & (v / r > 0)
+    mean = jnp.sum(w * (m * m + V), axis=1)
+    k3 = 8.0 * jnp.sum(w**3 * (V**3 + 3.0 * m**2 * V**2), axis=1)
+    k2_0 = 2.0 * jnp.sum(w**2 * (V**2 + 2.0 * m**2 * V), axis=1)
+    wh = _quantile_z(mean, k2_0, k3, target)
+    r_safe = jnp.where(ok, r, 1.0)
+    u = jnp.where(ok, r_safe + jnp.log(jnp.where(ok, v / r_safe, 1.0)) / r_safe, wh)
+    dt = 1.0 - 2.0 * tilt * th[:, None] * wV
+    k2_D = 2.0 * wV**2 / dt**2 + 4.0 * w * wV * m * m / dt**3
+    p = k2_D / jnp.maximum(jnp.sum(k2_D, axis=1, keepdims=True), 1e-300)
+    return jnp.clip(u, -37.0, 8.2), p, th
+
+
+def _inv_small(P):
+    """Inverse of [..., r, r] symmetric positive P, r <= 3, by cofactors (LAPACK calls on tiny
+    batched matrices cost more than the whole update)."""
+    if P.shape[-1] == 1:
+        return 1.0 / P
+    a, b, c = P[..., 0, 0], P[..., 0, 1], P[..., 0, 2]
+    d, e, f = P[..., 1, 1], P[..., 1, 2], P[..., 2, 2]
+    A, B, C = d * f - e * e, c * e - b * f, b * e - c * d
+    D, E, F = a * f - c * c, b * c - a * e, a * d - b * b
+    det = a * A + b * B + c * C
+    return jnp.stack([jnp.stack([A, B, C], -1), jnp.stack([B, D, E], -1),
+                      jnp.stack([C, E, F], -1)], -2) / det[..., None, None]
+
+
+def _psd_small(Q):
+    """Q = L D L^T with the negative pivots of D set to 0 ([..., r, r], r <= 3): Q itself
+    where it is positive semidefinite."""
+    if Q.shape[-1] == 1:
+        return jnp.maximum(Q, 0.0)
+    safe = lambda x, d: jnp.where(d > 0, x / jnp.where(d > 0, d, 1.0), 0.0)
+    d1 = jnp.maximum(Q[..., 0, 0], 0.0)
+    l21, l31 = safe(Q[..., 1, 0], d1), safe(Q[..., 2, 0], d1)
+    d2 = jnp.maximum(Q[..., 1, 1] - l21 * l21 * d1, 0.0)
+    l32 = safe(Q[..., 2, 1] - l31 * l21 * d1, d2)
+    d3 = jnp.maximum(Q[..., 2, 2] - l31 * l31 * d1 - l32 * l32 * d2, 0.0)
+    one, zero = jnp.ones_like(d1), jnp.zeros_like(d1)
+    L = jnp.stack([jnp.stack([one, zero, zero], -1), jnp.stack([l21, one, zero], -1),
+                   jnp.stack([l31, l32, one], -1)], -2)
+    return (L * jnp.stack([d1, d2, d3], -1)[..., None, :]) @ jnp.swapaxes(L, -1, -2)
+
+
+def _adf_log_stay(Pb, Cb, Pb_prev, u, state):
+    """One update of the multi-lag copula: (log(1 - hazard_t), new state).
+
+    Z_t = sum_k y_k[0] with y_k Gaussian vector AR(1) components (bins of coordinates, r
+    dimensions each) of covariance Pb [N, K, r, r] and lag-one regression
+    F = Cb Pb_prev^-1 (Cb = Cov(y_t, y_{t-1})); state = (mean [N, K, r], covariance
+    [N, K, r, K, r]) of y given no crossing so far. The hazard is P(Z_t <= u_t) under that
+    Gaussian; surviving conditions the state on Z_t > u_t by matching the truncated normal's
+    mean and variance (assumed-density filtering)."""
+    mu, S = state
+    r = Pb.shape[-1]
+    eps = 1e-12 * jnp.trace(Pb_prev, axis1=-2, axis2=-1)[..., None, None] + 1e-90  # det > 0
+    F = Cb @ _inv_small(Pb_prev + eps * jnp.eye(r)[None, None])
+    # the innovation's covariance, clipped to >= 0 (the tilted shares may shrink faster than
+    # the lag-one regression allows)
+    Q = _psd_small(Pb - F @ Pb_prev @ jnp.swapaxes(F, -1, -2))
+    mu = jnp.einsum("nkia,nka->nki", F, mu)
+    S = jnp.einsum("nkia,nkalb->nkilb", F, S)  # two contractions: XLA makes one slow
+    S = jnp.einsum("nkilb,nljb->nkilj", S, F)
+    S = S + jnp.einsum("nkij,kl->nkilj", Q, jnp.eye(Pb.shape[1]))
+    g = jnp.sum(S[..., 0], axis=3)  # Cov(y, Z), [N, K, r]
+    vs = jnp.maximum(jnp.sum(g[..., 0], axis=1), 1e-300)
+    sd = jnp.sqrt(vs)
+    al = (u - jnp.sum(mu[..., 0], axis=1)) / sd
+    log_stay = jnp.log1p(-jnp.minimum(jnp.exp(log_ndtr(al)), 1.0 - 1e-16))
+    lam = jnp.exp(-0.5 * al * al - log_ndtr(-al)) / jnp.sqrt(2.0 * jnp.pi)  # E[Z | Z > al]
+    shrink = lam * lam - al * lam  # 1 - Var[Z | Z > al]
+    mu = mu + g * (sd * lam / vs)[:, None, None]
+    S = S - jnp.einsum("nki,nlj->nkilj", g, g) * (shrink / vs)[:, None, None, None, None]
+    return log_stay, (mu, S)
+
+
+def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T, tilt):
+    """Median first-passage step per SGD lane (0 if P(crossed) < 1/2 through T), [N] float64:
+    each coordinate's loss is a scalar AR(1) with coefficient a^2. h, c, e0 [D]; lr, batch [N]."""
+    N, K = lr.shape[0], P_DxK.shape[1]
     w_D = h[None, :] / 2.0
-    a = 1.0 + mu - lr[:, None] * h[None, :]
+    a = 1.0 - lr[:, None] * h[None, :]
     q = lr[:, None] ** 2 * c[None, :] / batch[:, None]
 
     def step(s, _):
-        m, m_prev, V, V_prev, C, u_prev, log_surv, t, med = s
-        m_new = a * m - mu * m_prev
-        V_new = a * a * V + mu * mu * V_prev - 2.0 * a * mu * C + q
-        C_new = a * V - mu * C
-        u, log_stay = _log_no_cross(_loss_stats(w_D, m_new, V_new, m, V, C_new), u_prev, target)
+        m, V, p_prev, th, adf, log_surv, t, med = s
+        m_new, V_new = a * m, a * a * V + q
+        u, p, th = _saddle(w_D, m_new, V_new, target, tilt, th)
+        # a coordinate's loss w x^2 has lag-one regression a^2 (Cov = a^2 Var(l_{t-1}), exact)
+        bins = lambda x: (x @ P_DxK)[..., None, None]
+        log_stay, adf = _adf_log_stay(bins(p), bins(a * a * p_prev), bins(p_prev), u, adf)
         log_surv = log_surv + log_stay
         t = t + 1.0
-        med = jnp.where((med == 0) & (log_surv <= jnp.log(0.5)) & (t <= T), t, med)
-        return (m_new, m, V_new, V, C_new, u, log_surv, t, med), None
+        # crossed by t at least when L_t <= target: P(crossed) >= P(L_t <= target) = Phi(u_t)
+        crossed = (log_surv <= jnp.log(0.5)) | (u >= 0.0)
+        med = jnp.where((med == 0) & crossed & (t <= T), t, med)
+        return (m_new, V_new, p, th, adf, log_surv, t, med), None
 
     def block(s):
         return jax.lax.scan(step, s, None, length=_BLOCK)[0]
 
     def cond(s):
-        return jnp.any((s[8] == 0) & (s[7] < T))
+        return jnp.any((s[7] == 0) & (s[6] < T))
 
-    z = jnp.zeros((N, h.shape[0]))
+    z, zN = jnp.zeros((N, h.shape[0])), jnp.zeros(N)
+    adf0 = (jnp.zeros((N, K, 1)), jnp.zeros((N, K, 1, K, 1)))
+    init = (jnp.broadcast_to(e0[None, :], z.shape), z, z, zN, adf0, zN, zN, zN)
+    return jax.lax.while_loop(cond, block, init)[7]
+
+
+_median_sgd_jit = jax.jit(_median_passage_sgd)
+
+# orthonormal basis of symmetric 2 x 2 tensors inside R^2 (x) R^2: e1e1, (e1e2 + e2e1)/sqrt 2, e2e2
+_SYM = np.array([[1.0, 0, 0], [0, 0.5**0.5, 0], [0, 0.5**0.5, 0], [0, 0, 1.0]])
+
+
+def _sym_kron(x, y):
+    """X (x) Y + Y (x) X on the symmetric tensors for symmetric 2 x 2 X, Y given as their
+    entries (x11, x12, x22), each [N, D]: the 6 entries (11, 12, 13, 22, 23, 33), each [N, D]."""
+    r = 2.0**0.5
+    return (2.0 * x[0] * y[0], r * (x[0] * y[1] + x[1] * y[0]), 2.0 * x[1] * y[1],
+            x[0] * y[2] + x[2] * y[0] + 2.0 * x[1] * y[1], r * (x[1] * y[2] + x[2] * y[1]),
+            2.0 * x[2] * y[2])
+
+
+_SYM_INDEX = ((0, 1, 2), (1, 3, 4), (2, 4, 5))  # entry (i, j) of a symmetric 3 x 3 in the 6
+
+
+def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt):
+    """The momentum lanes' median first passage with the multi-lag copula.
+
+    A coordinate's state X_t = (x_t, x_{t-1}) moves by A = [[a, -mu], [1, 0]], so its loss
+    w x_t^2 has Cov(l_{t+k}, l_t) = H^T (A (x) A)^k P_t H exactly, H = e1 (x) e1, with
+    P_t = w^2 (2 S (x) S + 2 (M M^T (x) S + S (x) M M^T)) (S, M the covariance and mean of X_t):
+    a 3-dimensional vector AR(1) on the symmetric tensors (the oscillation of complex roots
+    included). Per coordinate everything is kept as [N, D] arrays of matrix entries (XLA fuses
+    them); the bins are [N, K, 3, 3]."""
+    N, K = lr.shape[0], P_DxK.shape[1]
+    w_D = h[None, :] / 2.0
+    a = 1.0 + mu - lr[:, None] * h[None, :]
+    q = lr[:, None] ** 2 * c[None, :] / batch[:, None]
+    A = jnp.stack([jnp.stack([a, jnp.full_like(a, -mu)], -1),
+                   jnp.stack([jnp.ones_like(a), jnp.zeros_like(a)], -1)], -2)  # [N, D, 2, 2]
+    AA = jnp.einsum("...ij,...kl->...ikjl", A, A).reshape(a.shape + (4, 4))
+    Phi = jnp.einsum("ia,ndij,jb->ndab", _SYM, AA, _SYM)  # [N, D, 3, 3]
+    Phi = [[Phi[..., i, j] for j in range(3)] for i in range(3)]
+
+    def bins(entries, idx):  # [N, D] entries -> [N, K, 3, 3]
+        b = [x @ P_DxK for x in entries]
+        return jnp.stack([jnp.stack([b[idx[i][j]] for j in range(3)], -1) for i in range(3)],
+                         -2)
+
+    def step(s, _):
+        m, m_prev, V, V_prev, C, P_prev, th, adf, log_surv, t, med = s
+        m_new = a * m - mu * m_prev
+        V_new = a * a * V + mu * mu * V_prev - 2.0 * a * mu * C + q
+        C_new = a * V - mu * C
+        u, p, th = _saddle(w_D, m_new, V_new, target, tilt, th)
+        S, MM = (V_new, C_new, V), (m_new * m_new, m_new * m, m * m)
+        P = [0.5 * x + y for x, y in zip(_sym_kron(S, S), _sym_kron(MM, S))]  # P / (2 w^2)
+        scale = p / jnp.maximum(P[0], 1e-300)  # Var(l_i) -> its share p_i
+        P = tuple(x * scale for x in P)
+        Pp = [[P_prev[_SYM_INDEX[i][j]] for j in range(3)] for i in range(3)]
+        PhiP = [sum(Phi[i][k] * Pp[k][j] for k in range(3)) for i in range(3) for j in range(3)]
+        nine = ((0, 1, 2), (3, 4, 5), (6, 7, 8))
+        log_stay, adf = _adf_log_stay(bins(P, _SYM_INDEX), bins(PhiP, nine),
+                                      bins(P_prev, _SYM_INDEX), u, adf)
+        log_surv = log_surv + log_stay
+        t = t + 1.0
+        # crossed by t at least when L_t <= target: P(crossed) >= P(L_t <= target) = Phi(u_t)
+        crossed = (log_surv <= jnp.log(0.5)) | (u >= 0.0)
+        med = jnp.where((med == 0) & crossed & (t <= T), t, med)
+        return (m_new, m, V_new, V, C_new, P, th, adf, log_surv, t, med), None
+
+    def block(s):
+        return jax.lax.scan(step, s, None, length=_BLOCK)[0]
+
+    def cond(s):
+        return jnp.any((s[10] == 0) & (s[9] < T))
+
+    z, zN = jnp.zeros((N, h.shape[0])), jnp.zeros(N)
     m0 = jnp.broadcast_to(e0[None, :], z.shape)
-    init = (m0, m0, z, z, z, jnp.full(N, -jnp.inf), jnp.zeros(N), jnp.zeros(N), jnp.zeros(N))
-    return jax.lax.while_loop(cond, block, init)[8]
+    adf0 = (jnp.zeros((N, K, 3)), jnp.zeros((N, K, 3, K, 3)))
+    init = (m0, m0, z, z, z, (z,) * 6, zN, adf0, zN, zN, zN)
+    return jax.lax.while_loop(cond, block, init)[10]
 
 
-_median_jit = jax.jit(_median_passage)
+_median_momentum_jit = jax.jit(_median_passage_momentum)
+
+
+def _rate_bins(h) -> np.ndarray:
+    """P_DxK: coordinates grouped into K <= _BINS bins of equal width in log h (SGD's rates
+    1 - lr h are ordered as h, so one grouping serves every lane)."""
+    lh = np.log(np.asarray(h, np.float64))
+    K = min(lh.size, _BINS)
+    edges = np.linspace(lh.min(), lh.max() + 1e-9, K + 1)
+    idx = np.clip(np.searchsorted(edges, lh, side="right") - 1, 0, K - 1)
+    return np.eye(K)[idx]
 
 
 def _eig_offset0(cfg: QuadraticConfig) -> np.ndarray:
@@ -166,22 +359,32 @@ def _eig_offset0(cfg: QuadraticConfig) -> np.ndarray:
 
 
 def median_steps_many(cfg: QuadraticConfig, opt: OptimConfig, batches, lrs,
-                      max_steps: int) -> np.ndarray:
+                      max_steps: int, tilt: float = TILT) -> np.ndarray:
     """Median first-passage update of the noisy loss to target * L0 for arrays of batches and lrs
-    (broadcast); int64 of the broadcast shape, 0 where the median lies beyond max_steps."""
+    (broadcast); int64 of the broadcast shape, 0 where the median lies beyond max_steps.
+    tilt: 0 weighs the copula's components by their share of Var(L), 1 by their share under
+    the law tilted to put E[L] at the target."""
     mu = _require_linear(opt)
     require_int("max_steps", max_steps)
     require(np.all(np.asarray(lrs) > 0), "lr", "> 0", lrs)
     require(np.all(np.asarray(batches) >= 1), "batch", ">= 1", batches)
+    require(0 <= tilt <= 1, "tilt", "in [0, 1]", tilt)
     b, l = np.broadcast_arrays(np.asarray(batches, np.float64), np.asarray(lrs, np.float64))
+    h = spectrum(cfg)
+    args = (jnp.asarray(h), jnp.asarray(noise_variances(cfg)), jnp.asarray(_eig_offset0(cfg)),
+            jnp.asarray(l.reshape(-1)), jnp.asarray(b.reshape(-1)))
     with jax.enable_x64(True):
-        out = _median_jit(jnp.asarray(spectrum(cfg)), jnp.asarray(noise_variances(cfg)),
-                          jnp.asarray(_eig_offset0(cfg)), jnp.asarray(l.reshape(-1)),
-                          jnp.asarray(b.reshape(-1)), mu, cfg.target * initial_loss(cfg),
-                          float(max_steps))
+        if mu == 0:
+            out = _median_sgd_jit(*args, jnp.asarray(_rate_bins(h)),
+                                  cfg.target * initial_loss(cfg), float(max_steps), float(tilt))
+        else:
+            out = _median_momentum_jit(*args, mu, jnp.asarray(_rate_bins(h)),
+                                       cfg.target * initial_loss(cfg), float(max_steps),
+                                       float(tilt))
         return np.asarray(out).astype(np.int64).reshape(b.shape)
 
 
-def median_steps(cfg: QuadraticConfig, opt: OptimConfig, batch, lr, max_steps: int) -> int:
+def median_steps(cfg: QuadraticConfig, opt: OptimConfig, batch, lr, max_steps: int,
+                 tilt: float = TILT) -> int:
     """Median over seeds of the first update with L_t <= target * L0 (0 if beyond max_steps)."""
-    return int(median_steps_many(cfg, opt, batch, lr, max_steps))
+    return int(median_steps_many(cfg, opt, batch, lr, max_steps, tilt))

@@ -2,8 +2,9 @@
 
 Every prediction names its method in `theory.method` (key -> method):
 - "first-passage": the median over seeds of the first crossing of the noisy clock, from the exact
-  Gaussian law of the iterates (SGD / momentum progress; a gamma marginal and a Markov copula of
-  the loss), or of the drift (Adam failure: its exact step law, a Brownian first passage);
+  Gaussian law of the iterates (SGD / momentum progress; a saddle-point marginal and a copula
+  with the loss's correlation at every lag), or of the drift (Adam failure: its exact step law,
+  a Brownian first passage monitored once per update);
 - "exact": the first update where the expected loss meets the target (exact moments);
 - "mean-field": mean-field Adam (deterministic preconditioner), or a mean drift;
 - "mean-field first-passage": the first-passage clock of mean-field Adam's Gaussian iterates.
