@@ -146,7 +146,7 @@ def drift_path(b1, b2, mu, s2, lr, n):
     c = _ar1(e[::-1], b1)[::-1]  # c_k = sum_{t>=k} b1^(t-k) e_t (to the end)
     # truncated at n: c_k(n) = c_k - b1^(n+1-k) c_{n+1}; sum_k c_k(n)^2 in closed form
     c_next = np.append(c[1:], 0.0)
-    A = b1 * np.concatenate([[0.0], _ar1(c, b1)[:-1]])  # sum_{k<=n} b1^(n+1-k) c_k
+    A = b1 * _ar1(c, b1)  # A_n = sum_{k<=n} b1^(n+1-k) c_k
     Bs = b1 * b1 * (1 - b1 ** (2 * t)) / (1 - b1 * b1)
     V = s2 * (np.cumsum(c * c) - 2 * c_next * A + c_next**2 * Bs)
     return -lr * np.cumsum(r), V
