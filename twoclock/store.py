@@ -135,6 +135,10 @@ class Store:
                 fcntl.flock(f, fcntl.LOCK_EX)
             except OSError as e:  # a file system without locks: atomic writes still protect
                 log(f"store {self.path}: no file locking here ({e.strerror}); continuing")
+            else:  # the only writer now: a temporary file is what a killed run left behind
+                for name in os.listdir(self.path):
+                    if name.startswith(".tmp-"):
+                        os.remove(os.path.join(self.path, name))
             f.truncate(0)
             f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
             f.flush()
