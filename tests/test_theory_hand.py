@@ -92,3 +92,18 @@ def test_adam_failure_matches_a_noiseless_run(B):
     assert abs(pred["updates"] - 1.0 / lr) <= 1, pred   # thr / lr, to the update
     t = _fail_t(cfg, opt, lr, B, 200)
     assert abs(t - pred["updates"]) <= 1, (t, pred)
+
+
+def test_adam_failure_search_stops_at_max_updates():
+    """The search window never passes max_updates and always ends: a crossing at update n is
+    found with max_updates = n, reported as None with n - 1 (both used to go wrong: a first
+    window past 2 max_updates returned None, and a crossing past max_updates looped forever)."""
+    cfg, opt = QuadraticConfig(), OptimConfig(lr_rule="sqrt")
+    n = adam_failure_samples(cfg, opt, 2e-2, 256)["updates"]
+    assert n is not None and n < 64  # shorter than the search's first window
+    assert adam_failure_samples(cfg, opt, 2e-2, 256, max_updates=n)["updates"] == n
+    assert adam_failure_samples(cfg, opt, 2e-2, 256, max_updates=n - 1)["updates"] is None
+    slow, opt_eps = QuadraticConfig(drift_noise=0.5), OptimConfig(eps=1.0)
+    n = adam_failure_samples(slow, opt_eps, 0.01, 8)["updates"]
+    assert n > 250
+    assert adam_failure_samples(slow, opt_eps, 0.01, 8, max_updates=250)["updates"] is None

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr, ndtr, roots_legendre
 
-from twoclock.config import OptimConfig, require, require_positive
+from twoclock.config import OptimConfig, require, require_int, require_positive
 from twoclock.models.quadratic.config import QuadraticConfig
 from twoclock.models.quadratic.moments import _require_linear
 from twoclock.scaling import RULE_EXPONENT, companions, lr_for_batch
@@ -148,16 +148,19 @@ def drift_path(b1, b2, mu, s2, lr, n):
     c_next = np.append(c[1:], 0.0)
     A = b1 * _ar1(c, b1)  # A_n = sum_{k<=n} b1^(n+1-k) c_k
     Bs = b1 * b1 * (1 - b1 ** (2 * t)) / (1 - b1 * b1)
-    V = s2 * (np.cumsum(c * c) - 2 * c_next * A + c_next**2 * Bs)
+    # a sum of squares: clipped at 0 where it cancels to rounding (noise near 0)
+    V = s2 * np.maximum(np.cumsum(c * c) - 2 * c_next * A + c_next**2 * Bs, 0.0)
     return -lr * np.cumsum(r), V
 
 
 def _crossed(D, V, thr):
     """P(a Brownian motion with mean path D and variance V has reached thr): the first-passage
     law of a constant drift, evaluated on the accumulated mean and variance."""
-    sd = np.sqrt(V)
-    refl = np.exp(np.minimum(2 * thr * D / V + log_ndtr(-(D + thr) / sd), 0.0))
-    return ndtr((D - thr) / sd) + refl
+    with np.errstate(divide="ignore", invalid="ignore"):  # V = 0 is handled below
+        sd = np.sqrt(V)
+        refl = np.exp(np.minimum(2 * thr * D / V + log_ndtr(-(D + thr) / sd), 0.0))
+        p = ndtr((D - thr) / sd) + refl
+    return np.where(V > 0, p, np.asarray(D >= thr, float))  # no noise: the path itself
 
 
 def crossed_per_update(D_N, V_N, thr):
@@ -186,6 +189,7 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     require(opt.name == "adam", "optimizer", "adam (these are Adam predictions)", opt.name)
     require_positive("lr0", lr0)
     require(float(batch) >= 1, "batch", "a number >= 1", batch)
+    require_int("max_updates", max_updates)
     _require_drift(cfg)
     B, b, cd = float(batch), cfg.drift_bias, cfg.drift_noise
     thr, Dd = cfg.drift_threshold, cfg.drift_dim
@@ -194,16 +198,19 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     mu, s2 = -b, cd / B
     shrink = 1.0 / (1.0 + eps / math.sqrt(b * b + s2))
     leading_n = thr * math.sqrt(cd * opt.b0) / (lr0 * b) * (B / opt.b0) ** (0.5 - p)
-    n, n_upd = int(2 * thr / (lr * b / math.sqrt(b * b + s2))) + 64, None
-    while n_upd is None and n <= 2 * max_updates:
-        n = min(n, max_updates)
+    # a first window twice the noiseless crossing, doubled until it holds one, up to max_updates
+    n = min(int(2 * thr / (lr * b / math.sqrt(b * b + s2))) + 64, max_updates)
+    n_upd = None
+    while True:
         D, V = drift_path(b1, b2, mu, s2, lr * shrink, n)
         # the engine looks at the drift once per update, the Brownian law continuously
         ok = (crossed_per_update(D, V / Dd, thr) >= 0.5 if cfg.drift_stat == "mean"
               else Dd * (D**2 + V) >= thr * thr)
         if np.any(ok):
             n_upd = int(np.argmax(ok)) + 1
-        n *= 2
+        if n_upd is not None or n >= max_updates:
+            break
+        n = min(2 * n, max_updates)
     samples = None if n_upd is None else B * n_upd
     method = "first-passage" if cfg.drift_stat == "mean" else "mean-field"
     if cfg.drift_stat == "norm":
