@@ -25,6 +25,7 @@ import ast
 import math
 import os
 import random
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -153,8 +154,12 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple:
 def one_module(root: str, module: str, types: str | None) -> dict:
     # a test may be a node id (file::test): the file must exist in this tree
     tests = [t for t in TESTS[module] if os.path.exists(os.path.join(root, t.split("::")[0]))]
-    opts = ["--paths-to-mutate", module, "--tests-dir", "tests/", "--runner",
-            f"{PYTEST} {' '.join(tests)}", "--simple-output", "--no-progress"]
+    # mutmut 2 counts only pytest's exit status 1 as a kill: a mutant that breaks the module's
+    # import (status 2, collection error, or 4, "found no collectors" for a node id) would
+    # count as a survivor. Any failure is a kill here.
+    runner = shlex.join(["sh", "-c", f"{PYTEST} {' '.join(tests)} || exit 1"])
+    opts = ["--paths-to-mutate", module, "--tests-dir", "tests/", "--runner", runner,
+            "--simple-output", "--no-progress"]
     opts += (["--enable-mutation-types", types] if types else
              ["--disable-mutation-types", "string,fstring"])
     if os.path.exists(os.path.join(root, ".mutmut-cache")):
