@@ -1,0 +1,219 @@
+"""Hand-computed values, definitions and exact limits of the theory modules: the tests that
+kill the mutants the other theory tests let live (docs/testing.md, "Mutation score").
+
+Every expected value here is worked out from the formula the module's docstring states, on
+numbers chosen so that the arithmetic is short (written out in the comments); nothing is a
+recorded output of the code under test. The checks are deterministic: float64 rounding only.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from tests.helpers import assert_close
+from twoclock import OptimConfig, QuadraticConfig
+from twoclock.models.bandit import theory as bt
+from twoclock.models.bandit.config import BanditConfig
+from twoclock.models.quadratic import moments as mo, scales as sc
+from twoclock.models.quadratic.problem import initial_offset, noise_variances, rotation, spectrum
+
+TIGHT = dict(rtol=1e-12, atol=0)
+
+# ---------------------------------------------------------------------------------------------
+# the bandit's theory
+# ---------------------------------------------------------------------------------------------
+
+# beta1 = 0.8: sqrt((1 - 0.8) / (1 + 0.8)) = sqrt(1/9) = 1/3 (the noise-dominated Adam step)
+BANDIT_OPT = OptimConfig(beta1=0.8)
+# M = 2, E = 3, drift_dim 9 (sqrt = 3), s_tr = 2
+BANDIT = BanditConfig(drift_dim=9, drift_train_scale=2.0, minibatches=2, epochs=3)
+
+
+def test_bandit_drift_moves_and_the_clip_boundary_by_hand():
+    assert_close(bt.adam_noise_step(BANDIT_OPT), 1 / 3, **TIGHT, what="Adam noise step")
+    assert math.isnan(bt.adam_noise_step(OptimConfig(name="momentum")))
+    # m_free = M E lr sqrt(D_d) / 3 = 2 * 3 * 0.01 * 3 / 3 = 0.06
+    assert_close(bt.drift_move_per_batch(BANDIT, BANDIT_OPT, 0.01), 0.06, **TIGHT,
+                 what="m_free")
+    # RMS log-ratio 0.5 s_tr m_free = 0.5 * 2 * 0.06 = 0.06
+    eps_star = bt.drift_logratio_per_batch(BANDIT, BANDIT_OPT, 0.01)
+    assert_close(eps_star, 0.06, **TIGHT, what="eps*")
+    # clipping binds strictly above the boundary: eps < eps* binds, eps = eps* does not
+    assert bt.clip_binds(BANDIT, BANDIT_OPT, 0.01, 0.05)
+    assert not bt.clip_binds(BANDIT, BANDIT_OPT, 0.01, eps_star)
+    assert not bt.clip_binds(BANDIT, BANDIT_OPT, 0.01, None)
+    # the lr at which eps = 0.12 binds: 0.12 / (0.5 * 2 * 2 * 3 * 3 / 3) = 0.12 / 6
+    assert_close(bt.binding_lr(BANDIT, BANDIT_OPT, 0.12), 0.02, **TIGHT, what="binding lr")
+    # soft cap: m_cap = eps / (0.5 s_tr CLIP_BITE) = 0.1 / (0.5 * 2 * 0.25) = 0.4,
+    # 1 / m = 1 / 0.06 + 1 / 0.4, and the delay m_free / m = 1 + 0.06 / 0.4 = 1.15
+    assert_close(bt.clipped_move_per_batch(BANDIT, BANDIT_OPT, 0.01, 0.1), 0.06 * 0.4 / 0.46,
+                 **TIGHT, what="clipped move")
+    assert_close(bt.predicted_delay(BANDIT, BANDIT_OPT, 0.01, 0.1), 1.15, **TIGHT, what="delay")
+    assert bt.clipped_move_per_batch(BANDIT, BANDIT_OPT, 0.01, None) == \
+        bt.drift_move_per_batch(BANDIT, BANDIT_OPT, 0.01)
+    assert bt.predicted_delay(BANDIT, BANDIT_OPT, 0.01, None) == 1.0
+    for f, name in ((lambda: bt.drift_move_per_batch(BANDIT, BANDIT_OPT, 0.0), "lr"),
+                    (lambda: bt.binding_lr(BANDIT, BANDIT_OPT, 0.0), "eps"),
+                    (lambda: bt.clipped_move_per_batch(BANDIT, BANDIT_OPT, 0.01, -0.1), "eps")):
+        with pytest.raises(ValueError, match=f"^{name} must be"):
+            f()
+
+
+def test_bandit_noise_scales_are_mean_noise_over_mean_signal():
+    assert bt.drift_noise_scale(BanditConfig(drift_bias=0.5, drift_noise=4.0)) == 16.0
+    assert bt.drift_noise_scale(BanditConfig(drift_bias=0.0)) == math.inf
+    noise = np.array([[1.0, 3.0], [2.0, 2.0], [4.0, 0.0]])
+    signal = np.array([[0.5, 1.5], [0.5, -0.5], [-1.0, 0.0]])
+    # per row: means (2, 1) -> 2; (2, 0) -> no signal; (2, -0.5) -> no signal
+    np.testing.assert_array_equal(bt.noise_scale(noise, signal, axis=-1), [2.0, np.inf, np.inf])
+    # pooled: mean noise 12 / 6 = 2, mean signal 1 / 6 (the means are taken before the ratio)
+    assert_close(bt.noise_scale(noise, signal), 12.0, **TIGHT, what="pooled B_simple")
+    ck = {"noise_skill": noise, "signal_skill": signal, "noise_drift": 2 * noise,
+          "signal_drift": signal}
+    got = bt.noise_scales(ck)
+    np.testing.assert_array_equal(got["skill"], [2.0, np.inf, np.inf])
+    np.testing.assert_array_equal(got["drift"], [4.0, np.inf, np.inf])
+    assert_close(bt.noise_scales(ck, axis=(-2, -1))["drift"], 24.0, **TIGHT, what="pooled")
+
+
+def test_bandit_failure_clock_eps_rules_and_bad_input_by_hand():
+    cfg = BanditConfig(drift_bias=0.05, drift_noise=25.0, drift_threshold=2.0, minibatches=2)
+    # Adam, fixed rule, eps = 0.5: step = lr b / (sqrt(c_d M / B + b^2) + eps)
+    # B = 128: sqrt(25 * 2 / 128 + 0.0025) = sqrt(0.3931...) ; N = B thr / (M E step)
+    opt = OptimConfig(lr_rule="fixed", eps=0.5)
+    step = 0.01 * 0.05 / (math.sqrt(25 * 2 / 128 + 0.05**2) + 0.5)
+    assert_close(bt.predicted_failure_samples(cfg, opt, 0.01, 128), 128 * 2.0 / (2 * step),
+                 **TIGHT, what="Adam with eps")
+    # Malladi companions at B = 32 (k = 4): eps -> eps / 2
+    mal = OptimConfig(lr_rule="sqrt", eps=0.5, malladi=True)
+    step = 0.01 * 2 * 0.05 / (math.sqrt(25 * 2 / 32 + 0.05**2) + 0.25)
+    assert_close(bt.predicted_failure_samples(cfg, mal, 0.01, 32), 32 * 2.0 / (2 * step),
+                 **TIGHT, what="Adam, Malladi eps")
+    # SGD under the linear rule: lr(64) = 0.01 * 8, N = 64 * 2 / (2 * 0.08 * 0.05) = 16000
+    sgd = OptimConfig(name="sgd", lr_rule="linear")
+    assert_close(bt.predicted_failure_samples(cfg, sgd, 0.01, 64), 16000.0, **TIGHT, what="SGD")
+    assert bt.predicted_failure_samples(BanditConfig(drift_bias=0.0), sgd, 0.01, 64) == math.inf
+    with pytest.raises(ValueError, match="^lr0 must be"):
+        bt.predicted_failure_samples(cfg, sgd, 0.0, 64)
+
+
+# ---------------------------------------------------------------------------------------------
+# scales: McCandlish's noise scales and the Pareto front
+# ---------------------------------------------------------------------------------------------
+
+def test_pareto_fit_on_two_points_below_one_and_its_bad_input():
+    # S_min = 1/4, E_min = 1/2: (S/S_min - 1)(E/E_min - 1) = 1 at S = 1/2, E = 1 and at
+    # S = 3/4, E = 3/4. Two points fix the two unknowns; values below 1 are valid.
+    fit = sc.pareto_fit([0.5, 0.75], [1.0, 0.75])
+    assert_close([fit["s_min"], fit["e_min"], fit["b_crit"]], [0.25, 0.5, 2.0], rtol=1e-12,
+                 atol=1e-15, what="two-point Pareto fit")
+    for S, E in (([1.0, 2.0], [1.0, 2.0, 3.0]),   # unequal lengths
+                 ([1.0], [1.0]),                   # one point
+                 ([0.0, 2.0], [1.0, 2.0]),         # S not positive
+                 ([1.0, 2.0], [1.0, -2.0])):       # E not positive
+        with pytest.raises(ValueError, match="^S, E must be"):
+            sc.pareto_fit(S, E)
+
+
+def test_noise_scales_at_a_given_offset_by_hand():
+    # dim 2, alpha 1: h = (1, 1/2), c = sigma^2 h = (1, 1/2); at x = (1, 2): G = H x = (1, 1),
+    # B_noise = (1 + 1/4) / (1 + 1/2) = 5/6 and B_simple = (1 + 1/2) / (1 + 1) = 3/4
+    cfg = QuadraticConfig(dim=2)
+    assert_close(sc.b_noise(cfg, [1.0, 2.0]), 5 / 6, **TIGHT, what="B_noise")
+    assert_close(sc.b_simple(cfg, [1.0, 2.0]), 3 / 4, **TIGHT, what="B_simple")
+    with pytest.raises(ValueError, match="^x must be"):
+        sc.b_noise(cfg, [1.0, 2.0, 3.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# moments: exact E[L_t] of SGD and heavy ball
+# ---------------------------------------------------------------------------------------------
+
+def _dense_expected_loss(cfg, mu, batch, lr, n_steps):
+    """E[L_t], t = 0..n_steps, in the parameter basis: the mean and covariance of the stacked
+    state (x_t, x_{t-1}) pushed through the heavy-ball map with dense H and Sigma (no
+    eigenbasis, no closed form); x_{-1} = x_0."""
+    q = rotation(cfg)
+    q = np.eye(cfg.dim) if q is None else q
+    H = q @ np.diag(spectrum(cfg)) @ q.T
+    Sig = q @ np.diag(noise_variances(cfg)) @ q.T
+    D, I = cfg.dim, np.eye(cfg.dim)
+    A = np.block([[(1 + mu) * I - lr * H, -mu * I], [I, np.zeros((D, D))]])
+    N = np.zeros((2 * D, 2 * D))
+    N[:D, :D] = lr * lr * Sig / batch
+    m, C = np.concatenate([initial_offset(cfg)] * 2), np.zeros((2 * D, 2 * D))
+    out = []
+    for _ in range(n_steps + 1):
+        out.append(0.5 * (m[:D] @ H @ m[:D] + np.trace(H @ C[:D, :D])))
+        m, C = A @ m, A @ C @ A.T + N
+    return np.array(out)
+
+
+# dim 1 (h = c = x0 = 1), lr 0.1, B 4: q = lr^2 c / B = 0.0025.
+# SGD: E[L_t] = 1/2 (0.81^t + q sum_{j<t} 0.81^j).
+# Heavy ball mu = 0.5 (a = 1.4): x_1 = 0.9 + n_0, x_2 = 0.76 + 1.4 n_0 + n_1,
+# x_3 = 0.614 + 1.46 n_0 + 1.4 n_1 + n_2 with Var n = q.
+HAND = {"sgd": [0.5, 0.5 * (0.81 + 0.0025), 0.5 * (0.6561 + 0.0025 * 1.81),
+                0.5 * (0.531441 + 0.0025 * 2.4661)],
+        "momentum": [0.5, 0.5 * (0.81 + 0.0025), 0.5 * (0.76**2 + 0.0025 * 2.96),
+                     0.5 * (0.614**2 + 0.0025 * (1.46**2 + 1.96 + 1))]}
+
+
+@pytest.mark.parametrize("name", ["sgd", "momentum"])
+def test_expected_loss_by_hand(name):
+    cfg, opt = QuadraticConfig(dim=1), OptimConfig(name=name, momentum=0.5)
+    assert_close(mo.expected_loss(cfg, opt, 4, 0.1, 3), HAND[name], **TIGHT, what="recursion")
+    assert_close(mo.expected_loss_at(cfg, opt, 4, 0.1, np.arange(4)), HAND[name], rtol=1e-11,
+                 atol=0, what="closed form")
+
+
+@pytest.mark.parametrize("name, rotate, lr", [("sgd", True, 0.7), ("momentum", True, 0.3),
+                                              ("momentum", False, 2.95)])
+def test_expected_loss_equals_a_dense_reference(name, rotate, lr):
+    """A rotated random start (the eigenbasis must be used on both H and x0), and lr h > 1 + mu
+    (real negative roots) unrotated, against the dense parameter-basis propagation."""
+    cfg = QuadraticConfig(dim=4, alpha=1.3, sigma=0.7, gamma=0.5, rotate=rotate,
+                          random_start=True, init_seed=3)
+    opt = OptimConfig(name=name, momentum=0.5)
+    ref = _dense_expected_loss(cfg, 0.5 if name == "momentum" else 0.0, 3, lr, 40)
+    assert_close(mo.expected_loss(cfg, opt, 3, lr, 40), ref, rtol=1e-10, atol=0,
+                 what="recursion")
+    t = np.array([0, 1, 2, 3, 5, 8, 13, 20, 27, 33, 38, 40])  # 12 points: one compilation
+    assert_close(mo.expected_loss_at(cfg, opt, 3, lr, t), ref[t], rtol=1e-9, atol=0,
+                 what="closed form")
+
+
+@pytest.mark.parametrize("name, lr", [("sgd", 2.0), ("momentum", 3.0)])
+def test_expected_loss_with_a_root_on_the_unit_circle(name, lr):
+    """lr h = 2 (SGD: 1 - lr h = -1) and lr h = 2 (1 + mu) (heavy ball mu = 0.5: roots -1 and
+    -1/2): the mean never decays and the variance grows; the closed form's geometric sums
+    take their ratio-1 branch. SGD by hand: E[L_t] = 1/2 (1 + lr^2 c t / B) = 1/2 + 2 t."""
+    cfg, opt = QuadraticConfig(dim=1), OptimConfig(name=name, momentum=0.5)
+    t = np.arange(12)
+    ref = 0.5 + 2.0 * t if name == "sgd" else _dense_expected_loss(cfg, 0.5, 1, lr, 11)
+    assert_close(mo.expected_loss(cfg, opt, 1, lr, 11), ref, rtol=1e-12, atol=0,
+                 what="recursion")
+    assert_close(mo.expected_loss_at(cfg, opt, 1, lr, t), ref, rtol=1e-10, atol=0,
+                 what="closed form")
+
+
+def test_expected_loss_shapes_edges_and_bad_input():
+    cfg, sgd = QuadraticConfig(dim=1), OptimConfig(name="sgd")
+    # batch 1 and t 0 are valid; a scalar gives a float, arrays broadcast
+    assert mo.expected_loss_at(cfg, sgd, 1, 0.1, 0) == 0.5
+    assert isinstance(mo.expected_loss_at(cfg, sgd, 1, 0.1, 2), float)
+    got = mo.expected_loss_at(cfg, sgd, np.array([[1.0], [4.0]]), np.array([0.1, 0.2]), 1)
+    assert got.shape == (2, 2)
+    assert_close(got[1, 0], HAND["sgd"][1], **TIGHT, what="broadcast entry")
+    np.testing.assert_array_equal(mo.expected_loss(cfg, sgd, 1, 0.1, 0), [0.5])
+    mom = OptimConfig(name="momentum", momentum=0.5)
+    for f, name in ((lambda: mo.expected_loss_at(cfg, sgd, 1, 0.0, 1), "lr"),
+                    (lambda: mo.expected_loss_at(cfg, sgd, 0.5, 0.1, 1), "batch"),
+                    (lambda: mo.expected_loss_at(cfg, sgd, 1, 0.1, -1), "t"),
+                    (lambda: mo.expected_loss(cfg, mom, 1, -0.1, 1), "lr"),
+                    (lambda: mo.expected_loss(cfg, mom, 0.5, 0.1, 1), "batch"),
+                    (lambda: mo.expected_loss(cfg, mom, 1, 0.1, -1), "n_steps")):
+        with pytest.raises(ValueError, match=f"^{name} must be"):
+            f()
+    assert_close(mo.expected_loss(cfg, mom, 1, 0.1, 1)[1], mo.expected_loss_at(cfg, mom, 1, 0.1, 1),
+                 rtol=1e-12, atol=0, what="batch 1 is valid")
