@@ -14,7 +14,7 @@ from tests.helpers import assert_close
 from twoclock import OptimConfig, QuadraticConfig
 from twoclock.models.bandit import theory as bt
 from twoclock.models.bandit.config import BanditConfig
-from twoclock.models.quadratic import moments as mo, scales as sc
+from twoclock.models.quadratic import crossing as cr, moments as mo, scales as sc
 from twoclock.models.quadratic.problem import initial_offset, noise_variances, rotation, spectrum
 
 TIGHT = dict(rtol=1e-12, atol=0)
@@ -217,3 +217,56 @@ def test_expected_loss_shapes_edges_and_bad_input():
             f()
     assert_close(mo.expected_loss(cfg, mom, 1, 0.1, 1)[1], mo.expected_loss_at(cfg, mom, 1, 0.1, 1),
                  rtol=1e-12, atol=0, what="batch 1 is valid")
+
+
+# ---------------------------------------------------------------------------------------------
+# crossing: the exact first t with E[L_t] <= target
+# ---------------------------------------------------------------------------------------------
+
+def _sgd_crossing_1d(lr, batch, target):
+    """dim 1 (h = c = x0 = 1): E[L_t] / L0 = r^t + F (1 - r^t), r = (1 - lr)^2, F = q / (1 - r),
+    q = lr^2 / B; the first t with this <= target, solved for t."""
+    r = (1 - lr) ** 2
+    F = lr * lr / batch / (1 - r)
+    return math.ceil(math.log((target - F) / (1 - F)) / math.log(r))
+
+
+@pytest.mark.parametrize("lr, batch, target", [(0.1, 4, 0.05), (1e-4, 1, 0.3), (3e-6, 2, 0.05)])
+def test_steps_to_target_by_hand_near_and_far(lr, batch, target):
+    """Crossings at 16, ~1.8e3 and ~5e5 updates (far ones need the block to double many times),
+    and exactly at max_steps: found at max_steps, 0 one update short."""
+    cfg, opt = QuadraticConfig(dim=1, target=target), OptimConfig(name="sgd")
+    t = _sgd_crossing_1d(lr, batch, target)
+    assert cr.steps_to_target(cfg, opt, batch, lr, 10**7) == t
+    assert cr.steps_to_target(cfg, opt, batch, lr, t) == t
+    assert cr.steps_to_target(cfg, opt, batch, lr, t - 1) == 0
+
+
+@pytest.mark.parametrize("name, lr", [("sgd", 0.9), ("momentum", 0.05), ("momentum", 1.2)])
+def test_steps_to_target_is_the_first_crossing_of_the_dense_reference(name, lr):
+    """Rotated random start, dim 5 (padded to 8 inside): the first t of the dense
+    parameter-basis E[L_t] that meets the target, for a monotone and two oscillating runs."""
+    cfg = QuadraticConfig(dim=5, alpha=0.7, sigma=0.5, rotate=True, random_start=True,
+                          init_seed=1, target=0.3)
+    L = _dense_expected_loss(cfg, 0.5 if name == "momentum" else 0.0, 2, lr, 400)
+    hit = np.nonzero(L[1:] <= cfg.target * L[0])[0]
+    assert hit.size, L[-1] / L[0]
+    opt = OptimConfig(name=name, momentum=0.5)
+    assert cr.steps_to_target(cfg, opt, 2, lr, 400) == hit[0] + 1
+
+
+def test_steps_to_target_many_shapes_divergence_and_bad_input():
+    cfg, sgd = QuadraticConfig(dim=1), OptimConfig(name="sgd")
+    got = cr.steps_to_target_many(cfg, sgd, np.array([[1.0], [4.0]]), np.array([0.1, 2.5]),
+                                  1000)
+    assert got.shape == (2, 2) and got.dtype == np.int64
+    # lr 0.1 at B = 4 by hand; at B = 1 the floor F = 0.01 / 0.19 > 0.05: never; lr h = 2.5 > 2
+    # diverges: never
+    assert got[1, 0] == _sgd_crossing_1d(0.1, 4, 0.05) and got[0, 0] == 0
+    assert got[0, 1] == got[1, 1] == 0
+    for f, name in ((lambda: cr.steps_to_target(cfg, sgd, 1, 0.1, 0), "max_steps"),
+                    (lambda: cr.steps_to_target(cfg, sgd, 1, 0.0, 10), "lr"),
+                    (lambda: cr.steps_to_target_many(cfg, sgd, [1.0], [-0.1], 10), "lr"),
+                    (lambda: cr.steps_to_target_many(cfg, sgd, [0.5], [0.1], 10), "batch")):
+        with pytest.raises(ValueError, match=f"^{name} must be"):
+            f()
