@@ -14,7 +14,8 @@ from tests.helpers import assert_close
 from twoclock import OptimConfig, QuadraticConfig
 from twoclock.models.bandit import theory as bt
 from twoclock.models.bandit.config import BanditConfig
-from twoclock.models.quadratic import crossing as cr, moments as mo, scales as sc
+from twoclock.models.quadratic import adam_progress as ap, crossing as cr, moments as mo, \
+    scales as sc
 from twoclock.models.quadratic.problem import initial_offset, noise_variances, rotation, spectrum
 
 TIGHT = dict(rtol=1e-12, atol=0)
@@ -270,3 +271,123 @@ def test_steps_to_target_many_shapes_divergence_and_bad_input():
                     (lambda: cr.steps_to_target_many(cfg, sgd, [0.5], [0.1], 10), "batch")):
         with pytest.raises(ValueError, match=f"^{name} must be"):
             f()
+
+
+# ---------------------------------------------------------------------------------------------
+# adam_progress: mean-field Adam, its progress clock and critical batches
+# ---------------------------------------------------------------------------------------------
+
+def _meanfield_reference(cfg, b1, b2, eps, lr, batch, n_steps):
+    """Mean-field Adam written as a 2x2 linear system per coordinate: z = (x, m),
+    z' = A_t z + n_t xi with xi ~ N(0, c / B) and the preconditioner P_t fixed by the EMA of
+    E[g^2] = h^2 E[x^2] + c / B. Returns E[L_t] and the rows (mean x, Var x, Cov(x_t, x_{t-1}))
+    for t = 0..n_steps, each [T + 1, D]."""
+    h, c = spectrum(cfg), noise_variances(cfg)
+    q = c / batch
+    mu = [np.array([1.0, 0.0]) for _ in h]
+    S = [np.zeros((2, 2)) for _ in h]
+    v = np.zeros_like(h)
+    loss, rows = [0.5 * np.sum(h)], [(np.ones_like(h), np.zeros_like(h), np.zeros_like(h))]
+    for t in range(1, n_steps + 1):
+        row = []
+        for i in range(h.size):
+            v[i] = b2 * v[i] + (1 - b2) * (h[i] ** 2 * (mu[i][0] ** 2 + S[i][0, 0]) + q[i])
+            P = lr / (math.sqrt(v[i] / (1 - b2**t)) + eps) / (1 - b1**t)
+            A = np.array([[1 - P * (1 - b1) * h[i], -P * b1], [(1 - b1) * h[i], b1]])
+            n = np.array([-P * (1 - b1), 1 - b1])
+            cov_lag = (A @ S[i])[0, 0]  # Cov(x_t, x_{t-1}): the noise of step t is fresh
+            mu[i], S[i] = A @ mu[i], A @ S[i] @ A.T + q[i] * np.outer(n, n)
+            row.append((mu[i][0], S[i][0, 0], cov_lag))
+        rows.append(tuple(np.array(r) for r in zip(*row)))
+        loss.append(0.5 * sum(h[i] * (mu[i][0] ** 2 + S[i][0, 0]) for i in range(h.size)))
+    return np.array(loss), [np.stack(r) for r in zip(*rows)]
+
+
+@pytest.mark.parametrize("malladi", [False, True])
+def test_adam_meanfield_equals_the_linear_system_reference(malladi):
+    """B = 16, b0 = 8: Malladi's companions at k = 2 are beta1 0.8, beta2 0.98, eps / sqrt(2)."""
+    cfg = QuadraticConfig(dim=3, sigma=1.5)
+    opt = OptimConfig(beta1=0.9, beta2=0.99, eps=1e-2, malladi=malladi)
+    b1, b2, eps = (0.8, 0.98, 1e-2 / math.sqrt(2)) if malladi else (0.9, 0.99, 1e-2)
+    ref, ref_rows = _meanfield_reference(cfg, b1, b2, eps, 0.05, 16, 25)
+    loss, mx, t, rows = ap._adam_meanfield(cfg, opt, 0.05, 16.0, 25, record=True)
+    assert t == 25
+    assert_close(loss, ref, rtol=1e-12, atol=0, what="E[L_t]")
+    assert_close(mx, ref_rows[0][-1], rtol=1e-12, atol=0, what="mean x at the end")
+    for got, want, what in zip(rows, ref_rows, ("mean", "variance", "lag covariance")):
+        assert_close(got, want, rtol=1e-11, atol=1e-15, what=what)
+
+
+def test_adam_progress_clock_by_hand_and_at_its_budget():
+    """The first t with E[L_t] <= target on the reference, in samples; found with a budget of
+    exactly B t samples, None with one sample less; stop_at ends the recursion there."""
+    cfg, opt = QuadraticConfig(dim=3, sigma=0.3, target=0.2), OptimConfig(lr_rule="fixed",
+                                                                             eps=0.0)
+    ref, _ = _meanfield_reference(cfg, 0.9, 0.999, 0.0, 0.05, 8, 200)
+    t = int(np.argmax(ref[1:] <= 0.2 * ref[0])) + 1
+    assert 10 < t < 200
+    assert ap.adam_progress_samples(cfg, opt, 0.05, 8, budget=8 * t) == 8.0 * t
+    assert ap.adam_progress_samples(cfg, opt, 0.05, 8, budget=8 * t - 1) is None
+    # the noise-scale estimates: ((1 + delta)^2 - 1) B_noise at the mean offset at t
+    _, rows = _meanfield_reference(cfg, 0.9, 0.999, 0.0, 0.05, 8, t)
+    for method, f in (("noise", sc.b_noise), ("simple", sc.b_simple)):
+        got = ap.critical_batch_saturation(cfg, opt, 0.05, method=method, b_ref=8, delta=0.5)
+        assert_close(got, 1.25 * f(cfg, rows[0][-1]), rtol=1e-9, atol=0, what=method)
+    assert ap.critical_batch_saturation(cfg, opt, 0.05, method="noise", b_ref=8,
+                                        budget=8 * t - 1) is None
+    with pytest.raises(ValueError, match="^method must be"):
+        ap.critical_batch_saturation(cfg, opt, 0.05, method="other")
+    with pytest.raises(ValueError, match="^optimizer must be"):
+        ap.adam_progress_samples(cfg, OptimConfig(name="sgd"), 0.05, 8)
+    with pytest.raises(ValueError, match="^rotate must be"):
+        ap.adam_progress_samples(QuadraticConfig(rotate=True), opt, 0.05, 8)
+
+
+def test_adam_progress_passage_is_the_crossing_when_the_noise_vanishes():
+    """sigma = 1e-6: the loss is all but deterministic, so its median first passage is the
+    first crossing of E[L] (and None beyond the budget)."""
+    cfg, opt = QuadraticConfig(dim=3, sigma=1e-6, target=0.2), OptimConfig(eps=0.0)
+    ref, _ = _meanfield_reference(cfg, 0.9, 0.999, 0.0, 0.05, 8, 200)
+    t = int(np.argmax(ref[1:] <= 0.2 * ref[0])) + 1
+    assert ap.adam_progress_passage(cfg, opt, 0.05, 8) == 8.0 * t
+    assert ap.adam_progress_passage(cfg, opt, 0.05, 8, budget=8 * (t - 1)) is None
+    assert ap.critical_batch_passage(cfg, opt, 0.05, budget=8 * (t - 1)) is None
+
+
+@pytest.mark.parametrize("name, rule, lr0, want", [
+    ("adam", "sqrt", 0.01, math.sqrt(8) / 0.01),             # (sqrt(c1) b0^p / (lr0 h))^(1/(p+1/2))
+    ("adam", "fixed", 0.01, 1e4),                             # (1 / lr0)^2
+    ("adam", "linear", 0.01, 800 ** (2 / 3)),                 # (8 / lr0)^(2/3)
+    ("adam", "fixed", 10.0, 1.0),                             # (0.1)^2 < 1: at least one sample
+    ("sgd", "sqrt", 0.1, 800.0),                              # b0 (1 / lr0)^(1/p)
+    ("sgd", "fixed", 0.1, None),                              # lr never grows: never
+    ("sgd", "sqrt", 1.0, 1.0),                                # lr0 h = 1 already
+    ("momentum", "linear", 0.01, 80.0),                       # eff = lr0 / (1 - 0.9) = 0.1
+    ("momentum", "sqrt", 0.1, 1.0),                           # eff = 1
+])
+def test_critical_batch_curvature_by_hand(name, rule, lr0, want):
+    opt = OptimConfig(name=name, lr_rule=rule, momentum=0.9)
+    got = ap.critical_batch_curvature(QuadraticConfig(dim=2), opt, lr0)
+    assert got == want if want is None else abs(got - want) <= 1e-12 * want, (got, want)
+
+
+def test_first_slowdown_interpolates_on_log_b_and_asks_for_enough_budget():
+    """A clock that slows by r(b) on the doubling grid from B = 8 (n_ref = 100 samples)."""
+    def clock_of(r):
+        asked = {}
+
+        def clock(b, budget):
+            asked[b] = budget
+            return None if r.get(b) is None else 100 * r[b]
+        return clock, asked
+    clock, asked = clock_of({16: 1.1, 32: 1.5})
+    # between 16 and 32: 16 * 2^((1.2 - 1.1) / (1.5 - 1.1))
+    assert_close(ap._first_slowdown(clock, 8.0, 100, 0.2, 1000), 16 * 2**0.25, **TIGHT,
+                 what="interpolated")
+    assert asked == {16: 1000, 32: 1600}  # max(budget, 4 b n_ref / B)
+    clock, _ = clock_of({16: 1.2})        # exactly 1 + delta at a grid point: that point
+    assert ap._first_slowdown(clock, 8.0, 100, 0.2, 1000) == 16.0
+    clock, _ = clock_of({16: 1.1})        # then never within the budget: the first such b
+    assert ap._first_slowdown(clock, 8.0, 100, 0.2, 1000) == 32.0
+    clock, asked = clock_of({8 * 2**k: 1.0 for k in range(1, 14)})
+    assert ap._first_slowdown(clock, 8.0, 100, 0.2, 10) is None and max(asked) == 8 * 2**12
