@@ -7,6 +7,8 @@ recorded output of the code under test. The checks are deterministic: float64 ro
 """
 import math
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.special import ndtr
@@ -16,7 +18,7 @@ from twoclock import OptimConfig, QuadraticConfig
 from twoclock.models.bandit import theory as bt
 from twoclock.models.bandit.config import BanditConfig
 from twoclock.models.quadratic import adam_progress as ap, crossing as cr, drift as dr, \
-    moments as mo, scales as sc
+    first_passage as fp, moments as mo, scales as sc
 from twoclock.models.quadratic.problem import initial_offset, noise_variances, rotation, spectrum
 
 TIGHT = dict(rtol=1e-12, atol=0)
@@ -497,3 +499,103 @@ def test_linear_failure_bad_input():
             dr.linear_failure_samples(cfg, sgd, 0.01, 8)
     with pytest.raises(ValueError, match="^lr0 must be"):
         dr.linear_failure_samples(QuadraticConfig(), sgd, 0.0, 8)
+
+
+# ---------------------------------------------------------------------------------------------
+# first_passage: the loss's marginal law, the copula's crossing term, the median
+# ---------------------------------------------------------------------------------------------
+
+def test_wilson_hilferty_quantile_by_hand():
+    """A gamma with shape 4, scale 1/2 (mean 2, k2 1, k3 1: skewness 1), shifted by s:
+    z(x) = (cbrt((x - s) / 2) - (1 - 1/36)) * 6; below the support, g = 0. With no skewness
+    the law is normal: z = (x - mean) / sd."""
+    with jax.enable_x64(True):
+        z = fp._quantile_z(jnp.array([2.0, 3.0, 2.0, 2.0, 2.0, 5.0]), jnp.ones(6),
+                           jnp.array([1.0, 1.0, 1.0, 1.0, 0.0, -1.0]),
+                           jnp.array([2.0, 3.0, 0.25, -1.0, 3.0, 4.0]))
+    want = [1 / 6, 1 / 6, (0.5 - 35 / 36) * 6, -(35 / 36) * 6, 1.0, -1.0]
+    assert_close(np.asarray(z), want, rtol=1e-5, atol=1e-12, what="Wilson-Hilferty z")
+
+
+def test_upper_lower_is_the_bivariate_normal_probability():
+    """P(Z1 > a, Z2 <= b): at a = b = 0 it is 1/4 - asin(rho) / (2 pi) (Sheppard); with rho = 0
+    (1 - Phi(a)) Phi(b); with rho = 1 Phi(b) - Phi(a) when a < b, else 0; rho = -1:
+    1 - Phi(max(a, -b))."""
+    rho = np.array([-0.9, 0.5, 0.9, 0.0, 1.0, 1.0, -1.0])
+    a = np.array([0.0, 0.0, 0.0, 0.3, -0.5, 0.5, 0.2])
+    b = np.array([0.0, 0.0, 0.0, -0.7, 0.4, -0.4, -0.6])
+    with jax.enable_x64(True):
+        got = np.asarray(fp._upper_lower(jnp.asarray(a), jnp.asarray(b), jnp.asarray(rho)))
+    want = [0.25 - math.asin(r) / (2 * math.pi) for r in rho[:3]] + [
+        (1 - ndtr(0.3)) * ndtr(-0.7), ndtr(0.4) - ndtr(-0.5), 0.0, 1 - ndtr(0.6)]
+    # 24-point Gauss-Legendre on Plackett's integral: 1e-7 relative, except at rho = -1 where
+    # the range is [0, pi] and the integrand is singular at pi (7e-6 measured; 1e-4 allowed)
+    assert_close(got[:-1], want[:-1], rtol=1e-7, atol=1e-12, what="P(Z1 > a, Z2 <= b)")
+    assert_close(got[-1], want[-1], rtol=1e-4, atol=0, what="P(Z1 > a, Z2 <= b), rho = -1")
+
+
+def test_loss_cumulants_and_lag_correlation_by_hand():
+    """L = sum_i w_i x_i^2 with x_i ~ N(m_i, V_i): each term is w V times a noncentral chi^2
+    with 1 degree of freedom and noncentrality lam = m^2 / V, whose cumulants are (1 + lam),
+    2 (1 + 2 lam), 8 (1 + 3 lam); Cov(x^2, y^2) = 2 C^2 + 4 m_x m_y C for a Gaussian pair."""
+    w, m, V = np.array([[1.0, 0.5]]), np.array([[1.0, 2.0]]), np.array([[1.0, 4.0]])
+    m_prev, V_prev, C = np.array([[2.0, 0.0]]), np.array([[2.0, 1.0]]), np.array([[0.5, 1.0]])
+    with jax.enable_x64(True):
+        mean, k2, k3, rho = (np.asarray(x) for x in fp._loss_stats(*(jnp.asarray(a) for a in (
+            w, m, V, m_prev, V_prev, C))))
+    # lam = (1, 1): w V = (1, 2)
+    assert_close(mean, 1 * 2 + 2 * 2, **TIGHT, what="mean")
+    assert_close(k2, 1 * 6 + 4 * 6, **TIGHT, what="k2")
+    assert_close(k3, 1 * 32 + 8 * 32, **TIGHT, what="k3")
+    # Cov = 1 (2 / 4 + 4 * 2 * 0.5) + 1/4 (2 + 0); Var L_{t-1} = 2 (4 + 16) + 1/4 * 2 (1 + 0)
+    assert_close(rho, (4.5 + 0.5) / math.sqrt(30 * 40.5), **TIGHT, what="lag-one correlation")
+    with jax.enable_x64(True):   # a deterministic previous loss: no correlation
+        rho0 = fp._loss_stats(*(jnp.asarray(a) for a in (w, m, V, m_prev, 0 * V_prev, 0 * C)))[3]
+    assert float(rho0[0]) == 0.0
+
+
+def test_median_of_independent_steps_with_a_constant_hazard():
+    """Identical, independent steps (C = 0): P(not crossed by t) = (1 - p)^t with p the marginal
+    P(L <= target), so the median is ceil(log(1/2) / log(1 - p)), here past one chunk of 1024
+    rows; a run cut short at 300 rows extrapolates its last hazard to the same median, and
+    reports 0 without extrapolation."""
+    h = np.array([1.0, 0.5])
+    T = 1400
+    m = np.tile([[2.0, 2.0]], (T + 1, 1))
+    V = np.tile([[0.05, 0.1]], (T + 1, 1))  # E[L] = 3.05, sd 0.55: P(L <= 1.5) ~ 6e-4
+    m[0], V[0] = [3.0, 3.0], [0.0, 0.0]   # the start: deterministic, far above the target
+    C = np.zeros_like(m)
+    target = 1.5
+    w = h / 2
+    with jax.enable_x64(True):
+        mean, k2, k3, _ = fp._loss_stats(*(jnp.asarray(a) for a in (w, m[1], V[1], m[1], V[1],
+                                                                      C[1])))
+        p = float(ndtr(fp._quantile_z(mean, k2, k3, target)))
+    n = math.ceil(math.log(0.5) / math.log1p(-p))
+    assert 1024 < n < T and abs(math.log(0.5) / math.log1p(-p) - n + 0.5) < 0.49, (p, n)
+    assert fp.median_from_moments(h, m, V, C, target) == n
+    assert fp.median_from_moments(h, m[:301], V[:301], C[:301], target, extrapolate=True) == n
+    assert fp.median_from_moments(h, m[:301], V[:301], C[:301], target) == 0
+
+
+def test_median_steps_without_noise_is_the_crossing_of_the_expected_loss():
+    """sigma = 1e-6: the loss is deterministic, so its median first passage is the first t with
+    E[L_t] <= target, for SGD and heavy ball; found at max_steps = t, 0 one update short."""
+    cfg = QuadraticConfig(dim=4, sigma=1e-6, target=0.1)
+    for name, lr, B in (("sgd", 0.3, 4), ("momentum", 0.3, 4), ("momentum", 0.05, 2)):
+        opt = OptimConfig(name=name, momentum=0.5)
+        t = cr.steps_to_target(cfg, opt, B, lr, 2000)
+        assert t > 3
+        assert fp.median_steps(cfg, opt, B, lr, 2000) == t
+        assert fp.median_steps(cfg, opt, B, lr, t) == t
+        assert fp.median_steps(cfg, opt, B, lr, t - 1) == 0
+    opt = OptimConfig(name="sgd")
+    got = fp.median_steps_many(cfg, opt, np.array([[1.0], [4.0]]), np.array([0.3, 0.05]), 2000)
+    assert got.shape == (2, 2) and got.dtype == np.int64
+    assert got[1, 0] == cr.steps_to_target(cfg, opt, 4, 0.3, 2000)
+    for f, name in ((lambda: fp.median_steps(cfg, opt, 1, 0.1, 0), "max_steps"),
+                    (lambda: fp.median_steps(cfg, opt, 1, -0.1, 10), "lr"),
+                    (lambda: fp.median_steps(cfg, opt, 0.5, 0.1, 10), "batch"),
+                    (lambda: fp.median_steps(cfg, OptimConfig(), 1, 0.1, 10), "optimizer")):
+        with pytest.raises(ValueError, match=f"^{name} must be"):
+            f()
