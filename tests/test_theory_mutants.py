@@ -105,7 +105,7 @@ def test_bandit_failure_clock_eps_rules_and_bad_input_by_hand():
 # scales: McCandlish's noise scales and the Pareto front
 # ---------------------------------------------------------------------------------------------
 
-def test_pareto_fit_on_two_points_below_one_and_its_bad_input():
+def test_scales_pareto_fit_on_two_points_below_one_and_its_bad_input():
     # S_min = 1/4, E_min = 1/2: (S/S_min - 1)(E/E_min - 1) = 1 at S = 1/2, E = 1 and at
     # S = 3/4, E = 3/4. Two points fix the two unknowns; values below 1 are valid.
     fit = sc.pareto_fit([0.5, 0.75], [1.0, 0.75])
@@ -119,7 +119,7 @@ def test_pareto_fit_on_two_points_below_one_and_its_bad_input():
             sc.pareto_fit(S, E)
 
 
-def test_noise_scales_at_a_given_offset_by_hand():
+def test_scales_noise_scales_at_a_given_offset_by_hand():
     # dim 2, alpha 1: h = (1, 1/2), c = sigma^2 h = (1, 1/2); at x = (1, 2): G = H x = (1, 1),
     # B_noise = (1 + 1/4) / (1 + 1/2) = 5/6 and B_simple = (1 + 1/2) / (1 + 1) = 3/4
     cfg = QuadraticConfig(dim=2)
@@ -164,7 +164,7 @@ HAND = {"sgd": [0.5, 0.5 * (0.81 + 0.0025), 0.5 * (0.6561 + 0.0025 * 1.81),
 
 
 @pytest.mark.parametrize("name", ["sgd", "momentum"])
-def test_expected_loss_by_hand(name):
+def test_moments_expected_loss_by_hand(name):
     cfg, opt = QuadraticConfig(dim=1), OptimConfig(name=name, momentum=0.5)
     assert_close(mo.expected_loss(cfg, opt, 4, 0.1, 3), HAND[name], **TIGHT, what="recursion")
     assert_close(mo.expected_loss_at(cfg, opt, 4, 0.1, np.arange(4)), HAND[name], rtol=1e-11,
@@ -173,7 +173,7 @@ def test_expected_loss_by_hand(name):
 
 @pytest.mark.parametrize("name, rotate, lr", [("sgd", True, 0.7), ("momentum", True, 0.3),
                                               ("momentum", False, 2.95)])
-def test_expected_loss_equals_a_dense_reference(name, rotate, lr):
+def test_moments_expected_loss_equals_a_dense_reference(name, rotate, lr):
     """A rotated random start (the eigenbasis must be used on both H and x0), and lr h > 1 + mu
     (real negative roots) unrotated, against the dense parameter-basis propagation."""
     cfg = QuadraticConfig(dim=4, alpha=1.3, sigma=0.7, gamma=0.5, rotate=rotate,
@@ -188,7 +188,7 @@ def test_expected_loss_equals_a_dense_reference(name, rotate, lr):
 
 
 @pytest.mark.parametrize("name, lr", [("sgd", 2.0), ("momentum", 3.0)])
-def test_expected_loss_with_a_root_on_the_unit_circle(name, lr):
+def test_moments_expected_loss_with_a_root_on_the_unit_circle(name, lr):
     """lr h = 2 (SGD: 1 - lr h = -1) and lr h = 2 (1 + mu) (heavy ball mu = 0.5: roots -1 and
     -1/2): the mean never decays and the variance grows; the closed form's geometric sums
     take their ratio-1 branch. SGD by hand: E[L_t] = 1/2 (1 + lr^2 c t / B) = 1/2 + 2 t."""
@@ -201,7 +201,7 @@ def test_expected_loss_with_a_root_on_the_unit_circle(name, lr):
                  what="closed form")
 
 
-def test_expected_loss_shapes_edges_and_bad_input():
+def test_moments_expected_loss_shapes_edges_and_bad_input():
     cfg, sgd = QuadraticConfig(dim=1), OptimConfig(name="sgd")
     # batch 1 and t 0 are valid; a scalar gives a float, arrays broadcast
     assert mo.expected_loss_at(cfg, sgd, 1, 0.1, 0) == 0.5
@@ -236,7 +236,7 @@ def _sgd_crossing_1d(lr, batch, target):
 
 
 @pytest.mark.parametrize("lr, batch, target", [(0.1, 4, 0.05), (1e-4, 1, 0.3), (3e-6, 2, 0.05)])
-def test_steps_to_target_by_hand_near_and_far(lr, batch, target):
+def test_crossing_steps_to_target_by_hand_near_and_far(lr, batch, target):
     """Crossings at 16, ~1.8e3 and ~5e5 updates (far ones need the block to double many times),
     and exactly at max_steps: found at max_steps, 0 one update short."""
     cfg, opt = QuadraticConfig(dim=1, target=target), OptimConfig(name="sgd")
@@ -247,7 +247,7 @@ def test_steps_to_target_by_hand_near_and_far(lr, batch, target):
 
 
 @pytest.mark.parametrize("name, lr", [("sgd", 0.9), ("momentum", 0.05), ("momentum", 1.2)])
-def test_steps_to_target_is_the_first_crossing_of_the_dense_reference(name, lr):
+def test_crossing_steps_to_target_is_the_first_crossing_of_the_dense_reference(name, lr):
     """Rotated random start, dim 5 (padded to 8 inside): the first t of the dense
     parameter-basis E[L_t] that meets the target, for a monotone and two oscillating runs."""
     cfg = QuadraticConfig(dim=5, alpha=0.7, sigma=0.5, rotate=True, random_start=True,
@@ -259,7 +259,7 @@ def test_steps_to_target_is_the_first_crossing_of_the_dense_reference(name, lr):
     assert cr.steps_to_target(cfg, opt, 2, lr, 400) == hit[0] + 1
 
 
-def test_steps_to_target_many_shapes_divergence_and_bad_input():
+def test_crossing_steps_to_target_many_shapes_divergence_and_bad_input():
     cfg, sgd = QuadraticConfig(dim=1), OptimConfig(name="sgd")
     got = cr.steps_to_target_many(cfg, sgd, np.array([[1.0], [4.0]]), np.array([0.1, 2.5]),
                                   1000)
@@ -307,7 +307,7 @@ def _meanfield_reference(cfg, b1, b2, eps, lr, batch, n_steps):
 
 
 @pytest.mark.parametrize("malladi", [False, True])
-def test_adam_meanfield_equals_the_linear_system_reference(malladi):
+def test_adam_progress_meanfield_equals_the_linear_system_reference(malladi):
     """B = 16, b0 = 8: Malladi's companions at k = 2 are beta1 0.8, beta2 0.98, eps / sqrt(2)."""
     cfg = QuadraticConfig(dim=3, sigma=1.5)
     opt = OptimConfig(beta1=0.9, beta2=0.99, eps=1e-2, malladi=malladi)
@@ -368,13 +368,13 @@ def test_adam_progress_passage_is_the_crossing_when_the_noise_vanishes():
     ("momentum", "linear", 0.01, 80.0),                       # eff = lr0 / (1 - 0.9) = 0.1
     ("momentum", "sqrt", 0.1, 1.0),                           # eff = 1
 ])
-def test_critical_batch_curvature_by_hand(name, rule, lr0, want):
+def test_adam_progress_critical_batch_curvature_by_hand(name, rule, lr0, want):
     opt = OptimConfig(name=name, lr_rule=rule, momentum=0.9)
     got = ap.critical_batch_curvature(QuadraticConfig(dim=2), opt, lr0)
     assert got == want if want is None else abs(got - want) <= 1e-12 * want, (got, want)
 
 
-def test_first_slowdown_interpolates_on_log_b_and_asks_for_enough_budget():
+def test_adam_progress_first_slowdown_interpolates_on_log_b_and_asks_for_enough_budget():
     """A clock that slows by r(b) on the doubling grid from B = 8 (n_ref = 100 samples)."""
     def clock_of(r):
         asked = {}
@@ -400,7 +400,7 @@ def test_first_slowdown_interpolates_on_log_b_and_asks_for_enough_budget():
 # drift: Adam's step law, its drift path and first passage, and the linear failure clock
 # ---------------------------------------------------------------------------------------------
 
-def test_adam_step_law_at_the_first_update_is_the_sign_of_the_gradient():
+def test_drift_adam_step_law_at_the_first_update_is_the_sign_of_the_gradient():
     """t = 1: m_hat = g_1 and v_hat = g_1^2, so the step is sign(g_1): E = 2 Phi(mu / s) - 1,
     E[step^2] = 1, whatever beta1, beta2."""
     for mu, s2 in ((-0.05, 0.05), (-1.0, 0.25), (0.3, 4.0)):
@@ -410,7 +410,7 @@ def test_adam_step_law_at_the_first_update_is_the_sign_of_the_gradient():
 
 
 @pytest.mark.parametrize("ratio", [100.0, 1.0, 0.1])
-def test_adam_step_law_series_equals_the_direct_sums(ratio, monkeypatch):
+def test_drift_adam_step_law_series_equals_the_direct_sums(ratio, monkeypatch):
     """Past _T_DIRECT updates the law comes from a power series; the direct sums, allowed to
     run that far, give the same numbers (s^2 / mu^2 from noise- to signal-dominated)."""
     mu, t = -0.05, np.array([257, 300, 700])
@@ -458,7 +458,7 @@ def test_drift_path_inside_the_path_is_its_definition():
                      what=f"V_{n} of 300")
 
 
-def test_crossed_is_the_first_passage_law_of_a_drifting_brownian_motion():
+def test_drift_crossed_is_the_first_passage_law_of_a_drifting_brownian_motion():
     # P(max_{s<=1} W_s >= a) for drift D and variance V at time 1: Phi((D - a) / sqrt V)
     # + exp(2 a D / V) Phi(-(D + a) / sqrt V); without drift the reflection principle 2 Phi(-a)
     D, V = np.array([0.0, 1.0, 0.5, -0.5]), np.array([1.0, 1.0, 0.25, 4.0])
@@ -467,7 +467,7 @@ def test_crossed_is_the_first_passage_law_of_a_drifting_brownian_motion():
     assert_close(dr._crossed(D, V, 1.0), want, rtol=1e-12, atol=0, what="first passage")
 
 
-def test_adam_failure_norm_stat_regimes_and_limits():
+def test_drift_adam_failure_norm_stat_regimes_and_limits():
     """Noiseless sign descent at lr per update: drift_stat "norm" crosses at the first n with
     D_d (n lr)^2 >= thr^2; the regime is "signal" from B = c_d / b^2 on; past max_updates:
     None."""
@@ -490,7 +490,7 @@ def test_adam_failure_norm_stat_regimes_and_limits():
         dr.adam_failure_samples(mean, opt, 0.03, 0.5)
 
 
-def test_linear_failure_bad_input():
+def test_drift_linear_failure_bad_input():
     sgd = OptimConfig(name="sgd")
     for cfg, name in ((QuadraticConfig(drift_stat="norm"), "drift_stat"),
                       (QuadraticConfig(drift_dim=0), "drift_bias"),
@@ -505,7 +505,7 @@ def test_linear_failure_bad_input():
 # first_passage: the loss's marginal law, the copula's crossing term, the median
 # ---------------------------------------------------------------------------------------------
 
-def test_wilson_hilferty_quantile_by_hand():
+def test_first_passage_wilson_hilferty_quantile_by_hand():
     """A gamma with shape 4, scale 1/2 (mean 2, k2 1, k3 1: skewness 1), shifted by s:
     z(x) = (cbrt((x - s) / 2) - (1 - 1/36)) * 6; below the support, g = 0. With no skewness
     the law is normal: z = (x - mean) / sd."""
@@ -517,7 +517,7 @@ def test_wilson_hilferty_quantile_by_hand():
     assert_close(np.asarray(z), want, rtol=1e-5, atol=1e-12, what="Wilson-Hilferty z")
 
 
-def test_upper_lower_is_the_bivariate_normal_probability():
+def test_first_passage_upper_lower_is_the_bivariate_normal_probability():
     """P(Z1 > a, Z2 <= b): at a = b = 0 it is 1/4 - asin(rho) / (2 pi) (Sheppard); with rho = 0
     (1 - Phi(a)) Phi(b); with rho = 1 Phi(b) - Phi(a) when a < b, else 0; rho = -1:
     1 - Phi(max(a, -b))."""
@@ -534,7 +534,7 @@ def test_upper_lower_is_the_bivariate_normal_probability():
     assert_close(got[-1], want[-1], rtol=1e-4, atol=0, what="P(Z1 > a, Z2 <= b), rho = -1")
 
 
-def test_loss_cumulants_and_lag_correlation_by_hand():
+def test_first_passage_loss_cumulants_and_lag_correlation_by_hand():
     """L = sum_i w_i x_i^2 with x_i ~ N(m_i, V_i): each term is w V times a noncentral chi^2
     with 1 degree of freedom and noncentrality lam = m^2 / V, whose cumulants are (1 + lam),
     2 (1 + 2 lam), 8 (1 + 3 lam); Cov(x^2, y^2) = 2 C^2 + 4 m_x m_y C for a Gaussian pair."""
@@ -554,7 +554,7 @@ def test_loss_cumulants_and_lag_correlation_by_hand():
     assert float(rho0[0]) == 0.0
 
 
-def test_median_of_independent_steps_with_a_constant_hazard():
+def test_first_passage_median_of_independent_steps_with_a_constant_hazard():
     """Identical, independent steps (C = 0): P(not crossed by t) = (1 - p)^t with p the marginal
     P(L <= target), so the median is ceil(log(1/2) / log(1 - p)), here past one chunk of 1024
     rows; a run cut short at 300 rows extrapolates its last hazard to the same median, and
@@ -578,7 +578,7 @@ def test_median_of_independent_steps_with_a_constant_hazard():
     assert fp.median_from_moments(h, m[:301], V[:301], C[:301], target) == 0
 
 
-def test_median_steps_without_noise_is_the_crossing_of_the_expected_loss():
+def test_first_passage_median_steps_without_noise_is_the_crossing_of_the_expected_loss():
     """sigma = 1e-6: the loss is deterministic, so its median first passage is the first t with
     E[L_t] <= target, for SGD and heavy ball; found at max_steps = t, 0 one update short."""
     cfg = QuadraticConfig(dim=4, sigma=1e-6, target=0.1)

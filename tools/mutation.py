@@ -22,6 +22,7 @@ population). Mutants not run are marked skipped by a pre_mutation hook.
 """
 import argparse
 import ast
+import fnmatch
 import math
 import os
 import random
@@ -46,30 +47,44 @@ TESTS = {
     + ["tests/test_studies_schedule.py::test_summarize_run_counts_failure_first_as_never_and_"
        "prices_each_stage"],
     "twoclock/models/quadratic/dynamics.py": ["tests/test_quadratic.py", "tests/test_stages.py"],
-    # the theory modules: hand values and exact identities first (-x stops at the first failure),
-    # no simulation sweeps except where a module has no cheaper reference
-    **{f"twoclock/models/quadratic/{m}.py": ["tests/test_theory_mutants.py"] + [
-        f"tests/test_theory{f}.py::test_{t}" for f, t in ts] for m, ts in {
-        "scales": [("", "noise_scales_match_dense_formulas"), ("", "pareto_fit_recovers_front")],
-        "moments": [("", "closed_form_equals_recursion"), ("", "closed_form_near_double_root"),
-                    ("", "adam_has_no_exact_moments")],
-        "crossing": [("", "steps_to_target_equals_scan_sgd"),
-                     ("", "first_crossing_of_oscillating_momentum"),
-                     ("", "steps_to_target_is_the_first_crossing"),
-                     ("", "steps_to_target_many_equals_single"), ("", "adam_has_no_exact_moments")],
-        "adam_progress": [("", "default_critical_batch_rises_with_lr0"),
-                          ("", "progress_gap_where_theory_crosses_critical_batch")],
-        "drift": [("_hand", "adam_failure_by_hand"), ("_hand", "linear_failure_by_hand"),
-                  ("", "failure_prediction_norm_stat_is_sooner"),
-                  ("_passage", "adam_step_law_matches_monte_carlo"),
-                  ("_hand", "linear_failure_matches_a_noiseless_run"),
-                  ("_hand", "adam_failure_matches_a_noiseless_run")],
-        "first_passage": [("_passage", "first_passage_beats_expected_loss_near_the_floor"),
-                          ("_passage", "first_passage_is_cheap"),
-                          ("_passage", "first_passage_median_matches_simulation")],
-    }.items()},
+    # the theory modules: their own hand-value tests first (-x stops at the first failure), then
+    # exact identities; simulations only where a module has no cheaper reference
+    "twoclock/models/quadratic/scales.py": [
+        "tests/test_theory_mutants.py::test_scales_*",
+        "tests/test_theory.py::test_noise_scales_match_dense_formulas",
+        "tests/test_theory.py::test_pareto_fit_recovers_front"],
+    "twoclock/models/quadratic/moments.py": [
+        "tests/test_theory_mutants.py::test_moments_*",
+        "tests/test_theory.py::test_closed_form_equals_recursion",
+        "tests/test_theory.py::test_closed_form_near_double_root",
+        "tests/test_theory.py::test_adam_has_no_exact_moments"],
+    "twoclock/models/quadratic/crossing.py": [
+        "tests/test_theory_mutants.py::test_crossing_*",
+        "tests/test_theory.py::test_steps_to_target_equals_scan_sgd",
+        "tests/test_theory.py::test_first_crossing_of_oscillating_momentum",
+        "tests/test_theory.py::test_steps_to_target_is_the_first_crossing",
+        "tests/test_theory.py::test_steps_to_target_many_equals_single",
+        "tests/test_theory.py::test_adam_has_no_exact_moments"],
+    "twoclock/models/quadratic/adam_progress.py": [
+        "tests/test_theory_mutants.py::test_adam_progress_*",
+        "tests/test_theory.py::test_default_critical_batch_rises_with_lr0",
+        "tests/test_theory.py::test_progress_gap_where_theory_crosses_critical_batch"],
+    "twoclock/models/quadratic/drift.py": [
+        "tests/test_theory_mutants.py::test_drift_*",
+        "tests/test_theory_hand.py::test_adam_failure_by_hand",
+        "tests/test_theory_hand.py::test_linear_failure_by_hand",
+        "tests/test_theory.py::test_failure_prediction_norm_stat_is_sooner",
+        "tests/test_theory_passage.py::test_adam_step_law_matches_monte_carlo",
+        "tests/test_theory_hand.py::test_linear_failure_matches_a_noiseless_run",
+        "tests/test_theory_hand.py::test_adam_failure_matches_a_noiseless_run"],
+    "twoclock/models/quadratic/first_passage.py": [
+        "tests/test_theory_mutants.py::test_first_passage_*",
+        "tests/test_theory_passage.py::test_first_passage_beats_expected_loss_near_the_floor",
+        "tests/test_theory_passage.py::test_first_passage_is_cheap",
+        "tests/test_theory_passage.py::test_first_passage_median_matches_simulation"],
     "twoclock/models/bandit/theory.py": [
-        "tests/test_theory_mutants.py", "tests/test_bandit_reference.py::test_predicted_failure_by_hand",
+        "tests/test_theory_mutants.py::test_bandit_*",
+        "tests/test_bandit_reference.py::test_predicted_failure_by_hand",
         "tests/test_bandit.py::test_predicted_failure_clock_limits",
         "tests/test_bandit_drift.py::test_adam_noise_step",
         "tests/test_bandit.py::test_drift_noise_and_signal_are_the_configured_ones",
@@ -151,9 +166,21 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple:
     return ((mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n))
 
 
+def node_ids(root: str, entry: str) -> list:
+    """A TESTS entry as pytest node ids: a file, a node id (file::test), or file::pattern with
+    a shell wildcard over the file's test functions; none if the file is not in this tree."""
+    path, _, name = entry.partition("::")
+    if not os.path.exists(os.path.join(root, path)):
+        return []
+    if not any(c in name for c in "*?["):
+        return [entry]
+    tree = ast.parse(open(os.path.join(root, path)).read())
+    return [f"{path}::{n.name}" for n in tree.body
+            if isinstance(n, ast.FunctionDef) and fnmatch.fnmatch(n.name, name)]
+
+
 def one_module(root: str, module: str, types: str | None) -> dict:
-    # a test may be a node id (file::test): the file must exist in this tree
-    tests = [t for t in TESTS[module] if os.path.exists(os.path.join(root, t.split("::")[0]))]
+    tests = [t for entry in TESTS[module] for t in node_ids(root, entry)]
     # mutmut 2 counts only pytest's exit status 1 as a kill: a mutant that breaks the module's
     # import (status 2, collection error, or 4, "found no collectors" for a node id) would
     # count as a survivor. Any failure is a kill here.
