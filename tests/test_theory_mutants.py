@@ -72,12 +72,13 @@ def test_bandit_noise_scales_are_mean_noise_over_mean_signal():
     np.testing.assert_array_equal(bt.noise_scale(noise, signal, axis=-1), [2.0, np.inf, np.inf])
     # pooled: mean noise 12 / 6 = 2, mean signal 1 / 6 (the means are taken before the ratio)
     assert_close(bt.noise_scale(noise, signal), 12.0, **TIGHT, what="pooled B_simple")
-    ck = {"noise_skill": noise, "signal_skill": signal, "noise_drift": 2 * noise,
-          "signal_drift": signal}
+    # one batch's checkpoints [L, S, C] = [1, 3, 2]: per run by default, [L, S]; pooled, [L]
+    ck = {"noise_skill": noise[None], "signal_skill": signal[None],
+          "noise_drift": 2 * noise[None], "signal_drift": signal[None]}
     got = bt.noise_scales(ck)
-    np.testing.assert_array_equal(got["skill"], [2.0, np.inf, np.inf])
-    np.testing.assert_array_equal(got["drift"], [4.0, np.inf, np.inf])
-    assert_close(bt.noise_scales(ck, axis=(-2, -1))["drift"], 24.0, **TIGHT, what="pooled")
+    np.testing.assert_array_equal(got["skill"], [[2.0, np.inf, np.inf]])
+    np.testing.assert_array_equal(got["drift"], [[4.0, np.inf, np.inf]])
+    assert_close(bt.noise_scales(ck, axis=(-2, -1))["drift"], [24.0], **TIGHT, what="pooled")
 
 
 def test_bandit_failure_clock_eps_rules_and_bad_input_by_hand():
