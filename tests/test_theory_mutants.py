@@ -600,3 +600,30 @@ def test_first_passage_median_steps_without_noise_is_the_crossing_of_the_expecte
                     (lambda: fp.median_steps(cfg, OptimConfig(), 1, 0.1, 10), "optimizer")):
         with pytest.raises(ValueError, match=f"^{name} must be"):
             f()
+
+
+def test_adam_progress_meanfield_stops_at_its_noise_floor():
+    """sigma 10: E[L] settles at 10% of L0, far above a 1% target. The first plateau check is
+    the first multiple of 1000 updates past 10000, where the loss has moved < 0.1% in 1000."""
+    cfg = QuadraticConfig(dim=2, sigma=10.0, target=0.01)
+    loss, _, t = ap._adam_meanfield(cfg, OptimConfig(), 0.05, 8.0, 50_000, stop_at=0.0075)
+    assert t == 11_000 and loss.shape == (11_001,)
+    assert loss[-1] > (1 - 1e-3) * loss[-1001] and loss[-1] > 0.0075
+
+
+@pytest.mark.parametrize("sat, cur, passage, want", [
+    (10.0, 20.0, 15.0, ("saturation", 10.0, "mean-field")),        # saturation binds first
+    (20.0, 20.0, 15.0, ("saturation", 20.0, "mean-field")),        # a tie goes to saturation
+    (30.0, 20.0, 15.0, ("curvature", 15.0, "mean-field first-passage")),
+    (None, 20.0, None, ("curvature", None, "mean-field first-passage")),
+    (None, None, 15.0, ("curvature", 15.0, "mean-field first-passage")),
+    (None, None, None, (None, None, "mean-field first-passage")),  # neither: no mechanism
+])
+def test_adam_progress_mechanism_is_the_smaller_estimate(sat, cur, passage, want, monkeypatch):
+    """The decision alone, with the three estimates stubbed (each is tested on its own)."""
+    monkeypatch.setattr(ap, "critical_batch_saturation", lambda *a, **k: sat)
+    monkeypatch.setattr(ap, "critical_batch_curvature", lambda *a, **k: cur)
+    monkeypatch.setattr(ap, "critical_batch_passage", lambda *a, **k: passage)
+    got = ap.critical_batch_mechanism(QuadraticConfig(), OptimConfig(), 0.01)
+    assert (got["mechanism"], got["batch"], got["method"]) == want
+    assert got["curvature"] == cur and got["saturation"] == sat
