@@ -555,28 +555,50 @@ def test_first_passage_loss_cumulants_and_lag_correlation_by_hand():
     assert float(rho0[0]) == 0.0
 
 
+def _marginal_p(w, m, V, target):
+    """P(L <= target) of the module's shifted-gamma marginal (its own quantile, tested above)."""
+    with jax.enable_x64(True):
+        mean, k2, k3, _ = fp._loss_stats(*(jnp.asarray(a) for a in (w, m, V, m, V, 0 * m)))
+        return float(ndtr(fp._quantile_z(mean, k2, k3, target)))
+
+
 def test_first_passage_median_of_independent_steps_with_a_constant_hazard():
     """Identical, independent steps (C = 0): P(not crossed by t) = (1 - p)^t with p the marginal
     P(L <= target), so the median is ceil(log(1/2) / log(1 - p)), here past one chunk of 1024
-    rows; a run cut short at 300 rows extrapolates its last hazard to the same median, and
-    reports 0 without extrapolation."""
-    h = np.array([1.0, 0.5])
-    T = 1400
+    rows. Cut short, a run extrapolates its last hazard: to the same median when the hazard
+    is constant, and from the last step's hazard when that one differs; without
+    extrapolation it reports 0."""
+    h, T, target = np.array([1.0, 0.5]), 1400, 1.5
     m = np.tile([[2.0, 2.0]], (T + 1, 1))
     V = np.tile([[0.05, 0.1]], (T + 1, 1))  # E[L] = 3.05, sd 0.55: P(L <= 1.5) ~ 6e-4
     m[0], V[0] = [3.0, 3.0], [0.0, 0.0]   # the start: deterministic, far above the target
     C = np.zeros_like(m)
-    target = 1.5
-    w = h / 2
-    with jax.enable_x64(True):
-        mean, k2, k3, _ = fp._loss_stats(*(jnp.asarray(a) for a in (w, m[1], V[1], m[1], V[1],
-                                                                      C[1])))
-        p = float(ndtr(fp._quantile_z(mean, k2, k3, target)))
+    p = _marginal_p(h / 2, m[1], V[1], target)
     n = math.ceil(math.log(0.5) / math.log1p(-p))
-    assert 1024 < n < T and abs(math.log(0.5) / math.log1p(-p) - n + 0.5) < 0.49, (p, n)
+    assert 1025 < n < T and abs(math.log(0.5) / math.log1p(-p) - n + 0.5) < 0.49, (p, n)
     assert fp.median_from_moments(h, m, V, C, target) == n
-    assert fp.median_from_moments(h, m[:301], V[:301], C[:301], target, extrapolate=True) == n
-    assert fp.median_from_moments(h, m[:301], V[:301], C[:301], target) == 0
+    for rows in (301, 1026):  # 1026 rows: 1025 steps, one past a whole chunk
+        assert fp.median_from_moments(h, m[:rows], V[:rows], C[:rows], target,
+                                      extrapolate=True) == n
+        assert fp.median_from_moments(h, m[:rows], V[:rows], C[:rows], target) == 0
+    # the last of 300 steps has a larger spread: the extrapolation continues at its hazard
+    V[300] = [0.06, 0.12]
+    p_last = _marginal_p(h / 2, m[300], V[300], target)
+    log_surv = 299 * math.log1p(-p) + math.log1p(-p_last)
+    want = 300 + math.ceil((math.log(0.5) - log_surv) / math.log1p(-p_last))
+    assert want < n - 50
+    assert fp.median_from_moments(h, m[:301], V[:301], C[:301], target, extrapolate=True) == want
+
+
+def test_first_passage_a_frozen_loss_never_crosses_later():
+    """x_t = x_{t-1} (C = V, rho = 1 exactly): after the first step the hazard is exactly 0,
+    so if the first step missed the target it never crosses: 0, also when extrapolating."""
+    h = np.array([1.0])
+    m, V = np.array([[3.0], [1.0], [1.0], [1.0]]), np.array([[0.0], [1.0], [1.0], [1.0]])
+    C = np.array([[0.0], [0.0], [1.0], [1.0]])
+    assert _marginal_p(h / 2, m[1], V[1], 0.2) < 0.5
+    assert fp.median_from_moments(h, m, V, C, 0.2) == 0
+    assert fp.median_from_moments(h, m, V, C, 0.2, extrapolate=True) == 0
 
 
 def test_first_passage_median_steps_without_noise_is_the_crossing_of_the_expected_loss():
