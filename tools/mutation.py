@@ -90,7 +90,7 @@ TESTS = {
         "tests/test_bandit.py::test_drift_noise_and_signal_are_the_configured_ones",
         "tests/test_bandit_drift.py::test_clipping_binds_below_the_predicted_boundary_only"],
 }
-PYTEST = f"{sys.executable} -m pytest -x -q -p no:cacheprovider"
+PYTEST = f"{sys.executable} -m pytest -x -q -p no:cacheprovider -p mutation_no_shrink"
 
 
 def copy_tree(dst: str, ref: str | None) -> None:
@@ -179,8 +179,23 @@ def node_ids(root: str, entry: str) -> list:
             if isinstance(n, ast.FunctionDef) and fnmatch.fnmatch(n.name, name)]
 
 
+# A pytest plugin written into the copy: hypothesis stops at the first failing example instead
+# of shrinking it (which can take minutes per mutant and never turns a kill into a survivor),
+# and keeps no example database between mutants.
+PLUGIN = """from hypothesis import Phase, settings
+
+
+def pytest_configure(config):
+    settings.register_profile("mutation", settings.default, database=None,
+                              phases=[Phase.explicit, Phase.generate])
+    settings.load_profile("mutation")
+"""
+
+
 def one_module(root: str, module: str, types: str | None) -> dict:
     tests = [t for entry in TESTS[module] for t in node_ids(root, entry)]
+    with open(os.path.join(root, "mutation_no_shrink.py"), "w") as f:
+        f.write(PLUGIN)
     # mutmut 2 counts only pytest's exit status 1 as a kill: a mutant that breaks the module's
     # import (status 2, collection error, or 4, "found no collectors" for a node id) would
     # count as a survivor. Any failure is a kill here.
