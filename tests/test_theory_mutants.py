@@ -649,3 +649,21 @@ def test_adam_progress_mechanism_is_the_smaller_estimate(sat, cur, passage, want
     got = ap.critical_batch_mechanism(QuadraticConfig(), OptimConfig(), 0.01)
     assert (got["mechanism"], got["batch"], got["method"]) == want
     assert got["curvature"] == cur and got["saturation"] == sat
+
+
+@pytest.mark.parametrize("name, lr, batch, target", [
+    ("sgd", 2.0, 100, 0.68),                          # h_max: 1 - lr h = -1, (1 - lr h)^2 = 1
+    ("momentum", (1 - math.sqrt(0.5)) ** 2, 1, 0.3),  # h_max: the double root of heavy ball
+    ("momentum", 2.95, 1000, 0.3),                    # h_max: real negative roots
+])
+def test_crossing_on_the_special_cases_of_the_closed_form(name, lr, batch, target):
+    """The branches the closed form takes on the stiffest coordinate, against the dense
+    reference. SGD at lr h = 2 (dim 2, h = (1, 1/2)): E[L_t] = 1/2 (1 + 0.04 t) + 1/4 * 0.02 =
+    0.505 + 0.02 t grows, so it never meets 0.68 L0 = 0.51 (without the variance's growth it
+    would at t = 1)."""
+    cfg = QuadraticConfig(dim=2, target=target)
+    L = _dense_expected_loss(cfg, 0.5 if name == "momentum" else 0.0, batch, lr, 300)
+    hit = np.nonzero(L[1:] <= target * L[0])[0]
+    want = hit[0] + 1 if hit.size else 0
+    assert (want == 0) == (name == "sgd")
+    assert cr.steps_to_target(cfg, OptimConfig(name=name, momentum=0.5), batch, lr, 300) == want
