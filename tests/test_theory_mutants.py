@@ -286,12 +286,12 @@ def _meanfield_reference(cfg, b1, b2, eps, lr, batch, n_steps):
     z' = A_t z + n_t xi with xi ~ N(0, c / B) and the preconditioner P_t fixed by the EMA of
     E[g^2] = h^2 E[x^2] + c / B. Returns E[L_t] and the rows (mean x, Var x, Cov(x_t, x_{t-1}))
     for t = 0..n_steps, each [T + 1, D]."""
-    h, c = spectrum(cfg), noise_variances(cfg)
+    h, c, x0 = spectrum(cfg), noise_variances(cfg), initial_offset(cfg)  # unrotated
     q = c / batch
-    mu = [np.array([1.0, 0.0]) for _ in h]
+    mu = [np.array([x, 0.0]) for x in x0]
     S = [np.zeros((2, 2)) for _ in h]
     v = np.zeros_like(h)
-    loss, rows = [0.5 * np.sum(h)], [(np.ones_like(h), np.zeros_like(h), np.zeros_like(h))]
+    loss, rows = [0.5 * np.sum(h * x0 * x0)], [(x0, np.zeros_like(h), np.zeros_like(h))]
     for t in range(1, n_steps + 1):
         row = []
         for i in range(h.size):
@@ -309,8 +309,9 @@ def _meanfield_reference(cfg, b1, b2, eps, lr, batch, n_steps):
 
 @pytest.mark.parametrize("malladi", [False, True])
 def test_adam_progress_meanfield_equals_the_linear_system_reference(malladi):
-    """B = 16, b0 = 8: Malladi's companions at k = 2 are beta1 0.8, beta2 0.98, eps / sqrt(2)."""
-    cfg = QuadraticConfig(dim=3, sigma=1.5)
+    """B = 16, b0 = 8: Malladi's companions at k = 2 are beta1 0.8, beta2 0.98, eps / sqrt(2).
+    A random start, so that no offset is 1."""
+    cfg = QuadraticConfig(dim=3, sigma=1.5, random_start=True)
     opt = OptimConfig(beta1=0.9, beta2=0.99, eps=1e-2, malladi=malladi)
     b1, b2, eps = (0.8, 0.98, 1e-2 / math.sqrt(2)) if malladi else (0.9, 0.99, 1e-2)
     ref, ref_rows = _meanfield_reference(cfg, b1, b2, eps, 0.05, 16, 25)
@@ -358,20 +359,21 @@ def test_adam_progress_passage_is_the_crossing_when_the_noise_vanishes():
     assert ap.critical_batch_passage(cfg, opt, 0.05, budget=8 * (t - 1)) is None
 
 
+# h_max = 2, sigma = 1, gamma = 1: c_1 = 2 on the stiffest coordinate
 @pytest.mark.parametrize("name, rule, lr0, want", [
-    ("adam", "sqrt", 0.01, math.sqrt(8) / 0.01),             # (sqrt(c1) b0^p / (lr0 h))^(1/(p+1/2))
-    ("adam", "fixed", 0.01, 1e4),                             # (1 / lr0)^2
-    ("adam", "linear", 0.01, 800 ** (2 / 3)),                 # (8 / lr0)^(2/3)
-    ("adam", "fixed", 10.0, 1.0),                             # (0.1)^2 < 1: at least one sample
-    ("sgd", "sqrt", 0.1, 800.0),                              # b0 (1 / lr0)^(1/p)
-    ("sgd", "fixed", 0.1, None),                              # lr never grows: never
-    ("sgd", "sqrt", 1.0, 1.0),                                # lr0 h = 1 already
-    ("momentum", "linear", 0.01, 80.0),                       # eff = lr0 / (1 - 0.9) = 0.1
-    ("momentum", "sqrt", 0.1, 1.0),                           # eff = 1
+    ("adam", "sqrt", 0.01, 200.0),                    # (sqrt(c1) b0^p / (lr0 h))^(1/(p+1/2))
+    ("adam", "fixed", 0.01, 5000.0),                  # (sqrt(2) / 0.02)^2
+    ("adam", "linear", 0.01, (400 * math.sqrt(2)) ** (2 / 3)),  # (sqrt(2) 8 / 0.02)^(2/3)
+    ("adam", "fixed", 10.0, 1.0),                     # (sqrt(2) / 20)^2 < 1: one sample
+    ("sgd", "sqrt", 0.1, 200.0),                      # b0 (1 / (lr0 h))^(1/p) = 8 * 5^2
+    ("sgd", "fixed", 0.1, None),                      # lr never grows: never
+    ("sgd", "sqrt", 0.5, 1.0),                        # lr0 h = 1 already
+    ("momentum", "linear", 0.01, 40.0),               # lr0 / (1 - 0.9) h = 0.2: 8 * 5
+    ("momentum", "sqrt", 0.05, 1.0),                  # lr0 / (1 - 0.9) h = 1
 ])
 def test_adam_progress_critical_batch_curvature_by_hand(name, rule, lr0, want):
     opt = OptimConfig(name=name, lr_rule=rule, momentum=0.9)
-    got = ap.critical_batch_curvature(QuadraticConfig(dim=2), opt, lr0)
+    got = ap.critical_batch_curvature(QuadraticConfig(dim=2, h_max=2.0), opt, lr0)
     assert got == want if want is None else abs(got - want) <= 1e-12 * want, (got, want)
 
 
