@@ -412,14 +412,16 @@ def test_drift_adam_step_law_at_the_first_update_is_the_sign_of_the_gradient():
         assert_close(r2, 1.0, rtol=1e-9, atol=0, what="r2_1")
 
 
-@pytest.mark.parametrize("ratio", [100.0, 1.0, 0.1])
-def test_drift_adam_step_law_series_equals_the_direct_sums(ratio, monkeypatch):
+@pytest.mark.parametrize("b1, ratio", [(0.9, 100.0), (0.9, 1.0), (0.99, 0.1)])
+def test_drift_adam_step_law_series_equals_the_direct_sums(b1, ratio, monkeypatch):
     """Past _T_DIRECT updates the law comes from a power series; the direct sums, allowed to
-    run that far, give the same numbers (s^2 / mu^2 from noise- to signal-dominated)."""
+    run that far, give the same numbers (s^2 / mu^2 from noise- to signal-dominated; with
+    beta1 = 0.99 the bias correction 1 - beta1^t is still 0.92 at t = 257). Measured
+    agreement 5e-14; 1e-9 allowed."""
     mu, t = -0.05, np.array([257, 300, 700])
-    series = dr.adam_step_law(0.9, 0.999, mu, ratio * mu * mu, t)
+    series = dr.adam_step_law(b1, 0.999, mu, ratio * mu * mu, t)
     monkeypatch.setattr(dr, "_T_DIRECT", 704)
-    direct = dr.adam_step_law(0.9, 0.999, mu, ratio * mu * mu, t)
+    direct = dr.adam_step_law(b1, 0.999, mu, ratio * mu * mu, t)
     for a, b, what in zip(series, direct, ("r", "r2")):
         assert_close(a, b, rtol=1e-9, atol=0, what=what)
 
