@@ -198,8 +198,10 @@ def one_module(root: str, module: str, types: str | None) -> dict:
         f.write(PLUGIN)
     # mutmut 2 counts only pytest's exit status 1 as a kill: a mutant that breaks the module's
     # import (status 2, collection error, or 4, "found no collectors" for a node id) would
-    # count as a survivor. Any failure is a kill here.
-    runner = shlex.join(["sh", "-c", f"{PYTEST} {' '.join(tests)} || exit 1"])
+    # count as a survivor. Any failure is a kill here. mutmut's own timeout kills only the
+    # shell, and then waits for pytest's output to close: `timeout` ends pytest too (900 s,
+    # above mutmut's limit of 10x the unmutated run here, so a timeout stays a timeout).
+    runner = shlex.join(["sh", "-c", f"timeout -s KILL 900 {PYTEST} {' '.join(tests)} || exit 1"])
     opts = ["--paths-to-mutate", module, "--tests-dir", "tests/", "--runner", runner,
             "--simple-output", "--no-progress"]
     opts += (["--enable-mutation-types", types] if types else
