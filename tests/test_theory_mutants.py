@@ -655,19 +655,26 @@ def test_adam_progress_mechanism_is_the_smaller_estimate(sat, cur, passage, want
     assert got["curvature"] == cur and got["saturation"] == sat
 
 
-@pytest.mark.parametrize("name, lr, batch, target", [
-    ("sgd", 2.0, 100, 0.68),                          # h_max: 1 - lr h = -1, (1 - lr h)^2 = 1
-    ("momentum", (1 - math.sqrt(0.5)) ** 2, 1, 0.3),  # h_max: the double root of heavy ball
-    ("momentum", 2.95, 1000, 0.3),                    # h_max: real negative roots
+@pytest.mark.parametrize("mu, lr, batch, target, dim, sigma", [
+    (0.0, 2.0, 100, 0.68, 2, 1.0),                          # SGD: 1 - lr h = -1 on h_max
+    (0.6, (1 - math.sqrt(0.6)) ** 2, 1, 0.5, 1, 2.0),       # heavy ball's double root
+    (0.5, 2.95, 1000, 0.3, 2, 1.0),                         # real negative roots on h_max
 ])
-def test_crossing_on_the_special_cases_of_the_closed_form(name, lr, batch, target):
+def test_crossing_on_the_special_cases_of_the_closed_form(mu, lr, batch, target, dim, sigma):
     """The branches the closed form takes on the stiffest coordinate, against the dense
     reference. SGD at lr h = 2 (dim 2, h = (1, 1/2)): E[L_t] = 1/2 (1 + 0.04 t) + 1/4 * 0.02 =
     0.505 + 0.02 t grows, so it never meets 0.68 L0 = 0.51 (without the variance's growth it
-    would at t = 1)."""
-    cfg = QuadraticConfig(dim=2, target=target)
-    L = _dense_expected_loss(cfg, 0.5 if name == "momentum" else 0.0, batch, lr, 300)
-    hit = np.nonzero(L[1:] <= target * L[0])[0]
-    want = hit[0] + 1 if hit.size else 0
-    assert (want == 0) == (name == "sgd")
-    assert cr.steps_to_target(cfg, OptimConfig(name=name, momentum=0.5), batch, lr, 300) == want
+    would at t = 1). Heavy ball: also every target halfway between E[L_t] and E[L_t+1],
+    t = 1..12, so that the early, transient part of the curve is pinned."""
+    opt = OptimConfig(name="momentum" if mu else "sgd", momentum=mu or 0.5)
+    cfg = QuadraticConfig(dim=dim, sigma=sigma, target=target)
+    L = _dense_expected_loss(cfg, mu, batch, lr, 300)
+    mids = (L[1:13] + L[2:14]) / (2 * L[0])
+    fracs = [target] + ([] if mu == 0 else [f for f in mids if f < 1])  # E[L] may rise first
+    for frac in fracs:
+        hit = np.nonzero(L[1:] <= frac * L[0])[0]
+        want = hit[0] + 1 if hit.size else 0
+        assert (want == 0) == (mu == 0)
+        got = cr.steps_to_target(QuadraticConfig(dim=dim, sigma=sigma, target=float(frac)), opt,
+                                 batch, lr, 300)
+        assert got == want, (frac, got, want)
