@@ -115,7 +115,8 @@ def test_scales_pareto_fit_on_two_points_below_one_and_its_bad_input():
     for S, E in (([1.0, 2.0], [1.0, 2.0, 3.0]),   # unequal lengths
                  ([1.0], [1.0]),                   # one point
                  ([0.0, 2.0], [1.0, 2.0]),         # S not positive
-                 ([1.0, 2.0], [1.0, -2.0])):       # E not positive
+                 ([1.0, 2.0], [1.0, 0.0]),         # E not positive
+                 ([1.0, 2.0], [1.0, -2.0])):
         with pytest.raises(ValueError, match="^S, E must be"):
             sc.pareto_fit(S, E)
 
@@ -604,7 +605,7 @@ def test_first_passage_median_of_independent_steps_with_a_constant_hazard():
     n = math.ceil(math.log(0.5) / math.log1p(-p))
     assert 1025 < n < T and abs(math.log(0.5) / math.log1p(-p) - n + 0.5) < 0.49, (p, n)
     assert fp.median_from_moments(h, m, V, C, target) == n
-    for rows in (301, 1026):  # 1026 rows: 1025 steps, one past a whole chunk
+    for rows in (301, 1025, 1026):  # 1024 steps: a whole chunk; 1025: one past it
         assert fp.median_from_moments(h, m[:rows], V[:rows], C[:rows], target,
                                       extrapolate=True) == n
         assert fp.median_from_moments(h, m[:rows], V[:rows], C[:rows], target) == 0
