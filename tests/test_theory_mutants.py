@@ -681,7 +681,7 @@ def test_adam_progress_mechanism_is_the_smaller_estimate(sat, cur, passage, want
 
 @pytest.mark.parametrize("mu, lr, batch, target, dim, sigma", [
     (0.0, 2.0, 100, 0.68, 2, 1.0),                          # SGD: 1 - lr h = -1 on h_max
-    (0.6, (1 - math.sqrt(0.6)) ** 2, 1, 0.5, 1, 2.0),       # heavy ball's double root
+    (0.6, (1 - math.sqrt(0.6)) ** 2, 1, 0.7, 1, 3.0),       # heavy ball's double root
     (0.5, 2.95, 1000, 0.3, 2, 1.0),                         # real negative roots on h_max
 ])
 def test_crossing_on_the_special_cases_of_the_closed_form(mu, lr, batch, target, dim, sigma):
