@@ -37,17 +37,15 @@ TESTS = {
         "tests/test_stages.py::test_every_seed_has_its_own_noise_stream"],
     "twoclock/results.py": ["tests/test_results_values.py"],
     # the store's own tests; the two that run whole sweeps twice (14 s each) are left out
-    "twoclock/store.py": ["tests/test_store_isolation.py"] + [
+    "twoclock/store.py": ["tests/test_store_parts.py", "tests/test_store_isolation.py"] + [
         f"tests/test_store.py::test_{t}" for t in (
             "the_key_fingerprints_every_source_file_and_the_jax_versions",
             "files_respect_the_umask", "corrupt_chunks_are_named_in_one_line_each_and_recomputed",
             "a_chunk_of_another_store_is_not_used", "identical_configuration_is_reused")],
-    # the independent references first (a float64 evaluation of the held-out pool, the clocks'
-    # definitions, the drift move and clip fractions against a direct count)
-    "twoclock/models/bandit/dynamics.py": [
-        "tests/test_bandit_reference.py",
-        "tests/test_bandit_drift.py::test_clip_fractions_agree_with_a_direct_count",
-        "tests/test_bandit.py::test_failure_clock_is_the_drift_threshold_crossing"],
+    # references: every per-update record from a step-by-step replay, then the clocks from the
+    # weights after every update with a float64 evaluation of the held-out pool
+    "twoclock/models/bandit/dynamics.py": ["tests/test_bandit_records.py",
+                                           "tests/test_bandit_reference.py"],
 }
 PYTEST = f"{sys.executable} -m pytest -x -q -p no:cacheprovider"
 

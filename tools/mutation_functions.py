@@ -8,10 +8,10 @@
 The same mutants as `tools/mutation.py MODULE [--functions ...]` (mutmut's own generator; ALL
 means every line of the module), in a throwaway copy of the working tree, one pytest process
 per mutant (-x, cache off) with a time limit (--timeout, 600 s). Without test paths it runs the
-module's selection in tools/mutation.py's TESTS. Prints one line per mutant (its number,
-line, status, seconds, the changed line) and a summary line. A mutant is killed when pytest
-fails (exit 1) or cannot collect the mutated module (exit 2); a timeout is not killed. Used
-where mutmut's own loop is too slow on a loaded machine.
+module's selection in tools/mutation.py's TESTS (files this tree lacks are skipped). Prints
+one line per mutant (its number, line, status, seconds, the changed line) and a summary line.
+A mutant is killed when pytest fails (exit 1) or cannot collect the mutated module (exit 2);
+a timeout is not killed. Used where mutmut's own loop is too slow on a loaded machine.
 """
 import argparse, ast, os, shutil, subprocess, sys, tempfile, time
 from mutmut import Context, list_mutations, mutate, mutations_by_type
@@ -32,6 +32,8 @@ files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], capture
 for f in files:
     if os.path.isfile(f):
         os.makedirs(os.path.join(root, os.path.dirname(f)), exist_ok=True); shutil.copy2(f, os.path.join(root, f))
+# a test may be a node id (file::test); files missing from this tree (a new test) are skipped
+tests = [t for t in tests if os.path.exists(os.path.join(root, t.split("::")[0]))]
 src = open(os.path.join(root, module)).read()
 spans = ([(1, len(src.splitlines()))] if ns.functions == "ALL" else
          [(n.lineno, n.end_lineno) for n in ast.walk(ast.parse(src))
