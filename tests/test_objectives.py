@@ -167,3 +167,23 @@ def test_advantages_on_any_leading_shape_with_the_default_eps():
     # std 0.4 on the first group: eps = 1e-6 vs 2e-6 differs by 2.5e-6 relative
     assert_close(obj.advantages(jnp.asarray(r), "grpo"), cen / (r.std(-1, keepdims=True) + 1e-6),
                  rtol=2e-7, atol=0, what="GRPO default eps")
+
+
+def test_kl_entropy_and_equal_groups_reduce_only_the_last_axis():
+    """[2, 3, K] and [K] inputs: each distribution's (each group's) own value, as in 2-D."""
+    rng = np.random.default_rng(1)
+    lp = np.asarray(jax.nn.log_softmax(jnp.asarray(rng.normal(size=(2, 3, 5)), jnp.float32)))
+    lq = np.asarray(jax.nn.log_softmax(jnp.asarray(rng.normal(size=(2, 3, 5)), jnp.float32)))
+    p = np.exp(lp.astype(np.float64))
+    kl = np.sum(p * (lp - lq), axis=-1)
+    ent = -np.sum(p * lp, axis=-1)
+    assert_close(obj.kl(jnp.asarray(lp), jnp.asarray(lq)), kl, rtol=1e-5, atol=1e-6, what="KL")
+    assert_close(obj.entropy(jnp.asarray(lp)), ent, rtol=1e-5, atol=1e-6, what="entropy")
+    assert_close(obj.kl(jnp.asarray(lp[1, 2]), jnp.asarray(lq[1, 2])), kl[1, 2], rtol=1e-5,
+                 atol=1e-6, what="KL of one distribution")
+    assert_close(obj.entropy(jnp.asarray(lp[1, 2])), ent[1, 2], rtol=1e-5, atol=1e-6,
+                 what="entropy of one distribution")
+    r = np.array([[[1, 1, 1], [0, 1, 0]], [[0, 0, 0], [1, 0, 1]]], np.float32)  # [2, 2, 3]
+    got = np.asarray(obj.zero_advantage_groups(jnp.asarray(r)))
+    assert got.tolist() == [[True, False], [True, False]]
+    assert not np.asarray(obj.zero_advantage_groups(jnp.asarray([0.0, 1.0, 1.0])))
