@@ -38,13 +38,15 @@ src = open(os.path.join(root, module)).read()
 spans = ([(1, len(src.splitlines()))] if ns.functions == "ALL" else
          [(n.lineno, n.end_lineno) for n in ast.walk(ast.parse(src))
           if isinstance(n, ast.FunctionDef) and n.name in ns.functions.split(",")])
-muts = [m for m in list_mutations(Context(source=src, filename=module, dict_synonyms=[]))
-        if any(a <= m.line_number + 1 <= b for a, b in spans)]
+# numbered as in the whole module, so that a function's mutant keeps its number
+muts = [(k, m) for k, m in enumerate(list_mutations(
+    Context(source=src, filename=module, dict_synonyms=[])), 1)
+    if any(a <= m.line_number + 1 <= b for a, b in spans)]
 only = None if ns.only is None else {int(i) for i in ns.only.split(",")}
 print(len(muts), "mutants", "" if only is None else f"(running {sorted(only)})", "tests:",
       " ".join(tests), flush=True)
 t_start, killed, survived, timeout = time.time(), [], [], []
-for k, m in enumerate(muts, 1):
+for k, m in muts:
     if only is not None and k not in only:
         continue
     new, n = mutate(Context(source=src, filename=module, dict_synonyms=[], mutation_id=m))
