@@ -187,3 +187,15 @@ def test_kl_entropy_and_equal_groups_reduce_only_the_last_axis():
     got = np.asarray(obj.zero_advantage_groups(jnp.asarray(r)))
     assert got.tolist() == [[True, False], [True, False]]
     assert not np.asarray(obj.zero_advantage_groups(jnp.asarray([0.0, 1.0, 1.0])))
+
+
+def test_the_edge_itself_and_zero_advantages_are_never_clipped():
+    """clipped: A > 0 and ratio > 1 + eps_high, or A < 0 and ratio < 1 - eps_low (strict).
+    1 +- 1/4 is exact in float32, so ratios 1.25 and 0.75 sit on the edges; a zero advantage
+    is never counted as clipped, however far out its ratio (it has no gradient to clip)."""
+    r = jnp.asarray([1.25, 0.75, 3.0, 0.1, 1.25, 0.75], jnp.float32)
+    a = jnp.asarray([1.0, -1.0, 0.0, 0.0, 0.0, 0.0], jnp.float32)
+    assert not np.any(np.asarray(obj.clipped_mask(r, a, 0.25, 0.25)))
+    # just outside each edge, the same signs are clipped (the test is not vacuous)
+    out = jnp.asarray([1.2500001, 0.7499999], jnp.float32)
+    assert np.asarray(obj.clipped_mask(out, a[:2], 0.25, 0.25)).tolist() == [True, True]
