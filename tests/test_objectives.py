@@ -199,3 +199,14 @@ def test_the_edge_itself_and_zero_advantages_are_never_clipped():
     # just outside each edge, the same signs are clipped (the test is not vacuous)
     out = jnp.asarray([1.2500001, 0.7499999], jnp.float32)
     assert np.asarray(obj.clipped_mask(out, a[:2], 0.25, 0.25)).tolist() == [True, True]
+
+
+def test_log_ratio_objective_takes_the_ratio_to_the_old_policy():
+    """ratio = exp(logp - logp_old) with nonzero old log-probabilities; by hand at eps 0.2:
+    min(1.5, 1.2) = 1.2, min(-0.5, -0.8) = -0.8, and 1.1, -0.9 inside the band."""
+    logp_old = jnp.asarray([-0.5, -2.0, -1.0, -3.0], jnp.float32)
+    r = np.array([1.5, 0.5, 1.1, 0.9], np.float32)
+    o, m = obj.log_ratio_objective(logp_old + jnp.log(r), logp_old,
+                                   jnp.asarray([1.0, -1.0, 1.0, -1.0]), 0.2, 0.2)
+    assert_close(o, [1.2, -0.8, 1.1, -0.9], rtol=1e-5, atol=0, what="surrogate")
+    assert np.asarray(m).tolist() == [True, True, False, False]
