@@ -97,7 +97,8 @@ def test_every_record_of_a_chunk_is_its_definition(M, E, name, stat, lr, seed, t
     """rtol 1e-4: float32 rounding of a few updates (the replay and the engine's scan fuse
     differently); every record is O(0.01) or larger here, atol 1e-6 covers the rest."""
     cfg = BanditConfig(n_train=32, n_test=32, drift_dim=4, drift_bias=1.0, drift_noise=1.0,
-                       drift_scale=1.0, minibatches=M, epochs=E, clip_low=0.02,
+                       drift_scale=1.0, drift_train_scale=0.5, minibatches=M, epochs=E,
+                       clip_low=0.02,
                        drift_stat=stat, target=target, drift_threshold=threshold,
                        collapse_drop=0.03)
     opt = OptimConfig(name=name, lr_rule="fixed")
