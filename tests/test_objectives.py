@@ -167,3 +167,46 @@ def test_advantages_on_any_leading_shape_with_the_default_eps():
     # std 0.4 on the first group: eps = 1e-6 vs 2e-6 differs by 2.5e-6 relative
     assert_close(obj.advantages(jnp.asarray(r), "grpo"), cen / (r.std(-1, keepdims=True) + 1e-6),
                  rtol=2e-7, atol=0, what="GRPO default eps")
+
+
+def test_kl_entropy_and_equal_groups_reduce_only_the_last_axis():
+    """[2, 3, K] and [K] inputs: each distribution's (each group's) own value, as in 2-D."""
+    rng = np.random.default_rng(1)
+    lp = np.asarray(jax.nn.log_softmax(jnp.asarray(rng.normal(size=(2, 3, 5)), jnp.float32)))
+    lq = np.asarray(jax.nn.log_softmax(jnp.asarray(rng.normal(size=(2, 3, 5)), jnp.float32)))
+    p = np.exp(lp.astype(np.float64))
+    kl = np.sum(p * (lp - lq), axis=-1)
+    ent = -np.sum(p * lp, axis=-1)
+    assert_close(obj.kl(jnp.asarray(lp), jnp.asarray(lq)), kl, rtol=1e-5, atol=1e-6, what="KL")
+    assert_close(obj.entropy(jnp.asarray(lp)), ent, rtol=1e-5, atol=1e-6, what="entropy")
+    assert_close(obj.kl(jnp.asarray(lp[1, 2]), jnp.asarray(lq[1, 2])), kl[1, 2], rtol=1e-5,
+                 atol=1e-6, what="KL of one distribution")
+    assert_close(obj.entropy(jnp.asarray(lp[1, 2])), ent[1, 2], rtol=1e-5, atol=1e-6,
+                 what="entropy of one distribution")
+    r = np.array([[[1, 1, 1], [0, 1, 0]], [[0, 0, 0], [1, 0, 1]]], np.float32)  # [2, 2, 3]
+    got = np.asarray(obj.zero_advantage_groups(jnp.asarray(r)))
+    assert got.tolist() == [[True, False], [True, False]]
+    assert not np.asarray(obj.zero_advantage_groups(jnp.asarray([0.0, 1.0, 1.0])))
+
+
+def test_the_edge_itself_and_zero_advantages_are_never_clipped():
+    """clipped: A > 0 and ratio > 1 + eps_high, or A < 0 and ratio < 1 - eps_low (strict).
+    1 +- 1/4 is exact in float32, so ratios 1.25 and 0.75 sit on the edges; a zero advantage
+    is never counted as clipped, however far out its ratio (it has no gradient to clip)."""
+    r = jnp.asarray([1.25, 0.75, 3.0, 0.1, 1.25, 0.75], jnp.float32)
+    a = jnp.asarray([1.0, -1.0, 0.0, 0.0, 0.0, 0.0], jnp.float32)
+    assert not np.any(np.asarray(obj.clipped_mask(r, a, 0.25, 0.25)))
+    # just outside each edge, the same signs are clipped (the test is not vacuous)
+    out = jnp.asarray([1.2500001, 0.7499999], jnp.float32)
+    assert np.asarray(obj.clipped_mask(out, a[:2], 0.25, 0.25)).tolist() == [True, True]
+
+
+def test_log_ratio_objective_takes_the_ratio_to_the_old_policy():
+    """ratio = exp(logp - logp_old) with nonzero old log-probabilities; by hand at eps 0.2:
+    min(1.5, 1.2) = 1.2, min(-0.5, -0.8) = -0.8, and 1.1, -0.9 inside the band."""
+    logp_old = jnp.asarray([-0.5, -2.0, -1.0, -3.0], jnp.float32)
+    r = np.array([1.5, 0.5, 1.1, 0.9], np.float32)
+    o, m = obj.log_ratio_objective(logp_old + jnp.log(r), logp_old,
+                                   jnp.asarray([1.0, -1.0, 1.0, -1.0]), 0.2, 0.2)
+    assert_close(o, [1.2, -0.8, 1.1, -0.9], rtol=1e-5, atol=0, what="surrogate")
+    assert np.asarray(m).tolist() == [True, True, False, False]

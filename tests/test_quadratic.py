@@ -1,11 +1,13 @@
 """Model 1 conventions: spectrum, start, initial loss, first crossings, divergence."""
 import jax
 import numpy as np
+import pytest
 from hypothesis import given, strategies as st
 
 from tests.helpers import assert_close
 from twoclock import OptimConfig, QuadraticConfig
-from twoclock.models.quadratic import MODEL, initial_loss, noise_variances, rotation, spectrum
+from twoclock.models.quadratic import (MODEL, initial_loss, initial_offset, noise_variances,
+                                       rotation, spectrum)
 from twoclock.stages import constant_run
 
 
@@ -83,3 +85,60 @@ def test_gradient_noise_variance_is_c_over_b():
         # Var of a sample variance of normals: 2 var^2 / (S - 1)
         assert_close(d1.var(ddof=1), var, rtol=0, atol=K_SE * var * np.sqrt(2 / (S - 1)),
                      what=f"Var(drift_1) at B={B}")
+
+
+# noise variances of 1e-50 round to 0 in float32: these runs are the noiseless recursion
+NOISELESS = dict(sigma=1e-25, drift_noise=1e-50)
+
+
+def _numpy_sgd(cfg, lr, n_steps):
+    """float64 noiseless SGD: x <- x - lr H x with H = Q diag(h) Q^T, d <- d + lr b.
+
+    Returns (L_t / L0, drift statistic) for t = 1..n_steps."""
+    q = rotation(cfg)
+    q = np.eye(cfg.dim) if q is None else q
+    H = q @ np.diag(spectrum(cfg)) @ q.T
+    x, d = initial_offset(cfg).astype(np.float64), np.zeros(cfg.drift_dim)
+    frac, drift = [], []
+    for _ in range(n_steps):
+        x, d = x - lr * H @ x, d + lr * cfg.drift_bias
+        frac.append(0.5 * x @ H @ x / initial_loss(cfg))
+        drift.append(0.0 if cfg.drift_dim == 0 else
+                     d.mean() if cfg.drift_stat == "mean" else np.linalg.norm(d))
+    return np.array(frac), np.array(drift)
+
+
+@pytest.mark.parametrize("rotate, stat, drift_dim", [(True, "mean", 3), (False, "norm", 1),
+                                                     (True, "norm", 0)])
+def test_noiseless_sgd_is_the_numpy_recursion(rotate, stat, drift_dim):
+    """Checkpoints every 3rd update (each chunk's last metrics) and both clocks against a
+    float64 NumPy recursion; rtol 1e-5 is float32 rounding over 12 updates."""
+    cfg = QuadraticConfig(dim=5, h_max=1.5, rotate=rotate, init_seed=3, drift_dim=drift_dim,
+                          drift_bias=0.1, drift_stat=stat, target=0.3, drift_threshold=0.35,
+                          **NOISELESS)
+    lr, n = 0.4, 12
+    frac, drift = _numpy_sgd(cfg, lr, n)
+    with jax.enable_x64(False):
+        run = jax.jit(constant_run(MODEL, cfg, OptimConfig(name="sgd"), n, n_ckpt=4))
+        tr = jax.device_get(run(np.float32(1), np.float32(lr), jax.random.PRNGKey(0)))
+    t = np.asarray(tr.ckpt["samples"], int)   # batch 1: samples = updates
+    np.testing.assert_array_equal(t, [3, 6, 9, 12])
+    assert_close(tr.ckpt["progress_frac"], frac[t - 1], rtol=1e-5, atol=0, what="L_t / L0")
+    assert_close(tr.ckpt["drift"], drift[t - 1], rtol=1e-5, atol=1e-7, what="drift_t")
+    # no near tie at either target: float32 rounding cannot move a crossing
+    assert np.min(np.abs(frac / cfg.target - 1)) > 1e-3
+    assert np.min(np.abs(drift / cfg.drift_threshold - 1)) > 1e-3
+    want_fail = 1 + np.argmax(drift >= cfg.drift_threshold) if drift_dim else 0
+    assert (tr.prog_t, tr.fail_t, tr.div_t) == (1 + np.argmax(frac <= cfg.target), want_fail, 0)
+
+
+def test_reaching_a_target_exactly_counts_as_crossing_it():
+    """Noiseless SGD at lr = 1/2 on h = 1 from x0 = 1: L_t / L0 = 4^-t and drift = t b / 2,
+    both exact in binary, so L_2 / L0 = 1/16 = target and drift_4 = 1 = threshold."""
+    cfg = QuadraticConfig(dim=1, h_max=1.0, drift_dim=2, drift_bias=0.5, target=1 / 16,
+                          drift_threshold=1.0, **NOISELESS)
+    with jax.enable_x64(False):
+        tr = _run(cfg, OptimConfig(name="sgd"), 4, 0.5, 6)
+    np.testing.assert_array_equal(tr.ckpt["progress_frac"], 4.0 ** -np.arange(1, 7))
+    np.testing.assert_array_equal(tr.ckpt["drift"], 0.25 * np.arange(1, 7))
+    assert (tr.prog_t, tr.fail_t, tr.prog_n, tr.fail_n) == (2, 4, 8, 16)

@@ -4,6 +4,9 @@ Every per-(batch, lr0) field must summarise its own array: progress from prog_n,
 fail_n, updates from prog_t, each model extra from its own array, with the seeds' shared
 bootstrap resamples; a field computed from another clock's array fails here.
 """
+import dataclasses
+from types import SimpleNamespace
+
 import numpy as np
 from hypothesis import given, strategies as st
 
@@ -56,3 +59,35 @@ def test_critical_batches_are_those_of_each_lr0s_progress_clock(nB, nL, S, seed)
         want = clocks.critical_batch(list(res.batches), res.prog_n[:, j], delta=0.3,
                                      idx=clocks.bootstrap_indices(S))
         assert c == {"lr0": res.lr0s[j], **want}
+
+
+def test_critical_batches_use_the_clocks_default_delta():
+    res = _result(3, 2, 9, 7)
+    want = [{"lr0": lr0, **clocks.critical_batch(list(res.batches), res.prog_n[:, j],
+                                                  idx=clocks.bootstrap_indices(9))}
+            for j, lr0 in enumerate(res.lr0s)]
+    assert results.critical_batches(res) == want
+
+
+def test_config_dict_is_the_json_of_each_part():
+    opt = OptimConfig(name="sgd", lr_rule="linear")
+    got = results.config_dict(optimizer=opt, batches=(8, 16), seeds=np.int64(3),
+                              grid=np.array([0.5, 2.0]), note=None)
+    assert got == {"optimizer": {f.name: getattr(opt, f.name) for f in dataclasses.fields(opt)},
+                   "batches": [8, 16], "seeds": 3, "grid": [0.5, 2.0], "note": None}
+    assert type(got["seeds"]) is int
+
+
+def test_analysis_bytes_is_two_and_a_half_copies_of_the_resampled_clocks():
+    # the docstring's definition: float64 resamples [batches, N_BOOT, seeds], x2.5 (measured)
+    sweep = SimpleNamespace(batches=(8, 16, 32), seeds=5)
+    resampled = np.zeros((3, 5))[:, clocks.bootstrap_indices(5)]
+    assert resampled.shape == (3, clocks.N_BOOT, 5)
+    assert results.analysis_bytes(sweep) == int(2.5 * resampled.nbytes)
+
+
+def test_write_json_round_trips_and_lists_non_finite_numbers(tmp_path):
+    path = str(tmp_path / "r.json")
+    results.write_json(path, {"a": 1.5, "b": [1, float("inf")], "c": {"d": float("nan")}})
+    assert results.read_json(path) == {"a": 1.5, "b": [1, None], "c": {"d": None},
+                                       "non_finite": {"/b/1": "inf", "/c/d": "nan"}}

@@ -46,7 +46,20 @@ TESTS = {
         "curve_planner_matches_fraction_model_on_proportional_curves", "planner_bad_input")]
     + ["tests/test_studies_schedule.py::test_summarize_run_counts_failure_first_as_never_and_"
        "prices_each_stage"],
-    "twoclock/models/quadratic/dynamics.py": ["tests/test_quadratic.py", "tests/test_stages.py"],
+    "twoclock/models/quadratic/dynamics.py": [
+        "tests/test_quadratic.py",
+        "tests/test_stages.py::test_every_seed_has_its_own_noise_stream"],
+    "twoclock/results.py": ["tests/test_results_values.py"],
+    # the store's own tests; the two that run whole sweeps twice (14 s each) are left out
+    "twoclock/store.py": ["tests/test_store_parts.py", "tests/test_store_isolation.py"] + [
+        f"tests/test_store.py::test_{t}" for t in (
+            "the_key_fingerprints_every_source_file_and_the_jax_versions",
+            "files_respect_the_umask", "corrupt_chunks_are_named_in_one_line_each_and_recomputed",
+            "a_chunk_of_another_store_is_not_used", "identical_configuration_is_reused")],
+    # references: every per-update record from a step-by-step replay, then the clocks from the
+    # weights after every update with a float64 evaluation of the held-out pool
+    "twoclock/models/bandit/dynamics.py": ["tests/test_bandit_records.py",
+                                           "tests/test_bandit_reference.py"],
     # the theory modules: their own hand-value tests first (-x stops at the first failure), then
     # exact identities; simulations only where a module has no cheaper reference
     "twoclock/models/quadratic/scales.py": [
