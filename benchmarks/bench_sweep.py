@@ -301,6 +301,13 @@ def theory_timing() -> str:
                      f"configurations ({int((n_first > 0).sum())} reach the target): "
                      f"{t_first:.2f} s first call (with compile), "
                      f"{t_again:.3f} s after")
+    opt = OptimConfig(name="momentum")
+    rng = np.random.default_rng(2)
+    b, lr = rng.integers(1, 256, 100), 10 ** rng.uniform(-2, -0.5, 100)
+    theory.median_steps_many(cfg, opt, b, lr, 20_000)  # compile
+    t = best_of(lambda: theory.median_steps_many(cfg, opt, b, lr, 20_000), 3)
+    lines.append(f"first-passage progress clock (momentum): median_steps_many on 100 "
+                 f"configurations: {t:.3f} s after compilation ({1e3 * t / 100:.1f} ms each)")
     return "\n".join(lines)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tests.helpers import assert_close
+from tests.helpers import assert_close, examples
 from twoclock import cli
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.flags import add_config_flags, config_from_flags
@@ -51,7 +51,7 @@ def test_initial_accuracy_is_the_mean_pass_rate(K, nc, a, b):
                  what="accuracy at the reference policy")
 
 
-@settings(max_examples=4)
+@settings(max_examples=examples(4))
 @given(st.integers(2, 6), st.integers(0, 1000))
 def test_exact_accuracy_and_kl_agree_with_monte_carlo(K, seed):
     cfg = BanditConfig(n_train=8, n_test=8, responses=K, n_correct=1, drift_dim=2,
@@ -204,7 +204,7 @@ def random_rollout(cfg, P, seed):
     return w, ro
 
 
-@settings(max_examples=8)
+@settings(max_examples=examples(8))
 @given(st.integers(2, 8), st.integers(2, 8), st.sampled_from([None, 0.1, 0.2]),
        st.sampled_from([None, 0.3]), st.sampled_from(["grpo", "drgrpo", "rloo"]),
        st.sampled_from([0.0, 0.5]), st.sampled_from(["mask", "ppo"]), st.integers(0, 1000))

@@ -9,7 +9,7 @@ import optax
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tests.helpers import assert_close
+from tests.helpers import assert_close, examples
 from twoclock import objectives as obj
 from twoclock.config import OptimConfig
 from twoclock.figures_clipping import regime_map_figure
@@ -119,7 +119,7 @@ def measured_move(cfg, lr, seed):
     return mv.mean(), mv.std(ddof=1) / np.sqrt(mv.size)
 
 
-@settings(max_examples=3)
+@settings(max_examples=examples(3))
 @given(st.sampled_from([0.01, 0.03, 0.1]), st.sampled_from([1, 2, 4]), st.integers(1, 2),
        st.integers(0, 100))
 def test_unclipped_drift_move_per_batch_matches_theory(lr, M, E, seed):
@@ -141,7 +141,7 @@ def test_unclipped_drift_move_at_the_clipping_study_settings():
                  what="drift move per rollout batch, M = 4, E = 2")
 
 
-@settings(max_examples=2)
+@settings(max_examples=examples(2))
 @given(st.sampled_from([0.05, 0.1]), st.sampled_from([0.1, 0.2, 0.5]),
        st.sampled_from([(4, 2), (2, 2), (2, 3)]), st.integers(0, 100))
 def test_soft_cap_matches_the_clipped_drift_move(lr, eps, ME, seed):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tests.helpers import assert_close
+from tests.helpers import assert_close, examples
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, clocks, run_sweep, theory
 from twoclock.models.quadratic import MODEL, initial_loss, spectrum
 from twoclock.stages import constant_run
@@ -64,7 +64,7 @@ def test_steps_to_target_equals_scan_sgd(alpha, dim, batch, lrh, target):
         _brute_first_crossing(L, target * L[0])
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(alphas, dims, batches, st.sampled_from(["sgd", "momentum"]), st.floats(0.9, 0.995),
        st.floats(-3.0, 0.6), st.floats(0.1, 3.0), st.floats(0.9, 1.3))
 def test_steps_to_target_is_the_first_crossing(alpha, dim, batch, name, mu, log_lrh, sigma,
@@ -118,7 +118,7 @@ def test_adam_has_no_exact_moments():
 N_MC = 4000
 
 
-@settings(max_examples=6)
+@settings(max_examples=examples(6))
 @given(st.floats(0.0, 1.5), st.integers(2, 6), st.sampled_from([1, 4, 32]),
        st.sampled_from(["sgd", "momentum"]), st.floats(0.05, 0.8))
 def test_moments_agree_with_monte_carlo(alpha, dim, batch, name, lrh):
@@ -206,7 +206,7 @@ def _fail_medians(cfg, opt, lr0, bs, seeds=8):
     return np.asarray(med)
 
 
-@settings(max_examples=3)
+@settings(max_examples=examples(3))
 @given(st.floats(0.01, 0.03), st.floats(1.0, 4.0), st.floats(5e-3, 2e-2))
 def test_adam_sqrt_rule_failure_clock_is_flat(b, cd, lr0):
     cfg = QuadraticConfig(dim=4, drift_bias=b, drift_noise=cd)

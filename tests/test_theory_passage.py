@@ -1,5 +1,4 @@
 """First-passage clocks of the quadratic theory against the simulator's per-seed clocks."""
-import time
 
 import jax
 import jax.numpy as jnp
@@ -8,6 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from jax.scipy.special import ndtr
 
+from tests.helpers import examples
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, clocks, run_sweep, theory
 from twoclock.models.quadratic import MODEL, drift, first_passage
 from twoclock.models.quadratic.problem import initial_loss, noise_variances, spectrum
@@ -45,7 +45,7 @@ def _check_passage(dim, alpha, sigma, name, mu, batch, lrh, near_floor):
     assert abs(pred - med) <= max(0.05 * med, K_SE * se, 1.0), (pred, med, se)
 
 
-@settings(max_examples=3)
+@settings(max_examples=examples(3))
 @given(st.sampled_from([8, 16, 32]), st.floats(0.5, 1.5), st.floats(0.5, 3.0),
        st.sampled_from([1, 2, 4, 8, 32]), st.floats(0.125, 0.9), st.floats(0.7, 1.3))
 def test_first_passage_median_matches_simulation_sgd(dim, alpha, sigma, batch, lrh, near_floor):
@@ -56,7 +56,7 @@ def test_first_passage_median_matches_simulation_sgd(dim, alpha, sigma, batch, l
     _check_passage(dim, alpha, sigma, "sgd", 0.0, batch, lrh, near_floor)
 
 
-@settings(max_examples=2)
+@settings(max_examples=examples(2))
 @given(st.sampled_from([8, 16, 32]), st.floats(0.5, 1.5), st.floats(0.5, 3.0), st.floats(0.5, 0.95),
        st.sampled_from([1, 2, 4, 8, 32]), st.floats(0.125, 0.9), st.floats(0.7, 1.3))
 def test_first_passage_median_matches_simulation_momentum(dim, alpha, sigma, mu, batch, lrh,
@@ -118,14 +118,16 @@ def test_first_passage_beats_expected_loss_near_the_floor():
     assert abs(mean - med) > 0.05 * med + K_SE * se  # the expected-loss crossing misses it
 
 
-def test_first_passage_is_cheap():
+def test_first_passage_many_is_each_configuration_alone():
+    """100 momentum configurations answered together (padded, broadcast) equal ten of them
+    answered one by one; their run time is printed by benchmarks/bench_sweep.py, not tested."""
     cfg, opt = QuadraticConfig(), OptimConfig(name="momentum")
     rng = np.random.default_rng(2)
     b, lr = rng.integers(1, 256, 100), 10 ** rng.uniform(-2, -0.5, 100)
-    theory.median_steps_many(cfg, opt, b, lr, 20_000)  # compile
-    t0 = time.perf_counter()
-    theory.median_steps_many(cfg, opt, b, lr, 20_000)
-    assert time.perf_counter() - t0 < 100 * 0.02  # 10 ms per configuration, x2 for a loaded CI
+    many = theory.median_steps_many(cfg, opt, b, lr, 20_000)
+    assert 0 < np.count_nonzero(many)
+    for i in np.argsort(many)[::10]:
+        assert many[i] == theory.median_steps(cfg, opt, int(b[i]), float(lr[i]), 20_000), i
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,7 +165,7 @@ def test_brownian_law_monitored_per_update():
     assert abs(pred - med) <= max(K_SE * se, 1.0), (pred, med, se)
 
 
-@settings(max_examples=5)
+@settings(max_examples=examples(5))
 @given(st.floats(0.01, 0.2), st.floats(0.05, 4.0), st.floats(5e-3, 2e-2),
        st.sampled_from([0.99, 0.999]), st.sampled_from([8, 64]))
 def test_adam_failure_clock_within_three_percent(b, cd, lr0, beta2, batch):

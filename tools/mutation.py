@@ -93,7 +93,7 @@ TESTS = {
     "twoclock/models/quadratic/first_passage.py": [
         "tests/test_theory_mutants.py::test_first_passage_*",
         "tests/test_theory_passage.py::test_first_passage_beats_expected_loss_near_the_floor",
-        "tests/test_theory_passage.py::test_first_passage_is_cheap",
+        "tests/test_theory_passage.py::test_first_passage_many_is_each_configuration_alone",
         "tests/test_theory_passage.py::test_first_passage_median_matches_simulation"],
     "twoclock/models/bandit/theory.py": [
         "tests/test_theory_mutants.py::test_bandit_*",
