@@ -228,6 +228,28 @@ def _adf_log_stay(Pb, Cb, Pb_prev, u, state):
     return log_stay, (mu, S)
 
 
+def _hazard_step(log_surv, log_stay, u, t, med, T):
+    """One update of a lane's survival: (log P(not crossed), t, median so far)."""
+    log_surv = log_surv + log_stay
+    t = t + 1.0
+    # crossed by t at least when L_t <= target: P(crossed) >= P(L_t <= target) = Phi(u_t)
+    crossed = (log_surv <= jnp.log(0.5)) | (u >= 0.0)
+    med = jnp.where((med == 0) & crossed & (t <= T), t, med)
+    return log_surv, t, med
+
+
+def _median_by_blocks(step, init, T):
+    """Scan step in blocks of _BLOCK updates until every lane has its median or t reaches T;
+    the state ends with (..., t, med), and the medians are returned."""
+    def block(s):
+        return jax.lax.scan(step, s, None, length=_BLOCK)[0]
+
+    def cond(s):
+        return jnp.any((s[-1] == 0) & (s[-2] < T))
+
+    return jax.lax.while_loop(cond, block, init)[-1]
+
+
 def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T, tilt):
     """Median first-passage step per SGD lane (0 if P(crossed) < 1/2 through T), [N] float64:
     each coordinate's loss is a scalar AR(1) with coefficient a^2. h, c, e0 [D]; lr, batch [N]."""
@@ -243,23 +265,13 @@ def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T, tilt):
         # a coordinate's loss w x^2 has lag-one regression a^2 (Cov = a^2 Var(l_{t-1}), exact)
         bins = lambda x: (x @ P_DxK)[..., None, None]
         log_stay, adf = _adf_log_stay(bins(p), bins(a * a * p_prev), bins(p_prev), u, adf)
-        log_surv = log_surv + log_stay
-        t = t + 1.0
-        # crossed by t at least when L_t <= target: P(crossed) >= P(L_t <= target) = Phi(u_t)
-        crossed = (log_surv <= jnp.log(0.5)) | (u >= 0.0)
-        med = jnp.where((med == 0) & crossed & (t <= T), t, med)
+        log_surv, t, med = _hazard_step(log_surv, log_stay, u, t, med, T)
         return (m_new, V_new, p, th, adf, log_surv, t, med), None
-
-    def block(s):
-        return jax.lax.scan(step, s, None, length=_BLOCK)[0]
-
-    def cond(s):
-        return jnp.any((s[7] == 0) & (s[6] < T))
 
     z, zN = jnp.zeros((N, h.shape[0])), jnp.zeros(N)
     adf0 = (jnp.zeros((N, K, 1)), jnp.zeros((N, K, 1, K, 1)))
     init = (jnp.broadcast_to(e0[None, :], z.shape), z, z, zN, adf0, zN, zN, zN)
-    return jax.lax.while_loop(cond, block, init)[7]
+    return _median_by_blocks(step, init, T)
 
 
 _median_sgd_jit = jax.jit(_median_passage_sgd)
@@ -319,24 +331,14 @@ def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt):
         nine = ((0, 1, 2), (3, 4, 5), (6, 7, 8))
         log_stay, adf = _adf_log_stay(bins(P, _SYM_INDEX), bins(PhiP, nine),
                                       bins(P_prev, _SYM_INDEX), u, adf)
-        log_surv = log_surv + log_stay
-        t = t + 1.0
-        # crossed by t at least when L_t <= target: P(crossed) >= P(L_t <= target) = Phi(u_t)
-        crossed = (log_surv <= jnp.log(0.5)) | (u >= 0.0)
-        med = jnp.where((med == 0) & crossed & (t <= T), t, med)
+        log_surv, t, med = _hazard_step(log_surv, log_stay, u, t, med, T)
         return (m_new, m, V_new, V, C_new, P, th, adf, log_surv, t, med), None
-
-    def block(s):
-        return jax.lax.scan(step, s, None, length=_BLOCK)[0]
-
-    def cond(s):
-        return jnp.any((s[10] == 0) & (s[9] < T))
 
     z, zN = jnp.zeros((N, h.shape[0])), jnp.zeros(N)
     m0 = jnp.broadcast_to(e0[None, :], z.shape)
     adf0 = (jnp.zeros((N, K, 3)), jnp.zeros((N, K, 3, K, 3)))
     init = (m0, m0, z, z, z, (z,) * 6, zN, adf0, zN, zN, zN)
-    return jax.lax.while_loop(cond, block, init)[10]
+    return _median_by_blocks(step, init, T)
 
 
 _median_momentum_jit = jax.jit(_median_passage_momentum)
