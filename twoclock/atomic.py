@@ -19,6 +19,9 @@ def umask() -> int:
     return mask
 
 
+TMP_PREFIX = ".tmp-"  # what a write killed before its rename leaves behind
+
+
 def atomic_write(path: str, write, binary: bool = False) -> str:
     """Call write(file) on a temporary file next to path, then move it onto path; returns path.
 
@@ -27,7 +30,7 @@ def atomic_write(path: str, write, binary: bool = False) -> str:
     """
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-",
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=TMP_PREFIX,
                                suffix=os.path.splitext(path)[1])
     try:
         with os.fdopen(fd, "wb" if binary else "w") as f:

@@ -22,7 +22,7 @@ import numpy as np
 import optax
 
 from twoclock import safety
-from twoclock.atomic import atomic_write
+from twoclock.atomic import TMP_PREFIX, atomic_write
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -126,6 +126,7 @@ class Store:
         """Hold the store's lock file; if another run holds it, log(...) once and wait."""
         os.makedirs(self.path, exist_ok=True)
         with open(os.path.join(self.path, ".lock"), "a+") as f:
+            locked = True
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -135,9 +136,10 @@ class Store:
                 fcntl.flock(f, fcntl.LOCK_EX)
             except OSError as e:  # a file system without locks: atomic writes still protect
                 log(f"store {self.path}: no file locking here ({e.strerror}); continuing")
-            else:  # the only writer now: a temporary file is what a killed run left behind
+                locked = False
+            if locked:  # the only writer now: a temporary file is what a killed run left
                 for name in os.listdir(self.path):
-                    if name.startswith(".tmp-"):
+                    if name.startswith(TMP_PREFIX):
                         os.remove(os.path.join(self.path, name))
             f.truncate(0)
             f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
