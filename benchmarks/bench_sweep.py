@@ -76,6 +76,7 @@ def _load_reference():
 
 
 nr = _load_reference()
+TREE = Path(twoclock.__file__).resolve().parent.parent  # the tree being timed (PYTHONPATH)
 ALL_BATCHES = (8, 16, 32, 64, 128, 256)
 LR0S = (5e-3, 1e-2, 2e-2)
 
@@ -265,7 +266,6 @@ def bench_sharing(budget: int, seeds: int = 32) -> dict:
 
 def bench_cold_warm(quick: bool) -> dict:
     """The headline command in two fresh processes: an empty compilation cache, then filled."""
-    root = Path(twoclock.__file__).resolve().parent.parent  # the tree being timed
     extra = ["--budget", "20000"] if quick else []
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -273,7 +273,7 @@ def bench_cold_warm(quick: bool) -> dict:
         for name in ("cold", "warm"):
             path = os.path.join(tmp, f"{name}.json")
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, str(root / "experiments" / "critical_batch.py"),
+            subprocess.run([sys.executable, str(TREE / "experiments" / "critical_batch.py"),
                             "--quiet", "--no-store", "--no-figure", "--json", path, *extra],
                            check=True, env=env, stdout=subprocess.DEVNULL)
             wall = time.perf_counter() - t0
@@ -321,7 +321,7 @@ def main() -> int:
     budget = 20_000 if args.quick else 200_000
     t_all = time.perf_counter()
     print(f"load average at start {os.getloadavg()[0]:.1f}")
-    print(f"twoclock from {Path(twoclock.__file__).resolve().parent.parent.name}")
+    print(f"twoclock from {TREE.name}")
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} x{len(jax.devices())}, "
           f"{os.cpu_count()} CPU cores, PRNG {jax.config.jax_default_prng_impl}, "
           f"numpy {np.__version__}, budget {budget} samples/run")

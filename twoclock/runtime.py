@@ -45,9 +45,8 @@ def unrolled_threefry_on_cpu() -> bool:
     """Lower JAX's threefry2x32 hash on the CPU with its rounds unrolled, as on other backends.
 
     JAX lowers the hash on the CPU as a loop over its 5 groups of rounds, to compile faster. With
-    today's XLA CPU compiler the unrolled form both compiles and runs faster: a loop that draws
-    16 x 16 x 72 normals per step compiled in 0.26 s instead of 1.0 s and ran in 0.21 s instead
-    of 0.38 s (benchmarks/bench_sweep.py measures the sweep). The arithmetic is the same, so
+    today's XLA CPU compiler the unrolled form both compiles and runs faster (measured in
+    docs/performance.md; benchmarks/bench_sweep.py times the sweep). The arithmetic is the same, so
     every random bit is too (tests/test_runtime.py checks the Threefry known answers). Uses a
     JAX internal; where that has moved, nothing changes and this returns False.
     """

@@ -182,10 +182,11 @@ def make_traced_run(model: Model, cfg, opt, n_ckpt: int = 128):
     One compiled program serves every run length (and batch): updates run in n_ckpt chunks of
     `every` (a traced trip count; chunks past ceil(n_steps / every) run nothing), drawing the
     noise of DRAW_BLOCK updates at a time (update t's noise is fold_in(key, t)'s however it is
-    drawn, so the block size does not change a number). The checkpoints have n_ckpt entries, of which the first
-    ceil(n_steps / every) are real: `checkpoints(n_steps, every)` says how many. The numbers
-    are those of `constant_run` with the same n_steps and every = checkpoint_every(n_steps,
-    n_ckpt), bit for bit. Only for models whose batch is traced (not static_batch).
+    drawn, so the block size does not change a number). The checkpoints have n_ckpt entries,
+    of which the first ceil(n_steps / every) are real: `checkpoints(n_steps, every)` says how
+    many. The numbers are those of `constant_run` with the same n_steps and every =
+    checkpoint_every(n_steps, n_ckpt), bit for bit. Only for models whose batch is traced (not
+    static_batch).
     """
     require(not model.static_batch, "model", "a model whose batch is traced", model.name)
     dyn_of = model.dynamics(cfg, opt, None)

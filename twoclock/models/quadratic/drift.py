@@ -181,10 +181,11 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     V(n) = sum_t (lr s E[v_hat_t^(-1/2)])^2 (the random walk of the noise, m's EMA weights
     summing to 1). drift_stat "mean": the block's mean (variance V / Dd) first reaches the
     threshold; its median is where the Brownian first-passage law with this mean and variance,
-    monitored once per update (a continuity correction), reaches 1/2 (method "first-passage"). drift_stat "norm": first n with
-    Dd (D^2 + V) >= threshold^2 (method "mean-field"). `leading` is the noise-dominated limit
-    D* sqrt(c_d B0) / (lr0 b) (B / B0)^(1/2 - p): flat under the sqrt rule (p = 1/2), ~ sqrt(B)
-    fixed, ~ 1/sqrt(B) linear. regime "noise" if B < c_d / b^2 else "signal" (sign descent).
+    monitored once per update (a continuity correction), reaches 1/2 (method "first-passage").
+    drift_stat "norm": first n with Dd (D^2 + V) >= threshold^2 (method "mean-field").
+    `leading` is the noise-dominated limit D* sqrt(c_d B0) / (lr0 b) (B / B0)^(1/2 - p): flat
+    under the sqrt rule (p = 1/2), ~ sqrt(B) fixed, ~ 1/sqrt(B) linear. regime "noise" if
+    B < c_d / b^2 else "signal" (sign descent).
     """
     require(opt.name == "adam", "optimizer", "adam (these are Adam predictions)", opt.name)
     require_positive("lr0", lr0)
@@ -208,7 +209,8 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
               else Dd * (D**2 + V) >= thr * thr)
         if np.any(ok):
             n_upd = int(np.argmax(ok)) + 1
-        if n_upd is not None or n >= max_updates:
+            break
+        if n >= max_updates:
             break
         n = min(2 * n, max_updates)
     samples = None if n_upd is None else B * n_upd
