@@ -115,7 +115,8 @@ def length_args(spec: Model, n_steps: int, n_ckpt: int) -> tuple:
     shapes, else the run length and the checkpoint interval."""
     if spec.static_batch:
         return ()
-    return jnp.int32(n_steps), jnp.int32(checkpoint_every(n_steps, n_ckpt))
+    # NumPy scalars: jnp.int32(n) would compile and run a conversion program per value
+    return np.int32(n_steps), np.int32(checkpoint_every(n_steps, n_ckpt))
 
 
 def lane_sharding() -> NamedSharding:

@@ -5,6 +5,7 @@ whole chunk of updates in one batched product after the chunk's scan.
 """
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from twoclock.config import OptimConfig
@@ -21,7 +22,9 @@ from twoclock.stages import initial_clocks
 def pools(cfg: BanditConfig) -> tuple:
     """(train, held-out) pools as arrays of the default float type."""
     dtype = jnp.result_type(float)
-    return tuple(Pool(*(jnp.asarray(v, dtype) for v in p)) for p in make_problem(cfg))
+    # cast by NumPy (the same rounding): a float64 -> float32 cast by JAX compiles a program
+    return tuple(Pool(*(jnp.asarray(np.asarray(v, dtype)) for v in p))
+                 for p in make_problem(cfg))
 
 
 def drift_statistic(w_d, stat: str):

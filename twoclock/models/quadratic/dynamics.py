@@ -8,6 +8,7 @@ fold_in(key, t)'s; a chunk of updates draws them in one vectorised call.
 """
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from twoclock.config import OptimConfig
@@ -23,10 +24,12 @@ def dynamics(cfg: QuadraticConfig, opt: OptimConfig, batch=None):
     """dyn(batch, key) -> Dynamics; the batch is a traced scalar, so `batch` here is unused."""
     del batch
     dtype = jnp.result_type(float)
-    h_D = jnp.asarray(spectrum(cfg), dtype)
-    c_D = jnp.asarray(noise_variances(cfg), dtype)
+    # NumPy constants (cast with the same rounding): a cast or a transfer by JAX, outside a
+    # trace, would compile a small program of its own
+    h_D = np.asarray(spectrum(cfg), dtype)
+    c_D = np.asarray(noise_variances(cfg), dtype)
     q = rotation(cfg)
-    q_DxD = None if q is None else jnp.asarray(q, dtype)
+    q_DxD = None if q is None else np.asarray(q, dtype)
     D, Dd = cfg.dim, cfg.drift_dim
     L0 = initial_loss(cfg)
     target_loss = cfg.target * L0
