@@ -163,13 +163,30 @@ def _crossed(D, V, thr):
     return np.where(V > 0, p, np.asarray(D >= thr, float))  # no noise: the path itself
 
 
-def crossed_per_update(D_N, V_N, thr):
+def _rice_excess(mu, v):
+    """E[u] - mu for u at an upcrossing (Rice: density u N(u; mu, v^2) on u > 0), u's law
+    N(mu, v^2): how far the velocity at a crossing exceeds its mean."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # v = 0: no noise, no excess
+        a = mu / v
+        P, phi = ndtr(a), np.exp(-0.5 * a * a) / math.sqrt(2 * math.pi)
+        ex = v * ((a * a + 1) * P + a * phi) / (a * P + phi) - mu
+    return np.where(v > 0, ex, 0.0)
+
+
+def crossed_per_update(D_N, V_N, thr, b1: float = 0.0):
     """P(the walk has reached thr by update n), n = 1..N, for a walk with mean D_N and variance
-    V_N looked at once per update: the Brownian law with the barrier moved out by beta times the
-    walk's sd over one update (the continuity correction of Broadie, Glasserman and Kou,
-    beta = -zeta(1/2) / sqrt(2 pi))."""
+    V_N looked at once per update, its steps an EMA (weight b1) of white noise: the Brownian law
+    with the barrier moved out by (Wald's identity) the mean overshoot plus the displacement the
+    EMA still owes at the crossing, b1 / (1 - b1) times the step's excess over its mean. The
+    overshoot is beta sd_1, sd_1 the walk's sd over one update (the continuity correction of
+    Broadie, Glasserman and Kou, beta = -zeta(1/2) / sqrt(2 pi)); the step's excess is that of
+    an upcrossing (Rice) with the step's law N(dD, sd_1^2 (1 - b1) / (1 + b1))."""
     step_sd = np.sqrt(np.maximum(np.diff(V_N, prepend=0.0), 0.0))
-    return _crossed(D_N, V_N, thr + _BGK_BETA * step_sd)
+    owed = 0.0
+    if b1 > 0:
+        v = step_sd * math.sqrt((1 - b1) / (1 + b1))
+        owed = b1 / (1 - b1) * _rice_excess(np.diff(D_N, prepend=0.0), v)
+    return _crossed(D_N, V_N, thr + _BGK_BETA * step_sd + owed)
 
 
 def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
@@ -205,7 +222,7 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     while True:
         D, V = drift_path(b1, b2, mu, s2, lr * shrink, n)
         # the engine looks at the drift once per update, the Brownian law continuously
-        ok = (crossed_per_update(D, V / Dd, thr) >= 0.5 if cfg.drift_stat == "mean"
+        ok = (crossed_per_update(D, V / Dd, thr, b1) >= 0.5 if cfg.drift_stat == "mean"
               else Dd * (D**2 + V) >= thr * thr)
         if np.any(ok):
             n_upd = int(np.argmax(ok)) + 1
