@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from jax.scipy.special import ndtr
+from scipy.integrate import quad
 
 from tests.helpers import examples
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, clocks, run_sweep, theory
@@ -149,6 +150,40 @@ def test_adam_step_law_matches_monte_carlo():
             assert abs(x.mean() - r[i]) <= 4 * se + 1e-9, (t, x.mean(), r[i], se)  # 4 SE
             se2 = (x * x).std() / np.sqrt(S)
             assert abs((x * x).mean() - r2[i]) <= 4 * se2 + 1e-9, (t, (x * x).mean(), r2[i], se2)
+
+
+def _step_law_by_quad(t, b1, b2, mu, s2):
+    """E[m_hat / sqrt(v_hat)] and E[m_hat^2 / v_hat] at update t from the direct sums over all t
+    ages, integrated over lam by adaptive quadrature on ranges scaled to E[g^2]."""
+    k = np.arange(t, dtype=np.float64)
+    u, w = (1 - b2) * b2**k / (1 - b2**t), (1 - b1) * b1**k / (1 - b1**t)
+
+    def tilted(lam):  # E[e^(-lam v)], E[m e^(-lam v)], E[m^2 e^(-lam v)]
+        y = 2 * lam * s2 * u
+        G = np.exp(np.sum(-0.5 * np.log1p(y) - mu * mu / (2 * s2) * y / (1 + y)))
+        M1 = mu * np.sum(w / (1 + y))
+        return G, G * M1, G * (M1 * M1 + s2 * np.sum(w * w / (1 + y)))
+
+    sc = 1.0 / (mu * mu + s2)
+    cuts = (0.0, 1.0, 3.0, 10.0, 100.0, 1e4, np.inf)
+    r = sum(quad(lambda x: 2 / np.sqrt(np.pi) * tilted(x * x)[1], a * np.sqrt(sc), c * np.sqrt(sc),
+                 limit=200, epsabs=0, epsrel=1e-11)[0] for a, c in zip(cuts[:-1], cuts[1:]))
+    r2 = sum(quad(lambda lam: tilted(lam)[2], a * sc, c * sc, limit=200, epsabs=0,
+                  epsrel=1e-11)[0] for a, c in zip(cuts[:-1], cuts[1:]))
+    return r, r2
+
+
+@given(st.floats(-6.0, 2.0), st.sampled_from([0.99, 0.999]), st.integers(257, 5000))
+def test_adam_step_law_series_matches_direct_sums(log_ratio, beta2, t):
+    # Past update 256 the step law is a series; it must hold from pure noise down to the
+    # sign-descent limit s^2 / b^2 = 1e-6 (where a quadrature range set by the noise alone
+    # gave a mean step near 0 instead of -1).
+    mu = -0.1
+    s2 = 10.0**log_ratio * mu * mu
+    r, r2 = theory.adam_step_law(0.9, beta2, mu, s2, np.array([t]))
+    want, want2 = _step_law_by_quad(t, 0.9, beta2, mu, s2)
+    assert abs(r[0] - want) <= 1e-9 * abs(want), (r[0], want)
+    assert abs(r2[0] - want2) <= 1e-9 * abs(want2), (r2[0], want2)
 
 
 def test_brownian_law_monitored_per_update():

@@ -26,6 +26,9 @@ from twoclock.scaling import RULE_EXPONENT, companions, lr_for_batch
 _T_DIRECT = 256  # updates summed term by term; later ones by the series in lam u (u <= 1/256)
 _N_SERIES = 10
 _Y_MAX = 0.5  # series region: 2 lam s^2 u(t) <= _Y_MAX (e^(-lam v) < e^(-60) beyond it)
+# ... and lam (mu^2 + s^2) <= _LAM_V: past update 256, v_hat >= 0.3 E[v_hat] but for a 5-sd
+# event, so e^(-lam v) < e^(-60) beyond; with little noise this bound is the tighter one by far
+_LAM_V = 200.0
 _NODES, _WEIGHTS = roots_legendre(64)
 _BGK_BETA = 0.5825971579390106  # -zeta(1/2) / sqrt(2 pi)
 
@@ -88,7 +91,7 @@ def _series_block(t_T, b1, b2, mu, s2):
     W_n = w1 * u1**n * geo(b1 * b2**n)  # sum_k w_k u_k^n
     W2_n = w1 * w1 * u1**n * geo(b1 * b1 * b2**n)  # sum_k w_k^2 u_k^n
     W2_0 = w1 * w1 * geo(b1 * b1)  # [T, 1]
-    s_max = np.sqrt(_Y_MAX / (2 * s2 * u1))  # lam = x^2, x in [0, s_max]
+    s_max = np.sqrt(np.minimum(_Y_MAX / (2 * s2 * u1), _LAM_V / (mu * mu + s2)))  # lam = x^2
     x = (_NODES[None, :] + 1) / 2 * s_max  # [T, Q]
     dx = _WEIGHTS[None, :] * s_max / 2
     powers = np.cumprod(np.repeat((2 * s2 * x * x)[:, :, None], _N_SERIES, axis=2), axis=2)
