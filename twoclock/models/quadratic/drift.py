@@ -200,8 +200,9 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     step law above, warm-up and the noise in v included) and its variance per coordinate
     V(n) = sum_t (lr s E[v_hat_t^(-1/2)])^2 (the random walk of the noise, m's EMA weights
     summing to 1). drift_stat "mean": the block's mean (variance V / Dd) first reaches the
-    threshold; its median is where the Brownian first-passage law with this mean and variance,
-    monitored once per update (a continuity correction), reaches 1/2 (method "first-passage").
+    threshold; its median is where the Brownian first-passage law with this mean and variance
+    reaches 1/2, the barrier moved out by the overshoot of a walk looked at once per update and
+    the displacement beta1's momentum still owes at the crossing (method "first-passage").
     drift_stat "norm": first n with Dd (D^2 + V) >= threshold^2 (method "mean-field").
     `leading` is the noise-dominated limit D* sqrt(c_d B0) / (lr0 b) (B / B0)^(1/2 - p): flat
     under the sqrt rule (p = 1/2), ~ sqrt(B) fixed, ~ 1/sqrt(B) linear. regime "noise" if
