@@ -12,6 +12,7 @@ from tests.helpers import examples
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, clocks, run_sweep, theory
 from twoclock.models.quadratic import MODEL, drift, first_passage
 from twoclock.models.quadratic.problem import initial_loss, noise_variances, spectrum
+from twoclock.scaling import lr_for_batch
 from twoclock.stages import constant_run
 
 SEEDS = 256
@@ -209,7 +210,7 @@ def _adam_drift_crossings(cfg, opt, lr0, batch, seeds, n_max, seed=0, chunk=64):
     progress block, so this is the engine's failure clock; it stops once 3/4 of the seeds have
     crossed (the median and its bootstrap SE only need the earliest half)."""
     rng = np.random.default_rng(seed)
-    lr, s = drift._lr(opt, lr0, batch), np.sqrt(cfg.drift_noise / batch)
+    lr, s = lr_for_batch(lr0, batch, opt.b0, opt.lr_rule), np.sqrt(cfg.drift_noise / batch)
     b1, b2, eps = opt.beta1, opt.beta2, opt.eps
     shape = (seeds, cfg.drift_dim)
     m, v, step = np.zeros(shape), np.zeros(shape), np.empty(shape)
