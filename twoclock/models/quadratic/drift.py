@@ -26,6 +26,9 @@ from twoclock.scaling import RULE_EXPONENT, companions, lr_for_batch
 _T_DIRECT = 256  # updates summed term by term; later ones by the series in lam u (u <= 1/256)
 _N_SERIES = 10
 _Y_MAX = 0.5  # series region: 2 lam s^2 u(t) <= _Y_MAX (e^(-lam v) < e^(-60) beyond it)
+# ... and lam (mu^2 + s^2) <= _LAM_V: past update 256, v_hat >= 0.3 E[v_hat] but for a 5-sd
+# event, so e^(-lam v) < e^(-60) beyond; with little noise this bound is the tighter one by far
+_LAM_V = 200.0
 _NODES, _WEIGHTS = roots_legendre(64)
 _BGK_BETA = 0.5825971579390106  # -zeta(1/2) / sqrt(2 pi)
 
@@ -88,7 +91,7 @@ def _series_block(t_T, b1, b2, mu, s2):
     W_n = w1 * u1**n * geo(b1 * b2**n)  # sum_k w_k u_k^n
     W2_n = w1 * w1 * u1**n * geo(b1 * b1 * b2**n)  # sum_k w_k^2 u_k^n
     W2_0 = w1 * w1 * geo(b1 * b1)  # [T, 1]
-    s_max = np.sqrt(_Y_MAX / (2 * s2 * u1))  # lam = x^2, x in [0, s_max]
+    s_max = np.sqrt(np.minimum(_Y_MAX / (2 * s2 * u1), _LAM_V / (mu * mu + s2)))  # lam = x^2
     x = (_NODES[None, :] + 1) / 2 * s_max  # [T, Q]
     dx = _WEIGHTS[None, :] * s_max / 2
     powers = np.cumprod(np.repeat((2 * s2 * x * x)[:, :, None], _N_SERIES, axis=2), axis=2)
@@ -163,13 +166,30 @@ def _crossed(D, V, thr):
     return np.where(V > 0, p, np.asarray(D >= thr, float))  # no noise: the path itself
 
 
-def crossed_per_update(D_N, V_N, thr):
+def _rice_excess(mu, v):
+    """E[u] - mu for u at an upcrossing (Rice: density u N(u; mu, v^2) on u > 0), u's law
+    N(mu, v^2): how far the velocity at a crossing exceeds its mean."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # v = 0: no noise, no excess
+        a = mu / v
+        P, phi = ndtr(a), np.exp(-0.5 * a * a) / math.sqrt(2 * math.pi)
+        ex = v * ((a * a + 1) * P + a * phi) / (a * P + phi) - mu
+    return np.where(v > 0, ex, 0.0)
+
+
+def crossed_per_update(D_N, V_N, thr, b1: float = 0.0):
     """P(the walk has reached thr by update n), n = 1..N, for a walk with mean D_N and variance
-    V_N looked at once per update: the Brownian law with the barrier moved out by beta times the
-    walk's sd over one update (the continuity correction of Broadie, Glasserman and Kou,
-    beta = -zeta(1/2) / sqrt(2 pi))."""
+    V_N looked at once per update, its steps an EMA (weight b1) of white noise: the Brownian law
+    with the barrier moved out by (Wald's identity) the mean overshoot plus the displacement the
+    EMA still owes at the crossing, b1 / (1 - b1) times the step's excess over its mean. The
+    overshoot is beta sd_1, sd_1 the walk's sd over one update (the continuity correction of
+    Broadie, Glasserman and Kou, beta = -zeta(1/2) / sqrt(2 pi)); the step's excess is that of
+    an upcrossing (Rice) with the step's law N(dD, sd_1^2 (1 - b1) / (1 + b1))."""
     step_sd = np.sqrt(np.maximum(np.diff(V_N, prepend=0.0), 0.0))
-    return _crossed(D_N, V_N, thr + _BGK_BETA * step_sd)
+    owed = 0.0
+    if b1 > 0:
+        v = step_sd * math.sqrt((1 - b1) / (1 + b1))
+        owed = b1 / (1 - b1) * _rice_excess(np.diff(D_N, prepend=0.0), v)
+    return _crossed(D_N, V_N, thr + _BGK_BETA * step_sd + owed)
 
 
 def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
@@ -180,8 +200,9 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     step law above, warm-up and the noise in v included) and its variance per coordinate
     V(n) = sum_t (lr s E[v_hat_t^(-1/2)])^2 (the random walk of the noise, m's EMA weights
     summing to 1). drift_stat "mean": the block's mean (variance V / Dd) first reaches the
-    threshold; its median is where the Brownian first-passage law with this mean and variance,
-    monitored once per update (a continuity correction), reaches 1/2 (method "first-passage").
+    threshold; its median is where the Brownian first-passage law with this mean and variance
+    reaches 1/2, the barrier moved out by the overshoot of a walk looked at once per update and
+    the displacement beta1's momentum still owes at the crossing (method "first-passage").
     drift_stat "norm": first n with Dd (D^2 + V) >= threshold^2 (method "mean-field").
     `leading` is the noise-dominated limit D* sqrt(c_d B0) / (lr0 b) (B / B0)^(1/2 - p): flat
     under the sqrt rule (p = 1/2), ~ sqrt(B) fixed, ~ 1/sqrt(B) linear. regime "noise" if
@@ -205,7 +226,7 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     while True:
         D, V = drift_path(b1, b2, mu, s2, lr * shrink, n)
         # the engine looks at the drift once per update, the Brownian law continuously
-        ok = (crossed_per_update(D, V / Dd, thr) >= 0.5 if cfg.drift_stat == "mean"
+        ok = (crossed_per_update(D, V / Dd, thr, b1) >= 0.5 if cfg.drift_stat == "mean"
               else Dd * (D**2 + V) >= thr * thr)
         if np.any(ok):
             n_upd = int(np.argmax(ok)) + 1
