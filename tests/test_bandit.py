@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.helpers import assert_close, examples
-from twoclock import cli, objectives
+from twoclock import cli, clocks, objectives
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.flags import add_config_flags, config_from_flags
 from twoclock.models.bandit import MODEL, BanditConfig, describe_batch
@@ -105,18 +105,27 @@ def test_same_seed_same_run_and_new_seed_new_run():
 
 def test_drift_noise_and_signal_are_the_configured_ones():
     """The per-response drift noise tr(Sigma) = drift_dim c_d and |g|^2 = drift_dim b^2 (M=E=1,
-    drift invisible to the verifier), measured from the per-group gradients."""
+    drift invisible to the verifier), measured from the per-group gradients. The shaping
+    signal is drawn afresh at every update and the drift does not act on the rollouts, so the
+    updates' measurements are independent: standard errors over updates."""
     cfg = dataclasses.replace(SMALL, drift_bias=0.5, drift_noise=4.0)
-    tr = run_once(cfg, 64, 200, n_ckpt=200)
-    nd, sd = tr.ckpt["noise_drift"], tr.ckpt["signal_drift"]
+    tr = run_once(cfg, 64, 2000, n_ckpt=2000)
+    nd, sd = np.float64(tr.ckpt["noise_drift"]), np.float64(tr.ckpt["signal_drift"])
+    N = nd.size
     # tr(Sigma_group) over 4 coords from 8 groups: relative sd sqrt(2 / (4 * 7)) per update
-    assert_close(nd.mean(), 4 * 4.0, rtol=4 * np.sqrt(2 / 28 / nd.size), atol=0,
-                 what="drift noise")
+    assert_close(nd.mean(), 4 * 4.0, rtol=4 * np.sqrt(2 / 28 / N), atol=0, what="drift noise")
     # |mean g|^2 - tr/P: sd per update ~ 2 |g| sqrt(tr_group / P) = 2 sqrt(1) sqrt(2/8)
-    assert_close(sd.mean(), 4 * 0.25, rtol=0, atol=4 * np.sqrt(1.0 / sd.size) + 0.05,
+    assert_close(sd.mean(), 4 * 0.25, rtol=0, atol=4 * np.sqrt(1.0 / N) + 0.05,
                  what="drift signal")
-    bs = noise_scale(nd, sd)
-    assert_close(bs, 4.0 / 0.25, rtol=0.3, atol=0, what="drift B_simple = c_d / b^2")
+    # B_simple = mean(noise) / mean(signal): its standard error by the delta method from the
+    # two means' standard errors and covariance; 4 SE (about 9% here). The ratio estimator's
+    # own bias, var(signal mean) / signal^2 ~ 1 / N, is 0.05%.
+    bs = float(noise_scale(nd, sd))
+    cov = np.cov(nd, sd) / N
+    rel_var = cov[0, 0] / nd.mean() ** 2 + cov[1, 1] / sd.mean() ** 2 \
+        - 2 * cov[0, 1] / (nd.mean() * sd.mean())
+    assert_close(bs, 4.0 / 0.25, rtol=0, atol=4 * bs * np.sqrt(rel_var),
+                 what="drift B_simple = c_d / b^2")
 
 
 def test_failure_clock_is_the_drift_threshold_crossing():
@@ -281,6 +290,13 @@ def test_predicted_failure_clock_limits():
         predicted_failure_samples(cfg, OPT, 0.02, 60)
 
 
+FAIL_SEEDS = 64
+K_SE = 3  # bootstrap standard errors of a median over FAIL_SEEDS seeds
+# Noise-dominated drift: measured median / mean-drift theory 1.029 (bootstrap SE 0.025) and
+# 1.006 (SE 0.021) over two sets of 256 seeds (docs/testing.md): the model term is 5%.
+FAIL_BIAS = 0.05
+
+
 @pytest.mark.parametrize("noise, threshold", [(25.0, 0.5), (0.01, 2.0)],
                          ids=["noise-dominated", "signal-dominated"])
 def test_predicted_failure_clock_matches_simulation(noise, threshold):
@@ -288,15 +304,20 @@ def test_predicted_failure_clock_matches_simulation(noise, threshold):
                               drift_threshold=threshold, collapse_drop=0.5)
     B, lr0 = 64, 0.02
     pred = predicted_failure_samples(cfg, OPT, lr0, B)
-    sweep = SweepConfig(batches=(B,), lr0s=(lr0,), seeds=8, budget=int(2 * pred), n_ckpt=4)
+    sweep = SweepConfig(batches=(B,), lr0s=(lr0,), seeds=FAIL_SEEDS, budget=int(2 * pred),
+                        n_ckpt=4)
     res = run_sweep("bandit", cfg, OPT, sweep, quiet=True)
     fail_n = res.fail_n[0, 0]
-    assert np.all(fail_n > 0)
-    # the noise makes first crossings a little early; within 25% of the mean-drift theory
-    assert_close(np.median(fail_n), pred, rtol=0.25, atol=0, what="median N_fail vs theory")
+    assert np.count_nonzero(fail_n) > FAIL_SEEDS // 2  # a median (censored at the budget)
+    x = clocks.censored(fail_n)
+    med, se = np.median(x), np.std(np.median(x[clocks.bootstrap_indices(x.size)], axis=1))
+    if noise < 1:  # signal-dominated: the mean drift crosses, looked at once per update
+        assert med == B * np.ceil(pred / B), (med, pred)
+    else:
+        assert abs(med - pred) <= FAIL_BIAS * pred + K_SE * se, (med, pred, se)
     per_run = noise_scales(res.ckpt[0])
     pooled = noise_scales(res.ckpt[0], axis=(-2, -1))
-    assert per_run["drift"].shape == (1, 8) and pooled["drift"].shape == (1,)
+    assert per_run["drift"].shape == (1, FAIL_SEEDS) and pooled["drift"].shape == (1,)
     if noise < 1:  # signal-dominated: B_simple = c_d / b^2 = 4 is measured precisely
         assert_close(pooled["drift"], drift_noise_scale(cfg), rtol=0.1, atol=0,
                      what="measured drift B_simple")
