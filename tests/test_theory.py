@@ -1,4 +1,5 @@
 """twoclock.theory against exact references, Monte Carlo and the simulator."""
+import functools
 import math
 
 import jax
@@ -259,17 +260,72 @@ def _fail_medians(cfg, opt, lr0, bs, seeds=8):
     return np.asarray(med)
 
 
-@settings(max_examples=examples(3))
-@given(st.floats(0.01, 0.03), st.floats(1.0, 4.0), st.floats(5e-3, 2e-2))
-def test_adam_sqrt_rule_failure_clock_is_flat(b, cd, lr0):
-    cfg = QuadraticConfig(dim=4, drift_bias=b, drift_noise=cd)
+FAIL_SEEDS, DRIFT_DIM = 256, 8
+
+
+@functools.lru_cache(maxsize=None)
+def _adam_drift_crossings(beta1, beta2, eps):
+    """A reference for the drift block alone (the failure clock needs nothing else), written
+    from Adam's definition and compiled once: FAIL_SEEDS runs of DRIFT_DIM coordinates with
+    gradient -b + sqrt(c_d / B) z; each run's first update with mean(theta) >= threshold
+    (0: not within max_steps). The pull, noise, lr and batch are traced arguments."""
+    def first(b, cd, lr, B, threshold, max_steps, key):
+        def step(c):
+            t, th, m, v, hit = c
+            g = -b + jnp.sqrt(cd / B) * jax.random.normal(jax.random.fold_in(key, t), th.shape)
+            m, v, t = beta1 * m + (1 - beta1) * g, beta2 * v + (1 - beta2) * g * g, t + 1
+            th = th - lr * (m / (1 - beta1**t)) / (jnp.sqrt(v / (1 - beta2**t)) + eps)
+            return t, th, m, v, jnp.where((hit == 0) & (jnp.mean(th, -1) >= threshold), t, hit)
+
+        z = jnp.zeros((FAIL_SEEDS, DRIFT_DIM))
+        c = (jnp.int32(0), z, z, z, jnp.zeros(FAIL_SEEDS, jnp.int32))
+        return jax.lax.while_loop(lambda c: (c[0] < max_steps) & jnp.any(c[4] == 0), step,
+                                  c)[4]
+    return jax.jit(first)
+
+
+def _median_and_se(n_S):
+    """Median over seeds of first crossings (0 = never) and its bootstrap standard error."""
+    x = clocks.censored(n_S)
+    boot = np.median(x[clocks.bootstrap_indices(x.size)], axis=1)
+    return float(np.median(x)), float(np.std(boot)), boot
+
+
+K_SE = 3  # bootstrap standard errors of a median (or of a ratio of medians)
+# theory.adam_failure_samples is within 3% of 256- to 2048-seed medians at lr0 <= 2e-2 in the
+# noise-dominated regime (docs/theory.md section 3; measured -1.7% to 0% on the defaults).
+FAIL_MODEL = 0.03
+
+
+@settings(max_examples=examples(12))
+@given(st.floats(0.01, 0.03), st.floats(1.0, 4.0), st.floats(5e-3, 2e-2), st.integers(0, 2**31))
+def test_adam_sqrt_rule_failure_clock_is_flat(b, cd, lr0, seed):
+    # Under the sqrt rule, noise-dominated: N_fail ~ D* sqrt(c_d b0) / (lr0 b), whatever B.
+    # Each of B = 8, 32, 128: the median of 256 runs within 3% (the theory's measured
+    # accuracy) plus 3 bootstrap SE of the prediction; the flatness: med(B) / med(8) within
+    # 3% plus 3 bootstrap SE of the theory's own ratio, which stays within 10% of flat.
+    # The engine's drift against this theory: tests/test_theory_passage.py.
+    cfg = QuadraticConfig(drift_dim=DRIFT_DIM, drift_bias=b, drift_noise=cd)
     opt = OptimConfig(lr_rule="sqrt")
-    bs = (8, 32, 128)
-    assert all(theory.adam_failure_samples(cfg, opt, lr0, B)["regime"] == "noise" for B in bs)
-    med = _fail_medians(cfg, opt, lr0, bs)
-    pred = np.array([theory.adam_failure_samples(cfg, opt, lr0, B)["samples"] for B in bs])
-    assert med.max() / med.min() <= 1.2 / 0.8 and np.all(np.abs(med / med[0] - 1) <= 0.2), med
-    assert_close(med, pred, rtol=0.2, atol=0, what="N_fail vs prediction")
+    bs = np.array([8, 32, 128])
+    preds = [theory.adam_failure_samples(cfg, opt, lr0, int(B)) for B in bs]
+    assert all(p["regime"] == "noise" for p in preds)
+    pred = np.array([p["samples"] for p in preds])
+    assert pred.max() / pred.min() <= 1.1, pred  # flat, up to the signal term B b^2 / c_d
+    run = _adam_drift_crossings(opt.beta1, opt.beta2, opt.eps)
+    key = jax.random.PRNGKey(seed)
+    meds, boots = [], []
+    for i, B in enumerate(bs):
+        lr = lr0 * math.sqrt(B / opt.b0)
+        n = np.asarray(run(b, cd, lr, float(B), cfg.drift_threshold, int(2.5 * pred[i] / B),
+                           jax.random.fold_in(key, i))) * B
+        med, se, boot = _median_and_se(n)
+        assert abs(med - pred[i]) <= FAIL_MODEL * pred[i] + K_SE * se, (B, med, pred[i], se)
+        meds.append(med)
+        boots.append(boot)
+    for i in (1, 2):
+        ratio, se = meds[i] / meds[0], np.std(boots[i] / boots[0])
+        assert abs(ratio - pred[i] / pred[0]) <= FAIL_MODEL + K_SE * se, (bs[i], ratio, pred)
 
 
 @pytest.mark.parametrize("rule,slope", [("fixed", 0.5), ("linear", -0.5)])
