@@ -350,15 +350,22 @@ def test_failure_prediction_norm_stat_is_sooner():
 # ---------------------------------------------------------------------------------------------
 
 def test_progress_gap_where_theory_crosses_critical_batch():
+    # Mean-field N_prog (E[L_t] of mean-field Adam first at the target) against the median of
+    # 64 runs: 3 bootstrap SE plus one update (the prediction is a whole number of updates).
+    # Measured with 2 x 512 seeds: both medians equal the prediction, 1744 (B 8, SE 3-4) and
+    # 3072 (B 128, SE 0); adam_progress_passage gives the same two numbers (docs/testing.md).
     cfg, opt, lr0 = QuadraticConfig(), OptimConfig(), 1e-2
     mech = theory.critical_batch_mechanism(cfg, opt, lr0)
     assert mech["mechanism"] == "saturation" and 8 < mech["batch"] < 128
-    res = run_sweep("quadratic", cfg, opt, SweepConfig(batches=(8, 128), lr0s=(lr0,), seeds=8,
+    res = run_sweep("quadratic", cfg, opt, SweepConfig(batches=(8, 128), lr0s=(lr0,), seeds=64,
                     budget=20_000), quiet=True)
-    med = [clocks.summarize(res.prog_n[i, 0])["median"] for i in range(2)]
-    assert med[1] / med[0] >= 1.3, med
-    pred = [theory.adam_progress_samples(cfg, opt, lr0, B) for B in (8, 128)]
-    assert_close(med, pred, rtol=0.25, atol=0, what="mean-field N_prog")
+    for i, B in enumerate((8, 128)):
+        med, se, _ = _median_and_se(res.prog_n[i, 0])
+        pred = theory.adam_progress_samples(cfg, opt, lr0, B)
+        assert abs(med - pred) <= K_SE * se + B, (B, med, pred, se)
+        if i == 0:
+            med0 = med
+    assert med / med0 >= 1.3, (med0, med)  # the gap past the critical batch
 
 
 def test_noise_dominated_critical_batch_shrinks_with_lr0():
