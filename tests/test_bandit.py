@@ -7,9 +7,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
-from tests.helpers import assert_close, examples
+from tests.helpers import assert_close
 from twoclock import cli, clocks, objectives
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.flags import add_config_flags, config_from_flags
