@@ -297,7 +297,7 @@ K_SE = 3  # bootstrap standard errors of a median (or of a ratio of medians)
 FAIL_MODEL = 0.03
 
 
-@settings(max_examples=examples(25))
+@settings(max_examples=examples(12))
 @given(st.floats(0.01, 0.03), st.floats(1.0, 4.0), st.floats(5e-3, 2e-2), st.integers(0, 2**31))
 def test_adam_sqrt_rule_failure_clock_is_flat(b, cd, lr0, seed):
     # Under the sqrt rule, noise-dominated: N_fail ~ D* sqrt(c_d b0) / (lr0 b), whatever B.
