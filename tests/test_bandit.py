@@ -1,15 +1,16 @@
 """The verifiable-reward bandit: problem, exact metrics, clipping, determinism, sweep, bad input."""
 import argparse
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
-from tests.helpers import assert_close, examples
-from twoclock import cli
+from tests.helpers import assert_close
+from twoclock import cli, clocks, objectives
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.flags import add_config_flags, config_from_flags
 from twoclock.models.bandit import MODEL, BanditConfig, describe_batch
@@ -51,22 +52,27 @@ def test_initial_accuracy_is_the_mean_pass_rate(K, nc, a, b):
                  what="accuracy at the reference policy")
 
 
-@settings(max_examples=examples(4))
 @given(st.integers(2, 6), st.integers(0, 1000))
 def test_exact_accuracy_and_kl_agree_with_monte_carlo(K, seed):
+    # The reference draws in float64 NumPy from log-probabilities computed by hand, so one
+    # example costs the exact metrics' few small ops and no compile of a sampler.
     cfg = BanditConfig(n_train=8, n_test=8, responses=K, n_correct=1, drift_dim=2,
                        drift_train_scale=1.0, init_seed=seed)
     train, _ = make_problem(cfg)
     pool = Pool(*(jnp.asarray(v, jnp.float32) for v in train))
-    w = jnp.asarray(np.random.default_rng(seed).normal(size=cfg.skill_dim + cfg.drift_dim),
-                    jnp.float32)
-    m = policy_metrics(w, pool)
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=cfg.skill_dim + cfg.drift_dim).astype(np.float32)
+    m = policy_metrics(jnp.asarray(w), pool)
+    z0, phi = np.float64(np.asarray(pool.z0)), np.float64(np.asarray(pool.phi))
+    logit = z0 + phi @ np.float64(w)
+    logp = logit - np.logaddexp.reduce(logit, axis=-1, keepdims=True)
+    logref = z0 - np.logaddexp.reduce(z0, axis=-1, keepdims=True)
     n = 20_000
-    logp = logp_of(w, pool.z0, pool.phi)
-    a = jax.random.categorical(jax.random.PRNGKey(seed), logp, axis=-1, shape=(n, 8))
-    r = np.asarray(jnp.take_along_axis(pool.R, a.T, axis=1)).mean(axis=0)  # [n] pool-mean
-    logref = jax.nn.log_softmax(pool.z0, axis=-1)
-    lr = np.asarray(jnp.take_along_axis(logp - logref, a.T, axis=1)).mean(axis=0)
+    cdf = np.cumsum(np.exp(logp), axis=-1)  # [8, K]: inverse-CDF draws of n responses each
+    a = np.minimum((rng.random((n, 8, 1)) > cdf).sum(-1), K - 1)  # [n, 8]
+    rows = np.arange(8)
+    r = np.float64(np.asarray(pool.R))[rows, a].mean(axis=1)  # [n] pool-mean reward
+    lr = (logp - logref)[rows, a].mean(axis=1)  # [n] pool-mean log-ratio
     for name, mc in (("acc", r), ("kl", lr)):
         se = mc.std() / np.sqrt(n)
         assert_close(m[name], mc.mean(), rtol=0, atol=5 * se + 1e-6, what=f"exact {name} vs MC")
@@ -99,18 +105,27 @@ def test_same_seed_same_run_and_new_seed_new_run():
 
 def test_drift_noise_and_signal_are_the_configured_ones():
     """The per-response drift noise tr(Sigma) = drift_dim c_d and |g|^2 = drift_dim b^2 (M=E=1,
-    drift invisible to the verifier), measured from the per-group gradients."""
+    drift invisible to the verifier), measured from the per-group gradients. The shaping
+    signal is drawn afresh at every update and the drift does not act on the rollouts, so the
+    updates' measurements are independent: standard errors over updates."""
     cfg = dataclasses.replace(SMALL, drift_bias=0.5, drift_noise=4.0)
-    tr = run_once(cfg, 64, 200, n_ckpt=200)
-    nd, sd = tr.ckpt["noise_drift"], tr.ckpt["signal_drift"]
+    tr = run_once(cfg, 64, 2000, n_ckpt=2000)
+    nd, sd = np.float64(tr.ckpt["noise_drift"]), np.float64(tr.ckpt["signal_drift"])
+    N = nd.size
     # tr(Sigma_group) over 4 coords from 8 groups: relative sd sqrt(2 / (4 * 7)) per update
-    assert_close(nd.mean(), 4 * 4.0, rtol=4 * np.sqrt(2 / 28 / nd.size), atol=0,
-                 what="drift noise")
+    assert_close(nd.mean(), 4 * 4.0, rtol=4 * np.sqrt(2 / 28 / N), atol=0, what="drift noise")
     # |mean g|^2 - tr/P: sd per update ~ 2 |g| sqrt(tr_group / P) = 2 sqrt(1) sqrt(2/8)
-    assert_close(sd.mean(), 4 * 0.25, rtol=0, atol=4 * np.sqrt(1.0 / sd.size) + 0.05,
+    assert_close(sd.mean(), 4 * 0.25, rtol=0, atol=4 * np.sqrt(1.0 / N) + 0.05,
                  what="drift signal")
-    bs = noise_scale(nd, sd)
-    assert_close(bs, 4.0 / 0.25, rtol=0.3, atol=0, what="drift B_simple = c_d / b^2")
+    # B_simple = mean(noise) / mean(signal): its standard error by the delta method from the
+    # two means' standard errors and covariance; 4 SE (about 9% here). The ratio estimator's
+    # own bias, var(signal mean) / signal^2 ~ 1 / N, is 0.05%.
+    bs = float(noise_scale(nd, sd))
+    cov = np.cov(nd, sd) / N
+    rel_var = cov[0, 0] / nd.mean() ** 2 + cov[1, 1] / sd.mean() ** 2 \
+        - 2 * cov[0, 1] / (nd.mean() * sd.mean())
+    assert_close(bs, 4.0 / 0.25, rtol=0, atol=4 * bs * np.sqrt(rel_var),
+                 what="drift B_simple = c_d / b^2")
 
 
 def test_failure_clock_is_the_drift_threshold_crossing():
@@ -185,26 +200,40 @@ def test_cli_flags_round_trip():
 
 
 def random_rollout(cfg, P, seed):
-    """A rollout batch with arbitrary behaviour log-probabilities (ratios spread over the band)."""
+    """The NumPy draws of a rollout batch with arbitrary behaviour log-probabilities (ratios
+    spread over the band): (w, z0, phi, a, r, xi, logp_old offset), float32."""
     rng = np.random.default_rng(seed)
     train, _ = make_problem(cfg)
     x = rng.integers(0, cfg.n_train, P)
     K, G, Dd = cfg.responses, cfg.group, cfg.drift_dim
     a = rng.integers(0, K, (P, G))
-    r = np.take_along_axis(train.R[x], a, axis=1)
-    f = lambda v: jnp.asarray(v, jnp.float32)
-    logref = jax.nn.log_softmax(f(train.z0[x]), axis=-1)
-    w = f(rng.normal(scale=0.3, size=cfg.skill_dim + Dd))
-    logp = logp_of(w, f(train.z0[x]), f(train.phi[x]))
-    logp_old = jnp.take_along_axis(logp, jnp.asarray(a), axis=1) + f(rng.normal(0, 0.2, (P, G)))
-    from twoclock import objectives
-    ro = Rollout(f(train.z0[x]), f(train.phi[x]), logref, jnp.asarray(a, jnp.int32),
-                        objectives.advantages(f(r), cfg.advantage, cfg.adv_eps),
-                        f(rng.normal(cfg.drift_bias, 1.0, (P, G, Dd))), logp_old)
-    return w, ro
+    f = np.float32
+    return (f(rng.normal(scale=0.3, size=cfg.skill_dim + Dd)), f(train.z0[x]), f(train.phi[x]),
+            np.int32(a), f(np.take_along_axis(train.R[x], a, axis=1)),
+            f(rng.normal(cfg.drift_bias, 1.0, (P, G, Dd))), f(rng.normal(0, 0.2, (P, G))))
 
 
-@settings(max_examples=examples(8))
+@functools.lru_cache(maxsize=None)
+def grads_both_ways(cfg):
+    """Compiled once per configuration (its shapes follow from it): the rollout built from
+    random_rollout's draws, then group_grads and jax.grad(group_loss) per group. Two programs,
+    so that both sides read the same stored rollout (inside one program XLA may recompute
+    the advantages for each consumer, rounded differently: a group of equal rewards then
+    gets a 1e-8 advantage on one side and 0 on the other)."""
+    @jax.jit
+    def rollout(w, z0, phi, a, r, xi, offset):
+        logp_old = jnp.take_along_axis(logp_of(w, z0, phi), a, axis=1) + offset
+        return Rollout(z0, phi, jax.nn.log_softmax(z0, axis=-1), a,
+                       objectives.advantages(r, cfg.advantage, cfg.adv_eps), xi, logp_old)
+
+    @jax.jit
+    def both(w, ro):
+        auto = jax.vmap(jax.grad(lambda w, r: group_loss(w, r, cfg)[0]), in_axes=(None, 0))
+        _, ref = jax.vmap(group_loss, in_axes=(None, 0, None))(w, ro, cfg)
+        return group_grads(w, ro, cfg), (auto(w, ro), *ref)
+    return lambda w, *draws: both(w, rollout(w, *draws))
+
+
 @given(st.integers(2, 8), st.integers(2, 8), st.sampled_from([None, 0.1, 0.2]),
        st.sampled_from([None, 0.3]), st.sampled_from(["grpo", "drgrpo", "rloo"]),
        st.sampled_from([0.0, 0.5]), st.sampled_from(["mask", "ppo"]), st.integers(0, 1000))
@@ -215,11 +244,9 @@ def test_closed_form_group_gradients_equal_autodiff_of_the_surrogate(K, G, el, e
     cfg = BanditConfig(n_train=16, n_test=16, responses=K, n_correct=1, group=G, drift_dim=3,
                        drift_train_scale=0.5, clip_low=el, clip_high=eh, advantage=adv,
                        kl_coef=kl, shaping_clip=sc)
-    w, ro = random_rollout(cfg, 4, seed)
-    g, clip_P, out_P = group_grads(w, ro, cfg)
-    auto = jax.vmap(jax.grad(lambda w, r: group_loss(w, r, cfg)[0]), in_axes=(None, 0))
-    _, (clip_ref, out_ref) = jax.vmap(group_loss, in_axes=(None, 0, None))(w, ro, cfg)
-    assert_close(g, auto(w, ro), rtol=1e-4, atol=1e-5, what="per-group gradient")
+    (g, clip_P, out_P), (auto, clip_ref, out_ref) = grads_both_ways(cfg)(
+        *random_rollout(cfg, 4, seed))
+    assert_close(g, auto, rtol=1e-4, atol=1e-5, what="per-group gradient")
     assert_close(clip_P, clip_ref, rtol=0, atol=1e-6, what="clip fraction")
     assert_close(out_P, out_ref, rtol=0, atol=1e-6, what="outside-band fraction")
 
@@ -263,6 +290,14 @@ def test_predicted_failure_clock_limits():
         predicted_failure_samples(cfg, OPT, 0.02, 60)
 
 
+FAIL_SEEDS = 256
+K_SE = 3  # bootstrap standard errors of a median over FAIL_SEEDS seeds (3 SE: about 7%)
+# Noise-dominated drift: measured median / mean-drift theory 1.0015 (bootstrap SE 0.0096) over
+# 2048 seeds, 1.029 (SE 0.025) and 1.006 (SE 0.021) over two sets of 256 (docs/testing.md):
+# the model term is 2%.
+FAIL_BIAS = 0.02
+
+
 @pytest.mark.parametrize("noise, threshold", [(25.0, 0.5), (0.01, 2.0)],
                          ids=["noise-dominated", "signal-dominated"])
 def test_predicted_failure_clock_matches_simulation(noise, threshold):
@@ -270,15 +305,20 @@ def test_predicted_failure_clock_matches_simulation(noise, threshold):
                               drift_threshold=threshold, collapse_drop=0.5)
     B, lr0 = 64, 0.02
     pred = predicted_failure_samples(cfg, OPT, lr0, B)
-    sweep = SweepConfig(batches=(B,), lr0s=(lr0,), seeds=8, budget=int(2 * pred), n_ckpt=4)
+    sweep = SweepConfig(batches=(B,), lr0s=(lr0,), seeds=FAIL_SEEDS, budget=int(2 * pred),
+                        n_ckpt=4)
     res = run_sweep("bandit", cfg, OPT, sweep, quiet=True)
     fail_n = res.fail_n[0, 0]
-    assert np.all(fail_n > 0)
-    # the noise makes first crossings a little early; within 25% of the mean-drift theory
-    assert_close(np.median(fail_n), pred, rtol=0.25, atol=0, what="median N_fail vs theory")
+    assert np.count_nonzero(fail_n) > FAIL_SEEDS // 2  # a median (censored at the budget)
+    x = clocks.censored(fail_n)
+    med, se = np.median(x), np.std(np.median(x[clocks.bootstrap_indices(x.size)], axis=1))
+    if noise < 1:  # signal-dominated: the mean drift crosses, looked at once per update
+        assert med == B * np.ceil(pred / B), (med, pred)
+    else:
+        assert abs(med - pred) <= FAIL_BIAS * pred + K_SE * se, (med, pred, se)
     per_run = noise_scales(res.ckpt[0])
     pooled = noise_scales(res.ckpt[0], axis=(-2, -1))
-    assert per_run["drift"].shape == (1, 8) and pooled["drift"].shape == (1,)
+    assert per_run["drift"].shape == (1, FAIL_SEEDS) and pooled["drift"].shape == (1,)
     if noise < 1:  # signal-dominated: B_simple = c_d / b^2 = 4 is measured precisely
         assert_close(pooled["drift"], drift_noise_scale(cfg), rtol=0.1, atol=0,
                      what="measured drift B_simple")

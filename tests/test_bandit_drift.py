@@ -1,15 +1,16 @@
 """The bandit's emergent drift and what ratio clipping does to it: the drift's mean gradient,
 the trust-region records against a direct count, and the drift's move per rollout batch."""
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
-from tests.helpers import assert_close, examples
+from tests.helpers import assert_close
 from twoclock import objectives as obj
 from twoclock.config import OptimConfig
 from twoclock.figures_clipping import regime_map_figure
@@ -113,24 +114,61 @@ def test_clipping_changes_nothing_with_one_minibatch_and_one_epoch_emergent():
         assert_close(clipped.ckpt[k], free.ckpt[k], rtol=1e-5, atol=1e-6, what=k)
 
 
+SEEDS = 16  # independent runs per measured move: its standard error is across them
+
+
+@functools.lru_cache(maxsize=None)
+def moves_per_seed(cfg):
+    """Compiled once per configuration (M, E and the clip are static; lr and keys traced):
+    each seed's mean drift move per rollout batch over updates 10-60 (past Adam's
+    bias-correction transient), B = 64."""
+    run = constant_run(MODEL, cfg, OPT, 60, 60, batch=64)
+    return jax.jit(jax.vmap(lambda lr, k: jnp.mean(run(64.0, lr, k).ckpt["move_drift"][10:]),
+                            in_axes=(None, 0)))
+
+
 def measured_move(cfg, lr, seed):
-    tr = run_once(cfg, 64, 60, lr=lr, seed=seed, n_ckpt=60)
-    mv = tr.ckpt["move_drift"][10:]  # past Adam's bias-correction transient
-    return mv.mean(), mv.std(ddof=1) / np.sqrt(mv.size)
+    """Mean over SEEDS runs of the drift's move per rollout batch, and its standard error
+    (consecutive updates share Adam's first moment, so the runs, not the updates, are the
+    independent units)."""
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(seed), s))(
+        jnp.arange(SEEDS))
+    m = np.asarray(moves_per_seed(cfg)(jnp.float32(lr), keys), np.float64)
+    return m.mean(), m.std(ddof=1) / np.sqrt(SEEDS)
 
 
-@settings(max_examples=examples(3))
+K_SE = 3  # standard errors of the measured move allowed besides the model's measured band
+# measured / predicted move, 64 seeds per cell, SE across seeds (docs/testing.md): the
+# unclipped coherent-steps law over lr {0.01, 0.03, 0.1} x M {1, 2, 4} x E {1, 2}. One Adam
+# step per batch (M = E = 1): 0.958-1.037 (SE <= 0.012). Minibatches, one epoch (M 2, 4):
+# 0.758 (SE 0.007; M 4, lr 0.1) to 0.993 (SE 0.009; M 2, lr 0.01). Two epochs: 0.897 (SE
+# 0.010; M 4, lr 0.1) to 1.376 (SE 0.013; M 1, lr 0.01). Each band is its extremes widened
+# by 3 of their SEs.
+FREE_BAND = {"one step": (0.92, 1.08), "minibatches": (0.73, 1.02), "epochs": (0.86, 1.42)}
+
+
+def free_regime(M, E):
+    return "one step" if M * E == 1 else "minibatches" if E == 1 else "epochs"
+
+
+def assert_in_band(mean, se, pred, band, what):
+    lo, hi = band
+    assert lo * pred - K_SE * se <= mean <= hi * pred + K_SE * se, \
+        f"{what}: measured {mean:.4g} (SE {se:.2g}) vs predicted {pred:.4g} x [{lo}, {hi}]"
+
+
 @given(st.sampled_from([0.01, 0.03, 0.1]), st.sampled_from([1, 2, 4]), st.integers(1, 2),
        st.integers(0, 100))
 def test_unclipped_drift_move_per_batch_matches_theory(lr, M, E, seed):
     """Noise-dominated drift (no pull): the drift block moves M E lr sqrt(D_d) sqrt((1 - b1) /
-    (1 + b1)) per rollout batch. The coherent-steps model is good to 35% over M <= 4, E <= 2
-    (measured per-step factor 0.18-0.30 against 0.23: repeated epochs add coherence, more
-    minibatches remove some), plus 4 standard errors over updates."""
+    (1 + b1)) per rollout batch. One Adam step per batch (M = E = 1) is the steady-state step
+    law alone: within its measured band 0.92-1.08. More inner steps: more minibatches remove
+    some coherence (0.73-1.02), repeated epochs add some (0.86-1.42). Plus K_SE standard
+    errors of the 16-seed mean. One configuration (M, E) compiles once."""
     cfg = dataclasses.replace(EMERGENT, minibatches=M, epochs=E, clip_low=None)
     mean, se = measured_move(cfg, lr, seed)
-    assert_close(mean, drift_move_per_batch(cfg, OPT, lr), rtol=0.35, atol=4 * se,
-                 what="drift move per rollout batch")
+    assert_in_band(mean, se, drift_move_per_batch(cfg, OPT, lr), FREE_BAND[free_regime(M, E)],
+                   "drift move per rollout batch")
 
 
 def test_unclipped_drift_move_at_the_clipping_study_settings():
@@ -141,19 +179,24 @@ def test_unclipped_drift_move_at_the_clipping_study_settings():
                  what="drift move per rollout batch, M = 4, E = 2")
 
 
-@settings(max_examples=examples(2))
+# The soft cap, measured / predicted over lr {0.05, 0.1} x eps {0.1, 0.2, 0.5} x (M, E) {(4, 2),
+# (2, 2), (2, 3)}, 64 seeds per cell: 1.018 (SE 0.007; M 4, E 2, eps 0.5, lr 0.1) to 1.369
+# (SE 0.009; M 2, E 3, eps 0.5, lr 0.05): the model under-predicts the clipped move by 2-37%.
+CAP_BAND = (0.99, 1.40)
+
+
 @given(st.sampled_from([0.05, 0.1]), st.sampled_from([0.1, 0.2, 0.5]),
        st.sampled_from([(4, 2), (2, 2), (2, 3)]), st.integers(0, 100))
 def test_soft_cap_matches_the_clipped_drift_move(lr, eps, ME, seed):
     """The soft trust-region cap 1/m = 1/m_free + 0.5 s_tr CLIP_BITE / eps against the measured
-    move per rollout batch of the emergent drift with its shaping pull: within 25% (its stated
-    accuracy) plus 4 standard errors over updates; it also sits below the unclipped move."""
+    move per rollout batch of the emergent drift with its shaping pull: within its measured
+    band (CAP_BAND) plus K_SE standard errors; it also sits below the unclipped move."""
     M, E = ME
     cfg = dataclasses.replace(EMERGENT, shaping=0.3, minibatches=M, epochs=E, clip_low=eps)
     mean, se = measured_move(cfg, lr, seed)
     pred = clipped_move_per_batch(cfg, OPT, lr, eps)
     assert pred < drift_move_per_batch(cfg, OPT, lr) and predicted_delay(cfg, OPT, lr, eps) > 1
-    assert_close(mean, pred, rtol=0.25, atol=4 * se, what="clipped drift move per batch")
+    assert_in_band(mean, se, pred, CAP_BAND, "clipped drift move per batch")
 
 
 def test_clipping_binds_below_the_predicted_boundary_only():
