@@ -147,7 +147,7 @@ def _saddle(w, m, V, target, tilt, th):
         f, df = kprime(th)
         return jnp.minimum(th - f / jnp.maximum(df, 1e-300), th_max), None
 
-    th = jax.lax.scan(newton, jnp.minimum(th, th_max), None, length=_NEWTON)[0]
+    th = jax.lax.scan(newton, jnp.minimum(th, th_max), None, length=_NEWTON, unroll=True)[0]
     f, k2 = kprime(th)
     d = 1.0 - 2.0 * th[:, None] * wV
     K = jnp.sum(-0.5 * jnp.log(d) + th[:, None] * w * m * m / d, axis=1)
