@@ -338,7 +338,7 @@ def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt, W)
                          -2)
 
     def update(s, p):
-        m, m_prev, V, V_prev, C, P_prev, th, adf = s
+        m, m_prev, V, V_prev, C, P_prev, scale_prev, th, adf = s
         a, q, Phi = p
         Phi = [[Phi[..., i, j] for j in range(3)] for i in range(3)]
         m_new = a * m - mu * m_prev
@@ -351,15 +351,20 @@ def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt, W)
         P = tuple(x * scale for x in P)
         Pp = [[P_prev[_SYM_INDEX[i][j]] for j in range(3)] for i in range(3)]
         PhiP = [sum(Phi[i][k] * Pp[k][j] for k in range(3)) for i in range(3) for j in range(3)]
+        # y_t = sqrt(scale_t) vec_t is a process with these covariances: Cov(y_t, y_{t-1}) =
+        # sqrt(scale_t / scale_{t-1}) Phi P_prev, so the joint covariance stays valid and the
+        # innovation needs no clip (with Phi P_prev alone, shrinking shares inflated Var(Z))
+        ratio = jnp.sqrt(scale / jnp.where(scale_prev > 0, scale_prev, 1.0))
+        PhiP = [x * jnp.where(scale_prev > 0, ratio, 0.0) for x in PhiP]
         nine = ((0, 1, 2), (3, 4, 5), (6, 7, 8))
         log_stay, adf = _adf_log_stay(bins(P, _SYM_INDEX), bins(PhiP, nine),
                                       bins(P_prev, _SYM_INDEX), u, adf)
-        return (m_new, m, V_new, V, C_new, P, th, adf), log_stay, u
+        return (m_new, m, V_new, V, C_new, P, scale, th, adf), log_stay, u
 
     z, zW = jnp.zeros((W, D)), jnp.zeros(W)
     m0 = jnp.broadcast_to(e0[None, :], z.shape)
     adf0 = (jnp.zeros((W, K, 3)), jnp.zeros((W, K, 3, K, 3)))
-    init = (m0, m0, z, z, z, (z,) * 6, zW, adf0)
+    init = (m0, m0, z, z, z, (z,) * 6, z, zW, adf0)
     return _pool(update, init, (a, q, Phi), N, T)
 
 
