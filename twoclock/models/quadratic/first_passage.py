@@ -32,7 +32,7 @@ _BLOCK = 64  # updates per scan block between checks that every lane has its med
 _CHUNK = 1024  # rows per compiled hazard evaluation
 _BINS = 8  # AR(1) components of the copula (coordinates binned by log curvature)
 _NEWTON = 8  # Newton steps of the saddle point per update (from the previous update's)
-SLOTS = 8  # lanes advanced together (a finished lane's slot takes the next lane)
+SLOTS = 8  # lanes advanced together; a finished lane's slot takes the next one
 TILT = 0.5  # the copula's share of the saddle-point tilt (docs/theory.md measures it)
 _GL_X, _GL_W = (np.asarray(a) for a in roots_legendre(24))
 
@@ -230,14 +230,11 @@ def _adf_log_stay(Pb, Cb, Pb_prev, u, state):
 
 
 def _pool(update, init, params, n, T):
-    """Median first-passage step of lanes 0..n-1 (0 if P(crossed) < 1/2 through T), [n] float64.
-
-    The lanes run through W = init's leading size slots: a slot whose lane has its median (or
-    reached T) takes the next lane at once, from the same initial state, so the cost is the
-    sum of the lanes' medians rather than n times the longest. update(state, p) -> (state,
-    log(1 - hazard_t), u_t) advances the slots by one update, p holding the slots' rows of
-    params (leaves [n + 1, ...]; row n, a copy, serves the idle slots). Every lane's
-    arithmetic is its own, so the result does not depend on W or on the order of the lanes."""
+    """Median first-passage step of lanes 0..n-1 (0 if P(crossed) < 1/2 through T), [n] float64,
+    through W slots (init's leading size): a slot whose lane is done takes the next lane, so the
+    cost is the sum of the medians, not n times the longest. update(state, p) -> (state,
+    log(1 - hazard_t), u_t); p: the slots' rows of params (leaves [n + 1, ...], row n for idle
+    slots). Each lane's arithmetic is its own: the result depends on neither W nor order."""
     W = jax.tree_util.tree_leaves(init)[0].shape[0]
     zW = jnp.zeros(W)
 
@@ -267,8 +264,7 @@ def _pool(update, init, params, n, T):
     return jax.lax.while_loop(cond, block, init_s)[-1][:n]
 
 
-def _lanes(x):
-    """[n, ...] lane parameters -> [n + 1, ...], the last row a copy (for idle slots)."""
+def _lanes(x):  # [n, ...] lane parameters -> [n + 1, ...], the last row a copy for idle slots
     return jnp.concatenate([x, x[-1:]])
 
 
@@ -351,9 +347,8 @@ def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt, W)
         P = tuple(x * scale for x in P)
         Pp = [[P_prev[_SYM_INDEX[i][j]] for j in range(3)] for i in range(3)]
         PhiP = [sum(Phi[i][k] * Pp[k][j] for k in range(3)) for i in range(3) for j in range(3)]
-        # y_t = sqrt(scale_t) vec_t is a process with these covariances: Cov(y_t, y_{t-1}) =
-        # sqrt(scale_t / scale_{t-1}) Phi P_prev, so the joint covariance stays valid and the
-        # innovation needs no clip (with Phi P_prev alone, shrinking shares inflated Var(Z))
+        # Cov(y_t, y_{t-1}) of the process y_t = sqrt(scale_t) vec_t: a valid joint covariance
+        # (Phi P_prev alone made shrinking shares inflate Var(Z) through the innovation's clip)
         ratio = jnp.sqrt(scale / jnp.where(scale_prev > 0, scale_prev, 1.0))
         PhiP = [x * jnp.where(scale_prev > 0, ratio, 0.0) for x in PhiP]
         nine = ((0, 1, 2), (3, 4, 5), (6, 7, 8))
