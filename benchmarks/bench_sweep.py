@@ -286,7 +286,8 @@ def bench_cold_warm(quick: bool) -> dict:
 
 # ---------------------------------------------------------------- exact engine
 def theory_timing() -> str:
-    """1000 configurations (40 batches x 25 lrs) of steps_to_target_many, SGD and momentum."""
+    """1000 configurations (40 batches x 25 lrs) of steps_to_target_many, SGD and momentum, and
+    100 of median_steps_many, momentum and SGD."""
     cfg = QuadraticConfig()
     b_K = np.geomspace(1, 1024, 40)[:, None]
     lines = []
@@ -301,13 +302,13 @@ def theory_timing() -> str:
                      f"configurations ({int((n_first > 0).sum())} reach the target): "
                      f"{t_first:.2f} s first call (with compile), "
                      f"{t_again:.3f} s after")
-    opt = OptimConfig(name="momentum")
     rng = np.random.default_rng(2)
     b, lr = rng.integers(1, 256, 100), 10 ** rng.uniform(-2, -0.5, 100)
-    theory.median_steps_many(cfg, opt, b, lr, 20_000)  # compile
-    t = best_of(lambda: theory.median_steps_many(cfg, opt, b, lr, 20_000), 3)
-    lines.append(f"first-passage progress clock (momentum): median_steps_many on 100 "
-                 f"configurations: {t:.3f} s after compilation ({1e3 * t / 100:.1f} ms each)")
+    for opt in (OptimConfig(name="momentum"), OptimConfig(name="sgd")):
+        theory.median_steps_many(cfg, opt, b, lr, 20_000)  # compile
+        t = best_of(lambda o=opt: theory.median_steps_many(cfg, o, b, lr, 20_000), 3)
+        lines.append(f"first-passage progress clock ({opt.name}): median_steps_many on 100 "
+                     f"configurations: {t:.3f} s after compilation ({1e3 * t / 100:.1f} ms each)")
     return "\n".join(lines)
 
 

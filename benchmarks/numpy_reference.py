@@ -103,9 +103,10 @@ def quadratic_lanes(cfg: QuadraticConfig, opt: OptimConfig, batch_N, lr_N, n_ste
 
         e = x if q is None else x @ q
         loss = (e * e) @ half_h
-        drift = d.mean(axis=1) if cfg.drift_stat == "mean" else np.linalg.norm(d, axis=1)
-        if Dd == 0:
+        if Dd == 0:  # no drift block (the mean of an empty block would warn)
             drift = np.zeros(N, dtype)
+        else:
+            drift = d.mean(axis=1) if cfg.drift_stat == "mean" else np.linalg.norm(d, axis=1)
         for first, hit in ((prog_t, loss <= target), (fail_t, drift >= cfg.drift_threshold),
                            (div_t, ~(np.isfinite(loss) & np.isfinite(drift)))):
             first[(first == 0) & hit] = t

@@ -32,6 +32,7 @@ _BLOCK = 64  # updates per scan block between checks that every lane has its med
 _CHUNK = 1024  # rows per compiled hazard evaluation
 _BINS = 8  # AR(1) components of the copula (coordinates binned by log curvature)
 _NEWTON = 8  # Newton steps of the saddle point per update (from the previous update's)
+SLOTS = 8  # lanes advanced together; a finished lane's slot takes the next one
 TILT = 0.5  # the copula's share of the saddle-point tilt (docs/theory.md measures it)
 _GL_X, _GL_W = (np.asarray(a) for a in roots_legendre(24))
 
@@ -146,7 +147,7 @@ def _saddle(w, m, V, target, tilt, th):
         f, df = kprime(th)
         return jnp.minimum(th - f / jnp.maximum(df, 1e-300), th_max), None
 
-    th = jax.lax.scan(newton, jnp.minimum(th, th_max), None, length=_NEWTON)[0]
+    th = jax.lax.scan(newton, jnp.minimum(th, th_max), None, length=_NEWTON, unroll=True)[0]
     f, k2 = kprime(th)
     d = 1.0 - 2.0 * th[:, None] * wV
     K = jnp.sum(-0.5 * jnp.log(d) + th[:, None] * w * m * m / d, axis=1)
@@ -228,53 +229,70 @@ def _adf_log_stay(Pb, Cb, Pb_prev, u, state):
     return log_stay, (mu, S)
 
 
-def _hazard_step(log_surv, log_stay, u, t, med, T):
-    """One update of a lane's survival: (log P(not crossed), t, median so far)."""
-    log_surv = log_surv + log_stay
-    t = t + 1.0
-    # crossed by t at least when L_t <= target: P(crossed) >= P(L_t <= target) = Phi(u_t)
-    crossed = (log_surv <= jnp.log(0.5)) | (u >= 0.0)
-    med = jnp.where((med == 0) & crossed & (t <= T), t, med)
-    return log_surv, t, med
+def _pool(update, init, params, n, T):
+    """Median first-passage step of lanes 0..n-1 (0 if P(crossed) < 1/2 through T), [n] float64,
+    through W slots (init's leading size): a slot whose lane is done takes the next lane, so the
+    cost is the sum of the medians, not n times the longest. update(state, p) -> (state,
+    log(1 - hazard_t), u_t); p: the slots' rows of params (leaves [n + 1, ...], row n for idle
+    slots). Each lane's arithmetic is its own: the result depends on neither W nor order."""
+    W = jax.tree_util.tree_leaves(init)[0].shape[0]
+    zW = jnp.zeros(W)
 
+    def step(s, _):
+        state, log_surv, t, med, j, nxt, out = s
+        state, log_stay, u = update(state, jax.tree_util.tree_map(lambda x: x[j], params))
+        log_surv, t = log_surv + log_stay, t + 1.0
+        # crossed by t at least when L_t <= target: P(crossed) >= P(L_t <= target) = Phi(u_t)
+        crossed = (log_surv <= jnp.log(0.5)) | (u >= 0.0)
+        med = jnp.where((med == 0) & crossed & (t <= T), t, med)
+        done = (med > 0) | (t >= T)
+        out = out.at[jnp.where(done, j, n)].set(med)
+        j = jnp.where(done, jnp.minimum(nxt + jnp.cumsum(done) - 1, n), j)
+        nxt = nxt + jnp.sum(done)
+        reset = lambda x, x0: jnp.where(done.reshape((W,) + (1,) * (x.ndim - 1)), x0, x)
+        state = jax.tree_util.tree_map(reset, state, init)
+        log_surv, t, med = (jnp.where(done, 0.0, x) for x in (log_surv, t, med))
+        return (state, log_surv, t, med, j, nxt, out), None
 
-def _median_by_blocks(step, init, T):
-    """Scan step in blocks of _BLOCK updates until every lane has its median or t reaches T;
-    the state ends with (..., t, med), and the medians are returned."""
     def block(s):
         return jax.lax.scan(step, s, None, length=_BLOCK)[0]
 
     def cond(s):
-        return jnp.any((s[-1] == 0) & (s[-2] < T))
+        return jnp.any(s[4] < n)
 
-    return jax.lax.while_loop(cond, block, init)[-1]
+    init_s = (init, zW, zW, zW, jnp.arange(W), jnp.asarray(W), jnp.zeros(n + 1))
+    return jax.lax.while_loop(cond, block, init_s)[-1][:n]
 
 
-def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T, tilt):
+def _lanes(x):  # [n, ...] lane parameters -> [n + 1, ...], the last row a copy for idle slots
+    return jnp.concatenate([x, x[-1:]])
+
+
+def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T, tilt, W):
     """Median first-passage step per SGD lane (0 if P(crossed) < 1/2 through T), [N] float64:
     each coordinate's loss is a scalar AR(1) with coefficient a^2. h, c, e0 [D]; lr, batch [N]."""
-    N, K = lr.shape[0], P_DxK.shape[1]
+    N, K, D = lr.shape[0], P_DxK.shape[1], h.shape[0]
     w_D = h[None, :] / 2.0
-    a = 1.0 - lr[:, None] * h[None, :]
-    q = lr[:, None] ** 2 * c[None, :] / batch[:, None]
+    a = _lanes(1.0 - lr[:, None] * h[None, :])
+    q = _lanes(lr[:, None] ** 2 * c[None, :] / batch[:, None])
 
-    def step(s, _):
-        m, V, p_prev, th, adf, log_surv, t, med = s
+    def update(s, p):
+        m, V, p_prev, th, adf = s
+        a, q = p
         m_new, V_new = a * m, a * a * V + q
         u, p, th = _saddle(w_D, m_new, V_new, target, tilt, th)
         # a coordinate's loss w x^2 has lag-one regression a^2 (Cov = a^2 Var(l_{t-1}), exact)
         bins = lambda x: (x @ P_DxK)[..., None, None]
         log_stay, adf = _adf_log_stay(bins(p), bins(a * a * p_prev), bins(p_prev), u, adf)
-        log_surv, t, med = _hazard_step(log_surv, log_stay, u, t, med, T)
-        return (m_new, V_new, p, th, adf, log_surv, t, med), None
+        return (m_new, V_new, p, th, adf), log_stay, u
 
-    z, zN = jnp.zeros((N, h.shape[0])), jnp.zeros(N)
-    adf0 = (jnp.zeros((N, K, 1)), jnp.zeros((N, K, 1, K, 1)))
-    init = (jnp.broadcast_to(e0[None, :], z.shape), z, z, zN, adf0, zN, zN, zN)
-    return _median_by_blocks(step, init, T)
+    z, zW = jnp.zeros((W, D)), jnp.zeros(W)
+    adf0 = (jnp.zeros((W, K, 1)), jnp.zeros((W, K, 1, K, 1)))
+    init = (jnp.broadcast_to(e0[None, :], z.shape), z, z, zW, adf0)
+    return _pool(update, init, (a, q), N, T)
 
 
-_median_sgd_jit = jax.jit(_median_passage_sgd)
+_median_sgd_jit = jax.jit(_median_passage_sgd, static_argnames="W")
 
 # orthonormal basis of symmetric 2 x 2 tensors inside R^2 (x) R^2: e1e1, (e1e2 + e2e1)/sqrt 2, e2e2
 _SYM = np.array([[1.0, 0, 0], [0, 0.5**0.5, 0], [0, 0.5**0.5, 0], [0, 0, 1.0]])
@@ -292,7 +310,7 @@ def _sym_kron(x, y):
 _SYM_INDEX = ((0, 1, 2), (1, 3, 4), (2, 4, 5))  # entry (i, j) of a symmetric 3 x 3 in the 6
 
 
-def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt):
+def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt, W):
     """The momentum lanes' median first passage with the multi-lag copula.
 
     A coordinate's state X_t = (x_t, x_{t-1}) moves by A = [[a, -mu], [1, 0]], so its loss
@@ -300,24 +318,25 @@ def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt):
     P_t = w^2 (2 S (x) S + 2 (M M^T (x) S + S (x) M M^T)) (S, M the covariance and mean of X_t):
     a 3-dimensional vector AR(1) on the symmetric tensors (the oscillation of complex roots
     included). Per coordinate everything is kept as [N, D] arrays of matrix entries (XLA fuses
-    them); the bins are [N, K, 3, 3]."""
-    N, K = lr.shape[0], P_DxK.shape[1]
+    them); the bins are [W, K, 3, 3]."""
+    N, K, D = lr.shape[0], P_DxK.shape[1], h.shape[0]
     w_D = h[None, :] / 2.0
-    a = 1.0 + mu - lr[:, None] * h[None, :]
-    q = lr[:, None] ** 2 * c[None, :] / batch[:, None]
+    a = _lanes(1.0 + mu - lr[:, None] * h[None, :])
+    q = _lanes(lr[:, None] ** 2 * c[None, :] / batch[:, None])
     A = jnp.stack([jnp.stack([a, jnp.full_like(a, -mu)], -1),
                    jnp.stack([jnp.ones_like(a), jnp.zeros_like(a)], -1)], -2)  # [N, D, 2, 2]
     AA = jnp.einsum("...ij,...kl->...ikjl", A, A).reshape(a.shape + (4, 4))
-    Phi = jnp.einsum("ia,ndij,jb->ndab", _SYM, AA, _SYM)  # [N, D, 3, 3]
-    Phi = [[Phi[..., i, j] for j in range(3)] for i in range(3)]
+    Phi = jnp.einsum("ia,ndij,jb->ndab", _SYM, AA, _SYM)  # [N + 1, D, 3, 3]
 
-    def bins(entries, idx):  # [N, D] entries -> [N, K, 3, 3]
+    def bins(entries, idx):  # [W, D] entries -> [W, K, 3, 3]
         b = [x @ P_DxK for x in entries]
         return jnp.stack([jnp.stack([b[idx[i][j]] for j in range(3)], -1) for i in range(3)],
                          -2)
 
-    def step(s, _):
-        m, m_prev, V, V_prev, C, P_prev, th, adf, log_surv, t, med = s
+    def update(s, p):
+        m, m_prev, V, V_prev, C, P_prev, scale_prev, th, adf = s
+        a, q, Phi = p
+        Phi = [[Phi[..., i, j] for j in range(3)] for i in range(3)]
         m_new = a * m - mu * m_prev
         V_new = a * a * V + mu * mu * V_prev - 2.0 * a * mu * C + q
         C_new = a * V - mu * C
@@ -328,20 +347,23 @@ def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt):
         P = tuple(x * scale for x in P)
         Pp = [[P_prev[_SYM_INDEX[i][j]] for j in range(3)] for i in range(3)]
         PhiP = [sum(Phi[i][k] * Pp[k][j] for k in range(3)) for i in range(3) for j in range(3)]
+        # Cov(y_t, y_{t-1}) of the process y_t = sqrt(scale_t) vec_t: a valid joint covariance
+        # (Phi P_prev alone made shrinking shares inflate Var(Z) through the innovation's clip)
+        ratio = jnp.sqrt(scale / jnp.where(scale_prev > 0, scale_prev, 1.0))
+        PhiP = [x * jnp.where(scale_prev > 0, ratio, 0.0) for x in PhiP]
         nine = ((0, 1, 2), (3, 4, 5), (6, 7, 8))
         log_stay, adf = _adf_log_stay(bins(P, _SYM_INDEX), bins(PhiP, nine),
                                       bins(P_prev, _SYM_INDEX), u, adf)
-        log_surv, t, med = _hazard_step(log_surv, log_stay, u, t, med, T)
-        return (m_new, m, V_new, V, C_new, P, th, adf, log_surv, t, med), None
+        return (m_new, m, V_new, V, C_new, P, scale, th, adf), log_stay, u
 
-    z, zN = jnp.zeros((N, h.shape[0])), jnp.zeros(N)
+    z, zW = jnp.zeros((W, D)), jnp.zeros(W)
     m0 = jnp.broadcast_to(e0[None, :], z.shape)
-    adf0 = (jnp.zeros((N, K, 3)), jnp.zeros((N, K, 3, K, 3)))
-    init = (m0, m0, z, z, z, (z,) * 6, zN, adf0, zN, zN, zN)
-    return _median_by_blocks(step, init, T)
+    adf0 = (jnp.zeros((W, K, 3)), jnp.zeros((W, K, 3, K, 3)))
+    init = (m0, m0, z, z, z, (z,) * 6, z, zW, adf0)
+    return _pool(update, init, (a, q, Phi), N, T)
 
 
-_median_momentum_jit = jax.jit(_median_passage_momentum)
+_median_momentum_jit = jax.jit(_median_passage_momentum, static_argnames="W")
 
 
 def _rate_bins(h) -> np.ndarray:
@@ -378,11 +400,12 @@ def median_steps_many(cfg: QuadraticConfig, opt: OptimConfig, batches, lrs,
     with jax.enable_x64(True):
         if mu == 0:
             out = _median_sgd_jit(*args, jnp.asarray(_rate_bins(h)),
-                                  cfg.target * initial_loss(cfg), float(max_steps), float(tilt))
+                                  cfg.target * initial_loss(cfg), float(max_steps), float(tilt),
+                                  W=min(b.size, SLOTS))
         else:
             out = _median_momentum_jit(*args, mu, jnp.asarray(_rate_bins(h)),
                                        cfg.target * initial_loss(cfg), float(max_steps),
-                                       float(tilt))
+                                       float(tilt), W=min(b.size, SLOTS))
         return np.asarray(out).astype(np.int64).reshape(b.shape)
 
 
