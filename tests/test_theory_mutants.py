@@ -11,7 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy.special import ndtr
+from scipy.integrate import quad
+from scipy.special import ndtr, zeta
 
 from tests.helpers import assert_close
 from twoclock import OptimConfig, QuadraticConfig
@@ -484,6 +485,41 @@ def test_drift_crossed_is_the_first_passage_law_of_a_drifting_brownian_motion():
     want = [2 * ndtr(-1.0), ndtr(0.0) + math.exp(2) * ndtr(-2.0),
             ndtr(-1.0) + math.exp(4) * ndtr(-3.0), ndtr(-0.75) + math.exp(-0.25) * ndtr(-0.25)]
     assert_close(dr._crossed(D, V, 1.0), want, rtol=1e-12, atol=0, what="first passage")
+
+
+def _rice_by_quad(mu, v):
+    """E[u] - mu under the upcrossing density u N(u; mu, v^2) on u > 0, by quadrature."""
+    dens = lambda u, k: u**k * math.exp(-0.5 * ((u - mu) / v) ** 2)
+    lo, hi = 0.0, max(mu, 0.0) + 12 * v
+    return quad(dens, lo, hi, args=(2,), epsabs=0, epsrel=1e-12)[0] / quad(
+        dens, lo, hi, args=(1,), epsabs=0, epsrel=1e-12)[0] - mu
+
+
+def test_drift_rice_excess_is_the_mean_velocity_at_an_upcrossing():
+    """At mu = 0 the upcrossing law u N(u; 0, v^2) on u > 0 has mean v sqrt(pi / 2); elsewhere
+    its mean by quadrature (a velocity well above, near and below 0); no noise, no excess."""
+    assert_close(dr._rice_excess(0.0, 2.0), math.sqrt(2 * math.pi), **TIGHT, what="mu = 0")
+    mu, v = np.array([1.0, 0.3, -1.0, 0.5]), np.array([0.5, 2.0, 1.0, 0.0])
+    want = [_rice_by_quad(m, s) for m, s in zip(mu[:3], v[:3])] + [0.0]
+    assert_close(dr._rice_excess(mu, v), want, rtol=1e-9, atol=0, what="Rice excess")
+
+
+def test_drift_crossed_per_update_moves_the_barrier_out():
+    """The Brownian law with the barrier at thr + beta sd_1 + b1 / (1 - b1) * (Rice excess of a
+    step N(dD, sd_1^2 (1 - b1) / (1 + b1))), sd_1^2 the variance added by the update (0 where V
+    falls), beta = -zeta(1/2) / sqrt(2 pi). beta1 = 0.8: (1 - b1) / (1 + b1) = 1/9, owed 4x."""
+    D, V, thr = np.array([0.1, 0.3, 0.45]), np.array([0.04, 0.09, 0.08]), 0.5
+    sd1, dD = np.sqrt([0.04, 0.05, 0.0]), np.array([0.1, 0.2, 0.15])
+    beta = -zeta(0.5) / math.sqrt(2 * math.pi)
+
+    def law(a):  # Phi((D - a) / sqrt V) + exp(2 a D / V) Phi(-(D + a) / sqrt V), a per update
+        return ndtr((D - a) / np.sqrt(V)) + np.exp(2 * a * D / V) * ndtr(-(D + a) / np.sqrt(V))
+
+    assert_close(dr.crossed_per_update(D, V, thr), law(thr + beta * sd1), rtol=1e-12, atol=0,
+                 what="b1 = 0")
+    owed = 4 * np.array([_rice_by_quad(d, s / 3) if s > 0 else 0.0 for d, s in zip(dD, sd1)])
+    assert_close(dr.crossed_per_update(D, V, thr, 0.8), law(thr + beta * sd1 + owed), rtol=1e-9,
+                 atol=0, what="b1 = 0.8")
 
 
 def test_drift_adam_failure_norm_stat_regimes_and_limits():
