@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr, ndtr
-from scipy.special import roots_legendre
+from scipy.special import log_ndtr as log_ndtr_np, roots_legendre
 
 from twoclock.config import OptimConfig, require, require_int
 from twoclock.models.quadratic.config import QuadraticConfig
@@ -203,22 +203,24 @@ def _tn_edge(al):
     return lam, lam * lam - al * lam
 
 
+def _tn_table():
+    """log((E - al)^2 / Var - 1) of the standard normal truncated to > al, on a grid of al
+    in [-12, 8] (decreasing from ~5 to ~-5.5), reversed to increase, with the grid."""
+    al = np.linspace(-12.0, 8.0, 4001)
+    lam = np.exp(-0.5 * al * al - log_ndtr_np(-al)) / np.sqrt(2.0 * np.pi)
+    ratio = (lam - al) ** 2 / (1.0 + al * lam - lam * lam)
+    return np.log(ratio - 1.0)[::-1].copy(), al[::-1].copy()
+
+
+_TN_X, _TN_AL = _tn_table()
+
+
 def _tn_fit(excess2_over_var):
     """al of the standard normal truncated to > al whose (E - al)^2 / Var is the given ratio
-    (decreasing in al from infinity to 1), by 40 bisections on [-12, 8]."""
-    def f(al):
-        lam, shrink = _tn_edge(al)
-        return (lam - al) ** 2 / jnp.maximum(1.0 - shrink, 1e-300)
-
-    def bisect(lo_hi, _):
-        lo, hi = lo_hi
-        mid = 0.5 * (lo + hi)
-        up = f(mid) > excess2_over_var
-        return (jnp.where(up, mid, lo), jnp.where(up, hi, mid)), None
-
-    lo = jnp.full_like(excess2_over_var, -12.0)
-    lo, hi = jax.lax.scan(bisect, (lo, lo + 20.0), None, length=40)[0]
-    return 0.5 * (lo + hi)
+    (decreasing in al from infinity to 1), interpolated in the table above (clipped to its
+    ends: no truncation felt below -12; an exponential-like edge above 8)."""
+    x = jnp.log(jnp.maximum(excess2_over_var - 1.0, 1e-300))
+    return jnp.interp(x, jnp.asarray(_TN_X), jnp.asarray(_TN_AL))
 
 
 def _pair_moments(h, k, rho):
@@ -276,24 +278,26 @@ def _adf_log_stay(Pb, Cb, Pb_prev, u, state):
     log_stay = jnp.log(jnp.clip(L / jnp.maximum(ndtr(-h), 1e-300), 1e-300, 1.0))
     # y_t = mu + B (X, Y) + independent Gaussian, (X, Y) the standardised (Z_{t-1}, Z_t)
     # (B = [g1 / sd1, g2 / sd2] Corr^-1); truncating (X, Y) moves mean and covariance by B
-    det = jnp.maximum(1.0 - rho * rho, 1e-12)
-    bx = (g1 / sd1[:, None, None] - rho[:, None, None] * g2 / sd2[:, None, None]) / det[:, None, None]
-    by = (g2 / sd2[:, None, None] - rho[:, None, None] * g1 / sd1[:, None, None]) / det[:, None, None]
-    cxx, cyy, cxy = exx - ex * ex - 1.0, eyy - ey * ey - 1.0, exy - ex * ey - rho
     col = lambda x: x[:, None, None]
+    det = col(jnp.maximum(1.0 - rho * rho, 1e-12))
+    bx = (g1 / col(sd1) - col(rho) * g2 / col(sd2)) / det
+    by = (g2 / col(sd2) - col(rho) * g1 / col(sd1)) / det
+    cxx, cyy, cxy = exx - ex * ex - 1.0, eyy - ey * ey - 1.0, exy - ex * ey - rho
     mu = mu + bx * col(ex) + by * col(ey)
-    outer = lambda x, y: jnp.einsum("nki,nlj->nkilj", x, y)
-    S = S + (outer(bx, bx) * col(cxx)[..., None, None] + outer(by, by) * col(cyy)[..., None, None]
-             + (outer(bx, by) + outer(by, bx)) * col(cxy)[..., None, None])
     # the truncated family: Z_t ~ N(m', s'^2) truncated to > u_t with Z_t's mean and variance
+    # given both survivals (Z_t = m2 + sd2 Y, so Cov(y_t, Z_t) moves by sd2 B C e_Y)
     mz, vz = m2 + sd2 * ey, jnp.maximum(v2 * (eyy - ey * ey), 1e-300)
-    gz = jnp.sum(S[..., 0], axis=3)  # Cov(y_t, Z_t) given both survivals
+    beta = (g2 + col(sd2) * (bx * col(cxy) + by * col(cyy))) / col(vz)
     al = _tn_fit(jnp.maximum(mz - u, 0.0) ** 2 / vz)
     lam, shrink = _tn_edge(al)
     s2 = vz / jnp.maximum(1.0 - shrink, 1e-300)
-    beta = gz / col(vz)
-    mu = mu - beta * col(mz - (mz - jnp.sqrt(s2) * lam))  # m' = E - s' lambda
-    S = S + outer(beta, beta) * col(s2 - vz)[..., None, None]
+    mu = mu - beta * col(jnp.sqrt(s2) * lam)  # m' = E - s' lambda
+    # S + B C B^T + beta beta^T (s'^2 - Var(Z_t)) as one contraction, B = [bx, by]
+    basis = jnp.stack([bx, by, beta], -1)  # [N, K, r, 3]
+    z = jnp.zeros_like(cxx)
+    coef = jnp.stack([jnp.stack([cxx, cxy, z], -1), jnp.stack([cxy, cyy, z], -1),
+                      jnp.stack([z, z, s2 - vz], -1)], -2)  # [N, 3, 3]
+    S = S + jnp.einsum("nkia,nab,nljb->nkilj", basis, coef, basis)
     return log_stay, (mu, S, u)
 
 
