@@ -11,7 +11,7 @@ median_steps (SGD, momentum), two approximations (docs/theory.md measures them):
 2. crossing: Z_t is a sum of Gaussian vector AR(1) components (coordinates binned by curvature)
    with the loss's exact lag structure, weighted by their share of Var(L) under half the
    saddle-point tilt (TILT); P(no crossing by t) by assumed-density filtering of the components
-   given no crossing so far.
+   given no crossing so far, in the family of Gaussians truncated to Z_t > u_t.
 median_from_moments (mean-field Adam): a three-cumulant gamma marginal and a lag-one Markov
 Gaussian copula, hazard_t = P(Z_t <= u_t, Z_{t-1} > u_{t-1}) / P(Z_{t-1} > u_{t-1}).
 The median first passage is the first t with P(not crossed by t) <= 1/2. Nothing is sampled.
