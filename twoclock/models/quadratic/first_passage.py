@@ -11,7 +11,7 @@ median_steps (SGD, momentum), two approximations (docs/theory.md measures them):
 2. crossing: Z_t is a sum of Gaussian vector AR(1) components (coordinates binned by curvature)
    with the loss's exact lag structure, weighted by their share of Var(L) under half the
    saddle-point tilt (TILT); P(no crossing by t) by assumed-density filtering of the components
-   given no crossing so far.
+   given no crossing so far, in the family of Gaussians truncated to Z_t > u_t.
 median_from_moments (mean-field Adam): a three-cumulant gamma marginal and a lag-one Markov
 Gaussian copula, hazard_t = P(Z_t <= u_t, Z_{t-1} > u_{t-1}) / P(Z_{t-1} > u_{t-1}).
 The median first passage is the first t with P(not crossed by t) <= 1/2. Nothing is sampled.
@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr, ndtr
-from scipy.special import roots_legendre
+from scipy.special import log_ndtr as log_ndtr_np, roots_legendre
 
 from twoclock.config import OptimConfig, require, require_int
 from twoclock.models.quadratic.config import QuadraticConfig
@@ -197,36 +197,113 @@ def _psd_small(Q):
     return (L * jnp.stack([d1, d2, d3], -1)[..., None, :]) @ jnp.swapaxes(L, -1, -2)
 
 
+def _tn_edge(al):
+    """(lambda, 1 - Var) of a standard normal truncated to > al: lambda = E[Z | Z > al]."""
+    lam = jnp.exp(-0.5 * al * al - log_ndtr(-al)) / jnp.sqrt(2.0 * jnp.pi)
+    return lam, lam * lam - al * lam
+
+
+def _tn_table(n: int = 4001):
+    """(x0, dx, al_n): al of the standard normal truncated to > al at n equally spaced
+    x = log((E - al)^2 / Var - 1) from x0 (x falls from ~5 at al = -12 to ~-3.6 at al = 8;
+    an evenly spaced x makes the look-up one gather, where a search costs a loop per update)."""
+    al = np.linspace(-12.0, 8.0, 200_001)
+    lam = np.exp(-0.5 * al * al - log_ndtr_np(-al)) / np.sqrt(2.0 * np.pi)
+    x = np.log((lam - al) ** 2 / (1.0 + al * lam - lam * lam) - 1.0)[::-1]
+    grid = np.linspace(x[0], x[-1], n)
+    return float(grid[0]), float(grid[1] - grid[0]), np.interp(grid, x, al[::-1])
+
+
+_TN_X0, _TN_DX, _TN_AL = _tn_table()
+
+
+def _tn_fit(excess2_over_var):
+    """al of the standard normal truncated to > al whose (E - al)^2 / Var is the given ratio
+    (decreasing in al from infinity to 1), interpolated in the table above (clipped to its
+    ends: no truncation felt below -12; an exponential-like edge above 8)."""
+    x = jnp.log(jnp.maximum(excess2_over_var - 1.0, 1e-300))
+    pos = jnp.clip((x - _TN_X0) / _TN_DX, 0.0, _TN_AL.size - 1.000001)
+    i = jnp.floor(pos).astype(jnp.int32)
+    table = jnp.asarray(_TN_AL)
+    return table[i] + (pos - i) * (table[i + 1] - table[i])
+
+
+def _pair_moments(h, k, rho):
+    """(L, E[X], E[Y], E[X^2], E[Y^2], E[XY]) of standard normals X, Y with correlation rho
+    given X > h, Y > k (L = P(X > h, Y > k); Rosenbaum's moments of a truncated bivariate
+    normal)."""
+    rho = jnp.clip(rho, -0.999999, 0.999999)
+    s = jnp.sqrt(1.0 - rho * rho)
+    ks, hs = (k - rho * h) / s, (h - rho * k) / s
+    pdf = lambda x: jnp.exp(-0.5 * x * x) / jnp.sqrt(2.0 * jnp.pi)
+    L = jnp.maximum(ndtr(-h) - _upper_lower(h, k, rho), 1e-300)
+    A, B = pdf(h) * ndtr(-ks), pdf(k) * ndtr(-hs)  # phi(h) Q(k*), phi(k) Q(h*)
+    edge = pdf(h) * pdf(ks)  # = phi(k) phi(h*)
+    ex, ey = (A + rho * B) / L, (B + rho * A) / L
+    exx = 1.0 + (h * A + rho * rho * k * B + rho * s * edge) / L
+    eyy = 1.0 + (k * B + rho * rho * h * A + rho * s * edge) / L
+    exy = rho + (rho * h * A + rho * k * B + s * edge) / L
+    return L, ex, ey, exx, eyy, exy
+
+
 def _adf_log_stay(Pb, Cb, Pb_prev, u, state):
     """One update of the multi-lag copula: (log(1 - hazard_t), new state).
 
     Z_t = sum_k y_k[0] with y_k Gaussian vector AR(1) components (bins of coordinates, r
     dimensions each) of covariance Pb [N, K, r, r] and lag-one regression
-    F = Cb Pb_prev^-1 (Cb = Cov(y_t, y_{t-1})); state = (mean [N, K, r], covariance
-    [N, K, r, K, r]) of y given no crossing so far. The hazard is P(Z_t <= u_t) under that
-    Gaussian; surviving conditions the state on Z_t > u_t by matching the truncated normal's
-    mean and variance (assumed-density filtering)."""
-    mu, S = state
+    F = Cb Pb_prev^-1 (Cb = Cov(y_t, y_{t-1})). The law of y_{t-1} given no crossing so far
+    is kept as a Gaussian truncated to Z_{t-1} > u_{t-1}: state = (its mean [N, K, r],
+    covariance [N, K, r, K, r], u_{t-1} [N]), so no mass sits beyond the boundary. The
+    hazard P(Z_t <= u_t | no crossing) is then exact (a bivariate normal), and the law of y_t
+    given Z_{t-1} > u_{t-1}, Z_t > u_t is projected back onto a Gaussian truncated to
+    Z_t > u_t with the same mean and covariance (assumed-density filtering in the truncated
+    family)."""
+    mu, S, u_prev = state
     r = Pb.shape[-1]
     eps = 1e-12 * jnp.trace(Pb_prev, axis1=-2, axis2=-1)[..., None, None] + 1e-90  # det > 0
     F = Cb @ _inv_small(Pb_prev + eps * jnp.eye(r)[None, None])
     # the innovation's covariance, clipped to >= 0 (the tilted shares may shrink faster than
     # the lag-one regression allows)
     Q = _psd_small(Pb - F @ Pb_prev @ jnp.swapaxes(F, -1, -2))
+    g1 = jnp.einsum("nkia,nka->nki", F, jnp.sum(S[..., 0], axis=3))  # Cov(y_t, Z_{t-1})
+    v1 = jnp.maximum(jnp.sum(S[..., 0, :, 0], axis=(1, 2)), 1e-300)
+    m1 = jnp.sum(mu[..., 0], axis=1)
     mu = jnp.einsum("nkia,nka->nki", F, mu)
     S = jnp.einsum("nkia,nkalb->nkilb", F, S)  # two contractions: XLA makes one slow
     S = jnp.einsum("nkilb,nljb->nkilj", S, F)
     S = S + jnp.einsum("nkij,kl->nkilj", Q, jnp.eye(Pb.shape[1]))
-    g = jnp.sum(S[..., 0], axis=3)  # Cov(y, Z), [N, K, r]
-    vs = jnp.maximum(jnp.sum(g[..., 0], axis=1), 1e-300)
-    sd = jnp.sqrt(vs)
-    al = (u - jnp.sum(mu[..., 0], axis=1)) / sd
-    log_stay = jnp.log1p(-jnp.minimum(jnp.exp(log_ndtr(al)), 1.0 - 1e-16))
-    lam = jnp.exp(-0.5 * al * al - log_ndtr(-al)) / jnp.sqrt(2.0 * jnp.pi)  # E[Z | Z > al]
-    shrink = lam * lam - al * lam  # 1 - Var[Z | Z > al]
-    mu = mu + g * (sd * lam / vs)[:, None, None]
-    S = S - jnp.einsum("nki,nlj->nkilj", g, g) * (shrink / vs)[:, None, None, None, None]
-    return log_stay, (mu, S)
+    g2 = jnp.sum(S[..., 0], axis=3)  # Cov(y_t, Z_t)
+    v2 = jnp.maximum(jnp.sum(g2[..., 0], axis=1), 1e-300)
+    m2 = jnp.sum(mu[..., 0], axis=1)
+    sd1, sd2 = jnp.sqrt(v1), jnp.sqrt(v2)
+    rho = jnp.clip(jnp.sum(g1[..., 0], axis=1) / (sd1 * sd2), -1.0, 1.0)
+    h = jnp.clip((u_prev - m1) / sd1, -40.0, 40.0)
+    k = jnp.clip((u - m2) / sd2, -40.0, 40.0)
+    L, ex, ey, exx, eyy, exy = _pair_moments(h, k, rho)
+    log_stay = jnp.log(jnp.clip(L / jnp.maximum(ndtr(-h), 1e-300), 1e-300, 1.0))
+    # y_t = mu + B (X, Y) + independent Gaussian, (X, Y) the standardised (Z_{t-1}, Z_t)
+    # (B = [g1 / sd1, g2 / sd2] Corr^-1); truncating (X, Y) moves mean and covariance by B
+    col = lambda x: x[:, None, None]
+    det = col(jnp.maximum(1.0 - rho * rho, 1e-12))
+    bx = (g1 / col(sd1) - col(rho) * g2 / col(sd2)) / det
+    by = (g2 / col(sd2) - col(rho) * g1 / col(sd1)) / det
+    cxx, cyy, cxy = exx - ex * ex - 1.0, eyy - ey * ey - 1.0, exy - ex * ey - rho
+    mu = mu + bx * col(ex) + by * col(ey)
+    # the truncated family: Z_t ~ N(m', s'^2) truncated to > u_t with Z_t's mean and variance
+    # given both survivals (Z_t = m2 + sd2 Y, so Cov(y_t, Z_t) moves by sd2 B C e_Y)
+    mz, vz = m2 + sd2 * ey, jnp.maximum(v2 * (eyy - ey * ey), 1e-300)
+    beta = (g2 + col(sd2) * (bx * col(cxy) + by * col(cyy))) / col(vz)
+    al = _tn_fit(jnp.maximum(mz - u, 0.0) ** 2 / vz)
+    lam, shrink = _tn_edge(al)
+    s2 = vz / jnp.maximum(1.0 - shrink, 1e-300)
+    mu = mu - beta * col(jnp.sqrt(s2) * lam)  # m' = E - s' lambda
+    # S + B C B^T + beta beta^T (s'^2 - Var(Z_t)) as one contraction, B = [bx, by]
+    basis = jnp.stack([bx, by, beta], -1)  # [N, K, r, 3]
+    z = jnp.zeros_like(cxx)
+    coef = jnp.stack([jnp.stack([cxx, cxy, z], -1), jnp.stack([cxy, cyy, z], -1),
+                      jnp.stack([z, z, s2 - vz], -1)], -2)  # [N, 3, 3]
+    S = S + jnp.einsum("nkia,nab,nljb->nkilj", basis, coef, basis)
+    return log_stay, (mu, S, u)
 
 
 def _pool(update, init, params, n, T):
@@ -287,7 +364,7 @@ def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T, tilt, W):
         return (m_new, V_new, p, th, adf), log_stay, u
 
     z, zW = jnp.zeros((W, D)), jnp.zeros(W)
-    adf0 = (jnp.zeros((W, K, 1)), jnp.zeros((W, K, 1, K, 1)))
+    adf0 = (jnp.zeros((W, K, 1)), jnp.zeros((W, K, 1, K, 1)), jnp.full(W, -40.0))
     init = (jnp.broadcast_to(e0[None, :], z.shape), z, z, zW, adf0)
     return _pool(update, init, (a, q), N, T)
 
@@ -358,7 +435,7 @@ def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt, W)
 
     z, zW = jnp.zeros((W, D)), jnp.zeros(W)
     m0 = jnp.broadcast_to(e0[None, :], z.shape)
-    adf0 = (jnp.zeros((W, K, 3)), jnp.zeros((W, K, 3, K, 3)))
+    adf0 = (jnp.zeros((W, K, 3)), jnp.zeros((W, K, 3, K, 3)), jnp.full(W, -40.0))
     init = (m0, m0, z, z, z, (z,) * 6, z, zW, adf0)
     return _pool(update, init, (a, q, Phi), N, T)
 
