@@ -728,3 +728,26 @@ def test_crossing_on_the_special_cases_of_the_closed_form(mu, lr, batch, target,
         got = cr.steps_to_target(QuadraticConfig(dim=dim, sigma=sigma, target=float(frac)), opt,
                                  batch, lr, 300)
         assert got == want, (frac, got, want)
+
+
+@pytest.mark.parametrize("below", [0.5, 0.6])
+def test_first_passage_median_from_moments_does_not_depend_on_its_chunks(monkeypatch, below):
+    """median_from_moments evaluates a path in compiled chunks, and each chunk's first hazard
+    needs the previous chunk's last u. SGD moments (dim 8, B 1, lr h 1/8), a target below the
+    floor, crossed through many small hazards: chunks of 7 rows give the single chunk's
+    median (carrying a wrong u moved it by one update: 79 -> 78 at 0.5 x the floor)."""
+    cfg = QuadraticConfig(dim=8, drift_dim=0)
+    h, c, e0 = spectrum(cfg), noise_variances(cfg), initial_offset(cfg)
+    lr, T = 0.125 / h.max(), 300
+    a = 1.0 - lr * h
+    m, V = [e0.astype(float)], [np.zeros_like(h)]
+    for _ in range(T):
+        m.append(a * m[-1])
+        V.append(a * a * V[-1] + lr * lr * c)
+    m, V = np.array(m), np.array(V)
+    C = np.concatenate([np.zeros((1, h.size)), a * V[:-1]])  # Cov(x_t, x_{t-1}) = a V_{t-1}
+    target = below * float(0.5 * np.sum(h * (m[-1] ** 2 + V[-1])))
+    whole = fp.median_from_moments(h, m, V, C, target, extrapolate=True)
+    assert 20 < whole < T, whole
+    monkeypatch.setattr(fp, "_CHUNK", 7)
+    assert fp.median_from_moments(h, m, V, C, target, extrapolate=True) == whole
