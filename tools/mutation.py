@@ -34,6 +34,16 @@ import sys
 import tempfile
 from types import SimpleNamespace
 
+# the first-passage selection: first_passage.py and its Gaussian primitives (gaussian.py)
+PASSAGE_TESTS = [
+    "tests/test_theory_mutants.py::test_first_passage_*",
+    "tests/test_theory_passage.py::test_saddle_point_marginal_matches_monte_carlo",
+    "tests/test_theory_passage.py::test_first_passage_beats_expected_loss_near_the_floor",
+    "tests/test_theory_passage.py::test_first_passage_remembers_slow_coordinates",
+    "tests/test_theory_passage.py::test_first_passage_many_is_each_configuration_alone",
+    "tests/test_theory_passage.py::test_first_passage_median_matches_simulation_momentum",
+]
+
 # module -> fast tests that should catch a wrong formula in it (files missing at --ref are skipped)
 TESTS = {
     "twoclock/clocks.py": ["tests/test_clocks.py", "tests/test_results_values.py"],
@@ -96,13 +106,9 @@ TESTS = {
         "tests/test_theory_passage.py::test_adam_failure_clock_within_three_percent"],
     # first_passage: the hand values first, then the saddle point and the medians against float64
     # NumPy simulations (SGD: the two fixed cells; momentum: the property), and the slot pool
-    "twoclock/models/quadratic/first_passage.py": [
-        "tests/test_theory_mutants.py::test_first_passage_*",
-        "tests/test_theory_passage.py::test_saddle_point_marginal_matches_monte_carlo",
-        "tests/test_theory_passage.py::test_first_passage_beats_expected_loss_near_the_floor",
-        "tests/test_theory_passage.py::test_first_passage_remembers_slow_coordinates",
-        "tests/test_theory_passage.py::test_first_passage_many_is_each_configuration_alone",
-        "tests/test_theory_passage.py::test_first_passage_median_matches_simulation_momentum"],
+    "twoclock/models/quadratic/first_passage.py": PASSAGE_TESTS,
+    # its Gaussian primitives (split out of first_passage.py): the same selection
+    "twoclock/models/quadratic/gaussian.py": PASSAGE_TESTS,
     "twoclock/models/bandit/theory.py": [
         "tests/test_theory_mutants.py::test_bandit_*",
         "tests/test_bandit_reference.py::test_predicted_failure_by_hand",
