@@ -18,7 +18,7 @@ from twoclock.config import OptimConfig, require, require_int, require_positive
 from twoclock.models import get as get_model
 from twoclock.scaling import lr_for_batch
 from twoclock.stages import CARRY_MODES, make_run
-from twoclock.sweep import seed_keys
+from twoclock.keys import seed_keys
 
 
 def switch_updates(switch: int, b1: int) -> int:

@@ -11,20 +11,19 @@ estimated from one traced update, and a sweep that cannot fit is refused.
 """
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
-import functools
 import math
 import sys
 import time
 from typing import Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from twoclock import safety
 from twoclock.config import OptimConfig, SweepConfig, require, require_int
 from twoclock.estimate import Estimate, estimate
+from twoclock.keys import seed_keys  # noqa: F401 (part of this module's interface)
 from twoclock.model import Model
 from twoclock.models import get as get_model
 from twoclock.scaling import lr_for_batch
@@ -68,12 +67,6 @@ class Chunk:
     start: int
     stop: int
     lanes: int  # padded stream count the program is compiled for
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1))  # one small compile, not five eager ones
-def seed_keys(seed: int, n_seeds: int) -> jax.Array:
-    base = jax.random.PRNGKey(seed)
-    return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(n_seeds))
 
 
 def n_steps_for(budget: int, batch: int) -> int:
