@@ -32,6 +32,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from types import SimpleNamespace
 
 # the first-passage selection: first_passage.py and its Gaussian primitives (gaussian.py)
@@ -224,16 +225,31 @@ def pytest_configure(config):
 """
 
 
+def kill_after(root: str, tests: list) -> int:
+    """Seconds after which a mutant's pytest is killed: 10x one unmutated run of the selection
+    (mutmut's own limit, from its own baseline) plus a minute. Stops if the selection fails
+    unmutated, where every mutant would count as killed."""
+    t0 = time.perf_counter()
+    run = subprocess.run(shlex.split(PYTEST) + tests, cwd=root, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": root, "TWOCLOCK_CACHE_DIR": "off"})
+    if run.returncode != 0:
+        sys.exit(f"tools/mutation.py: the unmutated tests fail:\n{run.stdout[-2000:]}")
+    return int(10 * (time.perf_counter() - t0)) + 60
+
+
 def one_module(root: str, module: str, types: str | None) -> dict:
     tests = [t for entry in TESTS[module] for t in node_ids(root, entry)]
     with open(os.path.join(root, "mutation_no_shrink.py"), "w") as f:
         f.write(PLUGIN)
     # mutmut 2 counts only pytest's exit status 1 as a kill: a mutant that breaks the module's
     # import (status 2, collection error, or 4, "found no collectors" for a node id) would
-    # count as a survivor. Any failure is a kill here. mutmut's own timeout kills only the
-    # shell, and then waits for pytest's output to close: `timeout` ends pytest too (900 s,
-    # above mutmut's limit of 10x the unmutated run here, so a timeout stays a timeout).
-    runner = shlex.join(["sh", "-c", f"timeout -s KILL 900 {PYTEST} {' '.join(tests)} || exit 1"])
+    # count as a survivor. Any failure is a kill here. mutmut's own timeout (10x its unmutated
+    # run) kills only the shell, and then waits for pytest's output to close: `timeout` ends
+    # pytest too, a little after mutmut's limit, so a timeout stays a timeout. (A fixed 900 s
+    # here once held a run on one hanging mutant for 15 minutes.)
+    kill_s = kill_after(root, tests)
+    runner = shlex.join(["sh", "-c",
+                         f"timeout -s KILL {kill_s} {PYTEST} {' '.join(tests)} || exit 1"])
     opts = ["--paths-to-mutate", module, "--tests-dir", "tests/", "--runner", runner,
             "--simple-output", "--no-progress"]
     opts += (["--enable-mutation-types", types] if types else
