@@ -2,7 +2,7 @@
 
     python benchmarks/bench_sweep.py [--quick] [--only quadratic|bandit]
                                      [--prng threefry2x32|rbg|unsafe_rbg] [--devices N]
-                                     [--json PATH]
+                                     [--json PATH] [--cold-repeats N]
 
 Prints one table. Rates count useful updates only (not the padding of the last checkpoint
 chunk): coordinate-updates = updates x (dim + drift_dim), one Gaussian draw each; samples =
@@ -12,7 +12,9 @@ effective rate (coordinate-updates/s) as a multiple of the machine's normal-draw
 where runs share one draw of the noise (every lr0 of a seed does). The sharing section times a
 warm run_sweep with 1 and with 5 lr0 values on the same batches and seeds; the cold/warm section
 runs the headline command twice in fresh processes, with an empty and then a filled
-compilation cache. --json writes every number of the table, to compare a change with the last.
+compilation cache; the cold small grid section times the small grid's first run_sweep against
+the NumPy reference in N fresh processes (default 5) and reports the median ratio. --json writes
+every number of the table, to compare a change with the last.
 """
 import argparse
 import importlib.util
@@ -41,6 +43,10 @@ def _args():
     p.add_argument("--json", help="also write the table's numbers to this JSON file")
     p.add_argument("--loop-runs", type=int, default=48,
                    help="at most this many runs timed in the single-run loop (spread over the grid)")
+    p.add_argument("--cold-repeats", type=int, default=5,
+                   help="fresh processes timing the small grid's first run_sweep against NumPy "
+                        "(0: skip)")
+    p.add_argument("--cold-child", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -264,6 +270,34 @@ def bench_sharing(budget: int, seeds: int = 32) -> dict:
     return {"seeds": seeds, "one_lr0_s": out[1], "five_lr0_s": out[5], "ratio": out[5] / out[1]}
 
 
+def cold_small_child(budget: int) -> None:
+    """In a fresh process: the small grid's first run_sweep (its compile the process's first
+    beyond JAX's start-up), then the NumPy reference; prints both seconds as JSON."""
+    jax.devices()  # backend start-up is not the sweep's
+    sweep = grids(budget)["small"]
+    cfg, opt = QuadraticConfig(), OptimConfig()
+    t0 = time.perf_counter()
+    run_sweep("quadratic", cfg, opt, sweep, quiet=True)
+    t_jax = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    nr.quadratic_sweep(cfg, opt, sweep)
+    print(json.dumps({"run_sweep_s": t_jax, "numpy_s": time.perf_counter() - t0}))
+
+
+def bench_cold_small(repeats: int, quick: bool) -> dict:
+    """The cold small grid against NumPy in `repeats` fresh processes (no compilation cache):
+    its ratio moves with the load, since the compile runs on one thread."""
+    env = {**os.environ, "TWOCLOCK_CACHE_DIR": "off"}
+    cmd = [sys.executable, str(HERE / "bench_sweep.py"), "--cold-child"] + (
+        ["--quick"] if quick else [])
+    runs = []
+    for _ in range(repeats):
+        out = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True).stdout
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    ratios = sorted(r["numpy_s"] / r["run_sweep_s"] for r in runs)
+    return {"runs": runs, "ratios": ratios, "median_ratio": float(np.median(ratios))}
+
+
 def bench_cold_warm(quick: bool) -> dict:
     """The headline command in two fresh processes: an empty compilation cache, then filled."""
     extra = ["--budget", "20000"] if quick else []
@@ -320,6 +354,9 @@ def fmt(x: float) -> str:
 def main() -> int:
     args = ARGS
     budget = 20_000 if args.quick else 200_000
+    if args.cold_child:
+        cold_small_child(budget)
+        return 0
     t_all = time.perf_counter()
     print(f"load average at start {os.getloadavg()[0]:.1f}")
     print(f"twoclock from {TREE.name}")
@@ -379,6 +416,14 @@ def main() -> int:
               f"{cold_warm['warm']['simulation_s']:.2f} s = {cold_warm['ratio_simulation']:.2f}x, "
               f"wall {cold_warm['cold']['wall_s']:.1f} s / {cold_warm['warm']['wall_s']:.1f} s = "
               f"{cold_warm['ratio_wall']:.2f}x")
+    cold_small = None
+    if args.only != "bandit" and args.cold_repeats > 0:
+        cold_small = bench_cold_small(args.cold_repeats, args.quick)
+        print(f"Cold small grid in {args.cold_repeats} fresh processes (run_sweep, then NumPy): "
+              + ", ".join(f"{r['run_sweep_s']:.2f} s vs {r['numpy_s']:.2f} s"
+                          for r in cold_small["runs"])
+              + f"; NumPy / run_sweep median {cold_small['median_ratio']:.2f}x "
+              f"(range {cold_small['ratios'][0]:.2f}-{cold_small['ratios'][-1]:.2f}x)")
     timing = theory_timing()
     print("\n" + timing)
     print(f"load average at end {os.getloadavg()[0]:.1f}")
@@ -386,7 +431,8 @@ def main() -> int:
         with open(args.json, "w") as f:
             json.dump({"budget": budget, "devices": jax.device_count(), "draws": draws,
                        "quadratic": rows, "bandit": brows, "sharing": sharing,
-                       "cold_warm": cold_warm, "theory": timing.splitlines()}, f, indent=1)
+                       "cold_warm": cold_warm, "cold_small": cold_small,
+                       "theory": timing.splitlines()}, f, indent=1)
         print(f"wrote {args.json}")
     print(f"\nbenchmark wall time {time.perf_counter() - t_all:.0f} s")
     return 0
