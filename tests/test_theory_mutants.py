@@ -5,6 +5,7 @@ Every expected value here is worked out from the formula the module's docstring 
 numbers chosen so that the arithmetic is short (written out in the comments); nothing is a
 recorded output of the code under test. The checks are deterministic: float64 rounding only.
 """
+import dataclasses
 import math
 
 import jax
@@ -54,6 +55,19 @@ def test_bandit_drift_moves_and_the_clip_boundary_by_hand():
     assert_close(bt.clipped_move_per_batch(BANDIT, BANDIT_OPT, 0.01, 0.1), 0.06 * 0.4 / 0.46,
                  **TIGHT, what="clipped move")
     assert_close(bt.predicted_delay(BANDIT, BANDIT_OPT, 0.01, 0.1), 1.15, **TIGHT, what="delay")
+    # a narrow clip: m_cap = 0.01 / 0.25 = 0.04, the soft cap 1 / (1 / 0.06 + 1 / 0.04) = 0.024
+    # falls below the floor 0.6 m_free = 0.036, so the move is 0.036 and the delay 1 / 0.6
+    assert_close(bt.clipped_move_per_batch(BANDIT, BANDIT_OPT, 0.01, 0.01), 0.036, **TIGHT,
+                 what="clipped move at the floor")
+    assert_close(bt.predicted_delay(BANDIT, BANDIT_OPT, 0.01, 0.01), 1 / 0.6, **TIGHT,
+                 what="delay at the floor")
+    # one inner step per batch (M = E = 1) is on-policy: nothing is clipped, whatever eps
+    single = dataclasses.replace(BANDIT, minibatches=1, epochs=1)
+    assert bt.clipped_move_per_batch(single, BANDIT_OPT, 0.01, 0.001) == \
+        bt.drift_move_per_batch(single, BANDIT_OPT, 0.01)
+    assert bt.predicted_delay(single, BANDIT_OPT, 0.01, 0.001) == 1.0
+    assert not bt.clip_binds(single, BANDIT_OPT, 0.01, 0.001)
+    assert bt.clip_binds(dataclasses.replace(single, epochs=2), BANDIT_OPT, 0.01, 0.001)
     assert bt.clipped_move_per_batch(BANDIT, BANDIT_OPT, 0.01, None) == \
         bt.drift_move_per_batch(BANDIT, BANDIT_OPT, 0.01)
     assert bt.predicted_delay(BANDIT, BANDIT_OPT, 0.01, None) == 1.0
