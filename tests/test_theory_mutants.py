@@ -601,6 +601,53 @@ def test_first_passage_upper_lower_is_the_bivariate_normal_probability():
     assert_close(got, want, rtol=0, atol=1e-15, what="P(Z1 > a, Z2 <= b)")
 
 
+def test_first_passage_bivariate_normal_to_genz_accuracy():
+    """P(X > h, Y > k) on a grid of h, k in [-2.5, 1.9] and rho in [-0.999, 0.999] (both of
+    Genz's branches, |rho| < 0.925 and >= 0.925), against adaptive quadrature of phi(x) Q((k -
+    rho x) / s) over x > h: within 1e-15, twice Genz's stated 5e-16 (4.4e-16 measured). A
+    constant of the Taylor branch off by 1/8 -> 1/9 is 1e-12 off."""
+    phi = lambda x: math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+
+    def ref(h, k, rho):
+        s = math.sqrt(1.0 - rho * rho)
+        return quad(lambda x: phi(x) * ndtr(-(k - rho * x) / s), h, math.inf, epsabs=1e-16,
+                    epsrel=1e-13, limit=200)[0]
+
+    hk = [-2.5, -0.7, 0.0, 0.61, 1.9]
+    rhos = [-0.999, -0.95, -0.93, -0.5, 0.0, 0.3, 0.9, 0.93, 0.95, 0.99, 0.999]
+    h, k, rho = (x.ravel() for x in np.meshgrid(hk, hk, rhos))
+    with jax.enable_x64(True):
+        got = np.asarray(gaussian._upper_upper(jnp.asarray(h), jnp.asarray(k),
+                                               jnp.asarray(rho)))
+    want = [ref(*c) for c in zip(h, k, rho)]
+    assert_close(got, want, rtol=0, atol=1e-15, what="P(X > h, Y > k)")
+
+
+def test_first_passage_small_inverse_and_psd_clip():
+    """_inv_small is the inverse and _psd_small returns a PSD matrix as it is, for 1x1 and 3x3
+    blocks in batches of rank 3 and 4; an indefinite matrix has its negative LDL^T pivots set to
+    0: diag(1, -1, 2) -> diag(1, 0, 2), and [[1, 2, 0], [2, 1, 0], [0, 0, 3]] (pivots 1, -3,
+    3; l21 = 2) -> [[1, 2, 0], [2, 4, 0], [0, 0, 3]]."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(2, 5, 3, 3))
+    P = A @ np.swapaxes(A, -1, -2) + 0.1 * np.eye(3)
+    bad = np.array([[[1.0, 0, 0], [0, -1, 0], [0, 0, 2]], [[1, 2, 0], [2, 1, 0], [0, 0, 3]]])
+    want_bad = np.array([[[1.0, 0, 0], [0, 0, 0], [0, 0, 2]], [[1, 2, 0], [2, 4, 0], [0, 0, 3]]])
+    with jax.enable_x64(True):
+        for M in (P, P[0]):  # [2, 5, 3, 3] and [5, 3, 3]
+            assert_close(np.asarray(gaussian._inv_small(jnp.asarray(M))), np.linalg.inv(M),
+                         rtol=1e-10, atol=1e-12, what="inverse")
+            assert_close(np.asarray(gaussian._psd_small(jnp.asarray(M))), M, rtol=1e-12,
+                         atol=1e-12, what="PSD clip of a PSD matrix")
+        assert_close(np.asarray(gaussian._psd_small(jnp.asarray(bad))), want_bad, rtol=0,
+                     atol=1e-15, what="PSD clip of an indefinite matrix")
+        one = jnp.asarray([[[2.0]], [[-1.0]]])
+        assert_close(np.asarray(gaussian._inv_small(one)), [[[0.5]], [[-1.0]]], rtol=0,
+                     atol=0, what="1x1 inverse")
+        assert_close(np.asarray(gaussian._psd_small(one)), [[[2.0]], [[0.0]]], rtol=0,
+                     atol=0, what="1x1 PSD clip")
+
+
 def _pair_reference(h, k, rho):
     """(L, E[X], E[Y], E[X^2], E[Y^2], E[XY]) given X > h, Y > k by adaptive quadrature over x
     of the conditional law Y | X = x ~ N(rho x, 1 - rho^2): with z = (k - rho x) / s,
