@@ -642,11 +642,12 @@ def test_first_passage_small_inverse_and_psd_clip():
                          atol=1e-12, what="PSD clip of a PSD matrix")
         assert_close(np.asarray(gaussian._psd_small(jnp.asarray(bad))), want_bad, rtol=0,
                      atol=1e-15, what="PSD clip of an indefinite matrix")
-        one = jnp.asarray([[[2.0]], [[-1.0]]])
-        assert_close(np.asarray(gaussian._inv_small(one)), [[[0.5]], [[-1.0]]], rtol=0,
-                     atol=0, what="1x1 inverse")
-        assert_close(np.asarray(gaussian._psd_small(one)), [[[2.0]], [[0.0]]], rtol=0,
-                     atol=0, what="1x1 PSD clip")
+        for one in (np.array([[[2.0]], [[-1.0]]]), np.full((2, 3, 1, 1), -1.0)):
+            inv = np.asarray(gaussian._inv_small(jnp.asarray(one)))
+            psd = np.asarray(gaussian._psd_small(jnp.asarray(one)))
+            assert inv.shape == psd.shape == one.shape  # assert_close would broadcast
+            assert_close(inv, 1.0 / one, rtol=0, atol=0, what="1x1 inverse")
+            assert_close(psd, np.maximum(one, 0.0), rtol=0, atol=0, what="1x1 PSD clip")
 
 
 def _pair_reference(h, k, rho):
