@@ -685,6 +685,16 @@ def test_first_passage_pair_moments_match_quadrature():
     want = np.stack([_pair_reference(*c) for c in zip(h, k, rho)])
     assert keep.sum() > 120
     assert_close(got, want, rtol=1e-9, atol=1e-15, what="L and the truncated moments")
+    # rho = +-1 (the filter clips rho to [-1, 1]) is taken as +-0.999999: finite, and at rho = 1
+    # L = Q(max(h, k)) to the clipped pair's spread, sqrt(1 - 0.999999^2) = 1.4e-3
+    # (h = k at rho = 1 and h = -k at rho = -1 make (k - rho h) / sqrt(1 - rho^2) 0 / 0 unclipped)
+    h1, k1 = np.array([0.3, -0.5, 0.3, 0.3, 0.3]), np.array([0.1, 0.4, 0.3, -0.2, -0.3])
+    with jax.enable_x64(True):
+        edge = np.stack([np.asarray(x) for x in gaussian._pair_moments(
+            jnp.asarray(h1), jnp.asarray(k1), jnp.asarray([1.0, 1.0, 1.0, -1.0, -1.0]))], 1)
+    assert np.isfinite(edge).all()
+    assert_close(edge[:3, 0], ndtr(-np.maximum(h1, k1))[:3], rtol=1.5e-3, atol=0,
+                 what="L at rho = 1")
 
 
 def test_first_passage_truncated_normal_fit_inverts_its_moments():
@@ -705,6 +715,15 @@ def test_first_passage_truncated_normal_fit_inverts_its_moments():
         fit = np.asarray(gaussian._tn_fit(jnp.asarray(ratio)))
         lam_j, shrink = (np.asarray(v) for v in gaussian._tn_edge(jnp.asarray(al)))
     assert_close(fit, al, rtol=0, atol=bound, what="al from its moment ratio")
+    # the table's ends, al = 8 and -12 (the look-up stops 1e-6 of a cell short of the last
+    # entry), and beyond them: clipped to the end values
+    ends = np.array([8.0, -12.0, 10.0, -14.0])
+    lam_e = np.exp(-0.5 * ends ** 2 - np.log(ndtr(-ends))) / np.sqrt(2.0 * np.pi)
+    with jax.enable_x64(True):
+        fit_e = np.asarray(gaussian._tn_fit(jnp.asarray(
+            (lam_e - ends) ** 2 / (1.0 + ends * lam_e - lam_e ** 2))))
+    short = 1e-6 * abs(gaussian._TN_AL[-1] - gaussian._TN_AL[-2]) + 1e-12
+    assert_close(fit_e, [8.0, -12.0, 8.0, -12.0], rtol=0, atol=short, what="the table's ends")
     mean, v = truncnorm.stats(al, np.inf, moments="mv")
     assert_close(lam_j, mean, rtol=1e-12, atol=0, what="lambda = E[Z | Z > al]")
     assert_close(shrink, 1.0 - v, rtol=1e-10, atol=1e-13, what="1 - Var(Z | Z > al)")
