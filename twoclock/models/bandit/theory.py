@@ -71,7 +71,9 @@ def drift_move_per_batch(cfg: BanditConfig, opt: OptimConfig, lr: float) -> floa
     """Predicted |w_d(after) - w_d(before)| over one rollout batch without clipping, for Adam on
     a noise-dominated drift block: each of the drift_dim coordinates moves adam_noise_step * lr
     per inner step, coherently over the batch's M x E steps (its minibatches recur and Adam's
-    first moment carries the direction): M E lr sqrt(drift_dim) sqrt((1 - beta1)/(1 + beta1))."""
+    first moment carries the direction): M E lr sqrt(drift_dim) sqrt((1 - beta1)/(1 + beta1)).
+    That coherence is beta1 0.9's: at M 4, E 2, lr 0.1 the measured move is 0.97 of this at
+    beta1 0.9, 0.58 at 0.5 and 0.36 at 0 (64 seeds each)."""
     require_positive("lr", lr)
     return (cfg.minibatches * cfg.epochs * lr * math.sqrt(cfg.drift_dim)
             * adam_noise_step(opt))
