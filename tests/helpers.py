@@ -8,6 +8,14 @@ import numpy as np
 _FACTOR = {"thorough": 10}.get(os.environ.get("HYPOTHESIS_PROFILE", "ci"), 1)
 
 
+# Threefry-2x32 with 20 rounds, (key, counter, output): its authors' known-answer vectors
+# (Random123), for both of the project's implementations of the hash
+THREEFRY_KNOWN_ANSWERS = [
+    ((0x00000000, 0x00000000), (0x00000000, 0x00000000), (0x6B200159, 0x99BA4EFE)),
+    ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+    ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0))]
+
+
 def examples(n: int) -> int:
     """max_examples for an expensive property: n in CI, 10 n in the thorough profile."""
     return n * _FACTOR

@@ -3,6 +3,7 @@ import jax
 import numpy as np
 from hypothesis import given, strategies as st
 
+from tests.helpers import THREEFRY_KNOWN_ANSWERS
 from twoclock.keys import _jax_keys, seed_keys, threefry2x32
 
 U32 = st.integers(0, 2**32 - 1)
@@ -10,10 +11,7 @@ U32 = st.integers(0, 2**32 - 1)
 
 def test_numpy_threefry_known_answers():
     """Threefry-2x32 with 20 rounds: the known-answer vectors of its authors' Random123."""
-    cases = [((0x00000000, 0x00000000), (0x00000000, 0x00000000), (0x6B200159, 0x99BA4EFE)),
-             ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
-             ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0))]
-    for key, (c0, c1), want in cases:
+    for key, (c0, c1), want in THREEFRY_KNOWN_ANSWERS:
         x0, x1 = threefry2x32(key, np.array([c0]), np.array([c1]))
         assert (int(x0[0]), int(x1[0])) == want
 

@@ -8,6 +8,7 @@ from hypothesis import given, strategies as st
 from jax.extend.random import threefry_2x32
 
 import twoclock
+from tests.helpers import THREEFRY_KNOWN_ANSWERS
 
 U32 = st.integers(0, 2**32 - 1)
 
@@ -26,10 +27,7 @@ def test_the_unrolled_lowering_is_installed():
 
 def test_threefry_known_answers():
     """Threefry-2x32 with 20 rounds: the known-answer vectors of its authors' Random123."""
-    cases = [((0x00000000, 0x00000000), (0x00000000, 0x00000000), (0x6B200159, 0x99BA4EFE)),
-             ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
-             ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0))]
-    for key, count, want in cases:
+    for key, count, want in THREEFRY_KNOWN_ANSWERS:
         np.testing.assert_array_equal(hash_pairs(key, count), np.array(want, np.uint32))
 
 
