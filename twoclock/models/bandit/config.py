@@ -119,6 +119,12 @@ class BanditConfig:
         require_int("init_seed", self.init_seed, lo=0)
 
     @property
+    def inner_steps(self) -> int:
+        """Optimizer steps per rollout batch, M E; with one, the step is on-policy (every
+        importance ratio is 1, so no clip can bind)."""
+        return self.minibatches * self.epochs
+
+    @property
     def eps_high(self):
         return self.clip_low if self.clip_high is None else self.clip_high
 

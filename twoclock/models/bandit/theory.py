@@ -75,7 +75,7 @@ def drift_move_per_batch(cfg: BanditConfig, opt: OptimConfig, lr: float) -> floa
     That coherence is beta1 0.9's: at M 4, E 2, lr 0.1 the measured move is 0.97 of this at
     beta1 0.9, 0.58 at 0.5 and 0.36 at 0 (64 seeds each)."""
     require_positive("lr", lr)
-    return (cfg.minibatches * cfg.epochs * lr * math.sqrt(cfg.drift_dim)
+    return (cfg.inner_steps * lr * math.sqrt(cfg.drift_dim)
             * adam_noise_step(opt))
 
 
@@ -95,7 +95,7 @@ def clip_binds(cfg: BanditConfig, opt: OptimConfig, lr: float, eps: float | None
     """The predicted boundary: clipping at eps binds on the drift where the drift's unclipped
     log-ratio per rollout batch exceeds eps, i.e. 0.5 s_tr sqrt(D_d) 0.23 M E lr(B) > eps.
     Never with one inner step per batch (M = E = 1): that step is on-policy, every ratio 1."""
-    return (eps is not None and cfg.minibatches * cfg.epochs > 1
+    return (eps is not None and cfg.inner_steps > 1
             and drift_logratio_per_batch(cfg, opt, lr) > eps)
 
 
@@ -134,7 +134,7 @@ def clipped_move_per_batch(cfg: BanditConfig, opt: OptimConfig, lr: float,
     if eps is None:
         return free
     require_positive("eps", eps)
-    if cfg.minibatches * cfg.epochs == 1:
+    if cfg.inner_steps == 1:
         return free
     cap = eps / (LOGRATIO_PER_MOVE * cfg.drift_train_scale * CLIP_BITE)
     return max(1.0 / (1.0 / free + 1.0 / cap), CLIP_FLOOR * free)
