@@ -23,7 +23,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from twoclock import safety
 from twoclock.config import OptimConfig, SweepConfig, require, require_int
 from twoclock.estimate import Estimate, estimate
-from twoclock.keys import seed_keys  # noqa: F401 (part of this module's interface)
+from twoclock.keys import seed_keys
 from twoclock.model import Model
 from twoclock.models import get as get_model
 from twoclock.scaling import lr_for_batch
