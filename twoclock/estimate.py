@@ -19,8 +19,10 @@ from twoclock.stages import checkpoints, constant_run
 from twoclock.trace import checkpoint_every
 
 # Bytes of intermediates of one lane's update (a noise stream at every lr0), per second per
-# device: the headline's 2.1 s on 2 CPU cores; elsewhere the progress bar's ETA is what counts.
-BYTES_PER_SECOND = {"cpu": 6e9}
+# device: the quadratic headline's 0.376 s of updates on 2 CPU cores (its 288 runs and 1152
+# run 0.376 and 1.42 s, predicted 0.375 and 1.50 s; the bandit's headline runs in half its
+# prediction). Elsewhere the progress bar's ETA is what counts.
+BYTES_PER_SECOND = {"cpu": 3.7e10}
 
 
 @dataclass(frozen=True)
