@@ -58,3 +58,6 @@ class Model(NamedTuple):
     batch_unit: str = "samples per update"
     extra_clocks: tuple = ()
     progress_label: str = "loss / initial loss"  # what ckpt["progress_frac"] measures
+    # XLA's quick CPU code generator gives this model's numbers bit for bit (tests/test_codegen.py),
+    # so a short sweep may use it (`twoclock.codegen`)
+    quick_codegen_exact: bool = False

@@ -20,8 +20,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from twoclock import safety
-from twoclock.config import OptimConfig, SweepConfig, require, require_int
+from twoclock import codegen as codegens, safety
+from twoclock.config import OptimConfig, SweepConfig, require, require_choice, require_int
 from twoclock.estimate import Estimate, estimate
 from twoclock.keys import seed_keys
 from twoclock.model import Model
@@ -54,6 +54,7 @@ class SweepResult:
     seconds: float
     padded_fraction: float  # scanned-but-unused updates / useful updates
     reused_chunks: int = 0
+    codegen: str = "fused"  # the XLA code generator that compiled the programs (twoclock.codegen)
 
 
 @dataclass(frozen=True)
@@ -92,15 +93,17 @@ def plan(spec: Model, sweep: SweepConfig, max_lanes: int, n_dev: int) -> list:
 
 
 def program(spec: Model, model_cfg, opt: OptimConfig, n_steps: int, n_ckpt: int,
-            static_batch: int | None = None):
+            static_batch: int | None = None, codegen: str = "fused"):
     """The compiled vmapped run that run_sweep uses for runs of n_steps updates: per batch where
     the batch sets shapes, otherwise one program whose run length and checkpoint interval are
-    arguments (`length_args`), the same for every n_steps."""
+    arguments (`length_args`), the same for every n_steps. codegen: "fused" or "quick"
+    (`twoclock.codegen`)."""
+    options = codegens.compiler_options(codegen)
     if spec.static_batch:
         return jax.jit(jax.vmap(constant_run(spec, model_cfg, opt, int(n_steps), n_ckpt,
-                                             static_batch)))
+                                             static_batch)), compiler_options=options)
     return jax.jit(jax.vmap(make_traced_run(spec, model_cfg, opt, n_ckpt),
-                            in_axes=(0, 0, 0, None, None)))
+                            in_axes=(0, 0, 0, None, None)), compiler_options=options)
 
 
 def length_args(spec: Model, n_steps: int, n_ckpt: int) -> tuple:
@@ -187,7 +190,8 @@ def _all(ok: bool) -> bool:
 
 def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet: bool = False,
               store=None, resume: bool = False, max_lanes: int = DEFAULT_MAX_LANES,
-              on_chunk: Callable | None = None, analysis_bytes: int = 0) -> SweepResult:
+              on_chunk: Callable | None = None, analysis_bytes: int = 0,
+              codegen: str = "auto") -> SweepResult:
     """Run the whole grid and return every per-seed clock.
 
     Before compiling, the memory and time are estimated (shown unless quiet); a grid that
@@ -197,7 +201,9 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
     (identical configuration and code) is reused outright; a partial one only with
     resume=True, and otherwise recomputed (its chunks are replaced, never deleted). A chunk
     that fails its identity or checksum is reported and recomputed. on_chunk(i) runs after
-    chunk i is saved.
+    chunk i is saved. codegen: XLA's code generator on the CPU, "auto" (the quicker-compiling
+    one for a short sweep of a model whose numbers it leaves unchanged), "quick" or "fused"
+    (`twoclock.codegen`).
     """
     spec = get_model(model)
     require(isinstance(model_cfg, spec.config), "model_cfg", f"a {spec.config.__name__}",
@@ -205,12 +211,15 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
     require(isinstance(opt, OptimConfig), "opt", "an OptimConfig", type(opt).__name__)
     require(isinstance(sweep, SweepConfig), "sweep", "a SweepConfig", type(sweep).__name__)
     require_int("max_lanes", max_lanes)
+    require_choice("codegen", codegen, codegens.CODEGENS)
     n_dev = jax.device_count()
     est = check_fits(spec, model_cfg, opt, sweep, max_lanes, n_dev, analysis_bytes)
-    _log(f"[{model}] {est.line()}", quiet)
+    choice = codegens.choose(codegen, spec, est)
+    _log(f"[{model}] {est.line()} ({choice} codegen)", quiet)
     with (store.lock(lambda m: _log(m, False)) if store is not None
           and jax.process_index() == 0 else nullcontext()):
-        res = _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk)
+        res = _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
+                   choice)
     safety.keep(f"run_sweep {model}", {k: getattr(res, k) for k in
                                        ("batches", "lr0s", "lrs_BxL", "prog_n", "fail_n", "div_n",
                                         "prog_t", "extra")},
@@ -219,7 +228,8 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
     return res
 
 
-def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk) -> SweepResult:
+def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
+         codegen) -> SweepResult:
     model = spec.name
     batches, lr0s, S = tuple(sweep.batches), tuple(sweep.lr0s), sweep.seeds
     nB, nL = len(batches), len(lr0s)
@@ -268,7 +278,7 @@ def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk)
             fkey = gkey if spec.static_batch else c.lanes
             if fkey not in fns:
                 fns[fkey] = program(spec, model_cfg, opt, c.n_steps, sweep.n_ckpt,
-                                    c.static_batch)
+                                    c.static_batch, codegen)
             batch_N = np.repeat([batches[i] for i in c.batch_idx], S).astype(np.float32)
             lr_NxL = np.repeat(lrs_BxL[list(c.batch_idx)], S, axis=0).astype(np.float32)
             key_N = np.tile(keys_S, (g, 1))
@@ -319,4 +329,4 @@ def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk)
     return SweepResult(batches, lr0s, lrs_BxL, n_steps_B, res["prog_n"], res["fail_n"],
                        res["div_n"], res["prog_t"], extra, ckpt,
                        time.perf_counter() - t_start, scanned / max(useful, 1) - 1.0,
-                       reused_chunks=reused)
+                       reused_chunks=reused, codegen=codegen)

@@ -13,7 +13,7 @@ MODEL = Model(
     default_sweep=dict(batches=(8, 16, 32, 64, 128, 256), lr0s=(5e-3, 1e-2, 2e-2), seeds=16,
                        budget=200_000),
     static_batch=False, unit="samples", batch_unit="samples per update",
-    progress_label="loss / initial loss")
+    progress_label="loss / initial loss", quick_codegen_exact=True)
 
 __all__ = ["MODEL", "QuadraticConfig", "dynamics", "predict", "theory", "spectrum",
            "noise_variances", "rotation", "initial_offset", "initial_loss"]

@@ -1,0 +1,46 @@
+"""Which of XLA's CPU code generators compiles a sweep: the quicker one where the sweep is short.
+
+XLA compiles a fused loop on the CPU with its fusion emitters (its default, "fused") or with its
+older loop emitters ("quick": `xla_cpu_use_fusion_emitters=False`). Measured on 2 CPU cores
+for the quadratic model's one program (docs/performance.md): the quick emitters compile in
+0.50-0.55 s instead of 0.74-0.78 s, and run the updates 1.28x (48 runs) to 1.41x (1152 runs)
+slower. Where the updates take a fraction of the compile, quick wins; on a long sweep, or once
+the compilation cache holds the program, fused does.
+
+Both emitters round every operation the same way except reductions, whose order each chooses.
+The quadratic model's numbers come out bit for bit the same (tests/test_codegen.py checks it
+over configurations and optimizers); the bandit's clocks and trajectories do too, but two of
+its noise diagnostics differ in the last bits, so "auto" never picks quick for it
+(`Model.quick_codegen_exact`).
+"""
+import jax
+
+from twoclock.config import require_choice
+from twoclock.estimate import Estimate
+from twoclock.model import Model
+
+CODEGENS = ("auto", "quick", "fused")
+
+# "auto" picks quick below this many estimated seconds of updates per program: there the quick
+# compile saves 0.2-0.3 s and its slower run costs at most ~0.1 s, also with a filled cache
+QUICK_BELOW_S = 0.25
+
+
+def choose(codegen: str, spec: Model, est: Estimate) -> str:
+    """"quick" or "fused": codegen itself, or for "auto" quick only on the CPU, for a model whose
+    numbers it leaves unchanged, and a sweep estimated at under QUICK_BELOW_S s per program."""
+    require_choice("codegen", codegen, CODEGENS)
+    if codegen != "auto":
+        return codegen
+    short = est.seconds is not None and est.seconds < QUICK_BELOW_S * est.programs
+    quick = jax.default_backend() == "cpu" and spec.quick_codegen_exact and short
+    return "quick" if quick else "fused"
+
+
+def compiler_options(choice: str) -> dict | None:
+    """The XLA options of a choice from `choose` (None: XLA's defaults). The option only exists
+    on the CPU; on another backend both choices compile the same."""
+    require_choice("codegen", choice, CODEGENS[1:])
+    if choice == "quick" and jax.default_backend() == "cpu":
+        return {"xla_cpu_use_fusion_emitters": False}
+    return None
