@@ -12,6 +12,7 @@ import time
 import jax
 
 from twoclock import plotting, report, results, safety
+from twoclock.codegen import CODEGENS
 from twoclock.config import OptimConfig, SweepConfig, require, require_int, require_positive
 from twoclock.figures_style import save
 from twoclock.flags import add_config_flags, config_from_flags
@@ -140,6 +141,10 @@ def add_sweep_args(p, model) -> None:
     o.add_argument("--max-lanes", type=int, default=None,
                    help=f"runs per compiled chunk (default {DEFAULT_MAX_LANES}); smaller uses "
                         "less memory")
+    o.add_argument("--codegen", choices=CODEGENS, default="auto",
+                   help="XLA's CPU code generator: quick compiles faster and runs slower than "
+                        "fused; auto picks quick for a short sweep whose numbers it leaves "
+                        "unchanged (default auto)")
     o.add_argument("--distributed", action="store_true",
                    help="call jax.distributed.initialize() first (multi-host runs; on a "
                         "SLURM/TPU/MPI cluster the three flags below are auto-detected)")
@@ -226,12 +231,16 @@ def main(argv=None, prog="critical_batch.py") -> int:
         key_cfg = results.config_dict(model_name=spec.name, model=model_cfg, optimizer=opt,
                                       sweep=sweep, x64=ns.x64, max_lanes=max_lanes,
                                       devices=jax.device_count(),
-                                      twoclock=results.versions()["twoclock"])
+                                      twoclock=results.versions()["twoclock"],
+                                      # auto gives the numbers of fused (or of quick, where
+                                      # those are the same); a forced choice has its own store
+                                      **({} if ns.codegen == "auto" else
+                                         {"codegen": ns.codegen}))
         store = Store(ns.store or os.path.join(ns.out, "store"), spec.name, key_cfg)
     with guard(ns, name, prog):
         res = run_sweep(spec.name, model_cfg, opt, sweep, quiet=ns.quiet, store=store,
                         resume=ns.resume, max_lanes=max_lanes,
-                        analysis_bytes=results.analysis_bytes(sweep))
+                        analysis_bytes=results.analysis_bytes(sweep), codegen=ns.codegen)
         extras = tuple(k for k in res.extra if k.endswith("_n"))
         runs = results.run_entries(res, opt, extra_summaries=extras)
         crit = results.critical_batches(res, delta=ns.delta)
