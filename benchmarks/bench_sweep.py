@@ -13,8 +13,11 @@ where runs share one draw of the noise (every lr0 of a seed does). The sharing s
 warm run_sweep with 1 and with 5 lr0 values on the same batches and seeds; the cold/warm section
 runs the headline command twice in fresh processes, with an empty and then a filled
 compilation cache; the cold small grid section times the small grid's first run_sweep against
-the NumPy reference in N fresh processes (default 5) and reports the median ratio. --json writes
-every number of the table, to compare a change with the last.
+the NumPy reference in N fresh processes (default 5) with run_sweep's own choice of XLA code
+generator and in N more forced to "fused", and reports the median ratios. The code-generator
+table compares XLA's two CPU code generators per grid, and run_sweep's estimate of the update
+time with the time measured. --json writes every number of the table, to compare a change with
+the last.
 """
 import argparse
 import importlib.util
@@ -46,7 +49,8 @@ def _args():
     p.add_argument("--cold-repeats", type=int, default=5,
                    help="fresh processes timing the small grid's first run_sweep against NumPy "
                         "(0: skip)")
-    p.add_argument("--cold-child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--cold-child", choices=("auto", "fused"), default=None,
+                   help=argparse.SUPPRESS)  # the codegen of one fresh process's small grid
     return p.parse_args()
 
 
@@ -70,8 +74,8 @@ from twoclock.models.bandit import BanditConfig  # noqa: E402
 from twoclock.models.quadratic import QuadraticConfig, theory  # noqa: E402
 from twoclock.scaling import lr_for_batch  # noqa: E402
 from twoclock.stages import constant_run  # noqa: E402
-from twoclock.sweep import (lane_sharding, length_args, n_steps_for, program,  # noqa: E402
-                            run_sweep, seed_keys)
+from twoclock.sweep import (DEFAULT_MAX_LANES, check_fits, lane_sharding,  # noqa: E402
+                            length_args, n_steps_for, program, run_sweep, seed_keys)
 
 
 def _load_reference():
@@ -158,11 +162,12 @@ def streams(sweep: SweepConfig, opt: OptimConfig, b: int):
     return np.full(S, b, np.float32), np.tile(lr_L, (S, 1)), np.asarray(seed_keys(sweep.seed, S))
 
 
-def jax_steady(model: str, cfg, opt, sweep: SweepConfig) -> tuple:
+def jax_steady(model: str, cfg, opt, sweep: SweepConfig, codegen: str = "fused") -> tuple:
     """(run seconds, compile seconds) of the engine's programs, one call per batch.
 
     As in run_sweep, one program serves every batch of a model whose batch is traced, so only
-    its first call compiles; the compile seconds are each first call less its run time."""
+    its first call compiles; the compile seconds are each first call less its run time (the
+    trace and lowering included)."""
     spec = MODELS[model]
     t_run = t_compile = 0.0
     nd = jax.device_count()
@@ -171,7 +176,7 @@ def jax_steady(model: str, cfg, opt, sweep: SweepConfig) -> tuple:
         n = n_steps_for(sweep.budget, b)
         key = b if spec.static_batch else None
         if key not in progs:
-            progs[key] = program(spec, cfg, opt, n, sweep.n_ckpt, key)
+            progs[key] = program(spec, cfg, opt, n, sweep.n_ckpt, key, codegen)
         f, extra = progs[key], length_args(spec, n, sweep.n_ckpt)
         args = [jax.device_put(a, lane_sharding()) if len(a) % nd == 0 else a
                 for a in streams(sweep, opt, b)]  # sharded over the streams, as run_sweep does
@@ -217,9 +222,13 @@ def bench_quadratic(budget: int, max_loop: int, rows: list) -> None:
     for name, sweep in grids(budget).items():
         runs = len(sweep.batches) * len(sweep.lr0s) * sweep.seeds
         coord, samples = work(sweep, dims)
+        # quick first: the trace caches it warms favour fused, the one it is compared with
+        t_quick, t_comp_quick = jax_steady("quadratic", cfg, opt, sweep, "quick")
         t_jax, t_comp = jax_steady("quadratic", cfg, opt, sweep)
+        est = check_fits(MODELS["quadratic"], cfg, opt, sweep, DEFAULT_MAX_LANES,
+                         jax.device_count())
         t0 = time.perf_counter()
-        run_sweep("quadratic", cfg, opt, sweep, quiet=True)
+        res = run_sweep("quadratic", cfg, opt, sweep, quiet=True)
         t_e2e = time.perf_counter() - t0
         t0 = time.perf_counter()
         nr.quadratic_sweep(cfg, opt, sweep)
@@ -230,6 +239,8 @@ def bench_quadratic(budget: int, max_loop: int, rows: list) -> None:
             "jax": coord / t_jax, "jax_samples": samples / t_jax, "compile": t_comp,
             "e2e": coord / t_e2e, "e2e_s": t_e2e, "numpy": coord / t_np, "np_s": t_np,
             "loop": coord_loop / t_loop, "loop_runs": n_loop,
+            "run_s": t_jax, "quick_run_s": t_quick, "quick_compile": t_comp_quick,
+            "estimated_run_s": est.seconds, "codegen": res.codegen,
         })
         print(f"  quadratic {name}: {runs} runs done", file=sys.stderr, flush=True)
 
@@ -270,32 +281,40 @@ def bench_sharing(budget: int, seeds: int = 32) -> dict:
     return {"seeds": seeds, "one_lr0_s": out[1], "five_lr0_s": out[5], "ratio": out[5] / out[1]}
 
 
-def cold_small_child(budget: int) -> None:
+def cold_small_child(budget: int, codegen: str) -> None:
     """In a fresh process: the small grid's first run_sweep (its compile the process's first
     beyond JAX's start-up), then the NumPy reference; prints both seconds as JSON."""
     jax.devices()  # backend start-up is not the sweep's
     sweep = grids(budget)["small"]
     cfg, opt = QuadraticConfig(), OptimConfig()
     t0 = time.perf_counter()
-    run_sweep("quadratic", cfg, opt, sweep, quiet=True)
+    res = run_sweep("quadratic", cfg, opt, sweep, quiet=True, codegen=codegen)
     t_jax = time.perf_counter() - t0
     t0 = time.perf_counter()
     nr.quadratic_sweep(cfg, opt, sweep)
-    print(json.dumps({"run_sweep_s": t_jax, "numpy_s": time.perf_counter() - t0}))
+    print(json.dumps({"run_sweep_s": t_jax, "numpy_s": time.perf_counter() - t0,
+                      "codegen": res.codegen}))
 
 
 def bench_cold_small(repeats: int, quick: bool) -> dict:
-    """The cold small grid against NumPy in `repeats` fresh processes (no compilation cache):
-    its ratio moves with the load, since the compile runs on one thread."""
-    env = {**os.environ, "TWOCLOCK_CACHE_DIR": "off"}
-    cmd = [sys.executable, str(HERE / "bench_sweep.py"), "--cold-child"] + (
-        ["--quick"] if quick else [])
-    runs = []
+    """The cold small grid against NumPy in `repeats` fresh processes (no compilation cache)
+    with run_sweep's own codegen choice, alternating with as many forced to fused: its ratio
+    moves with the load, since the compile runs on one thread."""
+    env = {**os.environ, "TWOCLOCK_CACHE_DIR": "off",
+           "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}  # on a GPU this process holds its memory
+    runs: dict = {"auto": [], "fused": []}
     for _ in range(repeats):
-        out = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True).stdout
-        runs.append(json.loads(out.strip().splitlines()[-1]))
-    ratios = sorted(r["numpy_s"] / r["run_sweep_s"] for r in runs)
-    return {"runs": runs, "ratios": ratios, "median_ratio": float(np.median(ratios))}
+        for codegen, out in runs.items():
+            cmd = [sys.executable, str(HERE / "bench_sweep.py"), "--cold-child", codegen] + (
+                ["--quick"] if quick else [])
+            p = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+            out.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    summary = {}
+    for codegen, out in runs.items():
+        ratios = sorted(r["numpy_s"] / r["run_sweep_s"] for r in out)
+        summary[codegen] = {"runs": out, "ratios": ratios,
+                            "median_ratio": float(np.median(ratios))}
+    return summary
 
 
 def bench_cold_warm(quick: bool) -> dict:
@@ -355,7 +374,7 @@ def main() -> int:
     args = ARGS
     budget = 20_000 if args.quick else 200_000
     if args.cold_child:
-        cold_small_child(budget)
+        cold_small_child(budget, args.cold_child)
         return 0
     t_all = time.perf_counter()
     print(f"load average at start {os.getloadavg()[0]:.1f}")
@@ -389,6 +408,18 @@ def main() -> int:
                   f"{r['jax'] / jax_peak:.2f}x | {r['jax'] / d24:.2f}x |")
         print(f"compile seconds per grid: " + ", ".join(f"{r['grid']}: {r['compile']:.1f}"
                                                        for r in rows))
+        print("\nXLA code generators (twoclock.codegen), run_sweep's estimate of the updates:\n"
+              "| grid | compile fused / quick | run fused / quick | quick run / fused run | "
+              "estimated run | estimated / fused run | run_sweep chose |\n"
+              "|---|---|---|---|---|---|---|")
+        for r in rows:
+            est_s = r["estimated_run_s"]
+            print(f"| {r['grid']} | {r['compile']:.2f} / {r['quick_compile']:.2f} s | "
+                  f"{r['run_s']:.3f} / {r['quick_run_s']:.3f} s | "
+                  f"{r['quick_run_s'] / r['run_s']:.2f}x | "
+                  + ("- | - |" if est_s is None else
+                     f"{est_s:.3f} s | {est_s / r['run_s']:.2f}x |")
+                  + f" {r['codegen']} |")
     print(f"JAX draw peak {fmt(jax_peak)}/s, NumPy draw peak {fmt(np_peak)}/s")
 
     brows: list = []
@@ -419,11 +450,13 @@ def main() -> int:
     cold_small = None
     if args.only != "bandit" and args.cold_repeats > 0:
         cold_small = bench_cold_small(args.cold_repeats, args.quick)
-        print(f"Cold small grid in {args.cold_repeats} fresh processes (run_sweep, then NumPy): "
-              + ", ".join(f"{r['run_sweep_s']:.2f} s vs {r['numpy_s']:.2f} s"
-                          for r in cold_small["runs"])
-              + f"; NumPy / run_sweep median {cold_small['median_ratio']:.2f}x "
-              f"(range {cold_small['ratios'][0]:.2f}-{cold_small['ratios'][-1]:.2f}x)")
+        for codegen, c in cold_small.items():
+            print(f"Cold small grid in {args.cold_repeats} fresh processes, codegen {codegen} "
+                  f"({c['runs'][0]['codegen']}; run_sweep, then NumPy): "
+                  + ", ".join(f"{r['run_sweep_s']:.2f} s vs {r['numpy_s']:.2f} s"
+                              for r in c["runs"])
+                  + f"; NumPy / run_sweep median {c['median_ratio']:.2f}x "
+                  f"(range {c['ratios'][0]:.2f}-{c['ratios'][-1]:.2f}x)")
     timing = theory_timing()
     print("\n" + timing)
     print(f"load average at end {os.getloadavg()[0]:.1f}")
