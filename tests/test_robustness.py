@@ -16,6 +16,7 @@ import pytest
 from twoclock import BanditConfig, OptimConfig, QuadraticConfig, SweepConfig, cli, results
 from twoclock import run_sweep, safety
 from twoclock.models import get as get_model
+from twoclock.estimate import _duration
 from twoclock.sweep import check_fits
 
 TINY = ["--batches", "4", "8", "--lr0", "1e-2", "--seeds", "3", "--budget", "320", "--dim", "4",
@@ -349,3 +350,8 @@ def test_every_simulation_is_kept_inside_a_rescue(tmp_path):
     assert [s["what"] for s in saved] == ["run_sweep quadratic", "run_schedule quadratic"]
     assert saved[0]["clocks"]["prog_n"] == res.prog_n.tolist()
     assert saved[1]["clocks"]["fail_n"] == sch["fail_n"].tolist()
+
+
+def test_the_estimates_duration_keeps_two_figures_below_ten_seconds():
+    assert [_duration(s) for s in (0.0375, 0.375, 3.75, 37.5, 375.0, 37500.0)] == [
+        "0.037 s", "0.38 s", "3.8 s", "38 s", "6 min", "10.4 h"]

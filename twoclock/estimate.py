@@ -64,6 +64,8 @@ def _size(n: float) -> str:
 
 
 def _duration(s: float) -> str:
+    if s < 10:  # a short sweep's updates: "0.4 s", not "0 s"
+        return f"{s:.2g} s"
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
 
