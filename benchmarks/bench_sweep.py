@@ -281,6 +281,11 @@ def bench_sharing(budget: int, seeds: int = 32) -> dict:
     return {"seeds": seeds, "one_lr0_s": out[1], "five_lr0_s": out[5], "ratio": out[5] / out[1]}
 
 
+# A child process must not preallocate GPU memory, which this one holds: on an H200 each headline
+# child logged 11 failed allocations (104.85 GiB down to 36.56 GiB) before it fell back.
+CHILD_ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+
+
 def cold_small_child(budget: int, codegen: str) -> None:
     """In a fresh process: the small grid's first run_sweep (its compile the process's first
     beyond JAX's start-up), then the NumPy reference; prints both seconds as JSON."""
@@ -300,8 +305,7 @@ def bench_cold_small(repeats: int, quick: bool) -> dict:
     """The cold small grid against NumPy in `repeats` fresh processes (no compilation cache)
     with run_sweep's own codegen choice, alternating with as many forced to fused: its ratio
     moves with the load, since the compile runs on one thread."""
-    env = {**os.environ, "TWOCLOCK_CACHE_DIR": "off",
-           "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}  # on a GPU this process holds its memory
+    env = {**os.environ, "TWOCLOCK_CACHE_DIR": "off", **CHILD_ENV}
     runs: dict = {"auto": [], "fused": []}
     for _ in range(repeats):
         for codegen, out in runs.items():
@@ -322,7 +326,7 @@ def bench_cold_warm(quick: bool) -> dict:
     extra = ["--budget", "20000"] if quick else []
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "TWOCLOCK_CACHE_DIR": os.path.join(tmp, "cache")}
+        env = {**os.environ, "TWOCLOCK_CACHE_DIR": os.path.join(tmp, "cache"), **CHILD_ENV}
         for name in ("cold", "warm"):
             path = os.path.join(tmp, f"{name}.json")
             t0 = time.perf_counter()
