@@ -15,8 +15,8 @@ import pytest
 
 from twoclock import BanditConfig, OptimConfig, QuadraticConfig, SweepConfig, cli, results
 from twoclock import run_sweep, safety
-from twoclock.models import get as get_model
 from twoclock.estimate import _duration
+from twoclock.models import get as get_model
 from twoclock.sweep import check_fits
 
 TINY = ["--batches", "4", "8", "--lr0", "1e-2", "--seeds", "3", "--budget", "320", "--dim", "4",

@@ -2,16 +2,15 @@
 
 XLA compiles a fused loop on the CPU with its fusion emitters (its default, "fused") or with its
 older loop emitters ("quick": `xla_cpu_use_fusion_emitters=False`). Measured on 2 CPU cores
-for the quadratic model's one program (docs/performance.md): the quick emitters compile in
-0.50-0.55 s instead of 0.74-0.78 s, and run the updates 1.28x (48 runs) to 1.41x (1152 runs)
-slower. Where the updates take a fraction of the compile, quick wins; on a long sweep, or once
-the compilation cache holds the program, fused does.
+for the quadratic model's one program (docs/performance.md): with the quick emitters, tracing,
+lowering and compiling take 0.50-0.55 s instead of 0.74-0.78 s, and the updates run 1.28x
+(48 runs) to 1.41x (1152 runs) slower. Where the updates take a fraction of the compile, quick
+wins; on a long sweep, or once the compilation cache holds the program, fused does.
 
-Both emitters round every operation the same way except reductions, whose order each chooses.
-The quadratic model's numbers come out bit for bit the same (tests/test_codegen.py checks it
-over configurations and optimizers); the bandit's clocks and trajectories do too, but two of
-its noise diagnostics differ in the last bits, so "auto" never picks quick for it
-(`Model.quick_codegen_exact`).
+The quadratic model's numbers came out bit for bit the same under both (tests/test_codegen.py
+checks it over configurations, optimizers and float64). The bandit's clocks and trajectories
+did too, but two of its noise diagnostics, sums over group gradients, differed by up to 2 ulps,
+so "auto" never picks quick for it (`Model.quick_codegen_exact`).
 """
 import jax
 
