@@ -66,7 +66,7 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
     """dyn(batch, key) -> Dynamics for rollout batches of `batch` responses (a Python int: it
     sets the shapes P x G); dyn's own batch only feeds the learning-rate companions."""
     B = int(batch)
-    P, G, M, E = cfg.prompts(B), cfg.group, cfg.minibatches, cfg.epochs
+    P, G, M = cfg.prompts(B), cfg.group, cfg.minibatches
     Pm = P // M
     Ds = cfg.skill_dim
     dtype = jnp.result_type(float)
@@ -98,7 +98,7 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
             stats["restoring_drift"] = jnp.sum(g_D[Ds:] * wd) / jnp.maximum(
                 jnp.linalg.norm(wd), 1e-12)
             active = jnp.mean((ro.adv != 0).astype(dtype))
-            if M * E == 1:
+            if cfg.inner_steps == 1:
                 upd, opt_state = tx.update(g_D, opt_state, w0)
                 w = optax.apply_updates(w0, upd)
                 clip_S, out_S, active_S = jnp.mean(clip_P)[None], jnp.mean(out_P)[None], \
@@ -115,7 +115,7 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
                         jnp.mean(clip_mb), jnp.mean(out_mb), jnp.mean((mb.adv != 0).astype(dtype)))
 
                 (w, opt_state), (clip_S, out_S, active_S) = jax.lax.scan(
-                    step, (w0, opt_state), jnp.arange(M * E))
+                    step, (w0, opt_state), jnp.arange(cfg.inner_steps))
             stats.update(trust_region_stats(w0, w, ro, clip_S, out_S, active_S, Ds))
             return (w, opt_state), (w, stats)
 

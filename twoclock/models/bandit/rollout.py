@@ -46,16 +46,17 @@ def make_rollout(cfg: BanditConfig, batch: int, train: Pool):
     so that mean ~ N(b, c_d / G) is drawn directly. Emergent drift draws no shaping signal
     (xi is a zero placeholder the surrogate ignores).
     """
-    P, G, M, E = cfg.prompts(batch), cfg.group, cfg.minibatches, cfg.epochs
+    P, G = cfg.prompts(batch), cfg.group
+    on_policy = cfg.inner_steps == 1  # one step per batch: every ratio is 1
     Dd = cfg.drift_dim
     dtype = train.z0.dtype
     Ds = cfg.skill_dim
     v_d = jnp.full((Dd,), 1.0 / math.sqrt(Dd), dtype)  # the shaping reward's direction
     logref_train = jax.nn.log_softmax(train.z0, axis=-1)
     injected = cfg.drift_source == "injected"
-    n_xi = 0 if not injected else P * Dd if M * E == 1 else P * G * Dd
-    xi_shape = (P, 1, Dd) if M * E == 1 else (P, G, Dd)
-    xi_sd = math.sqrt(cfg.drift_noise / (G if M * E == 1 else 1))
+    n_xi = 0 if not injected else P * Dd if on_policy else P * G * Dd
+    xi_shape = (P, 1, Dd) if on_policy else (P, G, Dd)
+    xi_sd = math.sqrt(cfg.drift_noise / (G if on_policy else 1))
 
     def bits(key):
         return jax.random.bits(key, (P + P * G + n_xi,), _uint(dtype))

@@ -31,7 +31,7 @@ def predicted_failure_samples(cfg: BanditConfig, opt: OptimConfig, lr0: float,
     require_positive("lr0", lr0)
     if cfg.drift_bias == 0:
         return math.inf
-    M, E, b = cfg.minibatches, cfg.epochs, cfg.drift_bias
+    M, b = cfg.minibatches, cfg.drift_bias
     lr = lr_for_batch(lr0, batch, opt.b0, opt.lr_rule)
     if opt.name == "adam":
         eps = companions(opt, batch)[2]
@@ -40,7 +40,7 @@ def predicted_failure_samples(cfg: BanditConfig, opt: OptimConfig, lr0: float,
         step = lr * b / (1.0 - opt.momentum)
     else:
         step = lr * b
-    return float(cfg.drift_threshold / (M * E * step) * batch)
+    return float(cfg.drift_threshold / (cfg.inner_steps * step) * batch)
 
 
 def noise_scales(ckpt_b: dict, axis=-1) -> dict:
