@@ -74,8 +74,9 @@ from twoclock.models.bandit import BanditConfig  # noqa: E402
 from twoclock.models.quadratic import QuadraticConfig, theory  # noqa: E402
 from twoclock.scaling import lr_for_batch  # noqa: E402
 from twoclock.stages import constant_run  # noqa: E402
+from twoclock.keys import seed_keys  # noqa: E402
 from twoclock.sweep import (DEFAULT_MAX_LANES, check_fits, lane_sharding,  # noqa: E402
-                            length_args, n_steps_for, program, run_sweep, seed_keys)
+                            length_args, n_steps_for, program, run_sweep)
 
 
 def _load_reference():

@@ -13,6 +13,7 @@ from tests.helpers import assert_close
 from twoclock import cli, clocks, objectives
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.flags import add_config_flags, config_from_flags
+from twoclock.keys import seed_keys
 from twoclock.models.bandit import MODEL, BanditConfig, describe_batch
 from twoclock.models.bandit.problem import (Pool, accuracy, initial_pass_rates, logp_of,
                                             make_problem, policy_metrics)
@@ -21,7 +22,7 @@ from twoclock.models.bandit.surrogate import Rollout, group_grads, group_loss
 from twoclock.models.bandit.theory import (drift_noise_scale, noise_scale, noise_scales,
                                            predicted_failure_samples)
 from twoclock.stages import constant_run
-from twoclock.sweep import run_sweep, seed_keys
+from twoclock.sweep import run_sweep
 
 OPT = OptimConfig()
 SMALL = BanditConfig(n_train=32, n_test=32, drift_dim=4)

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, strategies as st
 
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig
+from twoclock.keys import seed_keys
 from twoclock.models.quadratic import MODEL
 from twoclock.stages import constant_run, make_traced_run, samples_at, stage_layout
-from twoclock.sweep import run_sweep, seed_keys
+from twoclock.sweep import run_sweep
 from twoclock.trace import checkpoint_every
 
 CFG = QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.5, drift_noise=0.05, target=0.3,

@@ -3,10 +3,10 @@ import jax
 import numpy as np
 
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
+from twoclock.keys import seed_keys
 from twoclock.models.quadratic import MODEL
 from twoclock.stages import constant_run
 from twoclock.scaling import lr_for_batch
-from twoclock.sweep import seed_keys
 
 CFG = QuadraticConfig(dim=8, drift_dim=4, drift_bias=0.2, target=0.2)
 OPT = OptimConfig()

@@ -15,10 +15,10 @@ import numpy as np
 
 from twoclock import safety
 from twoclock.config import OptimConfig, require, require_int, require_positive
+from twoclock.keys import seed_keys
 from twoclock.models import get as get_model
 from twoclock.scaling import lr_for_batch
 from twoclock.stages import CARRY_MODES, make_run
-from twoclock.keys import seed_keys
 
 
 def switch_updates(switch: int, b1: int) -> int:
