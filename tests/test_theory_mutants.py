@@ -710,10 +710,12 @@ def test_first_passage_truncated_normal_fit_inverts_its_moments():
     with al''(x) taken from the exact curve (plus 1e-7 for the 2e5-point curve it is built
     from); the truncation edge moments (lambda, 1 - Var) against scipy's truncnorm."""
     from scipy.stats import truncnorm
+    def moment_ratio(al):  # (E - al)^2 / Var of the standard normal truncated to > al
+        lam = np.exp(-0.5 * al * al - np.log(ndtr(-al))) / np.sqrt(2.0 * np.pi)
+        return (lam - al) ** 2 / (1.0 + al * lam - lam * lam)
+
     al = np.linspace(-11.5, 7.5, 1901)
-    lam = np.exp(-0.5 * al * al - np.log(ndtr(-al))) / np.sqrt(2.0 * np.pi)
-    var = 1.0 + al * lam - lam * lam
-    ratio = (lam - al) ** 2 / var
+    ratio = moment_ratio(al)
     x = np.log(ratio - 1.0)
     curv = np.abs(np.gradient(np.gradient(al, x), x))
     bound = gaussian._TN_DX ** 2 / 8.0 * curv.max() + 1e-7
@@ -724,10 +726,8 @@ def test_first_passage_truncated_normal_fit_inverts_its_moments():
     # the table's ends, al = 8 and -12 (the look-up stops 1e-6 of a cell short of the last
     # entry), and beyond them: clipped to the end values
     ends = np.array([8.0, -12.0, 10.0, -14.0])
-    lam_e = np.exp(-0.5 * ends ** 2 - np.log(ndtr(-ends))) / np.sqrt(2.0 * np.pi)
     with jax.enable_x64(True):
-        fit_e = np.asarray(gaussian._tn_fit(jnp.asarray(
-            (lam_e - ends) ** 2 / (1.0 + ends * lam_e - lam_e ** 2))))
+        fit_e = np.asarray(gaussian._tn_fit(jnp.asarray(moment_ratio(ends))))
     short = 1e-6 * abs(gaussian._TN_AL[-1] - gaussian._TN_AL[-2]) + 1e-12
     assert_close(fit_e, [8.0, -12.0, 8.0, -12.0], rtol=0, atol=short, what="the table's ends")
     mean, v = truncnorm.stats(al, np.inf, moments="mv")
