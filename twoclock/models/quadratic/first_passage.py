@@ -150,6 +150,12 @@ def _saddle(w, m, V, target, tilt, th):
     return jnp.clip(u, -37.0, 8.2), p, th
 
 
+def _adf_start(W: int, K: int, r: int) -> tuple:
+    """The copula's state before the first update: zero mean and covariance, and a previous
+    boundary u = -40, below any u `_saddle` returns (clipped at -37), so nothing is truncated."""
+    return jnp.zeros((W, K, r)), jnp.zeros((W, K, r, K, r)), jnp.full(W, -40.0)
+
+
 def _adf_log_stay(Pb, Cb, Pb_prev, u, state):
     """One update of the multi-lag copula: (log(1 - hazard_t), new state).
 
@@ -268,7 +274,7 @@ def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T, tilt, W):
         return (m_new, V_new, p, th, adf), log_stay, u
 
     z, zW = jnp.zeros((W, D)), jnp.zeros(W)
-    adf0 = (jnp.zeros((W, K, 1)), jnp.zeros((W, K, 1, K, 1)), jnp.full(W, -40.0))
+    adf0 = _adf_start(W, K, 1)
     init = (jnp.broadcast_to(e0[None, :], z.shape), z, z, zW, adf0)
     return _pool(update, init, (a, q), N, T)
 
@@ -339,7 +345,7 @@ def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt, W)
 
     z, zW = jnp.zeros((W, D)), jnp.zeros(W)
     m0 = jnp.broadcast_to(e0[None, :], z.shape)
-    adf0 = (jnp.zeros((W, K, 3)), jnp.zeros((W, K, 3, K, 3)), jnp.full(W, -40.0))
+    adf0 = _adf_start(W, K, 3)
     init = (m0, m0, z, z, z, (z,) * 6, z, zW, adf0)
     return _pool(update, init, (a, q, Phi), N, T)
 
