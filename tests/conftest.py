@@ -3,11 +3,26 @@
 Profiles (HYPOTHESIS_PROFILE): "ci" (default) runs 25 derandomized examples per property;
 "thorough" runs 10x as many (250); "dev" is randomized. An expensive property sets its own
 smaller budget with `tests.helpers.examples(n)`: n in "ci", 10 n in "thorough".
+
+Hypothesis draws a few of each example's values from the numeric literals of the project's
+modules loaded so far (its "local constants"), so the derandomized examples of a property would
+depend on which test files a run collects: one file alone drew other examples than the whole
+suite. Every module of the package and of paper_figures is imported here first, so a file run
+alone draws what the whole suite draws.
 """
+import importlib
 import os
+import pkgutil
 
 import jax
 from hypothesis import HealthCheck, settings
+
+import paper_figures
+import twoclock
+
+for _pkg in (twoclock, paper_figures):
+    for _mod in pkgutil.walk_packages(_pkg.__path__, _pkg.__name__ + "."):
+        importlib.import_module(_mod.name)
 
 CI_EXAMPLES = 25
 
