@@ -1,0 +1,186 @@
+"""Known-answer check of planning from logs: simulate pilots, write their curves as a log file,
+plan from the file alone, and score the predictions at 4x and 8x the largest pilot against
+runs simulated there (their clocks read from their own logged curves, as a user would, and
+the engine's per-update clocks where the engine has one).
+
+The engine is imported inside the functions that simulate: importing this module loads no JAX.
+"""
+import csv
+import math
+import time
+
+import numpy as np
+
+from twoclock.pilot import logs as pl
+
+
+def log_conditions(model, cfg) -> tuple:
+    """(progress condition, failure conditions) on the metrics a model checkpoints.
+
+    TODO(Model entry): proposed field `Model.log_conditions(cfg) -> (progress, failures)`, the
+    conditions on ckpt metric names that reproduce the engine's clocks (plus any drift proxy
+    worth timing); this dict stands in for it until the entries carry it.
+    """
+    table = {
+        "quadratic": lambda c: (f"progress_frac<={c.target:g}",
+                                (f"drift>={c.drift_threshold:g}",)),
+        "bandit": lambda c: (f"heldout_acc>={c.target:g}",
+                             (f"drift>={c.drift_threshold:g}", "kl>=1.5", "entropy<=0.4")),
+    }
+    if model.name not in table:
+        raise ValueError(f"--logs check: no log conditions for model {model.name!r} (known: "
+                         f"{', '.join(table)}); add them to log_conditions")
+    return table[model.name](cfg)
+
+
+def simulate(model, cfg, opt, batches, lr0: float, seeds: int, budget: int, n_ckpt: int,
+             seed: int = 0):
+    """One run_sweep over every batch, all seeds, with n_ckpt checkpoints per run."""
+    from twoclock.config import SweepConfig  # noqa: PLC0415
+    from twoclock.engine.sweep import run_sweep  # noqa: PLC0415 (JAX: only when simulating)
+    sweep = SweepConfig(batches=tuple(int(b) for b in batches), lr0s=(lr0,), seeds=seeds,
+                        budget=budget, seed=seed, n_ckpt=n_ckpt)
+    return run_sweep(model, cfg, opt, sweep, quiet=True)
+
+
+def write_logs(res, batches, seeds, metrics, path: str, prefix: str = "") -> int:
+    """The runs' checkpoints as a log CSV (run, batch, lr, samples, metrics...); rows written."""
+    n = 0
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "batch", "lr", "samples", *metrics])
+        for b in batches:
+            i = list(res.batches).index(b)
+            ck, lr = res.ckpt[i], float(res.lrs_BxL[i, 0])
+            for s in seeds:
+                for j, smp in enumerate(ck["samples"][0, s]):
+                    w.writerow([f"{prefix}B{b}-s{s}", f"{b:g}", f"{lr:.8g}", f"{int(smp)}",
+                                *(f"{float(ck[m][0, s, j]):.6g}" for m in metrics)])
+                    n += 1
+    return n
+
+
+def _median(x):
+    """Median with censored runs (inf) counted as later; None when it is censored."""
+    m = float(np.median(np.asarray(x, np.float64)))
+    return m if math.isfinite(m) else None
+
+
+def _score(pred: dict, true):
+    if true is None or pred["median"] is None:
+        return {"measured": true, "predicted": pred["median"], "ci": pred["ci"],
+                "rel_error": None, "covered": None}
+    lo, hi = pred["ci"]
+    return {"measured": true, "predicted": pred["median"], "ci": pred["ci"],
+            "rel_error": pred["median"] / true - 1,
+            "covered": bool((lo or 0) <= true <= (hi if hi is not None else math.inf))}
+
+
+def check(model, cfg, opt, lr0: float, pilot_batches, pilot_seeds: int = 8,
+          heldout_seeds: int = 16, budget: int = 100_000, n_ckpt: int = 512,
+          logs_path: str = "pilot_logs.csv", heldout_path: str | None = None) -> dict:
+    """Simulate pilots and held-out runs (4x, 8x the largest pilot), plan from the pilot log
+    file alone, and score every clock at the held-out batches."""
+    progress, failures = log_conditions(model, cfg)
+    conds = [pl.parse_condition(progress, "--progress")] + \
+        [pl.parse_condition(f, "--failure") for f in failures]
+    metrics = list(dict.fromkeys(c.metric for c in conds))
+    top = max(pilot_batches)
+    held = [4 * top, 8 * top]
+    t0 = time.perf_counter()
+    res = simulate(model, cfg, opt, sorted(set(pilot_batches) | set(held)), lr0,
+                   max(pilot_seeds, heldout_seeds), budget, n_ckpt)
+    sim_s = time.perf_counter() - t0
+    rows = write_logs(res, pilot_batches, range(pilot_seeds), metrics, logs_path)
+    t1 = time.perf_counter()
+    plan = pl.plan_logs(logs_path, progress, list(failures), predict=held)
+    plan_s = time.perf_counter() - t1
+    # the answers: held-out runs' clocks from their own logged curves, and the engine's
+    hpath = heldout_path or logs_path + ".heldout.csv"
+    write_logs(res, held, range(heldout_seeds), metrics, hpath)
+    hlogs = pl.read_logs(hpath, tuple(metrics))
+    found = {c.text: pl.clocks(hlogs, c) for c in conds}
+    engine = {conds[0].text: res.prog_n, conds[1].text: res.fail_n}  # the model's own clocks
+    preds = {p["batch"]: p for p in plan["predictions"]}
+    fpred = {f["condition"]: {p["batch"]: p["failure_samples"] for p in f["predictions"]}
+             for f in plan["failures"]}
+    out_rows = []
+    for b in held:
+        i = list(res.batches).index(b)
+        for c in conds:
+            pred = (preds[float(b)]["progress_samples"] if c is conds[0]
+                    else fpred[c.text][float(b)])
+            at = [k for k, r in enumerate(hlogs.runs) if r.batch == b]
+            logged = _median([found[c.text][k].samples if found[c.text][k].crossed else math.inf
+                              for k in at])
+            row = {"batch": b, "times_largest_pilot": b // top, "clock": c.text,
+                   "kind": "progress" if c is conds[0] else "failure",
+                   "vs_logged": _score(pred, logged)}
+            if c.text in engine:
+                e = engine[c.text][i, 0, :heldout_seeds]
+                row["vs_engine"] = _score(pred, _median(np.where(e > 0, e, math.inf)))
+            out_rows.append(row)
+    scored = [r["vs_logged"] for r in out_rows if r["vs_logged"]["covered"] is not None]
+    return {"model": model.name, "lr0": lr0, "lr_rule": opt.lr_rule, "budget": budget,
+            "n_ckpt": n_ckpt, "pilot_batches": list(pilot_batches), "pilot_seeds": pilot_seeds,
+            "heldout_batches": held, "heldout_seeds": heldout_seeds,
+            "logging_interval_samples": {
+                str(b): float(np.median(np.diff(res.ckpt[list(res.batches).index(b)]["samples"]
+                                                [0, 0]))) for b in sorted(set(pilot_batches)
+                                                                          | set(held))},
+            "progress": progress, "failures": list(failures), "log_file": logs_path,
+            "log_rows": rows, "critical_batch": plan["critical_batch"],
+            "progress_form": plan["fit"]["progress"]["form"],
+            "failure_exponents": {f["condition"]: f["failure_exponent"]["value"]
+                                  for f in plan["failures"]},
+            "recommendation": plan["recommendation"]["constant"],
+            "heldout": out_rows,
+            "coverage": {"covered": sum(s["covered"] for s in scored), "scored": len(scored)},
+            "simulation_seconds": sim_s, "plan_seconds": plan_s}
+
+
+def table(out: dict) -> str:
+    """The held-out errors as text."""
+    cb = out["critical_batch"]
+    lines = [f"{out['model']} from logs: pilots at B = "
+             f"{', '.join(map(str, out['pilot_batches']))} ({out['pilot_seeds']} seeds each, "
+             f"{out['log_rows']} logged rows in {out['log_file']}), lr0 = {out['lr0']:g}; "
+             f"answers: medians of {out['heldout_seeds']} seeds",
+             f"progress {out['progress']}: {out['progress_form']} form, critical batch "
+             + ("none" if cb["batch"] is None else f"{cb['batch']:.1f}"),
+             "failure exponents: " + ", ".join(f"{k}: {'-' if v is None else f'{v:.3g}'}"
+                                               for k, v in out["failure_exponents"].items()),
+             f"{'batch':>6} {'clock':<22} {'answer':>7} {'measured':>9} {'predicted':>9} "
+             f"{'95% band':>20} {'error':>7} covered"]
+    for r in out["heldout"]:
+        for src in ("vs_logged", "vs_engine"):
+            d = r.get(src)
+            if d is None:
+                continue
+            what = "logs" if src == "vs_logged" else "engine"
+            if d["rel_error"] is None:
+                lines.append(f"{r['batch']:>6} {r['clock']:<22} {what:>7}  censored or not fitted")
+                continue
+            band = "[" + ", ".join("-" if v is None else f"{v:.0f}" for v in d["ci"]) + "]"
+            lines.append(f"{r['batch']:>6} {r['clock']:<22} {what:>7} {d['measured']:>9.0f} "
+                         f"{d['predicted']:>9.0f} {band:>20} {100 * d['rel_error']:>+6.1f}% "
+                         f"{'yes' if d['covered'] else 'no'}")
+    c = out["coverage"]
+    lines.append(f"band coverage (vs the held-out runs' logs): {c['covered']}/{c['scored']}; "
+                 f"simulation {out['simulation_seconds']:.1f} s, plan {out['plan_seconds']:.2f} s")
+    return "\n".join(lines)
+
+
+def example(path: str, seeds: int = 4) -> int:
+    """Write twoclock/data/example_pilot_logs.csv: the bandit's defaults, pilots at B = 64, 128,
+    256 (sqrt rule, lr0 0.02), `seeds` each, 64 checkpoints over 50 000 responses. Rows."""
+    from twoclock import config  # noqa: PLC0415
+    from twoclock.models import MODELS  # noqa: PLC0415
+    model = MODELS["bandit"]
+    cfg = model.config()
+    res = simulate(model, cfg, config.OptimConfig(), (64, 128, 256), 0.02, seeds, 50_000, 64)
+    return write_logs(res, (64, 128, 256), range(seeds),
+                      ["heldout_acc", "kl", "entropy", "drift"], path)
+
+
+__all__ = ["log_conditions", "simulate", "write_logs", "check", "table", "example"]
