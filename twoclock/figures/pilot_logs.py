@@ -18,7 +18,7 @@ def _grid(n: int):
                              squeeze=False)
     flat = list(axes.ravel())
     for a in flat[n:]:
-        a.set_visible(False)
+        fig.delaxes(a)
     return fig, flat[:n]
 
 

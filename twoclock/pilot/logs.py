@@ -318,12 +318,12 @@ def clocks(logs: Logs, cond: Condition, how=None) -> list:
                              f"logged point ({v[0]:g} at samples {s[0]:g}): no crossing to time")
         out.append(Clock(at, i is not None, None if i is None else int(r.line_R[ok][i])))
     if not any(c.crossed for c in out):
-        best = max if cond.op in (">=", ">") else min
-        reach = best(float(best(r.metrics[cond.metric][np.isfinite(r.metrics[cond.metric])]))
-                     for r in logs.runs)
-        raise PilotError(f"{logs.source}, column {cond.metric}: no run ever meets {cond.flag} "
-                         f"{cond.text!r} (the {'highest' if best is max else 'lowest'} logged "
-                         f"value is {reach:g})")
+        up = cond.op in (">=", ">")
+        reach, line = max((((v if up else -v), int(ln)) for r in logs.runs
+                           for v, ln in zip(r.metrics[cond.metric], r.line_R) if np.isfinite(v)))
+        raise PilotError(f"{logs.source} line {line}, column {cond.metric}: no run ever meets "
+                         f"{cond.flag} {cond.text!r} (the {'highest' if up else 'lowest'} "
+                         f"logged value, {reach if up else -reach:g}, is on this line)")
     return out
 
 
