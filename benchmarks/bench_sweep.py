@@ -56,7 +56,7 @@ def _args():
 
 ARGS = _args() if __name__ == "__main__" else None
 if ARGS is not None:
-    from twoclock.runtime import use_cpu_cores
+    from twoclock.engine.runtime import use_cpu_cores
     use_cpu_cores(ARGS.devices)  # before JAX starts; the same default as the experiments
 
 import jax  # noqa: E402
@@ -73,9 +73,9 @@ from twoclock.models import MODELS  # noqa: E402
 from twoclock.models.bandit import BanditConfig  # noqa: E402
 from twoclock.models.quadratic import QuadraticConfig, theory  # noqa: E402
 from twoclock.scaling import lr_for_batch  # noqa: E402
-from twoclock.stages import constant_run  # noqa: E402
-from twoclock.keys import seed_keys  # noqa: E402
-from twoclock.sweep import (DEFAULT_MAX_LANES, check_fits, lane_sharding,  # noqa: E402
+from twoclock.engine.stages import constant_run  # noqa: E402
+from twoclock.engine.keys import seed_keys  # noqa: E402
+from twoclock.engine.sweep import (DEFAULT_MAX_LANES, check_fits, lane_sharding,  # noqa: E402
                             length_args, n_steps_for, program, run_sweep)
 
 
@@ -229,7 +229,7 @@ def bench_quadratic(budget: int, max_loop: int, rows: list) -> None:
         est = check_fits(MODELS["quadratic"], cfg, opt, sweep, DEFAULT_MAX_LANES,
                          jax.device_count())
         t0 = time.perf_counter()
-        res = run_sweep("quadratic", cfg, opt, sweep, quiet=True)
+        res = run_sweep(MODELS["quadratic"], cfg, opt, sweep, quiet=True)
         t_e2e = time.perf_counter() - t0
         t0 = time.perf_counter()
         nr.quadratic_sweep(cfg, opt, sweep)
@@ -255,7 +255,7 @@ def bench_bandit(budget: int, rows: list) -> None:
     samples = sum(n_steps_for(sweep.budget, b) * b for b in sweep.batches) * sweep.seeds
     t_jax, t_comp = jax_steady("bandit", cfg, opt, sweep)
     t0 = time.perf_counter()
-    res = run_sweep("bandit", cfg, opt, sweep, quiet=True)
+    res = run_sweep(MODELS["bandit"], cfg, opt, sweep, quiet=True)
     t_e2e = time.perf_counter() - t0
     t0 = time.perf_counter()
     ref = nr.bandit_sweep(cfg, opt, sweep)
@@ -277,8 +277,8 @@ def bench_sharing(budget: int, seeds: int = 32) -> dict:
     out = {}
     for lr0s in ((1e-2,), (5e-3, 7e-3, 1e-2, 1.4e-2, 2e-2)):
         sweep = SweepConfig(batches=ALL_BATCHES, lr0s=lr0s, seeds=seeds, budget=budget)
-        run_sweep("quadratic", cfg, opt, sweep, quiet=True)  # compile (and fill the cache)
-        out[len(lr0s)] = best_of(lambda: run_sweep("quadratic", cfg, opt, sweep, quiet=True), 3)
+        run_sweep(MODELS["quadratic"], cfg, opt, sweep, quiet=True)  # compile (and fill the cache)
+        out[len(lr0s)] = best_of(lambda: run_sweep(MODELS["quadratic"], cfg, opt, sweep, quiet=True), 3)
     return {"seeds": seeds, "one_lr0_s": out[1], "five_lr0_s": out[5], "ratio": out[5] / out[1]}
 
 
@@ -294,7 +294,7 @@ def cold_small_child(budget: int, codegen: str) -> None:
     sweep = grids(budget)["small"]
     cfg, opt = QuadraticConfig(), OptimConfig()
     t0 = time.perf_counter()
-    res = run_sweep("quadratic", cfg, opt, sweep, quiet=True, codegen=codegen)
+    res = run_sweep(MODELS["quadratic"], cfg, opt, sweep, quiet=True, codegen=codegen)
     t_jax = time.perf_counter() - t0
     t0 = time.perf_counter()
     nr.quadratic_sweep(cfg, opt, sweep)
@@ -413,7 +413,7 @@ def main() -> int:
                   f"{r['jax'] / jax_peak:.2f}x | {r['jax'] / d24:.2f}x |")
         print(f"compile seconds per grid: " + ", ".join(f"{r['grid']}: {r['compile']:.1f}"
                                                        for r in rows))
-        print("\nXLA code generators (twoclock.codegen), run_sweep's estimate of the updates:\n"
+        print("\nXLA code generators (twoclock.engine.layout), run_sweep's estimate of the updates:\n"
               "| grid | compile fused / quick | run fused / quick | quick run / fused run | "
               "estimated run | estimated / fused run | run_sweep chose |\n"
               "|---|---|---|---|---|---|---|")

@@ -15,7 +15,7 @@ import jax
 
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.models import MODELS
-from twoclock.sweep import n_steps_for, run_sweep
+from twoclock.engine.sweep import n_steps_for, run_sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST_TESTS = ["tests/test_quadratic.py", "tests/test_sweep.py", "tests/test_clocks.py",
@@ -30,7 +30,7 @@ def sweep_row(model, seeds: int) -> tuple:
     """(name, runs, rate, seconds) of the model's headline grid at `seeds` seeds, compile incl."""
     sweep = replace(SweepConfig(**model.default_sweep), seeds=seeds)
     t = time.perf_counter()
-    res = run_sweep(model.name, model.config(), OptimConfig(), sweep, quiet=True)
+    res = run_sweep(model, model.config(), OptimConfig(), sweep, quiet=True)
     sec = time.perf_counter() - t
     samples = sum(n_steps_for(sweep.budget, b) * b for b in sweep.batches) * len(sweep.lr0s) * seeds
     return (f"{model.name} {seeds} seeds", f"{res.prog_n.size} runs",
@@ -43,9 +43,9 @@ def sharing_row(seeds: int = 32) -> tuple:
     t = {}
     for lr0s in ((1e-2,), (5e-3, 7e-3, 1e-2, 1.4e-2, 2e-2)):
         sweep = replace(SweepConfig(**model.default_sweep), lr0s=lr0s, seeds=seeds)
-        run_sweep("quadratic", model.config(), OptimConfig(), sweep, quiet=True)  # compile
+        run_sweep(MODELS["quadratic"], model.config(), OptimConfig(), sweep, quiet=True)  # compile
         t0 = time.perf_counter()
-        run_sweep("quadratic", model.config(), OptimConfig(), sweep, quiet=True)
+        run_sweep(MODELS["quadratic"], model.config(), OptimConfig(), sweep, quiet=True)
         t[len(lr0s)] = time.perf_counter() - t0
     return ("quadratic 5 lr0 / 1 lr0", f"x{t[5] / t[1]:.2f}",
             f"warm {t[1]:.2f} s -> {t[5]:.2f} s, {seeds} seeds", t[1] + t[5])

@@ -12,7 +12,7 @@ import numpy as np
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig
 from twoclock.models.quadratic import initial_loss, initial_offset, noise_variances, rotation, spectrum
 from twoclock.scaling import lr_for_batch
-from twoclock.sweep import n_steps_for
+from twoclock.engine.sweep import n_steps_for
 
 
 def _adam_hparams(opt: OptimConfig, batch_N: np.ndarray, dtype):

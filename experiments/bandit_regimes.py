@@ -8,8 +8,8 @@ lr ~ B^p that holds the failure clock flat.
 """
 import sys
 
-from twoclock.cli import OneLineParser, add_output_args, guard, publish
-from twoclock.runtime import setup
+from twoclock.cli.common import OneLineParser, add_output_args, guard, publish
+from twoclock.engine.runtime import setup
 from twoclock.studies import bandit_regimes
 
 
@@ -26,9 +26,10 @@ def main(argv=None) -> int:
     if ns.seeds < 1 or any(not 0 <= i < len(names) for i in idx):
         p.error(f"seeds must be >= 1 and cases in [0, {len(names) - 1}]")
     setup()  # all cores as devices, persistent compilation cache
-    with guard(ns, "bandit_regimes", "bandit_regimes.py"):
-        out = bandit_regimes.run([names[i] for i in idx], ns.seeds, quiet=ns.quiet)
-        publish(ns, "bandit_regimes", out, bandit_regimes.report_text)
+    with guard(ns, "bandit_regimes", "bandit_regimes.py") as rescue:
+        out = bandit_regimes.run([names[i] for i in idx], ns.seeds, quiet=ns.quiet,
+                                 keep=rescue.keep)
+        publish(ns, "bandit_regimes", out, bandit_regimes.report_text, rescue=rescue)
     return 0
 
 

@@ -7,12 +7,12 @@ where clipping binds), B = 64 and 1024, eps 0.1 ... 0.5 and none, 16 seeds.
 """
 import sys
 
-from twoclock.cli import OneLineParser, add_output_args, guard, parsed, publish
+from twoclock.cli.common import OneLineParser, add_output_args, guard, parsed, publish
 from twoclock.config import OptimConfig
-from twoclock.figures_clipping import claims_figure, regime_map_figure
-from twoclock.flags import add_config_flags, config_from_flags, float_or_none
+from twoclock.figures.clipping import claims_figure, regime_map_figure
+from twoclock.cli.flags import add_config_flags, config_from_flags, float_or_none
 from twoclock.models.bandit import BanditConfig
-from twoclock.runtime import setup
+from twoclock.engine.runtime import setup
 from twoclock.studies import clipping
 
 
@@ -51,16 +51,18 @@ def main(argv=None) -> int:
     ns, study, base, opt = parsed("clipping.py", parse, argv)
     setup()  # all cores as devices, persistent compilation cache
     if ns.regime_map:
-        with guard(ns, "clipping_regime_map", "clipping.py"):
+        with guard(ns, "clipping_regime_map", "clipping.py") as rescue:
             m = clipping.regime_map(base, opt, clips=[c for c in study.clips if c is not None],
                                     seeds=study.seeds, seed=study.seed, budget=study.budget,
-                                    quiet=ns.quiet)
-            publish(ns, "clipping_regime_map", m, clipping.regime_report, regime_map_figure)
+                                    quiet=ns.quiet, keep=rescue.keep)
+            publish(ns, "clipping_regime_map", m, clipping.regime_report, regime_map_figure,
+                    rescue=rescue)
         return 0
-    with guard(ns, "clipping", "clipping.py"):
-        out = clipping.run(study, base, opt, quiet=ns.quiet)
+    with guard(ns, "clipping", "clipping.py") as rescue:
+        out = clipping.run(study, base, opt, quiet=ns.quiet, keep=rescue.keep)
         publish(ns, "clipping", out, lambda o: f"{clipping.report(o)}\n\n"
-                f"{len(o['runs']) * study.seeds} runs in {o['seconds']:.1f} s", claims_figure)
+                f"{len(o['runs']) * study.seeds} runs in {o['seconds']:.1f} s", claims_figure,
+                rescue=rescue)
     return 0
 
 

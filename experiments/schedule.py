@@ -14,14 +14,14 @@ sample is one response, and the progress curve is held-out error / initial error
 import argparse
 import sys
 
-from twoclock.cli import (OneLineParser, add_model_flags, add_output_args, model_config,
-                          guard, model_from_argv, parsed, publish)
+from twoclock.cli.common import (OneLineParser, add_model_flags, add_output_args, model_config,
+                                 guard, model_from_argv, parsed, publish)
 from twoclock.config import OptimConfig, SweepConfig
-from twoclock.figures_style import schedule_figure
-from twoclock.flags import add_config_flags, config_from_flags
-from twoclock.runtime import setup
+from twoclock.figures.style import schedule_figure
+from twoclock.cli.flags import add_config_flags, config_from_flags
+from twoclock.engine.runtime import setup
 from twoclock.studies import schedule_study as study
-from twoclock.throughput import ThroughputModel
+from twoclock.analysis.throughput import ThroughputModel
 
 PROG = "schedule.py"
 
@@ -29,7 +29,7 @@ PROG = "schedule.py"
 def parse(argv):
     """(model, model_cfg, opt, sweep, study config, throughput, ns); ValueError if invalid."""
     model = model_from_argv(argv, PROG)
-    d = study.DEFAULTS[model.name]
+    d = study.defaults(model)
     p = OneLineParser(prog=PROG, description=__doc__,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     g = p.add_argument_group("schedule")
@@ -50,9 +50,9 @@ def parse(argv):
 def main(argv=None) -> int:
     setup()
     model, model_cfg, opt, sweep, cfg, thr, ns = parsed(PROG, parse, argv)
-    with guard(ns, "schedule", PROG):
-        out = study.run(model, model_cfg, opt, sweep, cfg, thr, quiet=ns.quiet)
-        publish(ns, "schedule", out, study.report, schedule_figure)
+    with guard(ns, "schedule", PROG) as rescue:
+        out = study.run(model, model_cfg, opt, sweep, cfg, thr, quiet=ns.quiet, keep=rescue.keep)
+        publish(ns, "schedule", out, study.report, schedule_figure, rescue=rescue)
     return 0
 
 

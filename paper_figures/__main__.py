@@ -1,6 +1,6 @@
 """`python -m paper_figures [--only NAME ...] [--force] [--results DIR] [--out DIR]`.
 
-Regenerates every figure (PDF + PNG, one style: twoclock.figures_style) from cached result
+Regenerates every figure (PDF + PNG, one style: twoclock.figures.style) from cached result
 JSON files in --results, running the experiment that produces a file only when it is
 missing, written under an older result schema, or with --force. Figure code reads the JSON
 and never calls JAX.
@@ -11,11 +11,11 @@ import subprocess
 import sys
 import time
 
-from twoclock.figures_style import (clipping_figure, clocks_figure, phase_figure, save,
+from twoclock.figures.style import (clipping_figure, clocks_figure, phase_figure, save,
                                     schedule_figure, time_to_target_figure)
-from twoclock.figures_clipping import regime_map_figure
-from twoclock.results import SCHEMA, read_json
-from twoclock.safety import Refused, check_folder
+from twoclock.figures.clipping import regime_map_figure
+from twoclock.analysis.results import SCHEMA, read_json
+from twoclock.atomic import Refused, check_folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tests.helpers import assert_close
-from twoclock import cli, clocks, objectives
+from twoclock import objectives
+from twoclock.cli import headline as cli
+from twoclock.analysis import clocks
 from twoclock.config import OptimConfig, SweepConfig
-from twoclock.flags import add_config_flags, config_from_flags
-from twoclock.keys import seed_keys
+from twoclock.cli.flags import add_config_flags, config_from_flags
+from twoclock.engine.keys import seed_keys
 from twoclock.models.bandit import MODEL, BanditConfig, describe_batch
 from twoclock.models.bandit.problem import (Pool, accuracy, initial_pass_rates, logp_of,
                                             make_problem, policy_metrics)
@@ -21,8 +23,9 @@ from twoclock.models.bandit.rollout import sample_responses
 from twoclock.models.bandit.surrogate import Rollout, group_grads, group_loss
 from twoclock.models.bandit.theory import (drift_noise_scale, noise_scale, noise_scales,
                                            predicted_failure_samples)
-from twoclock.stages import constant_run
-from twoclock.sweep import run_sweep
+from twoclock.engine.stages import constant_run
+from twoclock.engine.sweep import run_sweep
+from twoclock.models import MODELS
 
 OPT = OptimConfig()
 SMALL = BanditConfig(n_train=32, n_test=32, drift_dim=4)
@@ -139,7 +142,7 @@ def test_failure_clock_is_the_drift_threshold_crossing():
 
 def test_vmapped_sweep_equals_a_loop_of_single_runs():
     sweep = SweepConfig(batches=(16,), lr0s=(0.01, 0.03), seeds=2, budget=640, n_ckpt=4)
-    res = run_sweep("bandit", SMALL, OPT, sweep, quiet=True)
+    res = run_sweep(MODELS["bandit"], SMALL, OPT, sweep, quiet=True)
     keys = seed_keys(sweep.seed, sweep.seeds)
     for i, B in enumerate(sweep.batches):
         run = jax.jit(constant_run(MODEL, SMALL, OPT, sweep.budget // B, sweep.n_ckpt, batch=B))
@@ -308,7 +311,7 @@ def test_predicted_failure_clock_matches_simulation(noise, threshold):
     pred = predicted_failure_samples(cfg, OPT, lr0, B)
     sweep = SweepConfig(batches=(B,), lr0s=(lr0,), seeds=FAIL_SEEDS, budget=int(2 * pred),
                         n_ckpt=4)
-    res = run_sweep("bandit", cfg, OPT, sweep, quiet=True)
+    res = run_sweep(MODELS["bandit"], cfg, OPT, sweep, quiet=True)
     fail_n = res.fail_n[0, 0]
     assert np.count_nonzero(fail_n) > FAIL_SEEDS // 2  # a median (censored at the budget)
     x = clocks.censored(fail_n)

@@ -13,8 +13,8 @@ from hypothesis import given, strategies as st
 from tests.helpers import assert_close
 from twoclock import objectives as obj
 from twoclock.config import OptimConfig
-from twoclock.figures_clipping import regime_map_figure
-from twoclock.figures_style import axes_labelled
+from twoclock.figures.clipping import regime_map_figure
+from twoclock.figures.style import axes_labelled
 from twoclock.models.bandit import MODEL, BanditConfig
 from twoclock.models.bandit.dynamics import pools
 from twoclock.models.bandit.rollout import make_rollout
@@ -23,7 +23,7 @@ from twoclock.models.bandit.theory import (CLIP_FLOOR, adam_noise_step, binding_
                                            clipped_move_per_batch, drift_logratio_per_batch,
                                            drift_move_per_batch, predicted_delay)
 from twoclock.scaling import make_optimizer
-from twoclock.stages import constant_run
+from twoclock.engine.stages import constant_run
 
 OPT = OptimConfig()
 EMERGENT = BanditConfig(n_train=512, n_test=64, drift_dim=8, drift_source="emergent",

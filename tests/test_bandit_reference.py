@@ -16,7 +16,7 @@ import pytest
 from tests.helpers import assert_close
 from twoclock import OptimConfig
 from twoclock.models.bandit import MODEL, BanditConfig, problem, theory
-from twoclock.stages import constant_run
+from twoclock.engine.stages import constant_run
 
 # Adam at lr 0.1: progress at ~6 updates, failure at ~11, collapse at ~35 (all before N)
 CFG = BanditConfig(n_train=32, n_test=32, drift_dim=4, drift_bias=1.0, drift_noise=1.0,

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from twoclock.studies import schedule_study
+from twoclock.models import MODELS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "experiments", "critical_batch.py")
@@ -105,7 +105,7 @@ def test_experiment_scripts_are_thin(name):
 @pytest.mark.parametrize("model", ["quadratic", "bandit"])
 def test_schedule_flags_take_the_models_defaults_and_given_flags_win(model):
     parse = script("schedule").parse
-    d = schedule_study.DEFAULTS[model]
+    d = MODELS[model].studies["schedule"]
     _, mcfg, opt, sweep, cfg, thr, _ = parse(["--model", model])
     assert mcfg.drift_threshold == d["model"]["drift_threshold"]
     assert sweep.batches == (d["study"]["batch_small"], d["study"]["batch_large"])

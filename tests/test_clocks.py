@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 from tests.helpers import assert_close
-from twoclock import clocks
+from twoclock.analysis import clocks
 
 
 @given(st.lists(st.integers(1, 10**6), min_size=1, max_size=40))

@@ -9,12 +9,13 @@ from hypothesis import given, settings, strategies as st
 
 from tests.helpers import examples
 from tests.test_robustness import TINY, run_main
-from twoclock import codegen
+from twoclock.engine import layout as codegen
 from twoclock.config import OptimConfig, SweepConfig
-from twoclock.estimate import Estimate
+from twoclock.engine.layout import Estimate
 from twoclock.models import get as get_model
 from twoclock.models.quadratic import QuadraticConfig
-from twoclock.sweep import run_sweep
+from twoclock.engine.sweep import run_sweep
+from twoclock.models import MODELS
 
 SWEEP = SweepConfig(batches=(4, 16), lr0s=(1e-2, 3e-2), seeds=4, budget=1600, n_ckpt=8)
 
@@ -39,7 +40,7 @@ def test_quick_codegen_gives_the_quadratic_models_numbers_bit_for_bit(
                           drift_bias=0.1, target=0.3)
     opt = OptimConfig(name=optimizer)
     with jax.enable_x64(x64):
-        res = {c: run_sweep("quadratic", cfg, opt, SWEEP, quiet=True, codegen=c)
+        res = {c: run_sweep(MODELS["quadratic"], cfg, opt, SWEEP, quiet=True, codegen=c)
                for c in ("quick", "fused")}
     assert (res["quick"].codegen, res["fused"].codegen) == ("quick", "fused")
     quick, fused = _numbers(res["quick"]), _numbers(res["fused"])
@@ -73,7 +74,7 @@ def test_auto_picks_quick_only_below_the_threshold_per_program():
 
 
 def test_auto_never_picks_quick_off_the_cpu():
-    with mock.patch("twoclock.codegen.jax.default_backend", return_value="gpu"):
+    with mock.patch("twoclock.engine.layout.jax.default_backend", return_value="gpu"):
         assert codegen.choose("auto", get_model("quadratic"), _estimate(0.0)) == "fused"
         assert codegen.compiler_options("quick") is None
     assert codegen.compiler_options("quick") == {"xla_cpu_use_fusion_emitters": False}
@@ -92,16 +93,16 @@ def test_the_programs_are_compiled_with_the_chosen_options(monkeypatch):
     for choice, options in (("quick", {"xla_cpu_use_fusion_emitters": False}),
                             ("fused", None), ("auto", {"xla_cpu_use_fusion_emitters": False})):
         seen.clear()
-        res = run_sweep("quadratic", cfg, OptimConfig(), SWEEP, quiet=True, codegen=choice)
+        res = run_sweep(MODELS["quadratic"], cfg, OptimConfig(), SWEEP, quiet=True, codegen=choice)
         assert res.codegen == ("quick" if choice == "auto" else choice)  # a short sweep
         assert seen == [options], (choice, seen)  # one program, with the choice's options
 
 
 def test_a_bad_codegen_is_refused_before_anything_runs():
-    with mock.patch("twoclock.sweep.check_fits", side_effect=AssertionError("estimated")), \
+    with mock.patch("twoclock.engine.sweep.check_fits", side_effect=AssertionError("estimated")), \
             pytest.raises(ValueError, match=r"codegen must be one of auto, quick, fused "
                                             r"\(got 'fast'\)"):
-        run_sweep("quadratic", QuadraticConfig(), OptimConfig(), SWEEP, codegen="fast")
+        run_sweep(MODELS["quadratic"], QuadraticConfig(), OptimConfig(), SWEEP, codegen="fast")
     with pytest.raises(ValueError, match="codegen must be one of quick, fused"):
         codegen.compiler_options("auto")
 

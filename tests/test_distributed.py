@@ -6,7 +6,7 @@ import socket
 import subprocess
 import sys
 
-from twoclock import cli
+from twoclock.cli import headline as cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "experiments", "critical_batch.py")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import paper_figures.__main__ as pf
-from twoclock import figures_style as fs, plotting
-from twoclock.results import SCHEMA, write_json
+from twoclock.figures import style as fs, critical_batch as plotting
+from twoclock.analysis.results import SCHEMA, write_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -133,7 +133,9 @@ def test_axes_labelled_catches_a_missing_label():
     ("schedule.py", ["--margin", "1.5"], "margin"),
     ("schedule.py", ["--model", "bandit", "--batch-large", "1020"], "batch"),
     ("time_to_target.py", ["--lr-rules", "cubic"], "lr_rules"),
-    ("phase_diagram.py", ["--bandit-clock", "tick"], "bandit_clock"),
+    ("phase_diagram.py", ["--models", "bandit", "--failure-clock", "tick"], "failure-clock"),
+    ("phase_diagram.py", ["--models", "lattice"], "model"),
+    ("phase_diagram.py", ["--batches", "8", "16"], "--batches"),
 ])
 def test_bad_cli_input_is_one_line_exit_2(script, args, name):
     done = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", script)] + args,

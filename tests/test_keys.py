@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 from tests.helpers import THREEFRY_KNOWN_ANSWERS
-from twoclock.keys import _jax_keys, seed_keys, threefry2x32
+from twoclock.engine.keys import _jax_keys, seed_keys, threefry2x32
 
 U32 = st.integers(0, 2**32 - 1)
 

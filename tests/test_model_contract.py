@@ -12,8 +12,8 @@ import pytest
 from twoclock import BanditConfig, OptimConfig, QuadraticConfig
 from twoclock.model import CLOCKS, Model
 from twoclock.models import MODELS, get
-from twoclock.stages import checkpoints, constant_run, make_run
-from twoclock.sweep import program
+from twoclock.engine.stages import checkpoints, constant_run, make_run
+from twoclock.engine.sweep import program
 from twoclock.trace import checkpoint_every
 
 SMALL = {  # configurations whose clocks fire within a few dozen updates

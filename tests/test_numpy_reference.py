@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from tests.helpers import assert_close
-from twoclock import clocks
+from twoclock.analysis import clocks
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig
 from twoclock.models.quadratic import MODEL, initial_loss
-from twoclock.stages import constant_run
-from twoclock.sweep import run_sweep
+from twoclock.engine.stages import constant_run
+from twoclock.engine.sweep import run_sweep
+from twoclock.models import MODELS
 
 _spec = importlib.util.spec_from_file_location(
     "numpy_reference", Path(__file__).resolve().parents[1] / "benchmarks" / "numpy_reference.py")
@@ -56,7 +57,7 @@ def test_median_clocks_agree_with_jax():
     cfg, opt = QuadraticConfig(), OptimConfig()
     sweep = SweepConfig(batches=(8, 64), lr0s=(1e-2,), seeds=64, budget=24_000)
     ref = nr.quadratic_sweep(cfg, opt, sweep)
-    jx = run_sweep("quadratic", cfg, opt, sweep, quiet=True)
+    jx = run_sweep(MODELS["quadratic"], cfg, opt, sweep, quiet=True)
     for name in ("prog_n", "fail_n"):
         for i, b in enumerate(sweep.batches):
             a = clocks.summarize(ref[name][i, 0])

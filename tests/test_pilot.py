@@ -207,8 +207,8 @@ def test_script_writes_the_json_schema(tmp_path, capsys):
 
 
 def test_figure_is_labelled(tmp_path):
-    from twoclock.figures_style import axes_labelled
-    from twoclock.pilot.figure import plan_figure
+    from twoclock.figures.style import axes_labelled
+    from twoclock.figures.pilot import plan_figure
     fig = plan_figure(pilot.plan(pilot.read_runs(_csv(tmp_path, GOOD)), predict=[128.0]))
     assert axes_labelled(fig) and len(fig.axes) == 2
 

@@ -139,6 +139,17 @@ def test_plan_from_logs_uses_the_earliest_failure_at_each_batch(tmp_path):
         assert p["failure_samples"]["median"] == min(meds.values())
         assert p["failure_clock"] == min(meds, key=meds.get)
     assert out["logs"]["interpolation"].startswith("linear in samples")
+    # the widest bracket relative to its clock: 100 samples around run a's 1050
+    assert_close(out["logs"]["bracket"]["acc>=1"], 100 / 1050, rtol=1e-9, atol=0, what="bracket")
+    assert "coarse logging" not in pl.table(out)
+
+
+def test_coarse_logging_is_flagged(tmp_path):
+    rows = [r for r in _rows() if int(r[3]) % 400 == 0]  # acc brackets: 400 around 1050 etc.
+    out = pl.plan_logs(_write(tmp_path / "l.csv", HEAD, rows), "acc>=1", ["kl>=1"])
+    assert_close(out["logs"]["bracket"]["acc>=1"], 400 / 1050, rtol=1e-9, atol=0, what="bracket")
+    assert "coarse logging: crossings interpolated over up to 38% of the clock (acc>=1)" \
+        in pl.table(out)
 
 
 def test_runs_that_never_reach_the_target_are_left_out_and_named(tmp_path):

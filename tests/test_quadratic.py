@@ -8,7 +8,7 @@ from tests.helpers import assert_close
 from twoclock import OptimConfig, QuadraticConfig
 from twoclock.models.quadratic import (MODEL, initial_loss, initial_offset, noise_variances,
                                        rotation, spectrum)
-from twoclock.stages import constant_run
+from twoclock.engine.stages import constant_run
 
 
 @given(st.integers(1, 64), st.floats(0.0, 2.0), st.floats(0.1, 10.0))

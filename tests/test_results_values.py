@@ -1,4 +1,4 @@
-"""Result-file values are the clocks' summaries of the matching arrays (twoclock.results).
+"""Result-file values are the clocks' summaries of the matching arrays (twoclock.analysis.results).
 
 Every per-(batch, lr0) field must summarise its own array: progress from prog_n, failure from
 fail_n, updates from prog_t, each model extra from its own array, with the seeds' shared
@@ -10,8 +10,9 @@ from types import SimpleNamespace
 import numpy as np
 from hypothesis import given, strategies as st
 
-from twoclock import OptimConfig, clocks, results
-from twoclock.sweep import SweepResult
+from twoclock import OptimConfig
+from twoclock.analysis import clocks, results
+from twoclock.engine.sweep import SweepResult
 
 
 def _result(nB, nL, S, seed):

@@ -13,11 +13,15 @@ from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
 
-from twoclock import BanditConfig, OptimConfig, QuadraticConfig, SweepConfig, cli, results
-from twoclock import run_sweep, safety
-from twoclock.estimate import _duration
+from twoclock import BanditConfig, OptimConfig, QuadraticConfig, SweepConfig
+from twoclock import atomic
+from twoclock.cli import headline as cli, rescue as rescue_mod
+from twoclock.analysis import results
+from twoclock import run_sweep
+from twoclock.engine.layout import _duration
 from twoclock.models import get as get_model
-from twoclock.sweep import check_fits
+from twoclock.engine.sweep import check_fits
+from twoclock.models import MODELS
 
 TINY = ["--batches", "4", "8", "--lr0", "1e-2", "--seeds", "3", "--budget", "320", "--dim", "4",
         "--drift-dim", "2", "--drift-bias", "0.1", "--target", "0.3", "--n-ckpt", "4",
@@ -28,7 +32,7 @@ def run_main(argv):
     """cli.main in this process: (exit code, stdout, stderr). Without runtime.setup, whose
     device count and compilation cache would outlive the call."""
     out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err), mock.patch("twoclock.cli.setup"):
+    with redirect_stdout(out), redirect_stderr(err), mock.patch("twoclock.cli.headline.setup"):
         try:
             code = cli.main(list(argv))
         except SystemExit as e:
@@ -37,7 +41,7 @@ def run_main(argv):
 
 
 def never_simulated():
-    return mock.patch("twoclock.cli.run_sweep", side_effect=AssertionError("simulated"))
+    return mock.patch("twoclock.cli.headline.run_sweep", side_effect=AssertionError("simulated"))
 
 
 def strict_load(text: str):
@@ -90,24 +94,24 @@ def test_a_grid_that_cannot_fit_is_refused_with_its_estimate(tmp_path, monkeypat
     est = check_fits(spec, cfg, OptimConfig(), sweep, 16384, 1)
     # room for the results and a tenth of one default chunk: refused, with a max_lanes that fits
     monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", str(est.result_bytes + est.chunk_bytes // 10))
-    with pytest.raises(safety.Refused, match=r"cannot fit.*max_lanes \(--max-lanes\) (\d+)") as e:
+    with pytest.raises(atomic.Refused, match=r"cannot fit.*max_lanes \(--max-lanes\) (\d+)") as e:
         check_fits(spec, cfg, OptimConfig(), sweep, 16384, 1)
     lanes = int(e.value.args[0].rsplit("--max-lanes) ", 1)[1].split()[0])
     assert 1 <= lanes < 16384
     assert check_fits(spec, cfg, OptimConfig(), sweep, lanes, 1).fits()
     # no room for the results themselves: no max_lanes helps
     monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", str(est.result_bytes // 2))
-    with pytest.raises(safety.Refused, match="fewer seeds"):
+    with pytest.raises(atomic.Refused, match="fewer seeds"):
         check_fits(spec, cfg, OptimConfig(), sweep, 1, 1)
     # the command line: one line with the estimate, nothing compiled
-    with mock.patch("twoclock.sweep._run", side_effect=AssertionError("simulated")):
+    with mock.patch("twoclock.engine.sweep._run", side_effect=AssertionError("simulated")):
         code, _, err = run_main([*TINY, "--seeds", "100000", "--no-store", "--no-figure",
                                  "--out", str(tmp_path)])
     assert code == 2 and len(err.strip().splitlines()) == 1 and "cannot fit in memory" in err, err
 
 
 def test_the_estimate_is_shown_before_the_sweep(capsys):
-    run_sweep("quadratic", QuadraticConfig(dim=4, drift_dim=2), OptimConfig(),
+    run_sweep(MODELS["quadratic"], QuadraticConfig(dim=4, drift_dim=2), OptimConfig(),
               SweepConfig(batches=(4,), lr0s=(1e-2,), seeds=2, budget=40, n_ckpt=2))
     err = capsys.readouterr().err
     assert "2 runs in 1 chunks" in err and "memory ~" in err and "available" in err
@@ -127,11 +131,11 @@ def test_a_failure_after_simulating_saves_the_clocks(tmp_path, store, monkeypatc
     monkeypatch.setattr(results, "critical_batches", boom)
     code, _, err = run_main([*TINY, "--store", store, "--out", str(tmp_path)])
     partial = tmp_path / "critical_batch_quadratic.partial.json"
-    assert code == safety.EXIT_AFTER_SIMULATION and err.count("\n") == 1, err
+    assert code == rescue_mod.EXIT_AFTER_SIMULATION and err.count("\n") == 1, err
     assert "RuntimeError: derived quantity exploded after simulating" in err
     assert str(partial) in err and store in err  # where the clocks and the chunks are
     saved = strict_load(partial.read_text())
-    res = run_sweep("quadratic", QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.1, target=0.3),
+    res = run_sweep(MODELS["quadratic"], QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.1, target=0.3),
                     OptimConfig(), SweepConfig(batches=(4, 8), lr0s=(1e-2,), seeds=3, budget=320,
                                                n_ckpt=4), quiet=True)
     (sim,) = saved["simulations"]
@@ -144,12 +148,12 @@ def test_a_failure_after_simulating_saves_the_clocks(tmp_path, store, monkeypatc
 def test_a_failing_figure_or_table_keeps_the_json(tmp_path, store, monkeypatch, broken):
     def boom(*a, **k):
         raise ValueError(f"{broken} broke")
-    target = ("twoclock.plotting.clocks_vs_batch_figure" if broken == "figure"
-              else "twoclock.report.clock_table")
+    target = ("twoclock.figures.critical_batch.clocks_vs_batch_figure" if broken == "figure"
+              else "twoclock.analysis.report.clock_table")
     monkeypatch.setattr(target, boom)
     code, out, err = run_main([*TINY, "--store", store, "--out", str(tmp_path)])
     path = tmp_path / "critical_batch_quadratic.json"
-    assert code == safety.EXIT_AFTER_SIMULATION and err.count("\n") == 1, err
+    assert code == rescue_mod.EXIT_AFTER_SIMULATION and err.count("\n") == 1, err
     assert f"ValueError: {broken} broke after writing {path}" in err
     assert len(strict_load(path.read_text())["runs"]) == 2
     if broken == "figure":  # the table came first
@@ -194,10 +198,10 @@ json_like = st.recursive(numbers, lambda inner: st.one_of(
 @settings(max_examples=200)
 @given(st.dictionaries(st.text("xyz", max_size=2), json_like, max_size=4))
 def test_the_writer_nulls_exactly_the_non_finite_numbers(obj):
-    out = strict_load(safety.dumps(obj))
+    out = strict_load(atomic.dumps(obj))
     bad = {where: v for where, v in _leaves(obj)
            if isinstance(v, (float, np.floating)) and not math.isfinite(v)}
-    assert set(out.pop("non_finite", {})) == {safety._pointer(w) for w in bad}
+    assert set(out.pop("non_finite", {})) == {atomic._pointer(w) for w in bad}
     for where, v in _leaves(obj):
         got = out
         for k in where:
@@ -214,10 +218,10 @@ def test_the_writer_nulls_exactly_the_non_finite_numbers(obj):
 
 @pytest.mark.parametrize("args, name", [
     (("foo", QuadraticConfig(), OptimConfig(), SweepConfig()), "model"),
-    (("quadratic", {"dim": 8}, OptimConfig(), SweepConfig()), "model_cfg"),
-    (("quadratic", BanditConfig(), OptimConfig(), SweepConfig()), "model_cfg"),
-    (("quadratic", QuadraticConfig(), "adam", SweepConfig()), "opt"),
-    (("quadratic", QuadraticConfig(), OptimConfig(), {"seeds": 2}), "sweep"),
+    ((MODELS["quadratic"], {"dim": 8}, OptimConfig(), SweepConfig()), "model_cfg"),
+    ((MODELS["quadratic"], BanditConfig(), OptimConfig(), SweepConfig()), "model_cfg"),
+    ((MODELS["quadratic"], QuadraticConfig(), "adam", SweepConfig()), "opt"),
+    ((MODELS["quadratic"], QuadraticConfig(), OptimConfig(), {"seeds": 2}), "sweep"),
 ])
 def test_run_sweep_names_a_bad_argument(args, name):
     with pytest.raises(ValueError, match=f"^{name} must be"):
@@ -336,16 +340,18 @@ def test_paper_figures_checks_its_folders_before_running_anything(tmp_path):
 
 
 def test_every_simulation_is_kept_inside_a_rescue(tmp_path):
-    from twoclock.schedule import Schedule, run_schedule
+    from twoclock.config import Schedule
+    from twoclock.engine.schedule import run_schedule
     cfg = QuadraticConfig(dim=4, drift_dim=2)
     with pytest.raises(SystemExit) as e, redirect_stderr(io.StringIO()):
-        with safety.rescue("t", str(tmp_path / "r.json")):
-            res = run_sweep("quadratic", cfg, OptimConfig(), SweepConfig(
-                batches=(4,), lr0s=(1e-2,), seeds=2, budget=40, n_ckpt=2), quiet=True)
-            sch = run_schedule("quadratic", cfg, OptimConfig(), Schedule(4, 8, 16), (1e-2,),
-                               seeds=2, budget=40, n_ckpt=2)
+        with rescue_mod.Rescue("t", str(tmp_path / "r.json")) as r:
+            res = run_sweep(MODELS["quadratic"], cfg, OptimConfig(), SweepConfig(
+                batches=(4,), lr0s=(1e-2,), seeds=2, budget=40, n_ckpt=2), quiet=True,
+                keep=r.keep)
+            sch = run_schedule(MODELS["quadratic"], cfg, OptimConfig(), Schedule(4, 8, 16),
+                               (1e-2,), seeds=2, budget=40, n_ckpt=2, keep=r.keep)
             raise RuntimeError("after both")
-    assert e.value.code == safety.EXIT_AFTER_SIMULATION
+    assert e.value.code == rescue_mod.EXIT_AFTER_SIMULATION
     saved = strict_load((tmp_path / "r.partial.json").read_text())["simulations"]
     assert [s["what"] for s in saved] == ["run_sweep quadratic", "run_schedule quadratic"]
     assert saved[0]["clocks"]["prog_n"] == res.prog_n.tolist()

@@ -8,13 +8,15 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tests.helpers import assert_close
-from twoclock import planner as pl
-from twoclock import schedule as sc
+from twoclock.analysis import switch as pl
+from twoclock.engine import schedule as sc
+from twoclock.config import Schedule, stage_steps
 from twoclock.config import OptimConfig
 from twoclock.models import bandit, quadratic
 from twoclock.models.bandit import BanditConfig
 from twoclock.models.quadratic import QuadraticConfig
-from twoclock.stages import constant_run, make_run, samples_at
+from twoclock.engine.stages import constant_run, make_run, samples_at
+from twoclock.models import MODELS
 
 CFG = QuadraticConfig(dim=16, drift_dim=4, drift_threshold=0.05, target=0.2)
 
@@ -48,21 +50,21 @@ def test_switch_changes_batch_and_counts_samples():
     assert int(tr.ckpt["samples"][-1]) == n1 * 8 + n2 * 64
     t = np.array([0, 1, n1, n1 + 1, n1 + n2])
     assert np.asarray(samples_at(t, (n1, n2), (8, 64))).tolist() == [0, 8, 320, 384, 320 + 30 * 64]
-    assert sc.stage_steps(8, 64, 100, 1000) == (12, (1000 - 96) // 64)
+    assert stage_steps(8, 64, 100, 1000) == (12, (1000 - 96) // 64)
 
 
 def test_run_schedule_and_bad_input():
-    out = sc.run_schedule("quadratic", CFG, OptimConfig(), sc.Schedule(8, 32, 400), [1e-2, 2e-2],
+    out = sc.run_schedule(MODELS["quadratic"], CFG, OptimConfig(), Schedule(8, 32, 400), [1e-2, 2e-2],
                           seeds=2, budget=2000)
     assert out["prog_n"].shape == (2, 2) and out["n1"] == 50
     assert_close(out["lr2"] / out["lr1"], [2.0, 2.0], rtol=1e-12, atol=0, what="sqrt rule")
     with pytest.raises(ValueError, match="switch"):
-        sc.run_schedule("quadratic", CFG, OptimConfig(), sc.Schedule(8, 32, 5000), [1e-2], 2, 2000)
+        sc.run_schedule(MODELS["quadratic"], CFG, OptimConfig(), Schedule(8, 32, 5000), [1e-2], 2, 2000)
     with pytest.raises(ValueError, match="carry"):
-        sc.run_schedule("quadratic", CFG, OptimConfig(), sc.Schedule(8, 32, 0), [1e-2], 2, 2000,
+        sc.run_schedule(MODELS["quadratic"], CFG, OptimConfig(), Schedule(8, 32, 0), [1e-2], 2, 2000,
                         carry="keep")
     with pytest.raises(ValueError, match="batch1"):
-        sc.Schedule(0, 32, 0)
+        Schedule(0, 32, 0)
 
 
 SPP = {8: 1.0, 256: 0.4}  # seconds per sample: B2 is 2.5x faster per sample
@@ -164,10 +166,10 @@ def test_bandit_equal_batches_are_the_constant_run(n1):
 
 def test_bandit_schedule_switches_batch_through_run_schedule():
     cfg = _bandit_cfg()
-    out = sc.run_schedule("bandit", cfg, OptimConfig(), sc.Schedule(16, 64, 320), [0.05],
+    out = sc.run_schedule(MODELS["bandit"], cfg, OptimConfig(), Schedule(16, 64, 320), [0.05],
                           seeds=2, budget=1600)
     assert out["n1"] == 20 and out["n2"] == (1600 - 320) // 64
     samples = out["ckpt"]["samples"][0, 0]
     assert int(samples[-1]) == 320 + out["n2"] * 64 and np.all(np.diff(samples) > 0)
     with pytest.raises(ValueError, match="^batch must be"):
-        sc.run_schedule("bandit", cfg, OptimConfig(), sc.Schedule(12, 64, 120), [0.05], 2, 1600)
+        sc.run_schedule(MODELS["bandit"], cfg, OptimConfig(), Schedule(12, 64, 120), [0.05], 2, 1600)

@@ -34,7 +34,7 @@ def run_script(name, argv, tmp):
     """(exit code, stderr) of the script's main(argv), with compiling made an error."""
     err = io.StringIO()
     with mock.patch.object(jax, "jit", side_effect=AssertionError("compiled")), \
-            mock.patch("twoclock.runtime.setup"), \
+            mock.patch("twoclock.engine.runtime.setup"), \
             contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         with pytest.raises(SystemExit) as e:
             MODULES[name].main([*argv, "--out", str(tmp), "--quiet"])
@@ -76,7 +76,7 @@ def test_a_small_valid_run_writes_strict_json_or_exits_2(tmp_path_factory, name,
     """Every valid small input finishes with strict JSON (no NaN or inf tokens) or exits 2."""
     tmp = tmp_path_factory.mktemp("valid")
     err = io.StringIO()
-    with mock.patch("twoclock.runtime.setup"), contextlib.redirect_stderr(err), \
+    with mock.patch("twoclock.engine.runtime.setup"), contextlib.redirect_stderr(err), \
             contextlib.redirect_stdout(io.StringIO()):
         try:
             code = MODULES[name].main([*SMALL_VALID[name], "--seed", seed, "--out", str(tmp),

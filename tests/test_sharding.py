@@ -10,8 +10,9 @@ from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
 SNIPPET = """
 import sys, jax, numpy as np
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
+from twoclock.models import MODELS
 assert jax.device_count() == 4, jax.devices()
-r = run_sweep("quadratic", QuadraticConfig(dim=6, drift_dim=3, drift_bias=0.1, target=0.3),
+r = run_sweep(MODELS["quadratic"], QuadraticConfig(dim=6, drift_dim=3, drift_bias=0.1, target=0.3),
               OptimConfig(), SweepConfig(batches=(4, 8, 16), lr0s=(1e-2, 2e-2), seeds=5,
               budget=1600, n_ckpt=8), quiet=True, max_lanes=7)
 np.savez(sys.argv[1], prog_n=r.prog_n, fail_n=r.fail_n, drift=r.ckpt[0]["drift"])
@@ -25,7 +26,7 @@ def test_four_devices_equal_one(tmp_path):
     p = subprocess.run([sys.executable, "-c", SNIPPET, str(out)], env=env, capture_output=True,
                        text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    one = run_sweep("quadratic", QuadraticConfig(dim=6, drift_dim=3, drift_bias=0.1, target=0.3),
+    one = run_sweep(MODELS["quadratic"], QuadraticConfig(dim=6, drift_dim=3, drift_bias=0.1, target=0.3),
                     OptimConfig(), SweepConfig(batches=(4, 8, 16), lr0s=(1e-2, 2e-2), seeds=5,
                     budget=1600, n_ckpt=8), quiet=True)
     four = np.load(out)

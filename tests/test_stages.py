@@ -1,5 +1,5 @@
 """The engine's clocks against their definitions: a crossing exactly at the last update, padding
-that never sets a clock, and one noise stream per seed (twoclock.stages, twoclock.sweep).
+that never sets a clock, and one noise stream per seed (twoclock.engine.stages, twoclock.engine.sweep).
 
 The reference trajectory is a run of the same key with a checkpoint after every update: update
 t's noise is fold_in(key, t) whatever the run length, so a shorter run repeats its first updates.
@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, strategies as st
 
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig
-from twoclock.keys import seed_keys
+from twoclock.engine.keys import seed_keys
 from twoclock.models.quadratic import MODEL
-from twoclock.stages import constant_run, make_traced_run, samples_at, stage_layout
-from twoclock.sweep import run_sweep
+from twoclock.engine.stages import constant_run, make_traced_run, samples_at, stage_layout
+from twoclock.engine.sweep import run_sweep
 from twoclock.trace import checkpoint_every
+from twoclock.models import MODELS
 
 CFG = QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.5, drift_noise=0.05, target=0.3,
                       drift_threshold=0.4)
@@ -69,7 +70,7 @@ def test_every_seed_has_its_own_noise_stream():
     assert len({k.tobytes() for k in keys}) == 16
     sweep = SweepConfig(batches=(8,), lr0s=(LR,), seeds=6, budget=8 * N_REF, seed=3)
     opt = OptimConfig(name="sgd", lr_rule="fixed")
-    res = run_sweep("quadratic", CFG, opt, sweep, quiet=True)
+    res = run_sweep(MODELS["quadratic"], CFG, opt, sweep, quiet=True)
     # each seed's clocks are those of a run with that seed's key, and they differ between seeds
     run = jax.jit(constant_run(MODEL, CFG, opt, N_REF, n_ckpt=sweep.n_ckpt))
     for s in range(sweep.seeds):

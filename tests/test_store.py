@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from twoclock import MODELS, OptimConfig, QuadraticConfig, SweepConfig, run_sweep
-from twoclock.store import Store
-from twoclock.sweep import plan
+from twoclock.engine.store import Store
+from twoclock.engine.layout import chunk_layout as plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "experiments", "critical_batch.py")
@@ -63,8 +63,8 @@ def test_identical_configuration_is_reused(tmp_path):
     cfg, opt = QuadraticConfig(dim=4, drift_dim=2), OptimConfig()
     sweep = SweepConfig(batches=(4, 8), lr0s=(1e-2,), seeds=2, budget=400, n_ckpt=4)
     store = Store(str(tmp_path), "quadratic", {"any": "config"})
-    a = run_sweep("quadratic", cfg, opt, sweep, quiet=True, store=store)
-    b = run_sweep("quadratic", cfg, opt, sweep, quiet=True, store=store)
+    a = run_sweep(MODELS["quadratic"], cfg, opt, sweep, quiet=True, store=store)
+    b = run_sweep(MODELS["quadratic"], cfg, opt, sweep, quiet=True, store=store)
     assert a.reused_chunks == 0 and b.reused_chunks == len(store.finished()) == 2
     np.testing.assert_array_equal(a.prog_n, b.prog_n)
     np.testing.assert_array_equal(a.ckpt[1]["progress_frac"], b.ckpt[1]["progress_frac"])
@@ -74,8 +74,8 @@ def test_identical_configuration_is_reused(tmp_path):
 def test_chunked_sweep_equals_one_program():
     cfg, opt = QuadraticConfig(dim=4, drift_dim=2), OptimConfig()
     sweep = SweepConfig(batches=(4, 8), lr0s=(1e-2, 2e-2), seeds=5, budget=800, n_ckpt=8)
-    a = run_sweep("quadratic", cfg, opt, sweep, quiet=True)
-    b = run_sweep("quadratic", cfg, opt, sweep, quiet=True, max_lanes=3)
+    a = run_sweep(MODELS["quadratic"], cfg, opt, sweep, quiet=True)
+    b = run_sweep(MODELS["quadratic"], cfg, opt, sweep, quiet=True, max_lanes=3)
     for k in ("prog_n", "fail_n", "div_n"):
         np.testing.assert_array_equal(getattr(a, k), getattr(b, k))
     np.testing.assert_array_equal(a.ckpt[0]["drift"], b.ckpt[0]["drift"])
@@ -88,7 +88,7 @@ TINY = dict(cfg=QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.1, target=0.3),
 
 
 def tiny_sweep(store=None, **kw):
-    return run_sweep("quadratic", TINY["cfg"], OptimConfig(), TINY["sweep"], quiet=True,
+    return run_sweep(MODELS["quadratic"], TINY["cfg"], OptimConfig(), TINY["sweep"], quiet=True,
                      store=store, **kw)
 
 
@@ -97,7 +97,7 @@ def test_the_key_fingerprints_every_source_file_and_the_jax_versions(tmp_path, m
 
     import jax
 
-    from twoclock import store as store_mod
+    from twoclock.engine import store as store_mod
     pkg = tmp_path / "twoclock"
     shutil.copytree(store_mod.PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns("__pycache__"))
     base = store_mod.source_fingerprint(str(pkg))
@@ -115,7 +115,7 @@ def test_the_key_fingerprints_every_source_file_and_the_jax_versions(tmp_path, m
 
 
 def test_edited_code_recomputes_instead_of_reusing(tmp_path):
-    from twoclock.store import code_identity
+    from twoclock.engine.store import code_identity
     code = code_identity()
     first = tiny_sweep(Store(str(tmp_path), "quadratic", {"c": 1}, code=code))
     again = tiny_sweep(Store(str(tmp_path), "quadratic", {"c": 1}, code=code))
@@ -156,7 +156,7 @@ def _tamper(p):
 def test_corrupt_chunks_are_named_in_one_line_each_and_recomputed(tmp_path, capsys):
     store = Store(str(tmp_path), "quadratic", {"c": 1})
     sweep = dataclasses.replace(TINY["sweep"], seeds=6)
-    run = lambda: run_sweep("quadratic", TINY["cfg"], OptimConfig(), sweep, quiet=True,
+    run = lambda: run_sweep(MODELS["quadratic"], TINY["cfg"], OptimConfig(), sweep, quiet=True,
                             store=store, max_lanes=2)  # 1 noise stream (2 runs) per device
     want = run()
     chunks = plan(MODELS["quadratic"], sweep, 2, jax.device_count())
@@ -194,8 +194,8 @@ def test_a_chunk_of_another_store_is_not_used(tmp_path, capsys):
 
 @pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_files_respect_the_umask(tmp_path, mask, mode):
-    from twoclock import results
-    from twoclock.figures_style import figure, save
+    from twoclock.analysis import results
+    from twoclock.figures.style import figure, save
     old = os.umask(mask)
     try:
         results.write_json(str(tmp_path / "r.json"), {"x": 1})

@@ -1,10 +1,11 @@
-"""Store isolation: a sweep reuses only chunks of its own configuration (twoclock.store)."""
+"""Store isolation: a sweep reuses only chunks of its own configuration (twoclock.engine.store)."""
 import numpy as np
 from hypothesis import given, strategies as st
 
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
-from twoclock.results import config_dict
-from twoclock.store import Store
+from twoclock.analysis.results import config_dict
+from twoclock.engine.store import Store
+from twoclock.models import MODELS
 
 BASE = config_dict(model=QuadraticConfig(), optimizer=OptimConfig(),
                    sweep=SweepConfig(batches=(8, 16), seeds=4, budget=4000))
@@ -38,13 +39,13 @@ def test_a_sweep_never_reuses_another_configurations_results(tmp_path):
     cfg_a = QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.5, target=0.3)
     cfg_b = QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.5, target=0.6)
     key = lambda cfg: config_dict(model=cfg, optimizer=opt, sweep=sweep)
-    run_sweep("quadratic", cfg_a, opt, sweep, quiet=True,
+    run_sweep(MODELS["quadratic"], cfg_a, opt, sweep, quiet=True,
               store=Store(str(tmp_path), "quadratic", key(cfg_a)))
-    got = run_sweep("quadratic", cfg_b, opt, sweep, quiet=True,
+    got = run_sweep(MODELS["quadratic"], cfg_b, opt, sweep, quiet=True,
                     store=Store(str(tmp_path), "quadratic", key(cfg_b)))
-    fresh = run_sweep("quadratic", cfg_b, opt, sweep, quiet=True)
+    fresh = run_sweep(MODELS["quadratic"], cfg_b, opt, sweep, quiet=True)
     assert got.reused_chunks == 0
     assert np.array_equal(got.prog_n, fresh.prog_n) and np.array_equal(got.fail_n, fresh.fail_n)
-    again = run_sweep("quadratic", cfg_a, opt, sweep, quiet=True,
+    again = run_sweep(MODELS["quadratic"], cfg_a, opt, sweep, quiet=True,
                       store=Store(str(tmp_path), "quadratic", key(cfg_a)))
     assert again.reused_chunks > 0 and not np.array_equal(again.prog_n, got.prog_n)

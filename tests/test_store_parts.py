@@ -1,5 +1,5 @@
 """The results store's parts by hand, without a sweep: the key, the source fingerprint, the
-chunk listing, a chunk's identity file, and the lock (twoclock.store)."""
+chunk listing, a chunk's identity file, and the lock (twoclock.engine.store)."""
 import fcntl
 import json
 import os
@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from twoclock.store import CorruptChunk, Store, code_identity, config_key, source_fingerprint
+from twoclock.engine.store import CorruptChunk, Store, code_identity, config_key, source_fingerprint
 
 CODE = {"source": "s", "jax": "j"}  # a stand-in code identity: no fingerprint of the package
 

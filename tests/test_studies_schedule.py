@@ -12,11 +12,12 @@ from twoclock.config import OptimConfig, SweepConfig
 from twoclock.models import bandit, quadratic
 from twoclock.models.bandit import BanditConfig
 from twoclock.models.quadratic import QuadraticConfig
-from twoclock.report import fmt_samples
-from twoclock.schedule import Schedule
-from twoclock.stages import constant_run
+from twoclock.analysis.report import fmt_samples
+from twoclock.config import Schedule
+from twoclock.model import progress_target
+from twoclock.engine.stages import constant_run
 from twoclock.studies import schedule_study as ss
-from twoclock.throughput import ThroughputModel
+from twoclock.analysis.throughput import ThroughputModel
 
 clock_S = st.lists(st.integers(0, 10_000), min_size=1, max_size=24)
 
@@ -68,11 +69,11 @@ def test_progress_target_is_the_bandit_accuracy_target_on_the_progress_curve():
     tr = constant_run(bandit.MODEL, cfg, OptimConfig(), 24, 24, batch=16)(
         jnp.float32(16), jnp.float32(0.05), jax.random.PRNGKey(0))
     acc, frac = np.asarray(tr.ckpt["heldout_acc"]), np.asarray(tr.ckpt["progress_frac"])
-    target = ss.progress_target(bandit.MODEL, cfg)
+    target = progress_target(bandit.MODEL, cfg)
     # progress_frac is affine in accuracy: (1 - acc) / err0, and acc = target maps to target
     assert_close(frac / target, (1 - acc) / (1 - cfg.target), rtol=1e-5, atol=0,
                  what="progress_frac / progress_target")
-    assert ss.progress_target(quadratic.MODEL, QuadraticConfig(target=0.07)) == 0.07
+    assert progress_target(quadratic.MODEL, QuadraticConfig(target=0.07)) == 0.07
 
 
 def test_report_prints_a_censored_clock_with_its_counts():

@@ -8,10 +8,12 @@ from hypothesis import given, strategies as st
 
 from tests.helpers import assert_close
 from twoclock.config import SweepConfig
-from twoclock.phase import phase_panel
+from twoclock.models import MODELS
+from twoclock.models.bandit import BanditConfig
+from twoclock.analysis.phase import phase_panel
 from twoclock.studies import phase_study as ps
 from twoclock.studies import time_to_target as tt
-from twoclock.throughput import ThroughputModel
+from twoclock.analysis.throughput import ThroughputModel
 
 THR = ThroughputModel().scaled(32.0)
 
@@ -81,15 +83,19 @@ def test_phase_panel_margin_counts_a_censored_progress_clock_as_the_budget():
     assert text.splitlines()[-1].split()[:4] == ["0.01", "380", "1.00", ">"]
 
 
-def test_phase_bandit_grid_is_checked_before_simulating():
-    sweep = SweepConfig(seeds=3, seed=7, n_ckpt=4)
-    cfg, grid = ps.bandit_grid(ps.PhaseStudy(bandit_batches=(64, 128)), sweep)
-    assert (grid.seeds, grid.seed, grid.n_ckpt, grid.batches) == (3, 7, 4, (64, 128))
-    assert cfg.drift_threshold == ps.PhaseStudy().bandit_drift_threshold
+def test_phase_grid_comes_from_the_model_and_is_checked_before_simulating():
+    bandit = MODELS["bandit"]
+    cfg, grid, clock = ps.panel_setup(bandit)
+    d = bandit.studies["phase"]
+    assert grid == SweepConfig(**d["sweep"]) and clock == d["failure_clock"] == "fail_n"
+    assert cfg.drift_threshold == d["model"]["drift_threshold"] != BanditConfig().drift_threshold
+    mine = SweepConfig(batches=(64, 128), seeds=3, seed=7, n_ckpt=4)
+    assert ps.panel_setup(bandit, cfg, mine, "collapse_n")[1:] == (mine, "collapse_n")
     with pytest.raises(ValueError, match="^batch must be a multiple"):
-        ps.bandit_grid(ps.PhaseStudy(bandit_batches=(64, 100)), sweep)
-    for kw, name in ((dict(models=("quadratic", "lattice")), "models"),
-                     (dict(bandit_clock="tick"), "bandit_clock"), (dict(theory_points=1),
-                                                                   "theory_points")):
-        with pytest.raises(ValueError, match=f"^{name} must be"):
-            ps.PhaseStudy(**kw)
+        ps.panel_setup(bandit, cfg, SweepConfig(batches=(64, 100)))
+    with pytest.raises(ValueError, match="^failure_clock must be"):
+        ps.panel_setup(bandit, cfg, mine, "tick")
+    with pytest.raises(ValueError, match="^failure_clock must be"):  # the quadratic's has none
+        ps.panel_setup(MODELS["quadratic"], None, None, "collapse_n")
+    with pytest.raises(ValueError, match="^theory_points must be"):
+        ps.PhaseStudy(theory_points=1)

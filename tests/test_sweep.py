@@ -3,10 +3,11 @@ import jax
 import numpy as np
 
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
-from twoclock.keys import seed_keys
+from twoclock.engine.keys import seed_keys
 from twoclock.models.quadratic import MODEL
-from twoclock.stages import constant_run
+from twoclock.engine.stages import constant_run
 from twoclock.scaling import lr_for_batch
+from twoclock.models import MODELS
 
 CFG = QuadraticConfig(dim=8, drift_dim=4, drift_bias=0.2, target=0.2)
 OPT = OptimConfig()
@@ -14,7 +15,7 @@ SWEEP = SweepConfig(batches=(4, 8, 16), lr0s=(1e-2, 3e-2), seeds=3, budget=4000,
 
 
 def test_vmapped_sweep_equals_loop_of_single_runs():
-    res = run_sweep("quadratic", CFG, OPT, SWEEP, quiet=True)
+    res = run_sweep(MODELS["quadratic"], CFG, OPT, SWEEP, quiet=True)
     keys = seed_keys(SWEEP.seed, SWEEP.seeds)
     for i, b in enumerate(SWEEP.batches):
         run = jax.jit(constant_run(MODEL, CFG, OPT, SWEEP.budget // b, SWEEP.n_ckpt))
@@ -29,16 +30,16 @@ def test_vmapped_sweep_equals_loop_of_single_runs():
 
 
 def test_same_seed_same_numbers_other_seed_other_numbers():
-    a = run_sweep("quadratic", CFG, OPT, SWEEP, quiet=True)
-    b = run_sweep("quadratic", CFG, OPT, SWEEP, quiet=True)
-    c = run_sweep("quadratic", CFG, OPT, SweepConfig(**{**SWEEP.__dict__, "seed": 1}), quiet=True)
+    a = run_sweep(MODELS["quadratic"], CFG, OPT, SWEEP, quiet=True)
+    b = run_sweep(MODELS["quadratic"], CFG, OPT, SWEEP, quiet=True)
+    c = run_sweep(MODELS["quadratic"], CFG, OPT, SweepConfig(**{**SWEEP.__dict__, "seed": 1}), quiet=True)
     np.testing.assert_array_equal(a.prog_n, b.prog_n)
     np.testing.assert_array_equal(a.fail_n, b.fail_n)
     assert not np.array_equal(a.ckpt[0]["drift"], c.ckpt[0]["drift"])
 
 
 def test_padding_is_small_and_clocks_in_samples_are_batch_times_updates():
-    res = run_sweep("quadratic", CFG, OPT, SWEEP, quiet=True)
+    res = run_sweep(MODELS["quadratic"], CFG, OPT, SWEEP, quiet=True)
     assert 0 <= res.padded_fraction < 1.0  # the bound: at most 2x work
     b_B = np.array(SWEEP.batches)[:, None, None]
     np.testing.assert_array_equal(res.prog_n, res.prog_t * b_B)

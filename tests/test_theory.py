@@ -9,10 +9,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.helpers import assert_close, examples
-from twoclock import OptimConfig, QuadraticConfig, SweepConfig, clocks, run_sweep, theory
+from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep, theory
+from twoclock.analysis import clocks
 from twoclock.models.quadratic import MODEL, initial_loss, initial_offset, spectrum
 from twoclock.models.quadratic.problem import noise_variances
-from twoclock.stages import constant_run
+from twoclock.engine.stages import constant_run
+from twoclock.models import MODELS
 
 alphas = st.floats(0.0, 2.0)
 dims = st.integers(1, 12)
@@ -253,7 +255,7 @@ def test_sgd_steps_follow_pareto_front():
 
 def _fail_medians(cfg, opt, lr0, bs, seeds=8):
     pred = max(theory.adam_failure_samples(cfg, opt, lr0, b)["samples"] for b in bs)
-    res = run_sweep("quadratic", cfg, opt, SweepConfig(batches=tuple(bs), lr0s=(lr0,),
+    res = run_sweep(MODELS["quadratic"], cfg, opt, SweepConfig(batches=tuple(bs), lr0s=(lr0,),
                     seeds=seeds, budget=int(2.5 * pred)), quiet=True)
     med = [clocks.summarize(res.fail_n[i, 0])["median"] for i in range(len(bs))]
     assert all(m is not None for m in med), med
@@ -357,7 +359,7 @@ def test_progress_gap_where_theory_crosses_critical_batch():
     cfg, opt, lr0 = QuadraticConfig(), OptimConfig(), 1e-2
     mech = theory.critical_batch_mechanism(cfg, opt, lr0)
     assert mech["mechanism"] == "saturation" and 8 < mech["batch"] < 128
-    res = run_sweep("quadratic", cfg, opt, SweepConfig(batches=(8, 128), lr0s=(lr0,), seeds=64,
+    res = run_sweep(MODELS["quadratic"], cfg, opt, SweepConfig(batches=(8, 128), lr0s=(lr0,), seeds=64,
                     budget=20_000), quiet=True)
     for i, B in enumerate((8, 128)):
         med, se, _ = _median_and_se(res.prog_n[i, 0])
@@ -375,7 +377,7 @@ def test_noise_dominated_critical_batch_shrinks_with_lr0():
     assert mech[1]["mechanism"] == "curvature"
     assert mech[1]["curvature"] < mech[0]["curvature"]
     bs = (8, 16, 32, 64, 128, 256, 512)
-    res = run_sweep("quadratic", cfg, opt, SweepConfig(batches=bs, lr0s=lr0s, seeds=16,
+    res = run_sweep(MODELS["quadratic"], cfg, opt, SweepConfig(batches=bs, lr0s=lr0s, seeds=16,
                     budget=100_000), quiet=True)
     crit = [clocks.critical_batch(list(bs), res.prog_n[:, j])["batch"] for j in range(2)]
     assert crit[1] is not None and (crit[0] is None or crit[1] < crit[0] / 2), crit

@@ -15,7 +15,7 @@ from tests.helpers import assert_close
 from twoclock import OptimConfig, QuadraticConfig
 from twoclock.models.quadratic import MODEL
 from twoclock.models.quadratic.theory import adam_failure_samples, linear_failure_samples
-from twoclock.stages import constant_run
+from twoclock.engine.stages import constant_run
 
 TIGHT = dict(rtol=1e-12, atol=0)
 

@@ -12,11 +12,13 @@ from jax.scipy.special import ndtr
 from scipy.integrate import quad
 
 from tests.helpers import examples
-from twoclock import OptimConfig, QuadraticConfig, SweepConfig, clocks, run_sweep, theory
+from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep, theory
+from twoclock.analysis import clocks
 from twoclock.models.quadratic import MODEL, drift, first_passage
 from twoclock.models.quadratic.problem import initial_loss, noise_variances, spectrum
 from twoclock.scaling import lr_for_batch
-from twoclock.stages import constant_run
+from twoclock.engine.stages import constant_run
+from twoclock.models import MODELS
 
 SEEDS = 1024  # the float64 NumPy runs are cheap: 3 SE of the median is ~2-4% here
 K_SE = 3  # standard errors of the Monte Carlo median (bootstrap) allowed besides the 5% / 3%
@@ -253,7 +255,7 @@ def test_adam_drift_reference_matches_engine():
     # warm-up (about 440 updates): medians within K_SE combined bootstrap SE.
     cfg, opt, lr0, batch = QuadraticConfig(dim=1, drift_bias=0.02, drift_noise=1.0), \
         OptimConfig(), 4e-2, 8
-    res = run_sweep("quadratic", cfg, opt, SweepConfig(batches=(batch,), lr0s=(lr0,),
+    res = run_sweep(MODELS["quadratic"], cfg, opt, SweepConfig(batches=(batch,), lr0s=(lr0,),
                     seeds=2 * SEEDS, budget=batch * 1000, seed=3), quiet=True)
     med_e, se_e = _median_and_se(res.fail_n[0, 0] / batch)
     med_r, se_r = _median_and_se(_adam_drift_crossings(cfg, opt, lr0, batch, 2 * REF_SEEDS, 1000))

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tests.helpers import assert_close
-from twoclock import throughput as tp
+from twoclock.analysis import throughput as tp
 
 
 def test_defaults_reproduce_the_article_measurements():

@@ -4,8 +4,10 @@ and the smoothing, on synthetic curves whose crossing is known: `python tools/lo
 Curves (s in samples, crossing s* = 10 000 in every case):
 - progress, concave: acc(s) = 0.9 - 0.5 exp(-s / tau), threshold 0.7 (the chord between two
   logged points lies below the curve, so interpolation crosses late);
-- drift, convex: drift(s) = 2 (s / s*)^2, threshold 2 (the chord lies above: early).
-Logging every d samples from a uniformly drawn phase (2000 phases). Reported: the mean and the
+- drift, convex: drift(s) = 2 (s / s*)^2, threshold 2 (the chord lies above: early);
+- loss ratio, convex decreasing: loss(s) = exp(-3 s / s*), threshold exp(-3) (a loss that
+  falls by e^3 = 20x to its target, like the quadratic model's 0.05: the chord lies above, late).
+Logged at the start and every d samples from a uniformly drawn phase (2000 phases). Reported: the mean and the
 worst relative error of the clock, linearly interpolated and, for comparison, read at the first
 logged point past the crossing. With noise: Gaussian of sd sigma on each logged value (2000
 draws), the mean relative error of the first logged crossing, raw and smoothed.
@@ -21,18 +23,21 @@ TAU = S_STAR / math.log(0.5 / 0.2)  # 0.9 - 0.5 exp(-s*/tau) = 0.7
 CURVES = {
     "progress (concave)": (lambda s: 0.9 - 0.5 * np.exp(-s / TAU), parse_condition("acc>=0.7", "-")),
     "drift (convex)": (lambda s: 2.0 * (s / S_STAR) ** 2, parse_condition("drift>=2", "-")),
+    "loss (convex, down)": (lambda s: np.exp(-3.0 * s / S_STAR),
+                            parse_condition(f"loss<={math.exp(-3.0):.17g}", "-")),
 }
 
 
 def grid(d, phase, end=4 * S_STAR):
-    return np.arange(phase, end, d)
+    """Logged at s = 0 (the start) and then every d from phase in (0, d]."""
+    return np.concatenate([[0.0], np.arange(phase, end, d)])
 
 
 def interval_bias(f, cond, d, n=2000, rng=None):
     rng = rng or np.random.default_rng(0)
     lin, nxt = [], []
     for ph in rng.uniform(0, d, n):
-        s = grid(d, ph + d)  # the first point at ph + d > 0: never already crossed at s = 0
+        s = grid(d, d - ph)
         at, i = crossing(s, f(s), cond)
         lin.append(at / S_STAR - 1)
         nxt.append(s[i] / S_STAR - 1)
@@ -44,7 +49,7 @@ def noisy_bias(f, cond, d, sigma, how=None, n=2000, seed=1):
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
-        s = grid(d, rng.uniform(0, d) + d)
+        s = grid(d, d - rng.uniform(0, d))
         v = f(s) + sigma * rng.standard_normal(s.size)
         at, i = crossing(s, smooth(s, v, how), cond)
         out.append(at / S_STAR - 1 if i not in (None, 0) else math.nan)
@@ -56,7 +61,7 @@ def main():
     print(f"{'curve':<20} {'d / s*':>7} {'interp mean':>12} {'interp worst':>13} "
           f"{'next point mean':>16}")
     for name, (f, cond) in CURVES.items():
-        for frac in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5):
+        for frac in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0):
             m, w, nx = interval_bias(f, cond, frac * S_STAR)
             print(f"{name:<20} {frac:>7.2f} {100 * m:>+11.3f}% {100 * w:>12.3f}% "
                   f"{100 * nx:>+15.2f}%")

@@ -9,13 +9,14 @@ target 0.7-1.3 x the stationary floor of E[L] / L0, capped at 0.9. For each it p
 median first passage of `theory.median_steps` and the median over --seeds runs of the first
 update with L_t <= target (the eigenbasis recursion in float64 NumPy, the simulator's update:
 x_{t+1} = (1 + mu - lr h) x_t - mu x_{t-1} - lr xi_t, x_{-1} = x_0, xi ~ N(0, c / B)), with
-its 95% bootstrap CI (twoclock.clocks), and counts the rows within 5% or inside the CI.
+its 95% bootstrap CI (twoclock.analysis.clocks), and counts the rows within 5% or inside the CI.
 """
 import argparse
 
 import numpy as np
 
-from twoclock import OptimConfig, QuadraticConfig, clocks, theory
+from twoclock import OptimConfig, QuadraticConfig, theory
+from twoclock.analysis import clocks
 from twoclock.models.quadratic import first_passage
 from twoclock.models.quadratic.problem import initial_loss, noise_variances, spectrum
 

@@ -1,19 +1,40 @@
-"""twoclock: two-clock simulations of batch scaling in RL with verifiable rewards."""
-from twoclock.runtime import unrolled_threefry_on_cpu
+"""twoclock: two-clock simulations of batch scaling in RL with verifiable rewards.
 
-UNROLLED_THREEFRY = unrolled_threefry_on_cpu()  # before anything is compiled; same bits, faster
-from twoclock import clocks, objectives, planner, scaling, schedule, stages, throughput
-from twoclock.config import OptimConfig, SweepConfig, require
-from twoclock.model import Dynamics, Model, RunState
-from twoclock.models import MODELS, bandit, quadratic
-from twoclock.models.bandit import BanditConfig
-from twoclock.models.quadratic import QuadraticConfig, theory
-from twoclock.store import Store
-from twoclock.sweep import SweepResult, run_sweep
-from twoclock.trace import Trace
+Importing twoclock loads nothing heavy: each name below is imported when first used, so
+`twoclock.analysis` and `twoclock.pilot` work without JAX. The packages:
+
+- core: `config`, `model` (the Model interface), `trace`, `scaling` (lr rules and optimizers),
+  `objectives` (advantages, clipped surrogates, KL), `atomic` (atomic writes, strict JSON);
+- `models`: one package per model and the registry `MODELS`;
+- `engine`: runs, sweeps and schedules (JAX), the results store;
+- `analysis`: clocks, result files, tables, the switch planner, the throughput model (no JAX);
+- `pilot`: from pilot runs or their logs to a plan (no JAX); `studies`; `figures`; `cli`.
+"""
+import importlib
+
 from twoclock.version import __version__
 
-__all__ = ["__version__", "OptimConfig", "QuadraticConfig", "BanditConfig", "SweepConfig",
-           "Trace", "MODELS", "Model", "Dynamics", "RunState", "SweepResult", "run_sweep",
-           "Store", "require", "quadratic", "bandit", "objectives", "clocks", "scaling",
-           "theory", "schedule", "planner", "stages", "throughput"]
+_EXPORTS = {
+    "OptimConfig": "twoclock.config", "SweepConfig": "twoclock.config",
+    "require": "twoclock.config", "Schedule": "twoclock.config",
+    "Model": "twoclock.model", "Dynamics": "twoclock.model", "RunState": "twoclock.model",
+    "Trace": "twoclock.trace",
+    "MODELS": "twoclock.models",
+    "QuadraticConfig": "twoclock.models.quadratic", "BanditConfig": "twoclock.models.bandit",
+    "theory": "twoclock.models.quadratic",
+    "SweepResult": "twoclock.engine.sweep", "run_sweep": "twoclock.engine.sweep",
+    "run_schedule": "twoclock.engine.schedule", "Store": "twoclock.engine.store",
+}
+_PACKAGES = ("config", "model", "trace", "scaling", "objectives", "atomic", "models", "engine",
+             "analysis", "pilot", "studies", "figures", "cli")
+
+__all__ = ["__version__", *_EXPORTS, *_PACKAGES]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name in _PACKAGES or name in ("quadratic", "bandit"):
+        mod = "twoclock.models." + name if name in ("quadratic", "bandit") else "twoclock." + name
+        return importlib.import_module(mod)
+    raise AttributeError(f"module 'twoclock' has no attribute {name!r}")

@@ -1,10 +1,23 @@
-"""The one atomic file write: a temporary file in the target's folder, then os.replace, so a
+"""Files that are never half-written, and JSON that is always strict.
+
+The one atomic file write: a temporary file in the target's folder, then os.replace, so a
 reader (or a killed run) only ever sees the old file or the whole new one. The file gets the
 mode an ordinary open() would give it (0666 & ~umask, so 0644 under umask 022): mkstemp's
-own 0600 would hide results, figures and stores from collaborators on a shared cluster."""
+own 0600 would hide results, figures and stores from collaborators on a shared cluster.
+
+Strict JSON: every non-finite float, wherever it sits, becomes null and is listed, with what it
+was, under the result's top-level "non_finite" ({JSON pointer: "inf" | "-inf" | "nan"}).
+Output paths are checked before a run (`check_file`, `check_folder`); what is refused before
+simulating raises `Refused`.
+"""
 from contextlib import suppress
+from dataclasses import asdict, is_dataclass
+import json
+import math
 import os
 import tempfile
+
+import numpy as np
 
 
 def umask() -> int:
@@ -44,3 +57,84 @@ def atomic_write(path: str, write, binary: bool = False) -> str:
             os.remove(tmp)
         raise
     return path
+
+
+class Refused(ValueError):
+    """Input refused before simulating: a bad value, an unwritable path, a grid that cannot fit."""
+
+
+def check_folder(folder: str, what: str) -> None:
+    """Refused unless folder exists (or can be created) and a file can be written in it."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".tmp-probe-")
+        os.close(fd)
+        os.remove(probe)
+    except OSError as e:
+        raise Refused(f"{what} must be a folder this process can write in (got {folder!r}: "
+                      f"{e.strerror or e})") from None
+
+
+def check_file(path: str, what: str) -> None:
+    """Refused unless path is not a folder and its folder passes check_folder."""
+    if os.path.isdir(path):
+        raise Refused(f"{what} must be a file path, not a folder (got {path!r})")
+    check_folder(os.path.dirname(os.path.abspath(path)), f"the folder of {what}")
+
+
+# ------------------------------------------------------------------------------- strict JSON
+
+def _pointer(where: tuple) -> str:
+    return "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in where)
+
+
+def plain(obj, found: dict, lenient: bool = False, where: tuple = ()):
+    """obj as JSON-ready Python values; non-finite floats become None, noted in found[pointer].
+
+    Numpy scalars and arrays, tuples and dataclasses are converted; anything else is a
+    TypeError naming where it is, unless lenient (then its repr, for a rescue file)."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, (int, np.integer)) and not isinstance(obj, np.bool_):
+        return int(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        if math.isfinite(v):
+            return v
+        found[_pointer(where)] = str(v)
+        return None
+    if isinstance(obj, dict):
+        return {_key(k): plain(v, found, lenient, where + (_key(k),)) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v, found, lenient, where + (i,)) for i, v in enumerate(obj)]
+    if isinstance(obj, np.ndarray):
+        return plain(obj.tolist(), found, lenient, where)
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return plain(asdict(obj), found, lenient, where)
+    if lenient:
+        return repr(obj)
+    raise TypeError(f"not JSON serialisable at {_pointer(where) or '/'}: {type(obj).__name__}")
+
+
+def _key(k) -> str:
+    return k if isinstance(k, str) else str(k)
+
+
+def strict(obj: dict, lenient: bool = False) -> dict:
+    """The dict to write: plain(obj), plus "non_finite" {pointer: what it was} if any were."""
+    found: dict = {}
+    out = plain(obj, found, lenient)
+    if found:
+        out["non_finite"] = {**out.get("non_finite", {}), **found}
+    return out
+
+
+def dumps(obj: dict, lenient: bool = False) -> str:
+    return json.dumps(strict(obj, lenient), indent=1, allow_nan=False) + "\n"
+
+
+def one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__

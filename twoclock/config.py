@@ -9,6 +9,8 @@ import numbers
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 LR_RULES = ("fixed", "sqrt", "linear")
+CARRY_MODES = ("rescale", "carry", "reset")  # the optimizer state at a schedule's switch
+DELTA = 0.2  # critical batch: the smallest B with N_prog(B) / N_prog(B_min) >= 1 + DELTA
 
 
 def param(default, help: str, choices=None):
@@ -112,3 +114,39 @@ class SweepConfig:
             object.__setattr__(self, name, tuple(kind(v) for v in getattr(self, name)))
         for name in ("seeds", "budget", "seed", "n_ckpt"):
             object.__setattr__(self, name, int(getattr(self, name)))
+
+
+def require_carry(carry: str) -> None:
+    require(carry in CARRY_MODES, "carry", "one of " + ", ".join(CARRY_MODES), carry)
+
+
+# ------------------------------------------------------------------- two-stage batch schedules
+
+def switch_updates(switch: int, b1: int) -> int:
+    """n1: whole updates at batch b1 before the switch (rounded down to a multiple of b1)."""
+    return int(switch) // int(b1)
+
+
+def stage_steps(b1: int, b2: int, switch: int, budget: int) -> tuple:
+    """(n1, n2): updates at batch b1 and at batch b2 within the sample budget."""
+    require_int("batch1", b1)
+    require_int("batch2", b2)
+    require(isinstance(switch, numbers.Integral) and 0 <= switch <= budget, "switch",
+            f"an integer number of samples in [0, budget={budget}]", switch)
+    n1 = switch_updates(switch, b1)
+    n2 = (budget - n1 * b1) // b2
+    require(n1 + n2 >= 1, "budget", f">= one update (b1={b1}, b2={b2})", budget)
+    return n1, n2
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Batch1 for the first `switch` samples (rounded down to whole updates), then batch2."""
+    batch1: int
+    batch2: int
+    switch: int
+
+    def __post_init__(self):
+        require_int("batch1", self.batch1)
+        require_int("batch2", self.batch2)
+        require_int("switch", self.switch, lo=0)

@@ -2,21 +2,29 @@
 
 A model turns (config, optimizer, batch, key) into `Dynamics`: an optax transform per learning
 rate, the start state, the noise of a chunk of updates, and `advance`, which runs the chunk and
-says, per update, which clock's condition held. The engine (`twoclock.stages`) turns these
+says, per update, which clock's condition held. The engine (`twoclock.engine.stages`) turns these
 into first crossings, checkpoints and a `Trace`, for a constant batch (one stage) and for a
 schedule (two stages) alike, so neither the clocks nor the result files depend on the model.
 """
-from typing import Any, Callable, NamedTuple
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import optax
 
 CLOCKS = ("prog", "fail", "div")  # every model's clocks; a model may add its own (`extra_clocks`)
 
 
+def initial_clocks(model_extra: tuple = ()) -> dict:
+    """Every clock at 0 (not yet crossed): the `clocks` of a model's start `RunState`."""
+    zero = jnp.zeros((), jnp.int32)
+    return {name: zero for name in CLOCKS + tuple(model_extra)}
+
+
 class RunState(NamedTuple):
     """One run's state between updates."""
-    params: jax.Array
+    params: Any  # any pytree
     opt_state: optax.OptState
     clocks: dict  # clock name -> int32 []: first 1-based update whose condition held (0 = never)
     aux: Any = ()  # model-specific running quantities (the bandit's peak accuracy)
@@ -40,12 +48,20 @@ class Dynamics(NamedTuple):
 
 
 class Model(NamedTuple):
-    """Everything the engine, the command line and the result files need from a model.
+    """Everything the engine, the studies, the command line and the result files need from a
+    model: code outside `twoclock/models/` reads these fields and never the model's name.
 
     dynamics(cfg, opt, batch) -> dyn(batch, key) -> Dynamics. `batch` is a Python int where
     it sets array shapes (static_batch) and None otherwise; dyn's batch may be traced.
     predict(cfg, opt, sweep, res, runs, crit) adds the theory's predictions and any
     model-specific measurements to the result entries, in place.
+    progress_target(cfg): the progress target on the scale of ckpt["progress_frac"] (None: the
+    config's `target` is already on that scale).
+    studies: per study name, this model's defaults there, e.g. {"schedule": {"study": {...},
+    "sweep": {...}, "model": {...}}}; a study a model has no entry for is not offered for it.
+    presets: named model-config overrides (a regime worth a name).
+    phase_boundary(cfg, opt, batches, lr0s, budget): the theory's grid log(N_fail / N_prog)
+    for the phase diagram, or None where the model's theory does not give one.
     """
     name: str
     config: type
@@ -59,5 +75,15 @@ class Model(NamedTuple):
     extra_clocks: tuple = ()
     progress_label: str = "loss / initial loss"  # what ckpt["progress_frac"] measures
     # XLA's quick CPU code generator gives this model's numbers bit for bit (tests/test_codegen.py),
-    # so a short sweep may use it (`twoclock.codegen`)
+    # so a short sweep may use it (`twoclock.engine.layout`)
     quick_codegen_exact: bool = False
+    title: str = ""  # a figure panel's title
+    progress_target: Callable | None = None
+    studies: Mapping = MappingProxyType({})
+    presets: Mapping = MappingProxyType({})
+    phase_boundary: Callable | None = None
+
+
+def progress_target(model: Model, cfg) -> float:
+    """The model's progress target on the scale of ckpt["progress_frac"]."""
+    return float(cfg.target) if model.progress_target is None else model.progress_target(cfg)

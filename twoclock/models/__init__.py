@@ -1,7 +1,7 @@
 """The models, one package each, and the registry the engine and the command line read."""
-from twoclock.models import bandit, quadratic
+from twoclock.models import bandit, policy, quadratic
 
-MODELS = {m.name: m for m in (quadratic.MODEL, bandit.MODEL)}
+MODELS = {m.name: m for m in (quadratic.MODEL, bandit.MODEL, policy.MODEL)}
 
 
 def get(name: str):

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from twoclock import throughput as tp
+from twoclock.analysis import throughput as tp
 from twoclock.pilot.plan import PilotRuns
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",

@@ -5,18 +5,18 @@ import math
 
 import numpy as np
 
-from twoclock import clocks
+from twoclock.analysis import clocks
 from twoclock.config import OptimConfig, SweepConfig, require
 from twoclock.pilot import plan as pilot
-from twoclock.sweep import run_sweep
 
 
-def sweep(model: str, model_cfg, opt: OptimConfig, batches, lr0: float, seeds: int,
-          budget: int, seed: int = 0):
+def sweep(model, model_cfg, opt: OptimConfig, batches, lr0: float, seeds: int,
+          budget: int, seed: int = 0, keep=None):
     """One short run_sweep over every batch (pilots and held-out), all seeds."""
     cfg = SweepConfig(batches=tuple(int(b) for b in batches), lr0s=(lr0,), seeds=seeds,
                       budget=budget, seed=seed, n_ckpt=8)
-    return run_sweep(model, model_cfg, opt, cfg, quiet=True)
+    from twoclock.engine.sweep import run_sweep  # here: the rest of twoclock.pilot needs no JAX
+    return run_sweep(model, model_cfg, opt, cfg, quiet=True, keep=keep)
 
 
 def pilot_runs(res, opt: OptimConfig, pilot_batches, n_seeds: int, budget: int) -> pilot.PilotRuns:
@@ -69,16 +69,17 @@ def heldout(res, plan: dict, heldout_batches) -> list:
     return out
 
 
-def check(model: str, model_cfg, opt: OptimConfig, lr0: float, pilot_batches, heldout_batches,
-          pilot_seeds: int = 4, seeds: int = 16, budget: int = 200_000, csv_path=None) -> dict:
+def check(model, model_cfg, opt: OptimConfig, lr0: float, pilot_batches, heldout_batches,
+          pilot_seeds: int = 4, seeds: int = 16, budget: int = 200_000, csv_path=None,
+          keep=None) -> dict:
     """Simulate, plan from the pilots, score the held-out predictions."""
     res = sweep(model, model_cfg, opt, sorted(set(pilot_batches) | set(heldout_batches)), lr0,
-                seeds, budget)
+                seeds, budget, keep=keep)
     runs = pilot_runs(res, opt, pilot_batches, pilot_seeds, budget)
     if csv_path is not None:
         write_csv(runs, csv_path)
     plan = pilot.plan(runs, predict=list(heldout_batches))
-    return {"model": model, "lr0": lr0, "pilot_batches": list(pilot_batches),
+    return {"model": model.name, "lr0": lr0, "pilot_batches": list(pilot_batches),
             "pilot_seeds": pilot_seeds, "seeds": seeds, "budget": budget,
             "critical_batch": plan["critical_batch"], "progress_form": plan["fit"]["progress"],
             "failure_exponent": plan["failure_exponent"], "heldout": heldout(res, plan,

@@ -31,9 +31,9 @@ import math
 
 import numpy as np
 
-from twoclock import throughput as tp
+from twoclock.analysis import throughput as tp
+from twoclock.config import DELTA
 
-DELTA = 0.2  # critical batch: the progress clock is 1 + DELTA times its small-batch value
 FORMS = ("saturation", "curvature")
 
 

@@ -302,6 +302,7 @@ class Clock:
     samples: float
     crossed: bool
     line: int | None  # the row where it was first met
+    interval: float | None = None  # samples between the logged points it was interpolated in
 
 
 def clocks(logs: Logs, cond: Condition, how=None) -> list:
@@ -316,7 +317,8 @@ def clocks(logs: Logs, cond: Condition, how=None) -> list:
             raise PilotError(f"{logs.source} line {r.line_R[ok][0]}, column {cond.metric}: run "
                              f"{r.name!r} already meets {cond.flag} {cond.text!r} at its first "
                              f"logged point ({v[0]:g} at samples {s[0]:g}): no crossing to time")
-        out.append(Clock(at, i is not None, None if i is None else int(r.line_R[ok][i])))
+        out.append(Clock(at, i is not None, None if i is None else int(r.line_R[ok][i]),
+                         None if i is None else float(s[i] - s[i - 1])))
     if not any(c.crossed for c in out):
         up = cond.op in (">=", ">")
         reach, line = max((((v if up else -v), int(ln)) for r in logs.runs
@@ -432,8 +434,14 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
         "runs": len(logs.runs),
         "progress_censored": [r.name for r, c in zip(logs.runs, prog) if not c.crossed],
         "curves": curves}
+    out["logs"]["bracket"] = {
+        cond.text: max((c.interval / c.samples for c in cl if c.crossed), default=None)
+        for cond, cl in [(pc, prog)] + list(zip(fcs, fails))}
     out["source"] = source
     return out
+
+
+COARSE = 0.2  # a crossing interpolated over more than this fraction of its clock is flagged
 
 
 def table(out: dict) -> str:
@@ -448,6 +456,12 @@ def table(out: dict) -> str:
     if lg["progress_censored"]:
         lines.append(f"  {len(lg['progress_censored'])} runs never reached {lg['progress']} "
                      "(left out of the fits): " + ", ".join(lg["progress_censored"]))
+    coarse = {c: f for c, f in lg["bracket"].items() if f is not None and f > COARSE}
+    if coarse:
+        lines.append("  coarse logging: crossings interpolated over up to " + ", ".join(
+            f"{100 * f:.0f}% of the clock ({c})" for c, f in coarse.items()) + "; on a loss "
+            "falling 20x to its target linear interpolation is ~1% late at 20% and ~6% at 50% "
+            "(docs/plan.md): log more often")
     lines.append(report.table(out))
     lines += ["", f"failure clocks, one fit each (samples, {lvl}% CI); the recommendation uses "
               "the earliest at each batch:"]

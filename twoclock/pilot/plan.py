@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from twoclock.pilot import fit as pf
-from twoclock.planner import Clocks, plan_switch
+from twoclock.analysis.switch import Clocks, plan_switch
 
 REQUIRED = ("batch", "lr", "progress_samples", "failure_samples")
 OPTIONAL = ("budget", "seconds_per_update", "seed")

@@ -12,13 +12,13 @@ import time
 
 import numpy as np
 
-from twoclock import report, results
+from twoclock.analysis import report, results
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.models.bandit import MODEL, BanditConfig, describe_batch
 from twoclock.scaling import RULE_EXPONENT
-from twoclock.studies.clipping import EMERGENT
-from twoclock.sweep import run_sweep
+from twoclock.engine.sweep import run_sweep
 
+EMERGENT = MODEL.presets["emergent"]
 UNCLIPPED = {**EMERGENT, "clip_low": None}
 # name -> (bandit overrides, optimizer overrides)
 CASES = {
@@ -34,7 +34,7 @@ BUDGET = {"injected": 100_000, "emergent": 40_000}
 LR0S_EMERGENT = (0.02, 0.04)  # two lr0s: the failure clock's lr exponent at fixed B
 
 
-def run_case(name: str, seeds: int, quiet: bool = True) -> dict:
+def run_case(name: str, seeds: int, quiet: bool = True, keep=None) -> dict:
     """One case's result dict (the headline's layout, plus per-entry drift diagnostics)."""
     kw, okw = CASES[name]
     cfg, opt = BanditConfig(**kw), OptimConfig(**okw)
@@ -43,7 +43,7 @@ def run_case(name: str, seeds: int, quiet: bool = True) -> dict:
     sweep = SweepConfig(batches=d["batches"], lr0s=LR0S_EMERGENT if two else d["lr0s"],
                         seeds=seeds, budget=BUDGET[cfg.drift_source])
     t0 = time.perf_counter()
-    res = run_sweep("bandit", cfg, opt, sweep, quiet=quiet)
+    res = run_sweep(MODEL, cfg, opt, sweep, quiet=quiet, keep=keep)
     runs = results.run_entries(res, opt, extra_summaries=("collapse_n",))
     MODEL.predict(cfg, opt, sweep, res, runs, [])
     for r in runs:
@@ -90,8 +90,8 @@ def flat_exponent(slope: float, q: float, p_rule: float) -> float | None:
     return float((slope + q * p_rule) / q)
 
 
-def run(names, seeds: int, quiet: bool = True) -> dict:
-    out = {"cases": {n: run_case(n, seeds, quiet) for n in names},
+def run(names, seeds: int, quiet: bool = True, keep=None) -> dict:
+    out = {"cases": {n: run_case(n, seeds, quiet, keep) for n in names},
            "versions": results.versions()}
     for n, c in out["cases"].items():
         c["failure_slope"] = batch_slope(c)

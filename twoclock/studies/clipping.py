@@ -13,18 +13,18 @@ import time
 
 import numpy as np
 
-from twoclock import results
-from twoclock.clocks import bootstrap_indices, censored, median_ci, summarize
+from twoclock.analysis import results
+from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci, summarize
 from twoclock.config import OptimConfig, SweepConfig, require, require_int
 from twoclock.models.bandit import BanditConfig, describe_batch
 from twoclock.models.bandit.theory import (clipped_move_per_batch, drift_logratio_per_batch,
                                            drift_move_per_batch, noise_scale, predicted_delay)
 from twoclock.scaling import lr_for_batch
-from twoclock.sweep import run_sweep
+from twoclock.engine.sweep import run_sweep
+from twoclock.models import MODELS
 
 # The bandit flags whose default differs in this study: the emergent-drift regime.
-EMERGENT = dict(drift_source="emergent", shaping=0.3, drift_train_scale=1.0, drift_scale=1.5,
-                n_train=4096, minibatches=4, epochs=2, drift_threshold=1.0, target=0.7)
+EMERGENT = MODELS["bandit"].presets["emergent"]
 CLIPS = (0.1, 0.2, 0.3, 0.5, None)
 REF_CLIP = 0.2  # the clip of claims (a) and (b): GRPO's usual eps
 
@@ -79,21 +79,23 @@ def delay_ci(with_S, without_S, idx) -> dict:
     return {"median": f(point), "ci": [f(lo), f(hi)]}
 
 
-def sweep_clips(base, opt, batches, lr0s, clips, seeds, seed, budget, quiet=True) -> dict:
+def sweep_clips(base, opt, batches, lr0s, clips, seeds, seed, budget, quiet=True,
+                keep=None) -> dict:
     """{clip: SweepResult} of batches x lr0s x seeds for each clip (None: unclipped)."""
     sweep = SweepConfig(batches=tuple(sorted(batches)), lr0s=tuple(lr0s), seeds=seeds,
                         budget=budget, seed=seed, n_ckpt=128)
-    return {c: run_sweep("bandit", dataclasses.replace(base, clip_low=c, clip_high=None), opt,
-                         sweep, quiet=quiet) for c in clips}
+    return {c: run_sweep(MODELS["bandit"], dataclasses.replace(base, clip_low=c, clip_high=None),
+                         opt, sweep, quiet=quiet, keep=keep) for c in clips}
 
 
-def run(study: Study, base: BanditConfig, opt: OptimConfig, quiet: bool = True) -> dict:
+def run(study: Study, base: BanditConfig, opt: OptimConfig, quiet: bool = True,
+        keep=None) -> dict:
     """Every (batch, clip) entry, the claims, and the theory of the drift's move per batch."""
     study.check(base)
     t0 = time.perf_counter()
     batches = tuple(sorted(study.batches))
     res = sweep_clips(base, opt, batches, (study.lr0,), study.clips, study.seeds, study.seed,
-                      study.budget, quiet)
+                      study.budget, quiet, keep)
     idx = bootstrap_indices(study.seeds)
     runs = []
     for c, r in res.items():
@@ -214,13 +216,13 @@ def report(out: dict) -> str:
 
 def regime_map(base: BanditConfig, opt: OptimConfig, batches=(64, 256, 1024),
                lr0s=(0.01, 0.02, 0.04), clips=(0.1, 0.2, 0.5), seeds: int = 8, seed: int = 0,
-               budget: int = 40_000, quiet: bool = True) -> dict:
+               budget: int = 40_000, quiet: bool = True, keep=None) -> dict:
     """The clipping regime map: the delay N_fail(eps) / N_fail(none) (medians over seeds) on
     the grid batch x lr0 x eps, and the predicted boundary eps*(lr(B)) =
     drift_logratio_per_batch, above which (eps > eps*) clipping should not bind."""
     t0 = time.perf_counter()
     res = sweep_clips(base, opt, batches, lr0s, tuple(clips) + (None,), seeds, seed, budget,
-                      quiet)
+                      quiet, keep)
     free = np.median(censored(res[None].fail_n), axis=-1)  # [B, L]
     with np.errstate(invalid="ignore"):
         delay = {str(c): (np.median(censored(res[c].fail_n), axis=-1) / free) for c in clips}

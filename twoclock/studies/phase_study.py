@@ -1,87 +1,91 @@
 """Phase diagram over (batch, lr0): which clock wins where, in each model.
 
-Sweeps batch x lr0 x seed per model and turns each sweep into a panel (`twoclock.phase`):
+Sweeps batch x lr0 x seed per model and turns each sweep into a panel (`twoclock.analysis.phase`):
 the margin N_fail - N_prog (medians) and the fraction of seeds that reach the target
-before the failure clock. The quadratic panel also carries the theory's boundary
-N_fail = N_prog (Adam failure clock and mean-field progress clock); the bandit has no
-closed-form boundary. The defaults lower both failure thresholds (quadratic: 0.2 instead of
-1.0; bandit: drift threshold 0.5 instead of 2) so that the boundary crosses the grid.
+before the failure clock. A model whose theory gives the boundary N_fail = N_prog
+(`Model.phase_boundary`: the quadratic's Adam failure clock against its mean-field progress
+clock) adds it to its panel. Each model's grid and configuration come from its
+`Model.studies["phase"]` entry, whose defaults lower the failure threshold so that the
+boundary crosses the grid (quadratic: 0.2 instead of 1.0; bandit: drift threshold 0.5
+instead of 2).
 """
 from dataclasses import dataclass
 import time
 
 import numpy as np
 
-from twoclock import results
-from twoclock.config import SweepConfig, param, require, require_int
-from twoclock.models import MODELS, bandit
-from twoclock.phase import phase_panel, quadratic_boundary
-from twoclock.sweep import run_sweep
-
-BANDIT_CLOCKS = ("fail_n", "collapse_n")
+from twoclock.analysis import results
+from twoclock.analysis.phase import phase_panel
+from twoclock.config import SweepConfig, param, require
+from twoclock.engine.sweep import run_sweep
+from twoclock.model import Model
 
 
 @dataclass(frozen=True)
 class PhaseStudy:
-    """Which models, the bandit's grid (the quadratic's is a SweepConfig) and the theory grid."""
-    models: tuple = param(("quadratic", "bandit"), "quadratic and/or bandit")
-    bandit_batches: tuple = param((64, 128, 256, 512, 1024), "bandit batches (responses)")
-    bandit_lr0s: tuple = param((0.01, 0.02, 0.04), "bandit base learning rates")
-    bandit_budget: int = param(100_000, "bandit response budget per run")
-    bandit_drift_threshold: float = param(0.5, "bandit collapse threshold on the drift statistic "
-                                               "(its headline uses 2; 0.5 puts the boundary "
-                                               "N_fail = N_prog inside the batch range)")
-    bandit_clock: str = param("fail_n", "bandit failure clock: fail_n (drift threshold) | "
-                                        "collapse_n", choices=BANDIT_CLOCKS)
-    theory_points: int = param(9, "theory grid points per axis (quadratic boundary)")
+    """Which models, and the theory grid of a model's boundary."""
+    models: tuple = param(("quadratic", "bandit"), "the models, one panel each")
+    theory_points: int = param(9, "theory grid points per axis (a model's boundary)")
 
     def __post_init__(self):
-        for m in self.models:
-            require(m in MODELS, "models", "quadratic and/or bandit", m)
-        require(self.bandit_clock in BANDIT_CLOCKS, "bandit_clock", "fail_n or collapse_n",
-                self.bandit_clock)
         require(isinstance(self.theory_points, int) and 2 <= self.theory_points <= 1000,
                 "theory_points", "an integer in [2, 1000]", self.theory_points)
 
 
-QUADRATIC_SWEEP = dict(batches=(8, 16, 32, 64, 128, 256),
-                       lr0s=(2.5e-3, 5e-3, 1e-2, 2e-2, 4e-2), seeds=8, budget=30_000, n_ckpt=8)
-QUADRATIC_MODEL = dict(drift_threshold=0.2)
+def defaults(model: Model) -> dict:
+    """The model's phase-study entry: {"sweep", "model"[, "failure_clock"]}; ValueError if it
+    has none."""
+    require("phase" in model.studies, "models", "models with a phase-study entry", model.name)
+    return model.studies["phase"]
 
 
-def bandit_grid(study: PhaseStudy, sweep: SweepConfig) -> tuple:
-    """(BanditConfig, SweepConfig) of the bandit panel: the study's batches, lr0s, budget and
-    drift threshold, the quadratic sweep's seeds; ValueError for a batch it cannot split."""
-    cfg = bandit.BanditConfig(drift_threshold=study.bandit_drift_threshold)
-    grid = SweepConfig(batches=tuple(study.bandit_batches), lr0s=tuple(study.bandit_lr0s),
-                       seeds=sweep.seeds, budget=study.bandit_budget, seed=sweep.seed,
-                       n_ckpt=sweep.n_ckpt)
-    for b in grid.batches:
-        cfg.prompts(b)
-    return cfg, grid
+def failure_clocks(model: Model) -> tuple:
+    """The clocks a panel may use as its failure clock: fail_n and the model's extra clocks."""
+    return ("fail_n",) + tuple(f"{c}_n" for c in model.extra_clocks)
 
 
-def run(qcfg, opt, sweep: SweepConfig, study: PhaseStudy, quiet: bool = False) -> dict:
-    """Every requested panel as a JSON-ready dict; sweep is the quadratic's grid."""
+def panel_setup(model: Model, cfg=None, sweep: SweepConfig | None = None,
+                failure_clock: str | None = None) -> tuple:
+    """(model config, SweepConfig, failure clock) of a model's panel: the given ones, else its
+    phase defaults; ValueError for a batch the model cannot split or an unknown clock."""
+    d = defaults(model)
+    cfg = cfg if cfg is not None else model.config(**d.get("model", {}))
+    sweep = sweep if sweep is not None else SweepConfig(**d["sweep"])
+    clock = failure_clock or d.get("failure_clock", "fail_n")
+    require(clock in failure_clocks(model), "failure_clock",
+            " or ".join(failure_clocks(model)), clock)
+    for b in sweep.batches:
+        model.describe_batch(cfg, b)
+    return cfg, sweep, clock
+
+
+def panel(model: Model, cfg, opt, sweep: SweepConfig, failure_clock: str = "fail_n",
+          theory_points: int = 9, quiet: bool = False, keep=None) -> dict:
+    """One model's panel, with its theory boundary where the model has one."""
+    res = run_sweep(model, cfg, opt, sweep, quiet=quiet, keep=keep)
+    out = phase_panel(res, model.title or model.name, unit=model.unit,
+                      batch_unit=model.batch_unit, fail_key=failure_clock)
+    if model.phase_boundary is not None:
+        grid = lambda v: np.geomspace(min(v), max(v), theory_points)
+        theory = model.phase_boundary(cfg, opt, grid(sweep.batches), grid(sweep.lr0s),
+                                      sweep.budget)
+        if theory is not None:
+            out["theory"] = theory
+    return out
+
+
+def run(models, opt, study: PhaseStudy, setups: dict | None = None, quiet: bool = False,
+        keep=None) -> dict:
+    """Every model's panel as one JSON-ready dict. setups: {model name: (cfg, sweep,
+    failure clock)} from `panel_setup`, for the models whose grid or config differ from their
+    phase defaults."""
     t0 = time.perf_counter()
     panels, configs = [], {}
-    if "quadratic" in study.models:
-        res = run_sweep("quadratic", qcfg, opt, sweep, quiet=quiet)
-        panel = phase_panel(res, "quadratic model (NQM)")
-        if opt.name == "adam" and not qcfg.rotate:  # the theory's boundary assumes both
-            grid = lambda v: np.geomspace(min(v), max(v), study.theory_points)
-            panel["theory"] = quadratic_boundary(qcfg, opt, grid(sweep.batches),
-                                                 grid(sweep.lr0s), sweep.budget)
-        panels.append(panel)
-        configs["quadratic"] = results.config_dict(model=qcfg, sweep=sweep)
-    if "bandit" in study.models:
-        bcfg, bsweep = bandit_grid(study, sweep)
-        res = run_sweep("bandit", bcfg, opt, bsweep, quiet=quiet)
-        panels.append(phase_panel(res, "bandit (RLVR)", unit=bandit.MODEL.unit,
-                                  batch_unit=bandit.MODEL.batch_unit,
-                                  fail_key=study.bandit_clock))
-        configs["bandit"] = results.config_dict(model=bcfg, sweep=bsweep,
-                                                failure_clock=study.bandit_clock)
+    for model in models:
+        cfg, sweep, clock = (setups or {}).get(model.name) or panel_setup(model)
+        panels.append(panel(model, cfg, opt, sweep, clock, study.theory_points, quiet, keep))
+        extra = {"failure_clock": clock} if "failure_clock" in defaults(model) else {}
+        configs[model.name] = results.config_dict(model=cfg, sweep=sweep, **extra)
     return {"schema": results.SCHEMA, "panels": panels,
             "config": {**configs, **results.config_dict(optimizer=opt)},
             "versions": results.versions(), "seconds": time.perf_counter() - t0}
@@ -101,4 +105,4 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["PhaseStudy", "QUADRATIC_SWEEP", "QUADRATIC_MODEL", "bandit_grid", "run", "report"]
+__all__ = ["PhaseStudy", "defaults", "failure_clocks", "panel_setup", "panel", "run", "report"]

@@ -1,33 +1,31 @@
 """Batch schedule against constant batches: measure, plan the switch, simulate, compare.
 
 Measures both clocks at a small batch B1 and a large batch B2 (one sweep), plans the switch
-B1 -> B2 with `twoclock.planner.plan_switch` under a wall-clock throughput model, simulates
-the planned schedule and a grid of switch points (`twoclock.schedule.run_schedule`), and
+B1 -> B2 with `twoclock.analysis.switch.plan_switch` under a wall-clock throughput model, simulates
+the planned schedule and a grid of switch points (`twoclock.engine.schedule.run_schedule`), and
 reports samples and hours to target for constant B1, constant B2 and the schedule. A run
 whose failure clock fires before its target counts as never reaching it.
 
-The defaults (`DEFAULTS`) lower each model's failure threshold so that the failure clock
-falls between the two batches' progress clocks, after the target at B1 but before it at B2:
-otherwise nothing fails first and no schedule is needed. The quadratic model's threshold
-goes from 1.0 to 0.2, the bandit's drift threshold from 2 to 0.4.
+Each model's defaults (`Model.studies["schedule"]`) lower its failure threshold so that the
+failure clock falls between the two batches' progress clocks, after the target at B1 but
+before it at B2: otherwise nothing fails first and no schedule is needed. The quadratic
+model's threshold goes from 1.0 to 0.2, the bandit's drift threshold from 2 to 0.4.
 """
 from dataclasses import dataclass
 import sys
 import time
 
-import jax.numpy as jnp
 import numpy as np
 
-from twoclock import clocks, results
-from twoclock.config import param, require, require_int, require_positive
-from twoclock.model import Model
-from twoclock.models.bandit.dynamics import pools
-from twoclock.models.bandit.problem import accuracy
-from twoclock.planner import Clocks, curve_remaining, plan_switch, reached_first, seconds_to
-from twoclock.report import fmt_samples
-from twoclock.schedule import Schedule, run_schedule
-from twoclock.stages import CARRY_MODES
-from twoclock.sweep import run_sweep
+from twoclock.analysis import clocks, results
+from twoclock.config import (CARRY_MODES, Schedule, param, require, require_carry, require_int,
+                             require_positive)
+from twoclock.model import Model, progress_target
+from twoclock.analysis.switch import Clocks, curve_remaining, plan_switch, reached_first, seconds_to
+from twoclock.analysis.report import fmt_samples
+from twoclock.engine.schedule import run_schedule
+from twoclock.engine.sweep import run_sweep
+from twoclock.models import MODELS
 
 OBJECTIVES = ("seconds", "samples")
 PLANNERS = ("curves", "fractions")
@@ -61,34 +59,17 @@ class ScheduleStudy:
                 self.fail_quantile)
         require(self.objective in OBJECTIVES, "objective", "seconds or samples", self.objective)
         require(self.planner in PLANNERS, "planner", "curves or fractions", self.planner)
-        require(self.carry in CARRY_MODES, "carry", "one of " + ", ".join(CARRY_MODES),
-                self.carry)
+        require_carry(self.carry)
         require_int("switches", self.switches, lo=2)
         require_positive("responses_per_sample", self.responses_per_sample)
 
 
-# per model: the study's, the sweep's and the model's defaults (flags given win)
-DEFAULTS = {
-    "quadratic": {"study": dict(batch_small=8, batch_large=256, lr0=1e-2,
-                                responses_per_sample=32.0),
-                  "sweep": dict(seeds=16, budget=20_000, n_ckpt=64),
-                  "model": dict(drift_threshold=0.2)},
-    "bandit": {"study": dict(batch_small=64, batch_large=1024, lr0=0.02,
-                             responses_per_sample=1.0),
-               "sweep": dict(seeds=16, budget=40_000, n_ckpt=64),
-               "model": dict(drift_threshold=0.4)},
-}
-
-
-def progress_target(model: Model, cfg) -> float:
-    """The target on the scale of ckpt["progress_frac"]: the quadratic's target is already a
-    fraction of the initial loss; the bandit's accuracy target becomes
-    (1 - target) / (1 - initial held-out accuracy)."""
-    if model.name != "bandit":
-        return float(cfg.target)
-    _, test = pools(cfg)
-    acc0 = float(accuracy(jnp.zeros(test.phi.shape[-1], test.phi.dtype), test))
-    return (1.0 - cfg.target) / (1.0 - acc0)
+def defaults(model: Model) -> dict:
+    """The model's schedule-study defaults {"study", "sweep", "model"} (`Model.studies`);
+    ValueError if it has none."""
+    require("schedule" in model.studies, "model", "a model with a schedule-study entry",
+            model.name)
+    return model.studies["schedule"]
 
 
 def measured_clocks(batch: int, prog_S, fail_S, fail_quantile: float) -> Clocks:
@@ -129,14 +110,14 @@ def _fin(v):
 
 
 def run(model: Model, model_cfg, opt, sweep, study: ScheduleStudy, thr,
-        quiet: bool = False) -> dict:
+        quiet: bool = False, keep=None) -> dict:
     """The whole study as a JSON-ready dict; the sweep's grid is the study's (B1, B2) x lr0."""
     B1, B2, lr0 = study.batch_small, study.batch_large, study.lr0
     require(tuple(sweep.batches) == (B1, B2) and tuple(sweep.lr0s) == (lr0,), "sweep",
             f"the grid (batch_small, batch_large) x (lr0,) = ({B1}, {B2}) x ({lr0},)",
             (sweep.batches, sweep.lr0s))
     t0 = time.perf_counter()
-    res = run_sweep(model.name, model_cfg, opt, sweep, quiet=quiet)
+    res = run_sweep(model, model_cfg, opt, sweep, quiet=quiet, keep=keep)
     idx = clocks.bootstrap_indices(sweep.seeds)
     small, large = (measured_clocks(res.batches[i], res.prog_n[i, 0], res.fail_n[i, 0],
                                     study.fail_quantile) for i in (0, 1))
@@ -160,8 +141,9 @@ def run(model: Model, model_cfg, opt, sweep, study: ScheduleStudy, thr,
     sweep_rows = []
     for S in switch_grid(B1, hi, study.switches, switch):
         sched = Schedule(B1, B2, S)
-        out = run_schedule(model.name, model_cfg, opt, sched, [lr0], sweep.seeds, sweep.budget,
-                           seed=sweep.seed, n_ckpt=sweep.n_ckpt, carry=study.carry)
+        out = run_schedule(model, model_cfg, opt, sched, [lr0], sweep.seeds, sweep.budget,
+                           seed=sweep.seed, n_ckpt=sweep.n_ckpt, carry=study.carry,
+                           keep=keep)
         row = summarize_run("schedule", f"B={B1} -> {B2} at {S}", sched, out["prog_n"][0],
                             out["fail_n"][0], spp, idx)
         sweep_rows.append({k: row[k] for k in ("switch", "progress_samples", "failure_samples",
@@ -226,5 +208,5 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ScheduleStudy", "DEFAULTS", "progress_target", "measured_clocks", "median_curve",
+__all__ = ["ScheduleStudy", "defaults", "progress_target", "measured_clocks", "median_curve",
            "summarize_run", "switch_grid", "run", "report"]

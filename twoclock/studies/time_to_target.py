@@ -1,7 +1,7 @@
 """Wall-clock time to target against batch, for several learning-rate rules.
 
 Samples to target (from a sweep per rule) divided by the end-to-end throughput of an RLVR
-step (`twoclock.throughput`), normalised to the smallest batch with the first rule. A run
+step (`twoclock.analysis.throughput`), normalised to the smallest batch with the first rule. A run
 whose failure clock fires before its target counts as never reaching it. Marks the critical
 generation batch (the throughput knee) and the critical training batch (where samples to
 target grow by 1 + delta, first rule), and the optimum (the fastest median).
@@ -11,10 +11,10 @@ import time
 
 import numpy as np
 
-from twoclock import clocks, results
-from twoclock.config import LR_RULES, param, require, require_choice, require_positive
-from twoclock.planner import reached_first
-from twoclock.sweep import run_sweep
+from twoclock.analysis import clocks, results
+from twoclock.config import DELTA, LR_RULES, param, require, require_choice, require_positive
+from twoclock.analysis.switch import reached_first
+from twoclock.engine.sweep import run_sweep
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class TimeToTarget:
     lr0: float = param(1e-2, "base learning rate at b0")
     lr_rules: tuple = param(("sqrt", "fixed"), "learning-rate rules to compare: fixed | sqrt | "
                                                "linear")
-    delta: float = param(0.2, "critical training batch: N_prog(B)/N_prog(B_min) >= 1 + delta")
+    delta: float = param(DELTA, "critical training batch: N_prog(B)/N_prog(B_min) >= 1 + delta")
     responses_per_sample: float = param(32.0, "real responses one simulated sample stands for")
 
     def __post_init__(self):
@@ -37,7 +37,12 @@ class TimeToTarget:
         require_positive("responses_per_sample", self.responses_per_sample)
 
 
-DEFAULT_SWEEP = dict(batches=(8, 16, 32, 64, 128, 256), seeds=16, budget=100_000, n_ckpt=16)
+def defaults(model) -> dict:
+    """The model's time-to-target defaults {"sweep": ...} (`Model.studies`); ValueError if it
+    has none."""
+    require("time_to_target" in model.studies, "model", "a model with a time-to-target entry",
+            model.name)
+    return model.studies["time_to_target"]
 
 
 def rows(res, rule: str, lr0: float, thr, idx) -> list:
@@ -74,7 +79,8 @@ def summary(runs: list, rules, delta: float, res_first, idx) -> dict:
             "critical_training_batch_ci": crit["ci"]}
 
 
-def run(model, model_cfg, opt, sweep, study: TimeToTarget, thr, quiet: bool = False) -> dict:
+def run(model, model_cfg, opt, sweep, study: TimeToTarget, thr, quiet: bool = False,
+        keep=None) -> dict:
     """One sweep per rule (sweep.lr0s == (study.lr0,)); the result as a JSON-ready dict."""
     require(tuple(sweep.lr0s) == (study.lr0,), "sweep", f"the grid batches x ({study.lr0},)",
             sweep.lr0s)
@@ -84,7 +90,7 @@ def run(model, model_cfg, opt, sweep, study: TimeToTarget, thr, quiet: bool = Fa
     runs, first, opts = [], None, {}
     for rule in study.lr_rules:
         opts[rule] = replace(opt, lr_rule=rule)
-        res = run_sweep(model.name, model_cfg, opts[rule], sweep, quiet=quiet)
+        res = run_sweep(model, model_cfg, opts[rule], sweep, quiet=quiet, keep=keep)
         first = res if first is None else first
         runs += rows(res, rule, study.lr0, thr, idx)
     rules = list(study.lr_rules)
@@ -126,4 +132,4 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["TimeToTarget", "DEFAULT_SWEEP", "rows", "summary", "run", "report"]
+__all__ = ["TimeToTarget", "defaults", "rows", "summary", "run", "report"]

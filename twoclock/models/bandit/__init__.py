@@ -67,11 +67,37 @@ drift_stat = "rms"), >= drift_threshold.
 Emergent collapse (extra["collapse_n"]): first update after which held-out accuracy <= its
 running peak - collapse_drop.
 """
+import jax.numpy as jnp
+
 from twoclock.model import Model
 from twoclock.models.bandit import problem, rollout, surrogate, theory
-from twoclock.models.bandit.config import BanditConfig, describe_batch
+from twoclock.models.bandit.config import EMERGENT, BanditConfig, describe_batch
 from twoclock.models.bandit.dynamics import dynamics, pools
 from twoclock.models.bandit.predict import predict
+
+
+def progress_target(cfg: BanditConfig) -> float:
+    """The accuracy target on the scale of ckpt["progress_frac"] (held-out error over the
+    initial error): (1 - target) / (1 - initial held-out accuracy)."""
+    _, test = pools(cfg)
+    acc0 = float(problem.accuracy(jnp.zeros(test.phi.shape[-1], test.phi.dtype), test))
+    return (1.0 - cfg.target) / (1.0 - acc0)
+
+
+# per study: this model's defaults there (flags given win)
+STUDIES = {
+    # the drift threshold from 2 to 0.4, so that failure falls between the two batches' targets
+    "schedule": {"study": dict(batch_small=64, batch_large=1024, lr0=0.02,
+                               responses_per_sample=1.0),
+                 "sweep": dict(seeds=16, budget=40_000, n_ckpt=64),
+                 "model": dict(drift_threshold=0.4)},
+    # drift threshold 0.5 (the headline's 2) puts the boundary N_fail = N_prog in the grid
+    "phase": {"sweep": dict(batches=(64, 128, 256, 512, 1024), lr0s=(0.01, 0.02, 0.04),
+                            seeds=8, budget=100_000, n_ckpt=8),
+              "model": dict(drift_threshold=0.5), "failure_clock": "fail_n"},
+    "plan_check": {"lr0": 0.02, "pilots": (64, 128, 256), "heldout": (512, 1024),
+                   "budget": 100_000},
+}
 
 MODEL = Model(
     name="bandit", config=BanditConfig, dynamics=dynamics, predict=predict,
@@ -80,7 +106,9 @@ MODEL = Model(
     default_sweep=dict(batches=(64, 128, 256, 512, 1024), lr0s=(0.02,), seeds=16,
                        budget=100_000),
     static_batch=True, unit="responses", batch_unit="responses per update",
-    extra_clocks=("collapse",), progress_label="held-out error / initial error")
+    extra_clocks=("collapse",), progress_label="held-out error / initial error",
+    title="bandit (RLVR)", progress_target=progress_target, studies=STUDIES,
+    presets={"emergent": EMERGENT})
 
-__all__ = ["MODEL", "BanditConfig", "describe_batch", "dynamics", "pools", "predict", "problem",
+__all__ = ["MODEL", "EMERGENT", "BanditConfig", "describe_batch", "dynamics", "pools", "predict", "problem",
            "rollout", "surrogate", "theory"]

@@ -144,3 +144,9 @@ class BanditConfig:
 def describe_batch(cfg: BanditConfig, batch: int) -> dict:
     """What a batch of B responses is made of: {"prompts": P, "group": G}."""
     return {"prompts": cfg.prompts(batch), "group": cfg.group}
+
+
+# The emergent-drift regime, where clipping binds on the drift: the clipping and regime studies'
+# defaults (`MODEL.presets["emergent"]`).
+EMERGENT = dict(drift_source="emergent", shaping=0.3, drift_train_scale=1.0, drift_scale=1.5,
+                n_train=4096, minibatches=4, epochs=2, drift_threshold=1.0, target=0.7)

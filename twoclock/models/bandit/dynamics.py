@@ -9,14 +9,13 @@ import numpy as np
 import optax
 
 from twoclock.config import OptimConfig
-from twoclock.model import Dynamics, RunState
+from twoclock.model import Dynamics, RunState, initial_clocks
 from twoclock.models.bandit.config import BanditConfig
 from twoclock.models.bandit.problem import (Pool, accuracy, logp_of, make_problem,
                                             policy_metrics)
 from twoclock.models.bandit.rollout import make_rollout
 from twoclock.models.bandit.surrogate import group_grads, noise_stats
 from twoclock.scaling import make_optimizer
-from twoclock.stages import initial_clocks
 
 
 def pools(cfg: BanditConfig) -> tuple:

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from twoclock.config import OptimConfig, require, require_positive
+from twoclock.config import DELTA, OptimConfig, require, require_positive
 from twoclock.models.quadratic.config import QuadraticConfig
 from twoclock.models.quadratic.first_passage import median_from_moments
 from twoclock.models.quadratic.problem import initial_loss, noise_variances, rotation, spectrum
@@ -135,7 +135,7 @@ def adam_progress_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
 
 
 def critical_batch_saturation(cfg: QuadraticConfig, opt: OptimConfig, lr0,
-                              method: str = "meanfield", b_ref=None, delta: float = 0.2,
+                              method: str = "meanfield", b_ref=None, delta: float = DELTA,
                               budget: int = 10**6):
     """Batch above which Adam's progress clock slows by 1 + delta as it saturates to sign descent.
 
@@ -187,7 +187,7 @@ def _first_slowdown(clock, B: float, n_ref, delta: float, budget: int):
 
 
 def critical_batch_passage(cfg: QuadraticConfig, opt: OptimConfig, lr0, b_ref=None,
-                           delta: float = 0.2, budget: int = 10**6):
+                           delta: float = DELTA, budget: int = 10**6):
     """The measurement's rule on mean-field Adam's first-passage progress clock: the smallest
     B >= b_ref (default B0) with N(B) / N(b_ref) >= 1 + delta, interpolated on log B over a
     doubling grid up to 2^12 b_ref; None if none (or if N(b_ref) lies beyond the budget)."""

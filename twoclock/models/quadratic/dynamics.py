@@ -12,12 +12,11 @@ import numpy as np
 import optax
 
 from twoclock.config import OptimConfig
-from twoclock.model import Dynamics, RunState
+from twoclock.model import Dynamics, RunState, initial_clocks
 from twoclock.models.quadratic.config import QuadraticConfig
 from twoclock.models.quadratic.problem import (initial_loss, initial_offset, noise_variances,
                                                rotation, spectrum)
 from twoclock.scaling import make_optimizer
-from twoclock.stages import initial_clocks
 
 
 def dynamics(cfg: QuadraticConfig, opt: OptimConfig, batch=None):

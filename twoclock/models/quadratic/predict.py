@@ -9,7 +9,7 @@ Every prediction names its method in `theory.method` (key -> method):
 - "mean-field": mean-field Adam (deterministic preconditioner), or a mean drift;
 - "mean-field first-passage": the first-passage clock of mean-field Adam's Gaussian iterates.
 """
-from twoclock import clocks
+from twoclock.analysis import clocks
 from twoclock.config import OptimConfig
 from twoclock.models.quadratic import theory
 from twoclock.models.quadratic.config import QuadraticConfig

@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from twoclock.config import DELTA
+
 N_BOOT = 2000
 
 
@@ -63,7 +65,8 @@ def _critical_from_medians(batches, med_B: np.ndarray, delta: float):
     return None
 
 
-def critical_batch(batches, prog_BxS, delta: float = 0.2, level: float = 0.95, idx=None) -> dict:
+def critical_batch(batches, prog_BxS, delta: float = DELTA, level: float = 0.95,
+                   idx=None) -> dict:
     """Critical batch of one lr0 with a paired-bootstrap CI.
 
     Returns {batch, ci: [lo, hi], found}: batch None when no B in range slows progress

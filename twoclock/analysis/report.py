@@ -1,4 +1,5 @@
 """Plain-text tables of result dicts for the terminal."""
+from twoclock.config import DELTA
 
 
 def fmt_samples(s: dict, budget=None, spec: str = ".0f", counts: bool = False) -> str:
@@ -67,7 +68,7 @@ def clock_table(result: dict) -> str:
 
 def critical_table(result: dict) -> str:
     lines = ["critical batch (smallest B with N_prog(B)/N_prog(B_min) >= "
-             f"{1 + result['config'].get('delta', 0.2):g}, interpolated on log B):"]
+             f"{1 + result['config'].get('delta', DELTA):g}, interpolated on log B):"]
     for cb in result["critical_batch"]:
         meas = ("none in range" if cb["batch"] is None else
                 f"{cb['batch']:.1f} [{fmt_num(cb['ci'][0], '.1f')}, {fmt_num(cb['ci'][1], '.1f')}]"

@@ -2,7 +2,7 @@
 bands, and the recommended batch; time to target when step times are known. No JAX."""
 import numpy as np
 
-from twoclock.figures_style import OKABE_ITO, band, figure, log_batch_axis, plain_log_y
+from twoclock.figures.style import OKABE_ITO, band, figure, log_batch_axis, plain_log_y
 
 
 def plan_figure(out: dict):

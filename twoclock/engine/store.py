@@ -21,8 +21,7 @@ import jaxlib
 import numpy as np
 import optax
 
-from twoclock import safety
-from twoclock.atomic import TMP_PREFIX, atomic_write
+from twoclock.atomic import TMP_PREFIX, atomic_write, one_line
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -101,7 +100,7 @@ class Store:
                 arrays = {k: z[k] for k in z.files}
             meta = json.loads(bytes(arrays.pop("__identity__")).decode())
         except Exception as e:  # BadZipFile, EOFError, pickle refusal, zlib, KeyError, ...
-            raise CorruptChunk(f"{path} is unreadable ({safety.one_line(e)})") from None
+            raise CorruptChunk(f"{path} is unreadable ({one_line(e)})") from None
         want = {"key": self.key, "slot": i, "lanes": _canonical(lanes)}
         got = {k: meta.get(k) for k in want}
         if got != want:

@@ -1,7 +1,8 @@
 """Process-wide JAX setup: devices, the compilation cache, the CPU lowering of the RNG.
 
 Devices and the cache must be set before JAX initialises its backends (the first array or jit
-call); `unrolled_threefry_on_cpu` runs when twoclock is imported.
+call). Nothing happens at import: `setup()` is called by the command line, and `fast_rng()` by
+the engine before it compiles anything.
 """
 import os
 
@@ -39,6 +40,16 @@ def setup() -> None:
         import jax
         jax.config.update("jax_compilation_cache_dir", d)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+
+
+_FAST_RNG: list = []  # the answer of unrolled_threefry_on_cpu, once asked
+
+
+def fast_rng() -> bool:
+    """The unrolled Threefry lowering on the CPU, registered once (see below); idempotent."""
+    if not _FAST_RNG:
+        _FAST_RNG.append(unrolled_threefry_on_cpu())
+    return _FAST_RNG[0]
 
 
 def unrolled_threefry_on_cpu() -> bool:

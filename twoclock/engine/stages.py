@@ -14,12 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from twoclock.config import require
-from twoclock.model import CLOCKS, Model, RunState
+from twoclock.config import require, require_carry
+from twoclock.model import Model, RunState
 from twoclock.trace import Trace, checkpoint_every
-
-CARRY_MODES = ("rescale", "carry", "reset")
-
 
 def stage_layout(n_K, every: int) -> tuple:
     """([(t_start, full chunks, remainder)] per stage, t_C): the chunks of each stage and the
@@ -55,7 +52,7 @@ def carry_state(opt_state, fresh_state, b_from, b_to, carry: str, beta1: float, 
     nu' = mu^2 + max(nu - mu^2, 0) * b_from / b_to (mu, the gradient mean, estimates the signal).
     reset: a fresh optimizer state (step count included).
     """
-    require(carry in CARRY_MODES, "carry", "one of " + ", ".join(CARRY_MODES), carry)
+    require_carry(carry)
     if carry == "reset":
         return fresh_state
     if carry == "carry":
@@ -237,12 +234,6 @@ def make_traced_run(model: Model, cfg, opt, n_ckpt: int = 128):
 def checkpoints(n_steps: int, every: int) -> int:
     """How many of a traced run's checkpoints are real."""
     return math.ceil(n_steps / every)
-
-
-def initial_clocks(model_extra: tuple = ()) -> dict:
-    """Every clock at 0 (not yet crossed)."""
-    zero = jnp.zeros((), jnp.int32)
-    return {name: zero for name in CLOCKS + tuple(model_extra)}
 
 
 def constant_run(model: Model, cfg, opt, n_steps: int, n_ckpt: int = 128, batch=None):

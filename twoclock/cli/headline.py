@@ -1,127 +1,20 @@
-"""The headline command: sweep batch x lr0 x seed, print both clocks, write JSON and a figure.
-
-Also what every experiment shares: one-line errors (exit 2), the output flags, `check_outputs`
-(paths checked before simulating), `guard` (the end-of-run safety net) and `publish`.
-"""
-import argparse
-from contextlib import contextmanager
+"""The headline command: sweep batch x lr0 x seed, print both clocks, write JSON and a figure."""
 import os
-import sys
 import time
 
 import jax
 
-from twoclock import plotting, report, results, safety
-from twoclock.codegen import CODEGENS
-from twoclock.config import OptimConfig, SweepConfig, require, require_int, require_positive
-from twoclock.figures_style import save
-from twoclock.flags import add_config_flags, config_from_flags
-from twoclock.models import MODELS, get as get_model
-from twoclock.runtime import setup
-from twoclock.store import Store
-from twoclock.sweep import DEFAULT_MAX_LANES, run_sweep
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports bad input as one line and exit code 2 (no usage dump)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def fail(prog: str, message: str):
-    print(f"{prog}: error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def parsed(prog: str, parse, argv=None):
-    """parse(argv) (default: the command line), a ValueError turned into a one-line error
-    naming the parameter and exit code 2, before anything is simulated."""
-    try:
-        return parse(sys.argv[1:] if argv is None else argv)
-    except ValueError as e:
-        fail(prog, str(e))
-
-
-def add_output_args(p, name: str):
-    """--out, --json, --no-figure, --quiet: the output flags every experiment shares."""
-    o = p.add_argument_group("output")
-    o.add_argument("--out", default="results", help="folder for the JSON and the figure")
-    o.add_argument("--json", help=f"JSON path (default OUT/{name}.json)")
-    o.add_argument("--no-figure", action="store_true")
-    o.add_argument("--quiet", action="store_true", help="no progress output")
-    return o
-
-
-def json_path(ns, name: str) -> str:
-    return ns.json or os.path.join(ns.out, f"{name}.json")
-
-
-def check_outputs(ns, name: str, prog: str | None = None) -> None:
-    """Before simulating: exit 2 with one line unless the JSON path, the figure folder (unless
-    --no-figure) and the store folder (where used) can be written."""
-    prog = prog or os.path.basename(sys.argv[0])
-    try:
-        safety.check_file(json_path(ns, name), "--json" if ns.json else f"--out ({name}.json)")
-        if not ns.no_figure:
-            safety.check_folder(ns.out, "--out")
-            for ext in ("pdf", "png"):
-                safety.check_file(os.path.join(ns.out, f"{name}.{ext}"), "the figure")
-        if hasattr(ns, "no_store") and not ns.no_store:  # the store: --store, or OUT/store
-            safety.check_folder(ns.store or os.path.join(ns.out, "store"),
-                                "--store" if ns.store else "--out (its store/)")
-    except safety.Refused as e:
-        fail(prog, str(e))
-
-
-@contextmanager
-def guard(ns, name: str, prog: str):
-    """Around everything from the first simulation to publish: outputs checked first (exit 2);
-    a sweep refused before simulating exits 2 with one line; any failure after simulating
-    saves the clocks to OUT/name.partial.json and exits 3 with one line (twoclock.safety)."""
-    check_outputs(ns, name, prog)
-    with safety.rescue(prog, json_path(ns, name), fallback=(ns.out,)):
-        yield
-
-
-def publish(ns, name: str, out: dict, text, figure=None) -> str:
-    """Print text (a string, or text(out)), write out as strict JSON to ns.json (default
-    OUT/name.json), print the path, and unless --no-figure draw figure(out) to
-    OUT/name.{pdf,png}. The JSON is written even if text(out) fails (which is then raised).
-    Returns the JSON path."""
-    path = json_path(ns, name)
-    safety.note_result(out)
-    table_error = None
-    try:
-        print(text(out) if callable(text) else text, flush=True)
-    except Exception as e:  # the results matter more than their table: write them, then raise
-        table_error = e
-    results.write_json(path, out)
-    safety.note_written(path)
-    print(f"wrote {path}", flush=True)
-    if table_error is not None:
-        raise table_error
-    if figure is not None and not ns.no_figure:
-        print("figure: " + ", ".join(save(figure(out), os.path.join(ns.out, name))))
-    return path
-
-
-def add_model_flags(p, model, defaults: dict | None = None, skip_optim=()) -> None:
-    """--model and the optimizer's and the model's flags (generated from their configs);
-    defaults: the model-config defaults of this command, where they differ from the config's."""
-    p.add_argument("--model", default="quadratic", help=" | ".join(MODELS))
-    add_config_flags(p.add_argument_group("optimizer"), OptimConfig, rename={"name": "optimizer"},
-                     skip=skip_optim)
-    add_config_flags(p.add_argument_group(f"{model.name} model"), model.config, defaults=defaults)
-
-
-def model_config(ns, model, batches, defaults: dict | None = None):
-    """The model's config from its flags, checked against every batch it will run (a batch the
-    bandit cannot split into P x G fails here, before any simulation)."""
-    cfg = config_from_flags(ns, model.config, defaults=defaults)
-    for b in batches:
-        model.describe_batch(cfg, b)
-    return cfg
+from twoclock.analysis import report, results
+from twoclock.atomic import one_line
+from twoclock.cli.common import (OneLineParser, add_model_flags, add_output_args, check_outputs,
+                                 fail, guard, model_config, model_from_argv, parsed, publish)
+from twoclock.cli.flags import add_config_flags, config_from_flags
+from twoclock.config import DELTA, OptimConfig, SweepConfig, require, require_int, require_positive
+from twoclock.engine.layout import CODEGENS
+from twoclock.engine.runtime import setup
+from twoclock.engine.store import Store
+from twoclock.engine.sweep import DEFAULT_MAX_LANES, run_sweep
+from twoclock.figures import critical_batch as plotting
 
 
 def add_sweep_args(p, model) -> None:
@@ -129,7 +22,7 @@ def add_sweep_args(p, model) -> None:
     add_config_flags(p.add_argument_group("sweep"), SweepConfig, rename={"lr0s": "lr0"},
                      defaults=model.default_sweep)
     add_model_flags(p, model)
-    p.add_argument("--delta", type=float, default=0.2,
+    p.add_argument("--delta", type=float, default=DELTA,
                    help="critical batch: N_prog(B)/N_prog(B_min) >= 1 + delta")
     o = add_output_args(p, "critical_batch_MODEL")
     o.add_argument("--x64", action="store_true", help="simulate in float64")
@@ -151,14 +44,6 @@ def add_sweep_args(p, model) -> None:
     o.add_argument("--coordinator", help="HOST:PORT of process 0 (with --distributed)")
     o.add_argument("--num-processes", type=int, help="number of processes (with --distributed)")
     o.add_argument("--process-id", type=int, help="this process's index (with --distributed)")
-
-
-def model_from_argv(argv, prog: str):
-    """The Model named by --model (default quadratic), read before the other flags."""
-    pre = OneLineParser(prog=prog, add_help=False)
-    pre.add_argument("--model", default="quadratic")
-    known, _ = pre.parse_known_args(argv)
-    return get_model(known.model)
 
 
 # what jax.distributed.initialize() can read the coordinator, count and index from
@@ -220,7 +105,7 @@ def main(argv=None, prog="critical_batch.py") -> int:
         try:
             jax.distributed.initialize(ns.coordinator, ns.num_processes, ns.process_id)
         except Exception as e:  # unreachable coordinator, a clash of ids, ...
-            fail(prog, f"--distributed: could not join the run ({safety.one_line(e)})")
+            fail(prog, f"--distributed: could not join the run ({one_line(e)})")
     if ns.x64:
         jax.config.update("jax_enable_x64", True)
 
@@ -237,10 +122,11 @@ def main(argv=None, prog="critical_batch.py") -> int:
                                       **({} if ns.codegen == "auto" else
                                          {"codegen": ns.codegen}))
         store = Store(ns.store or os.path.join(ns.out, "store"), spec.name, key_cfg)
-    with guard(ns, name, prog):
-        res = run_sweep(spec.name, model_cfg, opt, sweep, quiet=ns.quiet, store=store,
+    with guard(ns, name, prog) as rescue:
+        res = run_sweep(spec, model_cfg, opt, sweep, quiet=ns.quiet, store=store,
                         resume=ns.resume, max_lanes=max_lanes,
-                        analysis_bytes=results.analysis_bytes(sweep), codegen=ns.codegen)
+                        analysis_bytes=results.analysis_bytes(sweep), codegen=ns.codegen,
+                        keep=rescue.keep)
         extras = tuple(k for k in res.extra if k.endswith("_n"))
         runs = results.run_entries(res, opt, extra_summaries=extras)
         crit = results.critical_batches(res, delta=ns.delta)
@@ -263,5 +149,6 @@ def main(argv=None, prog="critical_batch.py") -> int:
         text = lambda o: (f"{report.clock_table(o)}\n{report.critical_table(o)}\n\n"
                           f"simulated {res.prog_n.size} runs in {res.seconds:.1f} s "
                           f"(padding {100 * res.padded_fraction:.2f}% of useful updates)")
-        publish(ns, name, out, text, lambda o: plotting.clocks_vs_batch_figure(o, unit=spec.unit))
+        publish(ns, name, out, text, lambda o: plotting.clocks_vs_batch_figure(o, unit=spec.unit),
+                rescue=rescue)
     return 0

@@ -1,8 +1,9 @@
 """The headline figure (both clocks against batch) from a result dict; never calls JAX.
 
-Uses the one paper style of twoclock.figures_style.
+Uses the one paper style of twoclock.figures.style.
 """
-from twoclock.figures_style import OKABE_ITO, band, figure, log_batch_axis, plain_log_y
+from twoclock.config import DELTA
+from twoclock.figures.style import OKABE_ITO, band, figure, log_batch_axis, plain_log_y
 
 
 def _rows(runs, lr0):
@@ -39,7 +40,7 @@ def clocks_vs_batch_figure(result: dict, unit: str = "samples"):
     ax.set_ylabel(f"clock ({unit})")
     ax.set_title("solid: progress, dashed: failure, dotted: theory", loc="left")
     axr.set_ylabel("clock / clock at smallest batch")
-    axr.axhline(1 + result.get("config", {}).get("delta", 0.2), color="0.5", lw=0.6, ls=":")
+    axr.axhline(1 + result.get("config", {}).get("delta", DELTA), color="0.5", lw=0.6, ls=":")
     axr.set_title("relative to the smallest batch (dotted: 1 + delta)", loc="left")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center",
                ncol=min(3, 2 * len(lr0s)), fontsize=6)

@@ -20,8 +20,7 @@ import math
 
 import numpy as np
 
-from twoclock.config import require, require_positive
-from twoclock.schedule import Schedule, switch_updates
+from twoclock.config import Schedule, require, require_positive, switch_updates
 
 
 def seconds_to(samples_S, sched: Schedule, seconds_per_sample) -> np.ndarray:

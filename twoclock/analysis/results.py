@@ -12,13 +12,11 @@ from dataclasses import asdict, is_dataclass
 import json
 import platform
 
-import jax
-import matplotlib
 import numpy as np
-import optax
 
-from twoclock import clocks, safety
-from twoclock.atomic import atomic_write
+from twoclock.analysis import clocks
+from twoclock.config import DELTA
+from twoclock.atomic import atomic_write, dumps
 from twoclock.version import __version__
 
 # 2: OptimConfig's beta1/beta2 (were b1/b2), ckpt "progress_frac", schedules' batch1/batch2
@@ -26,6 +24,11 @@ SCHEMA = 2
 
 
 def versions() -> dict:
+    """The versions a result was computed with, and the JAX backend (imports JAX: call it where
+    something was simulated)."""
+    import jax
+    import matplotlib
+    import optax
     return {"twoclock": __version__, "jax": jax.__version__, "optax": optax.__version__,
             "numpy": np.__version__, "matplotlib": matplotlib.__version__,
             "python": platform.python_version(), "backend": jax.default_backend()}
@@ -80,7 +83,7 @@ def analysis_bytes(sweep) -> int:
     return int(2.5 * 8 * len(sweep.batches) * clocks.N_BOOT * sweep.seeds)
 
 
-def critical_batches(res, delta: float = 0.2) -> list:
+def critical_batches(res, delta: float = DELTA) -> list:
     out = []
     S = res.prog_n.shape[-1]
     for j, lr0 in enumerate(res.lr0s):
@@ -92,8 +95,8 @@ def critical_batches(res, delta: float = 0.2) -> list:
 
 def write_json(path: str, obj: dict) -> None:
     """Write strict JSON atomically, with the umask's mode (twoclock.atomic): every non-finite
-    number becomes null and is listed under "non_finite" (twoclock.safety)."""
-    text = safety.dumps(obj)  # before touching the disk: a TypeError leaves the old file
+    number becomes null and is listed under "non_finite" (twoclock.atomic)."""
+    text = dumps(obj)  # before touching the disk: a TypeError leaves the old file
     atomic_write(path, lambda f: f.write(text))
 
 

@@ -3,20 +3,15 @@
 `phase_panel` turns a SweepResult (batch x lr0 x seed) into JSON-ready grids [L][B]: the
 margin N_fail - N_prog (medians, in the model's unit; None when the failure clock is censored
 so the margin is only known to exceed budget - N_prog), the fraction of seeds that reach the
-target first, and both medians. `quadratic_boundary` evaluates the theory on a finer grid:
-log(N_fail / N_prog) with N_fail from twoclock.models.quadratic.theory.adam_failure_samples
-(the first passage of Adam's exact drift step law; its noise-dominated leading term is
-D* sqrt(c_d B0) / (lr0 b) (B/B0)^(1/2-p)) and N_prog from the mean-field Adam recursion
-theory.adam_progress_samples; the boundary is its zero
-contour.
+target first, and both medians. A model's theory boundary, where it has one, is its
+`Model.phase_boundary`.
 """
 import math
 
 import numpy as np
 
-from twoclock import clocks
-from twoclock.models.quadratic import theory
-from twoclock.planner import reached_first
+from twoclock.analysis import clocks
+from twoclock.analysis.switch import reached_first
 
 
 def _med(x_S) -> float:
@@ -49,21 +44,4 @@ def phase_panel(res, title: str, unit: str = "samples", batch_unit: str = "sampl
             "margin": margin, "reached_first": reached, "n_prog": n_prog, "n_fail": n_fail}
 
 
-def quadratic_boundary(cfg, opt, batches, lr0s, budget: int) -> dict:
-    """Theory grid log(N_fail / N_prog) [L][B] for Adam on the quadratic model (-10: the
-    mean-field progress never reaches the target within the budget, so failure wins; +10: the
-    drift never reaches its threshold)."""
-    ratio = np.empty((len(lr0s), len(batches)))
-    for j, lr0 in enumerate(lr0s):
-        for i, b in enumerate(batches):
-            nf = theory.adam_failure_samples(cfg, opt, lr0, b)["samples"]
-            npg = theory.adam_progress_samples(cfg, opt, lr0, b, budget=budget)
-            ratio[j, i] = (-10.0 if npg is None else 10.0 if nf is None
-                           else math.log(nf / npg))
-    return {"batches": [float(b) for b in batches], "lr0s": [float(l) for l in lr0s],
-            "log_ratio": ratio.tolist(),
-            "source": "twoclock.models.quadratic.theory.adam_failure_samples / "
-                      "adam_progress_samples"}
-
-
-__all__ = ["phase_panel", "quadratic_boundary"]
+__all__ = ["phase_panel"]

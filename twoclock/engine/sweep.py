@@ -20,15 +20,16 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from twoclock import codegen as codegens, safety
+from twoclock.atomic import Refused
+from twoclock.engine import layout as codegens
 from twoclock.config import OptimConfig, SweepConfig, require, require_choice, require_int
-from twoclock.estimate import Estimate, estimate
-from twoclock.keys import seed_keys
+from twoclock.engine.layout import Chunk, Estimate, chunk_layout, estimate, n_steps_for
+from twoclock.engine.keys import seed_keys
+from twoclock.engine.runtime import fast_rng
 from twoclock.model import Model
-from twoclock.models import get as get_model
 from twoclock.scaling import lr_for_batch
-from twoclock.stages import checkpoints, constant_run, make_traced_run
-from twoclock.store import CorruptChunk
+from twoclock.engine.stages import checkpoints, constant_run, make_traced_run
+from twoclock.engine.store import CorruptChunk
 from twoclock.trace import checkpoint_every
 
 DEFAULT_MAX_LANES = 16384
@@ -54,42 +55,7 @@ class SweepResult:
     seconds: float
     padded_fraction: float  # scanned-but-unused updates / useful updates
     reused_chunks: int = 0
-    codegen: str = "fused"  # the XLA code generator that compiled the programs (twoclock.codegen)
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A slice [start, stop) of one group's noise streams, ordered (batch in group, seed).
-
-    Each stream runs every lr0 of the sweep on one draw of its noise (`twoclock.stages`)."""
-    n_steps: int
-    static_batch: int | None
-    batch_idx: tuple
-    start: int
-    stop: int
-    lanes: int  # padded stream count the program is compiled for
-
-
-def n_steps_for(budget: int, batch: int) -> int:
-    return budget // batch
-
-
-def plan(spec: Model, sweep: SweepConfig, max_lanes: int, n_dev: int) -> list:
-    """Group batches by scan length (and by batch if static), split groups into equal chunks."""
-    groups: dict = {}
-    for i, b in enumerate(sweep.batches):
-        key = (n_steps_for(sweep.budget, b), b if spec.static_batch else None)
-        groups.setdefault(key, []).append(i)
-    chunks = []
-    max_streams = max(1, max_lanes // len(sweep.lr0s))  # runs per chunk <= max_lanes
-    for (n_steps, static_b), idx in groups.items():
-        total = len(idx) * sweep.seeds
-        n_chunks = math.ceil(total / max_streams)
-        size = math.ceil(math.ceil(total / n_chunks) / n_dev) * n_dev
-        for start in range(0, total, size):
-            chunks.append(Chunk(n_steps, static_b, tuple(idx), start, min(start + size, total),
-                                size))
-    return chunks
+    codegen: str = "fused"  # the XLA code generator that compiled the programs (twoclock.engine.layout)
 
 
 def program(spec: Model, model_cfg, opt: OptimConfig, n_steps: int, n_ckpt: int,
@@ -97,7 +63,7 @@ def program(spec: Model, model_cfg, opt: OptimConfig, n_steps: int, n_ckpt: int,
     """The compiled vmapped run that run_sweep uses for runs of n_steps updates: per batch where
     the batch sets shapes, otherwise one program whose run length and checkpoint interval are
     arguments (`length_args`), the same for every n_steps. codegen: "fused" or "quick"
-    (`twoclock.codegen`)."""
+    (`twoclock.engine.layout`)."""
     options = codegens.compiler_options(codegen)
     if spec.static_batch:
         return jax.jit(jax.vmap(constant_run(spec, model_cfg, opt, int(n_steps), n_ckpt,
@@ -156,9 +122,9 @@ def _progress(total: int, quiet: bool):
 
 def check_fits(spec: Model, model_cfg, opt, sweep, max_lanes: int, n_dev: int,
                analysis_bytes: int = 0) -> Estimate:
-    """The estimate; safety.Refused (with it) if the sweep cannot fit in memory, naming the
+    """The estimate; Refused (with it) if the sweep cannot fit in memory, naming the
     max_lanes (--max-lanes) that would make it fit where one would."""
-    chunks = plan(spec, sweep, max_lanes, n_dev)
+    chunks = chunk_layout(spec, sweep, max_lanes, n_dev)
     est = estimate(spec, model_cfg, opt, sweep, chunks, n_dev, analysis_bytes)
     if est.fits():
         return est
@@ -169,7 +135,7 @@ def check_fits(spec: Model, model_cfg, opt, sweep, max_lanes: int, n_dev: int,
                          else est.device_bytes) / per_lane / n_dev)
     if lanes >= n_dev and est.fits(int(lanes * per_lane)):
         hint = f"max_lanes (--max-lanes) {lanes} or less"
-    raise safety.Refused(f"the sweep cannot fit in memory: {est.line()}; use {hint}")
+    raise Refused(f"the sweep cannot fit in memory: {est.line()}; use {hint}")
 
 
 def _agreed(flags: np.ndarray) -> np.ndarray:
@@ -188,24 +154,28 @@ def _all(ok: bool) -> bool:
     return bool(np.all(multihost_utils.process_allgather(np.array([ok]))))
 
 
-def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet: bool = False,
+def run_sweep(model: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet: bool = False,
               store=None, resume: bool = False, max_lanes: int = DEFAULT_MAX_LANES,
               on_chunk: Callable | None = None, analysis_bytes: int = 0,
-              codegen: str = "auto") -> SweepResult:
+              codegen: str = "auto", keep: Callable | None = None) -> SweepResult:
     """Run the whole grid and return every per-seed clock.
 
     Before compiling, the memory and time are estimated (shown unless quiet); a grid that
     cannot fit, with analysis_bytes more for the caller's analysis of the results (e.g.
-    results.analysis_bytes), raises safety.Refused (a ValueError). store: a
-    twoclock.store.Store; finished chunks are saved there as they complete. A complete store
+    results.analysis_bytes), raises Refused (a ValueError). store: a
+    twoclock.engine.store.Store; finished chunks are saved there as they complete. A complete store
     (identical configuration and code) is reused outright; a partial one only with
     resume=True, and otherwise recomputed (its chunks are replaced, never deleted). A chunk
     that fails its identity or checksum is reported and recomputed. on_chunk(i) runs after
     chunk i is saved. codegen: XLA's code generator on the CPU, "auto" (the quicker-compiling
     one for a short sweep of a model whose numbers it leaves unchanged), "quick" or "fused"
-    (`twoclock.codegen`).
+    (`twoclock.engine.layout`). keep(label, clocks, config, store) receives the clocks once
+    simulated, e.g. a script's `twoclock.cli.rescue.Rescue.keep`.
     """
-    spec = get_model(model)
+    require(isinstance(model, Model), "model", "a Model (twoclock.models.MODELS[name])",
+            type(model).__name__)
+    spec = model
+    fast_rng()
     require(isinstance(model_cfg, spec.config), "model_cfg", f"a {spec.config.__name__}",
             type(model_cfg).__name__)
     require(isinstance(opt, OptimConfig), "opt", "an OptimConfig", type(opt).__name__)
@@ -215,16 +185,17 @@ def run_sweep(model: str, model_cfg, opt: OptimConfig, sweep: SweepConfig, quiet
     n_dev = jax.device_count()
     est = check_fits(spec, model_cfg, opt, sweep, max_lanes, n_dev, analysis_bytes)
     choice = codegens.choose(codegen, spec, est)
-    _log(f"[{model}] {est.line()} ({choice} codegen)", quiet)
+    _log(f"[{spec.name}] {est.line()} ({choice} codegen)", quiet)
     with (store.lock(lambda m: _log(m, False)) if store is not None
           and jax.process_index() == 0 else nullcontext()):
         res = _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
                    choice)
-    safety.keep(f"run_sweep {model}", {k: getattr(res, k) for k in
-                                       ("batches", "lr0s", "lrs_BxL", "prog_n", "fail_n", "div_n",
-                                        "prog_t", "extra")},
-                {"model": model, "model_cfg": model_cfg, "optimizer": opt, "sweep": sweep},
-                None if store is None else store.path)
+    if keep is not None:
+        keep(f"run_sweep {spec.name}", {k: getattr(res, k) for k in
+                                        ("batches", "lr0s", "lrs_BxL", "prog_n", "fail_n",
+                                         "div_n", "prog_t", "extra")},
+             {"model": spec.name, "model_cfg": model_cfg, "optimizer": opt, "sweep": sweep},
+             None if store is None else store.path)
     return res
 
 
@@ -238,7 +209,7 @@ def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
     n_steps_B = np.array([n_steps_for(sweep.budget, b) for b in batches])
     keys_S = np.asarray(seed_keys(sweep.seed, S))
     lanes_on = lane_sharding()
-    chunks = plan(spec, sweep, max_lanes, jax.device_count())
+    chunks = chunk_layout(spec, sweep, max_lanes, jax.device_count())
 
     done = set()
     if store is not None:

@@ -2,7 +2,7 @@
 to JSON, and never call JAX."""
 import numpy as np
 
-from twoclock.figures_style import OKABE_ITO, clipping_figure, figure
+from twoclock.figures.style import OKABE_ITO, clipping_figure, figure
 
 claims_figure = clipping_figure  # (a) N_fail, (b) N_prog, (c) early accuracy against eps
 

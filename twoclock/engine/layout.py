@@ -1,9 +1,21 @@
-"""What a sweep will take, worked out before anything is compiled: memory and time.
+"""How a sweep is laid out before anything is compiled: its memory, its time, its compiler.
 
-One update of the largest batch is traced (jax.make_jaxpr; nothing is compiled). Its outputs
+The estimate. One update of the largest batch is traced (jax.make_jaxpr; nothing is compiled). Its outputs
 give each lane's clocks and checkpoints; the bytes of all its intermediates, a quarter of which
 is an upper estimate of XLA's temporaries (measured against `memory_analysis()` on both
 models), give the working set; the same bytes over a measured rate give the time.
+
+The code generator. XLA compiles a fused loop on the CPU with its fusion emitters (its default, "fused") or with its
+older loop emitters ("quick": `xla_cpu_use_fusion_emitters=False`). Measured on 2 CPU cores
+for the quadratic model's one program (docs/performance.md): with the quick emitters, tracing,
+lowering and compiling take 0.50-0.55 s instead of 0.74-0.78 s, and the updates run 1.28x
+(48 runs) to 1.41x (1152 runs) slower. Where the updates take a fraction of the compile, quick
+wins; on a long sweep, or once the compilation cache holds the program, fused does.
+
+The quadratic model's numbers came out bit for bit the same under both (tests/test_codegen.py
+checks it over configurations, optimizers and float64). The bandit's clocks and trajectories
+did too, but two of its noise diagnostics, sums over group gradients, differed by up to 2 ulps,
+so "auto" never picks quick for it (`Model.quick_codegen_exact`).
 """
 from contextlib import suppress
 from dataclasses import dataclass
@@ -13,10 +25,47 @@ import os
 import jax
 import numpy as np
 
-from twoclock.config import OptimConfig, SweepConfig
+from twoclock.config import OptimConfig, SweepConfig, require_choice
 from twoclock.model import Model
-from twoclock.stages import checkpoints, constant_run
+from twoclock.engine.stages import checkpoints, constant_run
 from twoclock.trace import checkpoint_every
+
+@dataclass(frozen=True)
+class Chunk:
+    """A slice [start, stop) of one group's noise streams, ordered (batch in group, seed).
+
+    Each stream runs every lr0 of the sweep on one draw of its noise (`twoclock.engine.stages`)."""
+    n_steps: int
+    static_batch: int | None
+    batch_idx: tuple
+    start: int
+    stop: int
+    lanes: int  # padded stream count the program is compiled for
+
+
+def n_steps_for(budget: int, batch: int) -> int:
+    return budget // batch
+
+
+def chunk_layout(spec: Model, sweep: SweepConfig, max_lanes: int, n_dev: int) -> list:
+    """The sweep's chunks: batches grouped by scan length (and by batch if static), groups split
+    into equal chunks of at most max_lanes runs, each a multiple of n_dev streams."""
+    groups: dict = {}
+    for i, b in enumerate(sweep.batches):
+        key = (n_steps_for(sweep.budget, b), b if spec.static_batch else None)
+        groups.setdefault(key, []).append(i)
+    chunks = []
+    max_streams = max(1, max_lanes // len(sweep.lr0s))  # runs per chunk <= max_lanes
+    for (n_steps, static_b), idx in groups.items():
+        total = len(idx) * sweep.seeds
+        n_chunks = math.ceil(total / max_streams)
+        size = math.ceil(math.ceil(total / n_chunks) / n_dev) * n_dev
+        for start in range(0, total, size):
+            chunks.append(Chunk(n_steps, static_b, tuple(idx), start, min(start + size, total),
+                                size))
+    return chunks
+
+
 
 # Bytes of intermediates of one lane's update (a noise stream at every lr0), per second per
 # device: the quadratic headline's 0.376 s of updates on 2 CPU cores (its 288 runs and 1152
@@ -135,3 +184,32 @@ def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, chunk
     return Estimate(len(sweep.batches) * len(sweep.lr0s) * sweep.seeds, len(chunks), work,
                     chunk_bytes, result_bytes, None if rate is None else cost / rate,
                     memory_limit(), device, len(programs), int(analysis_bytes))
+
+
+# ------------------------------------------------------------------ the code generator
+
+CODEGENS = ("auto", "quick", "fused")
+
+# "auto" picks quick below this many estimated seconds of updates per program: there the quick
+# compile saves 0.2-0.3 s and its slower run costs at most ~0.1 s, also with a filled cache
+QUICK_BELOW_S = 0.25
+
+
+def choose(codegen: str, spec: Model, est: Estimate) -> str:
+    """"quick" or "fused": codegen itself, or for "auto" quick only on the CPU, for a model whose
+    numbers it leaves unchanged, and a sweep estimated at under QUICK_BELOW_S s per program."""
+    require_choice("codegen", codegen, CODEGENS)
+    if codegen != "auto":
+        return codegen
+    short = est.seconds is not None and est.seconds < QUICK_BELOW_S * est.programs
+    quick = jax.default_backend() == "cpu" and spec.quick_codegen_exact and short
+    return "quick" if quick else "fused"
+
+
+def compiler_options(choice: str) -> dict | None:
+    """The XLA options of a choice from `choose` (None: XLA's defaults). The option only exists
+    on the CPU; on another backend both choices compile the same."""
+    require_choice("codegen", choice, CODEGENS[1:])
+    if choice == "quick" and jax.default_backend() == "cpu":
+        return {"xla_cpu_use_fusion_emitters": False}
+    return None

@@ -1,0 +1,132 @@
+"""What every command shares: one-line errors (exit 2), the output flags, `check_outputs`
+(paths checked before simulating), `guard` (the explicit rescue of results), `publish`, and the
+model flags. Loads no JAX: a command that plans from a CSV stays light.
+"""
+import argparse
+from contextlib import contextmanager
+import os
+import sys
+
+from twoclock.atomic import Refused, check_file, check_folder
+from twoclock.cli.flags import add_config_flags, config_from_flags
+from twoclock.cli.rescue import Rescue
+from twoclock.config import OptimConfig
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports bad input as one line and exit code 2 (no usage dump)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def fail(prog: str, message: str):
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parsed(prog: str, parse, argv=None):
+    """parse(argv) (default: the command line), a ValueError turned into a one-line error
+    naming the parameter and exit code 2, before anything is simulated."""
+    try:
+        return parse(sys.argv[1:] if argv is None else argv)
+    except ValueError as e:
+        fail(prog, str(e))
+
+
+def add_output_args(p, name: str):
+    """--out, --json, --no-figure, --quiet: the output flags every experiment shares."""
+    o = p.add_argument_group("output")
+    o.add_argument("--out", default="results", help="folder for the JSON and the figure")
+    o.add_argument("--json", help=f"JSON path (default OUT/{name}.json)")
+    o.add_argument("--no-figure", action="store_true")
+    o.add_argument("--quiet", action="store_true", help="no progress output")
+    return o
+
+
+def json_path(ns, name: str) -> str:
+    return ns.json or os.path.join(ns.out, f"{name}.json")
+
+
+def check_outputs(ns, name: str, prog: str | None = None) -> None:
+    """Before simulating: exit 2 with one line unless the JSON path, the figure folder (unless
+    --no-figure) and the store folder (where used) can be written."""
+    prog = prog or os.path.basename(sys.argv[0])
+    try:
+        check_file(json_path(ns, name), "--json" if ns.json else f"--out ({name}.json)")
+        if not ns.no_figure:
+            check_folder(ns.out, "--out")
+            for ext in ("pdf", "png"):
+                check_file(os.path.join(ns.out, f"{name}.{ext}"), "the figure")
+        if hasattr(ns, "no_store") and not ns.no_store:  # the store: --store, or OUT/store
+            check_folder(ns.store or os.path.join(ns.out, "store"),
+                                "--store" if ns.store else "--out (its store/)")
+    except Refused as e:
+        fail(prog, str(e))
+
+
+@contextmanager
+def guard(ns, name: str, prog: str):
+    """Around everything from the first simulation to publish; yields the `Rescue` whose `keep`
+    every simulation gets. Outputs are checked first (exit 2); a sweep refused before simulating
+    exits 2 with one line; any failure after simulating saves the kept clocks to
+    OUT/name.partial.json and exits 3 with one line (`twoclock.cli.rescue`)."""
+    check_outputs(ns, name, prog)
+    with Rescue(prog, json_path(ns, name), fallback=(ns.out,)) as rescue:
+        yield rescue
+
+
+def publish(ns, name: str, out: dict, text, figure=None, rescue: Rescue | None = None) -> str:
+    """Print text (a string, or text(out)), write out as strict JSON to ns.json (default
+    OUT/name.json), print the path, and unless --no-figure draw figure(out) to
+    OUT/name.{pdf,png}. The JSON is written even if text(out) fails (which is then raised).
+    rescue (the guard's) learns of the result and of its file. Returns the JSON path."""
+    from twoclock.analysis import results  # here: importing this module stays light
+    from twoclock.figures.style import save
+    path = json_path(ns, name)
+    if rescue is not None:
+        rescue.note_result(out)
+    table_error = None
+    try:
+        print(text(out) if callable(text) else text, flush=True)
+    except Exception as e:  # the results matter more than their table: write them, then raise
+        table_error = e
+    results.write_json(path, out)
+    if rescue is not None:
+        rescue.note_written(path)
+    print(f"wrote {path}", flush=True)
+    if table_error is not None:
+        raise table_error
+    if figure is not None and not ns.no_figure:
+        print("figure: " + ", ".join(save(figure(out), os.path.join(ns.out, name))))
+    return path
+
+
+def add_model_flags(p, model, defaults: dict | None = None, skip_optim=()) -> None:
+    """--model and the optimizer's and the model's flags (generated from their configs);
+    defaults: the model-config defaults of this command, where they differ from the config's."""
+    from twoclock.models import MODELS
+    p.add_argument("--model", default="quadratic", help=" | ".join(MODELS))
+    add_config_flags(p.add_argument_group("optimizer"), OptimConfig, rename={"name": "optimizer"},
+                     skip=skip_optim)
+    add_config_flags(p.add_argument_group(f"{model.name} model"), model.config, defaults=defaults)
+
+
+def model_config(ns, model, batches, defaults: dict | None = None):
+    """The model's config from its flags, checked against every batch it will run (a batch the
+    bandit cannot split into P x G fails here, before any simulation)."""
+    cfg = config_from_flags(ns, model.config, defaults=defaults)
+    for b in batches:
+        model.describe_batch(cfg, b)
+    return cfg
+
+
+def model_from_argv(argv, prog: str):
+    """The Model named by --model (default quadratic), read before the other flags."""
+    pre = OneLineParser(prog=prog, add_help=False)
+    pre.add_argument("--model", default="quadratic")
+    known, _ = pre.parse_known_args(argv)
+    from twoclock.models import get as get_model
+    return get_model(known.model)
+
+

@@ -1,0 +1,1 @@
+"""Figures from result dicts, in one style; no JAX."""
