@@ -21,7 +21,8 @@ CHECKED = sorted(n for n, m in MODELS.items() if "plan_check" in m.studies)
 def main(argv=None) -> int:
     p = OneLineParser(prog="plan_check.py", description=__doc__)
     p.add_argument("--model", default="quadratic", choices=CHECKED)
-    p.add_argument("--pilot-seeds", type=int, default=4, help="pilot runs per pilot batch")
+    p.add_argument("--pilot-seeds", type=int, default=None,
+                   help="pilot runs per pilot batch (default 4; with --logs 8)")
     p.add_argument("--seeds", type=int, default=16, help="seeds behind the held-out answers")
     p.add_argument("--csv", help="also write the simulated pilot runs to this CSV")
     p.add_argument("--logs", nargs="?", const="", metavar="FILE",
@@ -30,6 +31,11 @@ def main(argv=None) -> int:
     p.add_argument("--n-ckpt", type=int, default=512, help="with --logs: logged points per run")
     add_output_args(p, "plan_check")
     ns = p.parse_args(sys.argv[1:] if argv is None else argv)
+    if ns.n_ckpt < 2:
+        fail("plan_check.py", f"--n-ckpt must be an integer >= 2 (got {ns.n_ckpt})")
+    for flag, v in (("--pilot-seeds", ns.pilot_seeds), ("--seeds", ns.seeds)):
+        if v is not None and v < 1:
+            fail("plan_check.py", f"{flag} must be an integer >= 1 (got {v})")
     model = MODELS[ns.model]
     s = model.studies["plan_check"]
     name = f"plan_check_{ns.model}" + ("" if ns.logs is None else "_logs")
@@ -38,14 +44,15 @@ def main(argv=None) -> int:
             path = ns.logs or os.path.join(ns.out, f"{name}.csv")
             try:
                 out = logs_check.check(model, model.config(), twoclock.OptimConfig(),
-                                       n_ckpt=ns.n_ckpt, logs_path=path, keep=rescue.keep)
+                                       8 if ns.pilot_seeds is None else ns.pilot_seeds, ns.seeds, ns.n_ckpt, path,
+                                       keep=rescue.keep)
             except ValueError as e:
                 fail("plan_check.py", str(e))
             publish(ns, name, out, logs_check.table, rescue=rescue)
             return 0
         try:
             out = pilot_check.check(model, model.config(), twoclock.OptimConfig(), s["lr0"],
-                                    s["pilots"], s["heldout"], ns.pilot_seeds, ns.seeds,
+                                    s["pilots"], s["heldout"], 4 if ns.pilot_seeds is None else ns.pilot_seeds, ns.seeds,
                                     s["budget"], ns.csv, keep=rescue.keep)
         except ValueError as e:
             fail("plan_check.py", str(e))

@@ -14,12 +14,6 @@ import numpy as np
 from twoclock.pilot import logs as pl
 
 
-# TODO(Model entry): proposed field Model.studies["plan_check"]["log_conditions"]: cfg ->
-# (progress, failures), conditions on the model's ckpt metric names; until the entries carry
-# it, the drift proxies beyond the engine's own failure clock are listed here.
-_EXTRA_FAILURES = {"bandit": ("kl>=1.5", "entropy<=0.4")}
-
-
 def log_conditions(model, cfg) -> tuple:
     """(progress condition, failure conditions) on the metrics a model checkpoints.
 
@@ -30,9 +24,13 @@ def log_conditions(model, cfg) -> tuple:
     entry = model.studies.get("plan_check", {})
     if "log_conditions" in entry:
         return entry["log_conditions"](cfg)
+    # TODO(Model entry): proposed field Model.studies["plan_check"]["log_conditions"]: cfg ->
+    # (progress, failures) on the model's ckpt metric names. Until the entries carry it, the
+    # drift proxies beyond the engine's own failure clock are listed here.
+    extra_failures = {"bandit": ("kl>=1.5", "entropy<=0.4")}
     from twoclock.model import progress_target  # noqa: PLC0415 (twoclock.model imports JAX)
     return (f"progress_frac<={progress_target(model, cfg):.9g}",
-            (f"drift>={cfg.drift_threshold:g}", *_EXTRA_FAILURES.get(model.name, ())))
+            (f"drift>={cfg.drift_threshold:g}", *extra_failures.get(model.name, ())))
 
 
 def simulate(model, cfg, opt, batches, lr0: float, seeds: int, budget: int, n_ckpt: int,
@@ -84,6 +82,10 @@ def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 16, n_ckpt
     """Simulate pilots (the 3 smallest of the model's plan_check pilot batches, at its lr0 and
     budget) and held-out runs at 4x and 8x the largest, plan from the pilot log file alone, and
     score every clock at the held-out batches."""
+    from twoclock.config import require_int  # noqa: PLC0415
+    require_int("--pilot-seeds", pilot_seeds, 1)
+    require_int("--seeds", heldout_seeds, 1)
+    require_int("--n-ckpt", n_ckpt, 2)
     s = model.studies["plan_check"]
     lr0, pilot_batches, budget = s["lr0"], tuple(sorted(s["pilots"])[:3]), int(s["budget"])
     progress, failures = log_conditions(model, cfg)
