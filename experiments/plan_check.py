@@ -44,15 +44,16 @@ def main(argv=None) -> int:
             path = ns.logs or os.path.join(ns.out, f"{name}.csv")
             try:
                 out = logs_check.check(model, model.config(), twoclock.OptimConfig(),
-                                       8 if ns.pilot_seeds is None else ns.pilot_seeds, ns.seeds, ns.n_ckpt, path,
-                                       keep=rescue.keep)
+                                       8 if ns.pilot_seeds is None else ns.pilot_seeds,
+                                       ns.seeds, ns.n_ckpt, path, keep=rescue.keep)
             except ValueError as e:
                 fail("plan_check.py", str(e))
             publish(ns, name, out, logs_check.table, rescue=rescue)
             return 0
         try:
             out = pilot_check.check(model, model.config(), twoclock.OptimConfig(), s["lr0"],
-                                    s["pilots"], s["heldout"], 4 if ns.pilot_seeds is None else ns.pilot_seeds, ns.seeds,
+                                    s["pilots"], s["heldout"],
+                                    4 if ns.pilot_seeds is None else ns.pilot_seeds, ns.seeds,
                                     s["budget"], ns.csv, keep=rescue.keep)
         except ValueError as e:
             fail("plan_check.py", str(e))

@@ -41,7 +41,8 @@ def test_crossing_interpolates_linearly_between_the_logged_points():
     # a point exactly on the threshold is the crossing
     assert pl.crossing(s, [0.1, 0.3, 0.6, 0.9], pl.parse_condition("acc>=0.6", "-"))[0] == 200.0
     # never met: censored at the last logged sample
-    assert pl.crossing(s, [0.1, 0.2, 0.3, 0.4], pl.parse_condition("acc>=0.6", "-")) == (300.0, None)
+    never = pl.crossing(s, [0.1, 0.2, 0.3, 0.4], pl.parse_condition("acc>=0.6", "-"))
+    assert never == (300.0, None)
     # the first crossing counts, not a later one after the curve fell back
     at, _ = pl.crossing([0, 10, 20, 30, 40], [0, 1, 0, 0, 2], pl.parse_condition("x>=0.5", "-"))
     assert at == 5.0
@@ -67,7 +68,8 @@ def test_conditions_parse_names_with_slashes_and_exponents():
 
 PILOTS = [  # run, batch, lr, P, F, E, last logged sample
     ("a", 8, 0.01, 1050, 5230, 3000, 8000), ("b", 8, 0.01, 1110, 5010, 2950, 8000),
-    ("c", 16, 0.0141421356, 1130, 5480, 3300, 8000), ("d", 16, 0.0141421356, 1190, 5350, 3400, 8000),
+    ("c", 16, 0.0141421356, 1130, 5480, 3300, 8000),
+    ("d", 16, 0.0141421356, 1190, 5350, 3400, 8000),
     ("e", 32, 0.02, 1390, 5790, 3700, 8000), ("f", 32, 0.02, 1450, 9e9, 3650, 8000),  # f: kl never
 ]
 HEAD = ["run", "batch", "lr", "samples", "acc", "kl", "ent"]

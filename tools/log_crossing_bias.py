@@ -7,10 +7,11 @@ Curves (s in samples, crossing s* = 10 000 in every case):
 - drift, convex: drift(s) = 2 (s / s*)^2, threshold 2 (the chord lies above: early);
 - loss ratio, convex decreasing: loss(s) = exp(-3 s / s*), threshold exp(-3) (a loss that
   falls by e^3 = 20x to its target, like the quadratic model's 0.05: the chord lies above, late).
-Logged at the start and every d samples from a uniformly drawn phase (2000 phases). Reported: the mean and the
-worst relative error of the clock, linearly interpolated and, for comparison, read at the first
-logged point past the crossing. With noise: Gaussian of sd sigma on each logged value (2000
-draws), the mean relative error of the first logged crossing, raw and smoothed.
+Logged at the start and every d samples from a uniformly drawn phase (2000 phases). Reported:
+the mean and the worst relative error of the clock, linearly interpolated and, for comparison,
+read at the first logged point past the crossing. With noise: Gaussian of sd sigma on each
+logged value (1000 draws), the mean relative error of the first logged crossing, raw and
+smoothed.
 """
 import math
 
@@ -21,7 +22,8 @@ from twoclock.pilot.logs import crossing, parse_condition, smooth
 S_STAR = 10_000.0
 TAU = S_STAR / math.log(0.5 / 0.2)  # 0.9 - 0.5 exp(-s*/tau) = 0.7
 CURVES = {
-    "progress (concave)": (lambda s: 0.9 - 0.5 * np.exp(-s / TAU), parse_condition("acc>=0.7", "-")),
+    "progress (concave)": (lambda s: 0.9 - 0.5 * np.exp(-s / TAU),
+                           parse_condition("acc>=0.7", "-")),
     "drift (convex)": (lambda s: 2.0 * (s / S_STAR) ** 2, parse_condition("drift>=2", "-")),
     "loss (convex, down)": (lambda s: np.exp(-3.0 * s / S_STAR),
                             parse_condition(f"loss<={math.exp(-3.0):.17g}", "-")),

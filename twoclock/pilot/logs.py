@@ -75,7 +75,8 @@ def parse_columns(items) -> dict:
         name, sep, col = item.partition("=")
         name, col = name.strip(), col.strip()
         if not sep or not name or not col:
-            raise PilotError(f"--col {item!r}: expected NAME=COLUMN (e.g. samples=train/num_samples)")
+            raise PilotError(f"--col {item!r}: expected NAME=COLUMN "
+                             "(e.g. samples=train/num_samples)")
         if col in out:
             raise PilotError(f"--col {item!r}: column {col!r} is already mapped to {out[col]!r}")
         out[col] = name
@@ -134,7 +135,8 @@ def _rows(path: str):
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
-                raise PilotError(f"{path} line {ln}: not JSON ({e.msg}, column {e.colno})") from None
+                raise PilotError(f"{path} line {ln}: not JSON ({e.msg}, column {e.colno})") \
+                    from None
             if not isinstance(obj, dict):
                 raise PilotError(f"{path} line {ln}: expected one JSON object per line")
             header.update(dict.fromkeys(obj))
