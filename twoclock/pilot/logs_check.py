@@ -29,6 +29,9 @@ def log_conditions(model, cfg) -> tuple:
     # drift proxies beyond the engine's own failure clock are listed here.
     extra_failures = {"bandit": ("kl>=1.5", "entropy<=0.4")}
     from twoclock.model import progress_target  # noqa: PLC0415 (twoclock.model imports JAX)
+    if not hasattr(cfg, "drift_threshold"):
+        raise ValueError(f"--logs: model {model.name!r} has no drift_threshold in its config; "
+                         "give it studies['plan_check']['log_conditions']")
     return (f"progress_frac<={progress_target(model, cfg):.9g}",
             (f"drift>={cfg.drift_threshold:g}", *extra_failures.get(model.name, ())))
 
@@ -98,6 +101,11 @@ def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 16, n_ckpt
     res = simulate(model, cfg, opt, sorted(set(pilot_batches) | set(held)), lr0,
                    max(pilot_seeds, heldout_seeds), budget, n_ckpt, keep=keep)
     sim_s = time.perf_counter() - t0
+    missing = [m for m in metrics if m not in res.ckpt[0]]
+    if missing:
+        raise ValueError(f"--logs: model {model.name!r} checkpoints no {', '.join(missing)} "
+                         f"(it has {', '.join(sorted(res.ckpt[0]))}); give it "
+                         "studies['plan_check']['log_conditions']")
     rows = write_logs(res, pilot_batches, range(pilot_seeds), metrics, logs_path)
     t1 = time.perf_counter()
     plan = pl.plan_logs(logs_path, progress, list(failures), predict=held)
