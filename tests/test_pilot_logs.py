@@ -348,3 +348,17 @@ def test_importing_the_logs_code_loads_no_jax():
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_smoothing_and_step_times_reach_the_plan(tmp_path):
+    """A centred window leaves straight-line clocks where they are (interior crossings); a
+    seconds_per_update column gives each run its median step time, hence hours to target."""
+    rows = [r + [f"{1.0 + int(r[1]) / 32:g}"] for r in _rows()]
+    path = _write(tmp_path / "l.csv", HEAD + ["seconds_per_update"], rows)
+    out = pl.plan_logs(path, "acc>=1", ["kl>=1"], smoothing="window:400")
+    assert out["logs"]["smoothing"] == {"kind": "window", "samples": 400.0}
+    est = {e["batch"]: e for e in out["estimates"]}
+    assert_close(est[8]["progress"], 1080.0, rtol=1e-9, atol=0, what="smoothed progress at 8")
+    # B = 8: 1.25 s per update of 8 samples
+    assert_close(est[8]["seconds_per_sample"], 1.25 / 8, rtol=1e-12, atol=0, what="step time")
+    assert out["recommendation"]["objective"] == "seconds"
