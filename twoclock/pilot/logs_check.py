@@ -165,7 +165,7 @@ def table(out: dict) -> str:
              + ("none" if cb["batch"] is None else f"{cb['batch']:.1f}"),
              "failure exponents: " + ", ".join(f"{k}: {'-' if v is None else f'{v:.3g}'}"
                                                for k, v in out["failure_exponents"].items()),
-             f"{'batch':>6} {'clock':<22} {'answer':>7} {'measured':>9} {'predicted':>9} "
+             f"{'batch':>6} {'clock':<26} {'answer':>7} {'measured':>9} {'predicted':>9} "
              f"{'95% band':>20} {'error':>7} covered"]
     for r in out["heldout"]:
         for src in ("vs_logged", "vs_engine"):
@@ -174,10 +174,10 @@ def table(out: dict) -> str:
                 continue
             what = "logs" if src == "vs_logged" else "engine"
             if d["rel_error"] is None:
-                lines.append(f"{r['batch']:>6} {r['clock']:<22} {what:>7}  censored or not fitted")
+                lines.append(f"{r['batch']:>6} {r['clock']:<26} {what:>7}  censored or not fitted")
                 continue
             band = "[" + ", ".join("-" if v is None else f"{v:.0f}" for v in d["ci"]) + "]"
-            lines.append(f"{r['batch']:>6} {r['clock']:<22} {what:>7} {d['measured']:>9.0f} "
+            lines.append(f"{r['batch']:>6} {r['clock']:<26} {what:>7} {d['measured']:>9.0f} "
                          f"{d['predicted']:>9.0f} {band:>20} {100 * d['rel_error']:>+6.1f}% "
                          f"{'yes' if d['covered'] else 'no'}")
     c = out["coverage"]
