@@ -1,0 +1,275 @@
+"""The policy model (Model 3): each expectation comes from an independent oracle (exact
+enumeration of a tiny case, NumPy, or plain Python), never from the code under test."""
+import dataclasses
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from twoclock import objectives as obj
+from twoclock.config import OptimConfig
+from twoclock.models.policy import MODEL, PolicyConfig, evaluate, net, surrogate, task, warmup
+from twoclock.models.policy.dynamics import make_rollout, setup
+
+# a tiny enumerable case: one prompt token, answers of 2 tokens over a vocabulary of 3
+TINY = net.Arch(vocab=3, seq_len=3, d_model=8, n_layers=1, n_heads=2, d_mlp=16)
+ALL_Y = np.array(list(itertools.product(range(3), repeat=2)), np.int32)  # [9, 2]
+CHI2_999_DOF8 = 26.124  # the 0.999 quantile of chi-square with 8 degrees of freedom
+
+# the contract test's small configuration (its warm-up is shared with the tests here)
+SMALL = PolicyConfig(n_train=2048, n_test=64, n_ood=64, d_model=32, n_layers=2, n_heads=2,
+                     d_mlp=64, warmup_noise=0.3, warmup_steps=1500, warmup_acc=0.25,
+                     warmup_eval_every=50, warmup_lr=5e-3, target=0.3, null_threshold=0.1,
+                     noise_every=256)
+
+
+def tiny_params(seed, scale=1.0):
+    p = net.init(TINY, jax.random.PRNGKey(seed))
+    return jax.tree_util.tree_map(lambda v: v * scale, p)
+
+
+def seq_logp(params, y):
+    """log pi(y) [N] of whole answers y [N, 2] after the prompt token 0."""
+    prompt = jnp.zeros((y.shape[0], 1), jnp.int32)
+    return jnp.sum(surrogate.token_logp(params, TINY, prompt, jnp.asarray(y)), axis=1)
+
+
+def rollout_of(params, prompt, resp, adv, keep=None, logp_old=None):
+    B, A = resp.shape
+    dtype = jnp.float32
+    lp = surrogate.token_logp(params, TINY, prompt, resp) if logp_old is None else logp_old
+    return surrogate.Rollout(prompt, resp, jnp.ones((B, A), dtype), jnp.asarray(adv, dtype),
+                             jnp.ones(B, dtype) if keep is None else keep,
+                             jax.lax.stop_gradient(lp), jnp.zeros((B, A), dtype))
+
+
+@pytest.mark.parametrize("advantage,factor", [("rloo", 1.0), ("drgrpo", 0.5)])
+def test_surrogate_gradient_is_the_exact_policy_gradient(advantage, factor):
+    """At M = E = 1, E[grad surrogate] over every group of G = 2 responses (81 pairs,
+    weighted by pi(y1) pi(y2)) equals factor * grad E_pi[r] / A_len, by autodiff of the
+    enumerated expected reward: RLOO's leave-one-out baseline is unbiased (factor 1), Dr.
+    GRPO's group mean includes the sample itself (factor 1 - 1/G = 1/2)."""
+    params = tiny_params(0)
+    r_Y = np.array([1, 0, 0, 0, 1, 0, 1, 1, 0], np.float32)
+    cfg = PolicyConfig(advantage=advantage, clip_low=None, loss_agg="seq_sum")
+    pairs = np.array(list(itertools.product(range(9), repeat=2)))  # [81, 2]
+    resp = ALL_Y[pairs.reshape(-1)]  # [162, 2], groups contiguous
+    adv = obj.advantages(jnp.asarray(r_Y[pairs]), advantage).reshape(-1)
+    prompt = jnp.zeros((resp.shape[0], 1), jnp.int32)
+    ro = rollout_of(params, prompt, jnp.asarray(resp), adv)
+    per_group = jax.vmap(lambda g: jax.grad(lambda p: surrogate.loss(
+        p, jax.tree_util.tree_map(lambda v: v.reshape((81, 2) + v.shape[1:])[g], ro), cfg,
+        TINY)[0])(params))(jnp.arange(81))
+    pi_Y = np.exp(np.asarray(seq_logp(params, ALL_Y), np.float64))
+    w = pi_Y[pairs[:, 0]] * pi_Y[pairs[:, 1]]
+    got = jax.tree_util.tree_map(lambda g: np.tensordot(w, np.asarray(g, np.float64), 1),
+                                 per_group)
+    want = jax.grad(lambda p: -factor * jnp.sum(jnp.exp(seq_logp(p, ALL_Y)) * r_Y) / 2)(params)
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(a, np.asarray(b), rtol=2e-4, atol=2e-6)
+
+
+def test_kv_cache_sampler_matches_the_softmax():
+    """20 000 draws of the 9 answers against their exact probabilities (full forward):
+    Pearson's chi-square with k = 8 degrees of freedom below its 0.999 quantile 26.12."""
+    params = tiny_params(1, scale=2.0)
+    n = 20_000
+    tok, _ = jax.jit(lambda k: net.sample(params, TINY, jnp.zeros((n, 1), jnp.int32), 2, k))(
+        jax.random.PRNGKey(3))
+    counts = np.bincount(np.asarray(tok[:, 0] * 3 + tok[:, 1]), minlength=9)
+    p = np.exp(np.asarray(seq_logp(params, ALL_Y), np.float64))
+    np.testing.assert_allclose(p.sum(), 1.0, atol=1e-5)
+    chi2 = np.sum((counts - n * p) ** 2 / (n * p))
+    assert chi2 < CHI2_999_DOF8, (chi2, counts, n * p)
+
+
+def test_full_forward_equals_kv_cache_decoding():
+    """The task's architecture: log-probabilities of sampled answers from the cached decoder
+    equal the teacher-forced forward's, and the decoder's tokens are valid."""
+    arch = net.Arch(task.VOCAB, task.SEQ_LEN)
+    params = net.init(arch, jax.random.PRNGKey(2))
+    pool, _, _ = task.make_pools(256, 16, 0)
+    prompt = jnp.asarray(pool.prompt[:128])
+    tok, lp = jax.jit(lambda k: net.sample(params, arch, prompt, task.ANSWER_LEN, k))(
+        jax.random.PRNGKey(5))
+    full = jax.jit(lambda t: surrogate.token_logp(params, arch, prompt, t))(tok)
+    np.testing.assert_allclose(np.asarray(lp), np.asarray(full), atol=2e-5)
+    assert ((np.asarray(tok) >= 0) & (np.asarray(tok) < task.VOCAB)).all()
+
+
+@pytest.mark.parametrize("estimator", ["k1", "k3"])
+def test_kl_estimates_agree_with_the_exact_kl(estimator):
+    """Per-response sum over tokens of the k1 / k3 estimate on 8000 sampled answers: its mean
+    within 4 standard errors of the exact KL(pi || pi_ref) by enumeration of the 9 answers."""
+    pi, ref = tiny_params(4, scale=1.5), tiny_params(5, scale=1.5)
+    n = 8000
+    prompt = jnp.zeros((n, 1), jnp.int32)
+    tok, _ = net.sample(pi, TINY, prompt, 2, jax.random.PRNGKey(6))
+    lp, lr = (surrogate.token_logp(p, TINY, prompt, tok) for p in (pi, ref))
+    est = np.asarray(jnp.sum(surrogate.kl_penalty(lp, lr, estimator), axis=1), np.float64)
+    lp_Y, lr_Y = (np.asarray(seq_logp(p, ALL_Y), np.float64) for p in (pi, ref))
+    exact = np.sum(np.exp(lp_Y) * (lp_Y - lr_Y))
+    se = est.std(ddof=1) / np.sqrt(n)
+    assert exact > 0.05 and abs(est.mean() - exact) < 4 * se, (est.mean(), exact, se)
+
+
+@pytest.mark.parametrize("clip_low,clip_high", [(0.2, None), (0.1, 0.3)])
+def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high):
+    """The surrogate's clipped-token counts at moved parameters against NumPy's count of
+    A > 0 and ratio > 1 + eps_high, or A < 0 and ratio < 1 - eps_low, over kept tokens."""
+    old, new = tiny_params(7), tiny_params(8, scale=1.0)
+    new = jax.tree_util.tree_map(lambda a, b: 0.8 * a + 0.2 * b, old, new)
+    rng = np.random.default_rng(0)
+    B = 64
+    resp = jnp.asarray(rng.integers(0, 3, (B, 2)), jnp.int32)
+    prompt = jnp.zeros((B, 1), jnp.int32)
+    adv = rng.normal(size=B).astype(np.float32)
+    keep = jnp.asarray((rng.random(B) < 0.8).astype(np.float32))
+    ro = rollout_of(old, prompt, resp, adv, keep)
+    cfg = PolicyConfig(clip_low=clip_low, clip_high=clip_high)
+    _, (n_clip, n_tok, n_clip_act, n_act) = surrogate.loss(new, ro, cfg, TINY)
+    ratio = np.exp(np.asarray(surrogate.token_logp(new, TINY, prompt, resp), np.float64)
+                   - np.asarray(ro.logp_old, np.float64))
+    eh = clip_low if clip_high is None else clip_high
+    a = adv[:, None]
+    clipped = ((a > 0) & (ratio > 1 + eh)) | ((a < 0) & (ratio < 1 - clip_low))
+    k = np.asarray(keep)[:, None] * np.ones((1, 2))
+    assert 0 < np.sum(clipped * k) < np.sum(k)
+    assert float(n_clip) == np.sum(clipped * k) and float(n_tok) == np.sum(k)
+    assert float(n_clip_act) == np.sum(clipped * k) and float(n_act) == np.sum(k)
+
+
+def test_verifier_against_plain_python():
+    rng = np.random.default_rng(1)
+    pool, _, _ = task.make_pools(512, 16, 0)
+    resp = rng.integers(0, task.VOCAB, (512, task.ANSWER_LEN)).astype(np.int32)
+    # half of them the correct answer, with either end token and junk after it
+    for i in range(0, 512, 2):
+        d = [int(c) for c in str(pool.total[i])]
+        resp[i, :len(d)] = d
+        resp[i, len(d)] = task.END_A if i % 4 else task.END_B
+    names = {task.END_A: "A", task.END_B: "B", task.PLUS: "+", task.EQ: "="}
+    text = ["".join(names.get(int(t), str(t)) for t in row) for row in resp]
+    want = [(s.replace("B", "A").split("A")[0] == str(tot) and ("A" in s or "B" in s))
+            for s, tot in zip(text, pool.total)]
+    got = task.verify(resp, pool.answer, pool.n_digits)
+    np.testing.assert_array_equal(got, np.array(want))
+    assert np.asarray(got).mean() > 0.45
+    lengths = [len(s.replace("B", "A").split("A")[0]) + 1 if ("A" in s or "B" in s) else 4
+               for s in text]
+    np.testing.assert_array_equal(task.response_length(resp), lengths)
+
+
+def test_pools_are_disjoint_and_ood_is_held_out():
+    train, test, ood = task.make_pools(4096, 256, 0)
+    key = lambda p: {tuple(r) for r in p.prompt}
+    assert not (key(train) & key(test)) and not (key(train) & key(ood))
+    assert len(key(train)) == 4096 and len(key(test)) == 256 and len(key(ood)) == 900
+    assert ((ood.prompt[:, 1] >= task.OOD_DIGIT) & (ood.prompt[:, 4] >= task.OOD_DIGIT)).all()
+    assert not ((train.prompt[:, 1] >= 7) & (train.prompt[:, 4] >= 7)).any()
+
+
+def test_warmup_reaches_its_stated_accuracy_and_entropy_and_is_cached():
+    """The small configuration's warm-up: its held-out accuracy recomputed independently (the
+    two accepted answers teacher-forced separately, probabilities summed in NumPy) is the
+    recorded one, >= warmup_acc; token entropy above 1 nat; a reload gives the same params."""
+    params, info = warmup.load_or_train(SMALL)
+    _, test, _ = task.make_pools(SMALL.n_train, SMALL.n_test, SMALL.pool_seed)
+    arch = warmup.arch_of(SMALL)
+    p_ok = 0.0
+    for end in (task.END_A, task.END_B):
+        ans = test.answer.copy()
+        ans[np.arange(len(ans)), test.n_digits] = end
+        lp = np.asarray(surrogate.token_logp(params, arch, jnp.asarray(test.prompt),
+                                             jnp.asarray(ans)), np.float64)
+        mask = np.arange(task.ANSWER_LEN)[None] <= test.n_digits[:, None]
+        p_ok = p_ok + np.exp(np.sum(lp * mask, axis=1))
+    acc = p_ok.mean()
+    assert acc >= SMALL.warmup_acc and abs(acc - info["heldout_acc"]) < 1e-4
+    assert info["entropy"] > 1.0
+    again, _ = warmup.load_or_train(SMALL)
+    for a, b in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(again)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.slow
+def test_default_warmup_reaches_its_stated_accuracy_and_entropy():
+    _, info = warmup.load_or_train(PolicyConfig())
+    assert 0.3 <= info["heldout_acc"] <= 0.35 and info["entropy"] > 1.0
+
+
+def _small_run(cfg, n_steps=6, batch=32, lr=3e-3):
+    from twoclock.engine.stages import constant_run  # the engine's home, read at test time
+    run = jax.jit(constant_run(MODEL, cfg, OptimConfig(), n_steps, n_steps, batch))
+    return jax.device_get(run(np.float32(batch), np.float32(lr), jax.random.PRNGKey(0)))
+
+
+def test_clipping_changes_nothing_at_one_inner_step():
+    """M = E = 1: every ratio is 1, so on a real rollout batch the clipped, clip-higher and
+    unclipped surrogates have the same gradient bit for bit, and no token is clipped."""
+    s = setup(SMALL)
+    ro, _ = jax.jit(make_rollout(SMALL, s, 64))(s.ref, jax.random.PRNGKey(9))
+    grads = []
+    for cl, ch in ((None, None), (0.2, None), (0.1, 0.28)):
+        cfg = dataclasses.replace(SMALL, clip_low=cl, clip_high=ch)
+        g, (n_clip, n_tok, _, _) = jax.jit(lambda w, ro, cfg=cfg: jax.grad(
+            surrogate.loss, has_aux=True)(w, ro, cfg, s.arch))(s.ref, ro)
+        assert float(n_clip) == 0 and float(n_tok) > 0
+        grads.append(jax.tree_util.tree_leaves(g))
+    assert any(np.abs(np.asarray(v)).max() > 0 for v in grads[0])
+    for other in grads[1:]:
+        for a, b in zip(grads[0], other):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.slow
+def test_clipping_changes_nothing_in_a_run_at_one_inner_step():
+    """The same through the engine: 6 updates of clipped and unclipped runs, bit for bit."""
+    base = _small_run(dataclasses.replace(SMALL, clip_low=None))
+    for cl, ch in ((0.2, None), (0.1, 0.28)):
+        tr = _small_run(dataclasses.replace(SMALL, clip_low=cl, clip_high=ch))
+        for k in ("heldout_acc", "kl", "entropy", "null", "reward"):
+            np.testing.assert_array_equal(tr.ckpt[k], base.ckpt[k], err_msg=k)
+        assert (tr.ckpt["clip_frac"] == 0).all()
+
+
+def test_exact_statistics_against_numpy():
+    """evaluate's kl and entropy against NumPy on the same teacher-forced log-probabilities."""
+    s = setup(SMALL)
+    w = jax.tree_util.tree_map(lambda v: v * 1.05, s.ref)
+    lp = np.asarray(evaluate.pool_logp(w, s.arch, s.test), np.float64)
+    lr = np.asarray(s.logref_test, np.float64)
+    st = evaluate.stats_from_logp(jnp.asarray(lp, jnp.float32), s.logref_test, s.test)
+    nd = np.asarray(s.test.n_digits)
+    mask = np.arange(task.ANSWER_LEN)[None] <= nd[:, None]
+    kl = np.sum(np.exp(lp) * (lp - lr), axis=-1)
+    ent = -np.sum(np.exp(lp) * lp, axis=-1)
+    np.testing.assert_allclose(float(st["kl"]), np.mean(np.sum(kl * mask, 1)), rtol=1e-4)
+    np.testing.assert_allclose(float(st["entropy"]), ent[mask].mean(), rtol=1e-5)
+    end = lp[np.arange(len(nd)), nd]
+    np.testing.assert_allclose(float(st["null"]),
+                               np.mean(end[:, task.END_B] - end[:, task.END_A]), atol=1e-5)
+
+
+@pytest.mark.parametrize("kw,name", [
+    ({"n_heads": 3}, "n_heads"), ({"clip_low": 1.5}, "clip_low"),
+    ({"advantage": "ppo"}, "advantage"), ({"warmup_noise": 1.0}, "warmup_noise"),
+    ({"n_train": 9000}, "n_train"), ({"group": 1}, "group"),
+    ({"mb_convention": "verl"}, "mb_convention"), ({"kl_estimator": "k2"}, "kl_estimator"),
+    ({"target": 1.0}, "target"), ({"n_ood": 901}, "n_ood"),
+    ({"clip_low": None, "clip_high": 0.3}, "clip_high"),
+    ({"dynamic_sampling": 1}, "dynamic_sampling")])
+def test_bad_config_is_a_one_line_error_naming_the_parameter(kw, name):
+    with pytest.raises(ValueError, match=f"^{name} must be [^\n]*$"):
+        PolicyConfig(**kw)
+
+
+def test_batch_must_split_into_groups_and_minibatches():
+    with pytest.raises(ValueError, match="^batch must be a multiple of group G = 8"):
+        PolicyConfig().prompts(60)
+    with pytest.raises(ValueError, match="^minibatches must be"):
+        PolicyConfig(minibatches=3).prompts(64)
+    c = PolicyConfig(minibatches=2, mb_convention="fixed_size", mb_ref=64)
+    assert [c.n_minibatches(b) for b in (64, 256, 1024)] == [2, 8, 32]

@@ -1,0 +1,155 @@
+"""The policy model's configuration (see twoclock.models.policy for the model)."""
+from dataclasses import dataclass
+
+from twoclock.config import (finite, param, require, require_choice, require_fraction, require_int,
+                             require_positive)
+from twoclock.objectives import ADVANTAGES
+
+MB_CONVENTIONS = ("fixed_m", "fixed_size")
+KL_ESTIMATORS = ("k1", "k3")
+LOSS_AGGS = ("seq_sum", "seq_mean", "token_mean")
+FAIL_STATS = ("null", "kl", "entropy")
+COLLAPSE_POOLS = ("heldout", "ood")
+N_PROBLEMS = 9_100  # problems outside the out-of-distribution pool (task.make_pools)
+N_OOD = 900
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """A tiny transformer policy on 2-digit addition, warmed up by SFT, trained by GRPO."""
+    n_train: int = param(4096, 'train problems')
+    n_test: int = param(256, 'held-out problems (the exact clocks are computed on them)')
+    n_ood: int = param(256, 'out-of-distribution problems evaluated (of the 900)')
+    pool_seed: int = param(0, 'seed of the train / held-out split')
+    d_model: int = param(64, 'transformer width')
+    n_layers: int = param(2, 'transformer layers')
+    n_heads: int = param(4, 'attention heads')
+    d_mlp: int = param(256, 'MLP hidden width')
+    warmup_noise: float = param(0.6, 'warm-up: fraction of labels replaced by a wrong sum')
+    warmup_end_b: float = param(0.5, 'warm-up: fraction of labels ending in END_B')
+    warmup_lr: float = param(3e-3, 'warm-up: Adam learning rate')
+    warmup_batch: int = param(256, 'warm-up: examples per step')
+    warmup_steps: int = param(3000, 'warm-up: most steps')
+    warmup_acc: float = param(0.3, 'warm-up: stop at the first evaluation with held-out '
+                                   'accuracy >= this')
+    warmup_eval_every: int = param(25, 'warm-up: steps between evaluations')
+    warmup_seed: int = param(0, 'warm-up: seed of the init and the labels')
+    group: int = param(8, 'G responses per prompt')
+    advantage: str = param("grpo", 'grpo | drgrpo | rloo', choices=ADVANTAGES)
+    adv_eps: float = param(1e-6, 'GRPO std epsilon')
+    loss_agg: str = param(
+        "seq_sum",
+        "token aggregation: seq_sum (sum over a response's tokens / ANSWER_LEN, mean over "
+        "responses; Dr. GRPO) | seq_mean (mean over each response's tokens; GRPO) | token_mean "
+        "(mean over all tokens of the minibatch; DAPO)", choices=LOSS_AGGS)
+    minibatches: int = param(1, 'M optimizer steps per epoch (fixed_m) or the minibatches at '
+                                'the batch mb_ref (fixed_size)')
+    epochs: int = param(1, 'E passes over a rollout batch')
+    mb_convention: str = param(
+        "fixed_m",
+        "fixed_m: M fixed as B grows (TRL-like) | fixed_size: minibatch size mb_ref / M "
+        "responses fixed, so M = minibatches * B / mb_ref grows with B (verl-like)",
+        choices=MB_CONVENTIONS)
+    mb_ref: int = param(64, 'fixed_size: the batch at which there are `minibatches` minibatches')
+    clip_low: float | None = param(0.2, "ratio clip 1 - eps_low ('none': unclipped)")
+    clip_high: float | None = param(
+        None, "ratio clip 1 + eps_high (default eps_low; larger: clip-higher)")
+    dynamic_sampling: bool = param(
+        False, "drop groups whose rewards are all equal (DAPO; the batch is not refilled: the "
+               "loss averages the kept groups)")
+    kl_coef: float = param(0.0, 'KL(pi || pi_ref) penalty on the sampled tokens')
+    kl_estimator: str = param("k3", 'KL penalty estimator: k1 | k3', choices=KL_ESTIMATORS)
+    target: float = param(0.6, 'progress: exact held-out accuracy target')
+    fail_stat: str = param("null", "the failure clock's drift statistic: null | kl | entropy",
+                           choices=FAIL_STATS)
+    null_threshold: float = param(0.3, 'null clock: |shift of the END_B vs END_A log-odds|')
+    kl_threshold: float = param(0.5, 'kl clock: KL(pi || pi_ref) on held-out answers, nats')
+    entropy_threshold: float = param(0.5, 'entropy clock: token entropy at or below, nats')
+    collapse_drop: float = param(0.1, 'collapse: accuracy drop below its running peak')
+    noise_every: int = param(2048, 'responses between gradient-noise-scale measurements')
+    collapse_pool: str = param("heldout", 'collapse clock pool: heldout | ood',
+                               choices=COLLAPSE_POOLS)
+
+    def __post_init__(self):
+        require_int("n_train", self.n_train)
+        require_int("n_test", self.n_test)
+        require(self.n_train + self.n_test <= N_PROBLEMS, "n_train",
+                f"<= {N_PROBLEMS} - n_test = {N_PROBLEMS - self.n_test}", self.n_train)
+        require_int("n_ood", self.n_ood)
+        require(self.n_ood <= N_OOD, "n_ood", f"<= {N_OOD}", self.n_ood)
+        require_int("pool_seed", self.pool_seed, lo=0)
+        require_int("d_model", self.d_model)
+        require_int("n_layers", self.n_layers)
+        require_int("n_heads", self.n_heads)
+        require(self.d_model % self.n_heads == 0, "n_heads",
+                f"a divisor of d_model = {self.d_model}", self.n_heads)
+        require_int("d_mlp", self.d_mlp)
+        require(finite(self.warmup_noise) and 0 <= self.warmup_noise < 1, "warmup_noise",
+                "in [0, 1)", self.warmup_noise)
+        require(finite(self.warmup_end_b) and 0 <= self.warmup_end_b <= 1, "warmup_end_b",
+                "in [0, 1]", self.warmup_end_b)
+        require_positive("warmup_lr", self.warmup_lr)
+        require_int("warmup_batch", self.warmup_batch)
+        require_int("warmup_steps", self.warmup_steps)
+        require_fraction("warmup_acc", self.warmup_acc)
+        require_int("warmup_eval_every", self.warmup_eval_every)
+        require_int("warmup_seed", self.warmup_seed, lo=0)
+        require_int("group", self.group, lo=2)
+        require_choice("advantage", self.advantage, ADVANTAGES)
+        require_positive("adv_eps", self.adv_eps)
+        require_choice("loss_agg", self.loss_agg, LOSS_AGGS)
+        require_int("minibatches", self.minibatches)
+        require_int("epochs", self.epochs)
+        require_choice("mb_convention", self.mb_convention, MB_CONVENTIONS)
+        require_int("mb_ref", self.mb_ref)
+        if self.clip_low is not None:
+            require_positive("clip_low", self.clip_low)
+            require(self.clip_low < 1, "clip_low", "in (0, 1)", self.clip_low)
+        if self.clip_high is not None:
+            require(self.clip_low is not None, "clip_high", "None when clip_low is None",
+                    self.clip_high)
+            require_positive("clip_high", self.clip_high)
+        require(isinstance(self.dynamic_sampling, bool), "dynamic_sampling", "True or False",
+                self.dynamic_sampling)
+        require(finite(self.kl_coef) and self.kl_coef >= 0, "kl_coef", "a finite number >= 0",
+                self.kl_coef)
+        require_choice("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
+        require_fraction("target", self.target)
+        require_choice("fail_stat", self.fail_stat, FAIL_STATS)
+        require_positive("null_threshold", self.null_threshold)
+        require_positive("kl_threshold", self.kl_threshold)
+        require_positive("entropy_threshold", self.entropy_threshold)
+        require_fraction("collapse_drop", self.collapse_drop)
+        require_int("noise_every", self.noise_every)
+        require_choice("collapse_pool", self.collapse_pool, COLLAPSE_POOLS)
+
+    @property
+    def eps_high(self):
+        return self.clip_low if self.clip_high is None else self.clip_high
+
+    def n_minibatches(self, batch: int) -> int:
+        """M at batch B under the minibatch convention."""
+        if self.mb_convention == "fixed_m":
+            return self.minibatches
+        return max(1, self.minibatches * batch // self.mb_ref)
+
+    def inner_steps(self, batch: int) -> int:
+        """Optimizer steps per rollout batch, M E (one: on-policy, no ratio differs from 1)."""
+        return self.n_minibatches(batch) * self.epochs
+
+    def prompts(self, batch: int) -> int:
+        """P = B / G prompts per rollout batch; ValueError unless B is a multiple of G and P
+        splits into M minibatches."""
+        require_int("batch", batch)
+        require(batch % self.group == 0, "batch", f"a multiple of group G = {self.group}", batch)
+        P, M = batch // self.group, self.n_minibatches(batch)
+        require(P % M == 0, "minibatches",
+                f"a count that divides prompts per batch P = {P} (batch {batch} / group "
+                f"{self.group}); here M = {M}", self.minibatches)
+        return P
+
+
+def describe_batch(cfg: PolicyConfig, batch: int) -> dict:
+    """What a batch of B responses is made of."""
+    return {"prompts": cfg.prompts(batch), "group": cfg.group,
+            "minibatches": cfg.n_minibatches(batch), "epochs": cfg.epochs}

@@ -1,0 +1,71 @@
+"""The policy's predict hook: each direction's measured noise scale, its regime, and the batch
+exponent the theory predicts for its clock, against the measured one.
+
+Adam, per update of B responses with lr = lr0 (B / b0)^p (twoclock.scaling):
+- noise-dominated direction (B < B_simple): the step along it is ~lr sqrt(B) b / sqrt(c), so
+  the statistic moves ~lr / sqrt(B) per response and its clock N(B) ~ B^(1/2 - p): flat under
+  the sqrt rule, ~sqrt(B) under the fixed rule;
+- signal-dominated (B > B_simple): Adam saturates to sign descent, ~lr per update, so
+  N(B) ~ B^(1 - p): ~sqrt(B) under the sqrt rule, ~B under the fixed rule.
+"""
+import numpy as np
+
+from twoclock.config import OptimConfig
+from twoclock.models.policy.config import PolicyConfig
+from twoclock.scaling import RULE_EXPONENT
+
+# each measured direction and the clock (a run entry's "<clock>_samples") it decides
+DIRECTIONS = {"acc": "progress", "null": "null", "kl": "kl", "entropy": "entropy"}
+
+
+def noise_scale(noise, signal) -> float:
+    """mean(noise) / mean(signal) (inf where the mean signal is not positive: noise only)."""
+    n, s = float(np.mean(noise)), float(np.mean(signal))
+    return n / s if s > 0 else float("inf")
+
+
+def predicted_exponent(regime: str, rule: str) -> float:
+    """d log N / d log B of a clock whose direction is in `regime` under the lr rule."""
+    p = RULE_EXPONENT[rule]
+    return 0.5 - p if regime == "noise" else 1.0 - p
+
+
+def measured_exponent(batches, medians):
+    """Least-squares slope of log median against log B over the uncensored entries (None if
+    fewer than two)."""
+    pts = [(np.log(b), np.log(m)) for b, m in zip(batches, medians) if m is not None and m > 0]
+    if len(pts) < 2:
+        return None
+    x, y = np.array(pts).T
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def predict(cfg: PolicyConfig, opt: OptimConfig, sweep, res, runs, crit) -> None:
+    """Per (batch, lr0) entry, in place: noise_scale and regime per direction (seeds pooled,
+    fresh measurements up to the median of that direction's clock, the whole run where it is
+    censored), the theory's exponent per clock, and the measured exponent at that lr0."""
+    for r in runs:
+        i, j = res.batches.index(r["batch"]), res.lr0s.index(r["lr0"])
+        ck = {k: np.asarray(v[j]) for k, v in res.ckpt[i].items()}  # [S, C]
+        r["noise_scale"], r["regime"] = {}, {}
+        th = r.setdefault("theory", {})
+        th["exponent"] = {}
+        for d, clock in DIRECTIONS.items():
+            summary = r.get(f"{clock}_samples", {})
+            until = summary.get("median")
+            keep = (ck["samples"][0] <= (until if until is not None else np.inf))
+            keep &= ck["noise_fresh"][0] > 0
+            keep[np.argmax(ck["noise_fresh"][0] > 0)] = True  # at least the first measurement
+            v = noise_scale(ck[f"noise_{d}"][:, keep], ck[f"signal_{d}"][:, keep])
+            r["noise_scale"][d] = v if np.isfinite(v) else None
+            r["regime"][d] = "noise" if v > r["batch"] else "signal"
+            th["exponent"][clock] = predicted_exponent(r["regime"][d], opt.lr_rule)
+    for lr0 in {r["lr0"] for r in runs}:
+        rows = sorted((r for r in runs if r["lr0"] == lr0), key=lambda r: r["batch"])
+        for clock in DIRECTIONS.values():
+            key = f"{clock}_samples"
+            slope = measured_exponent([r["batch"] for r in rows],
+                                      [r.get(key, {}).get("median") for r in rows])
+            for r in rows:
+                r.setdefault("measured_exponent", {})[clock] = slope
+    del sweep, crit

@@ -1,0 +1,85 @@
+"""GRPO's clipped surrogate on sampled token sequences, and the per-group objectives whose
+spread gives each direction's gradient noise scale.
+
+Per token t of response i: j_it = min(rho_it A_i, clip(rho_it, 1 - eps_low, 1 + eps_high) A_i)
+(twoclock.objectives.ppo_objective) with rho_it = pi(y_it | ...) / pi_old(y_it | ...), pi_old the
+behaviour policy that sampled the batch. The KL penalty adds -kl_coef * k(t) per token, with
+k1 = log pi - log pi_ref or k3 = exp(log pi_ref - log pi) - (log pi_ref - log pi) - 1.
+Aggregation (loss_agg) over the response tokens m_it (up to the first end token), with group
+weights keep_i (0 for groups dynamic sampling drops):
+- seq_sum: sum_i keep_i sum_t m_it j_it / (A_len sum_i keep_i), A_len the response length
+  bound. At ratio 1 its gradient is mean_i A_i grad log pi(y_i) / A_len: REINFORCE, unbiased;
+- seq_mean: sum_i keep_i mean_t j_it / sum_i keep_i (GRPO's per-response mean);
+- token_mean: sum_it keep_i m_it j_it / sum_it keep_i m_it (DAPO's token mean).
+"""
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from twoclock import objectives as obj
+from twoclock.models.policy import net
+
+
+class Rollout(NamedTuple):
+    """One rollout batch of B = P G responses, flat (groups contiguous)."""
+    prompt: jax.Array    # int32 [B, prompt_len]
+    resp: jax.Array      # int32 [B, A]
+    mask: jax.Array      # float [B, A]: the response's tokens
+    adv: jax.Array       # float [B]
+    keep: jax.Array      # float [B]: 0 where dynamic sampling drops the group
+    logp_old: jax.Array  # float [B, A]: behaviour policy's log-probabilities of resp
+    logref: jax.Array    # float [B, A]: reference policy's (zeros without a KL penalty)
+
+
+def token_logp(params, arch: net.Arch, prompt, resp):
+    """log pi(resp_t | prompt, resp_<t) [B, A]."""
+    logp = net.answer_logp(params, arch, prompt, resp)
+    return jnp.take_along_axis(logp, resp[..., None], axis=-1)[..., 0]
+
+
+def kl_penalty(logp, logref, estimator: str):
+    if estimator == "k1":
+        return logp - logref
+    d = logref - logp
+    return jnp.exp(d) - d - 1.0
+
+
+def token_objective(logp, ro: Rollout, cfg):
+    """(j [B, A] to maximise, clipped bool [B, A]) of tokens with log-probabilities logp."""
+    adv = jnp.broadcast_to(ro.adv[:, None], logp.shape)
+    j, clipped = obj.log_ratio_objective(logp, ro.logp_old, adv, cfg.clip_low, cfg.eps_high)
+    if cfg.kl_coef > 0:
+        j = j - cfg.kl_coef * kl_penalty(logp, ro.logref, cfg.kl_estimator)
+    return j, clipped
+
+
+def aggregate(j, ro: Rollout, agg: str):
+    """The loss_agg mean of per-token values j [B, A] over the kept responses' tokens."""
+    w = ro.mask * ro.keep[:, None]
+    if agg == "seq_sum":
+        return jnp.sum(w * j) / (j.shape[1] * jnp.maximum(jnp.sum(ro.keep), 1.0))
+    if agg == "seq_mean":
+        per = jnp.sum(ro.mask * j, axis=1) / jnp.maximum(jnp.sum(ro.mask, axis=1), 1.0)
+        return jnp.sum(ro.keep * per) / jnp.maximum(jnp.sum(ro.keep), 1.0)
+    return jnp.sum(w * j) / jnp.maximum(jnp.sum(w), 1.0)
+
+
+def loss(params, ro: Rollout, cfg, arch: net.Arch):
+    """(minus the surrogate, (clipped tokens, counted tokens, clipped active tokens, active
+    tokens)) of one minibatch; tokens count where mask * keep > 0."""
+    j, clipped = token_objective(token_logp(params, arch, ro.prompt, ro.resp), ro, cfg)
+    w = ro.mask * ro.keep[:, None]
+    active = w * (ro.adv != 0)[:, None]
+    c = clipped.astype(w.dtype)
+    return -aggregate(j, ro, cfg.loss_agg), (jnp.sum(c * w), jnp.sum(w), jnp.sum(c * active),
+                                             jnp.sum(active))
+
+
+def group_objectives(params, ro: Rollout, cfg, arch: net.Arch, group: int):
+    """The surrogate of each group [P] (its own loss_agg mean; seq_sum's batch surrogate is
+    their mean when no group is dropped): per-group gradients are its Jacobian."""
+    j, _ = token_objective(token_logp(params, arch, ro.prompt, ro.resp), ro, cfg)
+    split = lambda v: v.reshape((-1, group) + v.shape[1:])
+    ro_P = jax.tree_util.tree_map(split, ro)
+    return jax.vmap(lambda jg, rg: aggregate(jg, rg, cfg.loss_agg))(split(j), ro_P)
