@@ -6,10 +6,12 @@ import sys
 import numpy as np
 
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
+from twoclock.models import MODELS
 
 SNIPPET = """
 import sys, jax, numpy as np
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
+from twoclock.models import MODELS
 from twoclock.models import MODELS
 assert jax.device_count() == 4, jax.devices()
 r = run_sweep(MODELS["quadratic"], QuadraticConfig(dim=6, drift_dim=3, drift_bias=0.1, target=0.3),

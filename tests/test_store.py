@@ -155,9 +155,11 @@ def _tamper(p):
 
 def test_corrupt_chunks_are_named_in_one_line_each_and_recomputed(tmp_path, capsys):
     store = Store(str(tmp_path), "quadratic", {"c": 1})
-    sweep = dataclasses.replace(TINY["sweep"], seeds=6)
+    # chunks hold one noise stream per device, so 6 seeds per device give >= 6 chunks on any
+    # device count
+    sweep = dataclasses.replace(TINY["sweep"], seeds=6 * jax.device_count())
     run = lambda: run_sweep(MODELS["quadratic"], TINY["cfg"], OptimConfig(), sweep, quiet=True,
-                            store=store, max_lanes=2)  # 1 noise stream (2 runs) per device
+                            store=store, max_lanes=2)
     want = run()
     chunks = plan(MODELS["quadratic"], sweep, 2, jax.device_count())
     assert len(store.finished()) == len(chunks) >= 6

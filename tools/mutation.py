@@ -2,8 +2,8 @@
 
     python tools/mutation.py                 # every core module, this working tree's tests
     python tools/mutation.py --ref main      # the same against the tests of a commit
-    python tools/mutation.py twoclock/clocks.py --types operator
-    python tools/mutation.py twoclock/stages.py --functions crossed,samples_at,stage_layout
+    python tools/mutation.py twoclock/analysis/clocks.py --types operator
+    python tools/mutation.py twoclock/engine/stages.py --functions crossed,samples_at,stage_layout
     python tools/mutation.py twoclock/models/quadratic/drift.py --sample 70 --seed 0
     python tools/mutation.py twoclock/models/quadratic/drift.py --ids 12,140   # rerun two mutants
 
@@ -47,11 +47,11 @@ PASSAGE_TESTS = [
 
 # module -> fast tests that should catch a wrong formula in it (files missing at --ref are skipped)
 TESTS = {
-    "twoclock/clocks.py": ["tests/test_clocks.py", "tests/test_results_values.py"],
+    "twoclock/analysis/clocks.py": ["tests/test_clocks.py", "tests/test_results_values.py"],
     "twoclock/objectives.py": ["tests/test_objectives.py"],
-    "twoclock/stages.py": ["tests/test_stages.py", "tests/test_quadratic.py"],
+    "twoclock/engine/stages.py": ["tests/test_stages.py", "tests/test_quadratic.py"],
     # the planner's own tests (numpy only; the file's simulation tests do not reach it)
-    "twoclock/planner.py": [f"tests/test_schedule.py::test_{t}" for t in (
+    "twoclock/analysis/switch.py": [f"tests/test_schedule.py::test_{t}" for t in (
         "planner_switches_before_failure_never_after", "no_switch_when_the_large_batch_never_fails",
         "no_plan_is_safe_reports_least_risky",
         "curve_planner_matches_fraction_model_on_proportional_curves", "planner_bad_input")]
@@ -60,9 +60,9 @@ TESTS = {
     "twoclock/models/quadratic/dynamics.py": [
         "tests/test_quadratic.py",
         "tests/test_stages.py::test_every_seed_has_its_own_noise_stream"],
-    "twoclock/results.py": ["tests/test_results_values.py"],
+    "twoclock/analysis/results.py": ["tests/test_results_values.py"],
     # the store's own tests; the two that run whole sweeps twice (14 s each) are left out
-    "twoclock/store.py": ["tests/test_store_parts.py", "tests/test_store_isolation.py"] + [
+    "twoclock/engine/store.py": ["tests/test_store_parts.py", "tests/test_store_isolation.py"] + [
         f"tests/test_store.py::test_{t}" for t in (
             "the_key_fingerprints_every_source_file_and_the_jax_versions",
             "files_respect_the_umask", "corrupt_chunks_are_named_in_one_line_each_and_recomputed",

@@ -1,9 +1,9 @@
 """Every non-string mutmut mutant of a module (or of some of its functions), one pytest each.
 
-    python tools/mutation_functions.py twoclock/stages.py crossed,samples_at,stage_layout \
+    python tools/mutation_functions.py twoclock/engine/stages.py crossed,samples_at,stage_layout \
         tests/test_stages.py tests/test_quadratic.py
-    python tools/mutation_functions.py twoclock/store.py ALL            # TESTS[module] of mutation.py
-    python tools/mutation_functions.py twoclock/store.py ALL --only 3,17  # re-run mutants 3 and 17
+    python tools/mutation_functions.py twoclock/engine/store.py ALL            # TESTS[module] of mutation.py
+    python tools/mutation_functions.py twoclock/engine/store.py ALL --only 3,17  # re-run mutants 3 and 17
 
 The same mutants as `tools/mutation.py MODULE [--functions ...]` (mutmut's own generator; ALL
 means every line of the module), in a throwaway copy of the working tree, one pytest process

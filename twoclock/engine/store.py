@@ -23,7 +23,7 @@ import optax
 
 from twoclock.atomic import TMP_PREFIX, atomic_write, one_line
 
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # twoclock/
 
 
 class CorruptChunk(Exception):
