@@ -50,7 +50,8 @@ def json_path(ns, name: str) -> str:
 
 def check_outputs(ns, name: str, prog: str | None = None) -> None:
     """Before simulating: exit 2 with one line unless the JSON path, the figure folder (unless
-    --no-figure) and the store folder (where used) can be written."""
+    --no-figure) and the store folder (where used) can be written; a store folder that exists
+    but cannot be written is accepted, for the finished chunks it holds."""
     prog = prog or os.path.basename(sys.argv[0])
     try:
         check_file(json_path(ns, name), "--json" if ns.json else f"--out ({name}.json)")
@@ -59,8 +60,14 @@ def check_outputs(ns, name: str, prog: str | None = None) -> None:
             for ext in ("pdf", "png"):
                 check_file(os.path.join(ns.out, f"{name}.{ext}"), "the figure")
         if hasattr(ns, "no_store") and not ns.no_store:  # the store: --store, or OUT/store
-            check_folder(ns.store or os.path.join(ns.out, "store"),
-                                "--store" if ns.store else "--out (its store/)")
+            folder = ns.store or os.path.join(ns.out, "store")
+            try:
+                check_folder(folder, "--store" if ns.store else "--out (its store/)")
+            except Refused:
+                # an existing folder this process cannot write (a read-only disk): its
+                # finished chunks are still read, and new ones stay in memory (the sweep says so)
+                if not os.path.isdir(folder):
+                    raise
     except Refused as e:
         fail(prog, str(e))
 

@@ -127,6 +127,10 @@ def main(argv=None, prog="critical_batch.py") -> int:
                         resume=ns.resume, max_lanes=max_lanes,
                         analysis_bytes=results.analysis_bytes(sweep), codegen=ns.codegen,
                         keep=rescue.keep)
+        # the clocks on disk before the theory, whose memory and time grow with the model
+        if jax.process_index() == 0:  # (multi-host: process 0 writes)
+            rescue.save_ahead("stopped after simulating, before the theory and the report "
+                              "finished")
         extras = tuple(k for k in res.extra if k.endswith("_n"))
         runs = results.run_entries(res, opt, extra_summaries=extras)
         crit = results.critical_batches(res, delta=ns.delta)

@@ -9,7 +9,7 @@ unreadable, misplaced or altered is reported in one line and recomputed. A lock 
 runs of one configuration from working on the store at once: the second waits for the first.
 Nothing here deletes a chunk: one is only ever replaced, atomically, by an identical one.
 """
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 import fcntl
 import hashlib
 import json
@@ -110,11 +110,22 @@ class Store:
             raise CorruptChunk(f"{path} does not match its checksum")
         return arrays
 
+    def identity_ok(self) -> bool:
+        """identity.json is there, reads, and is this store's identity."""
+        try:
+            with open(os.path.join(self.path, "identity.json")) as f:
+                return json.load(f) == _canonical(self.identity)
+        except (OSError, ValueError):
+            return False
+
     def save(self, i: int, arrays: dict, lanes: dict) -> None:
-        ident = os.path.join(self.path, "identity.json")
-        if not os.path.exists(ident):
-            text = json.dumps(self.identity, indent=1, sort_keys=True)
-            atomic_write(ident, lambda f: f.write(text))
+        """Chunk i, atomically; identity.json is (re)written first where it is missing,
+        truncated or not this store's (an OSError, e.g. a full disk, is the caller's)."""
+        if not getattr(self, "_identity_checked", False):
+            if not self.identity_ok():
+                text = json.dumps(self.identity, indent=1, sort_keys=True)
+                atomic_write(os.path.join(self.path, "identity.json"), lambda f: f.write(text))
+            self._identity_checked = True
         meta = {"key": self.key, "slot": i, "lanes": _canonical(lanes), "sha256": checksum(arrays)}
         tag = np.frombuffer(json.dumps(meta).encode(), np.uint8)
         atomic_write(self._chunk(i), lambda f: np.savez(f, __identity__=tag, **arrays),
@@ -122,9 +133,17 @@ class Store:
 
     @contextmanager
     def lock(self, log):
-        """Hold the store's lock file; if another run holds it, log(...) once and wait."""
-        os.makedirs(self.path, exist_ok=True)
-        with open(os.path.join(self.path, ".lock"), "a+") as f:
+        """Hold the store's lock file; if another run holds it, log(...) once and wait. Where
+        the lock file cannot be opened (a read-only disk), log(...) once and go on: finished
+        chunks can still be read, and a chunk that cannot be saved is the sweep's to handle."""
+        try:
+            os.makedirs(self.path, exist_ok=True)
+            f = open(os.path.join(self.path, ".lock"), "a+")
+        except OSError as e:
+            log(f"store {self.path}: cannot open its lock ({one_line(e)}); reading it unlocked")
+            yield
+            return
+        with f:
             locked = True
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -136,11 +155,11 @@ class Store:
             except OSError as e:  # a file system without locks: atomic writes still protect
                 log(f"store {self.path}: no file locking here ({e.strerror}); continuing")
                 locked = False
-            if locked:  # the only writer now: a temporary file is what a killed run left
-                for name in os.listdir(self.path):
-                    if name.startswith(TMP_PREFIX):
-                        os.remove(os.path.join(self.path, name))
-            f.truncate(0)
-            f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-            f.flush()
+            with suppress(OSError):  # a full disk: the lock holds without its note
+                if locked:  # the only writer now: a temporary file is what a killed run left
+                    for name in os.listdir(self.path):
+                        if name.startswith(TMP_PREFIX):
+                            os.remove(os.path.join(self.path, name))
+                os.ftruncate(f.fileno(), 0)  # unbuffered: nothing left for close() to fail on
+                os.write(f.fileno(), f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
             yield  # closing the file releases the lock, also when the process is killed

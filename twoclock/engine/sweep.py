@@ -20,7 +20,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from twoclock.atomic import Refused
+from twoclock.atomic import Refused, one_line
 from twoclock.engine import layout as codegens
 from twoclock.config import OptimConfig, SweepConfig, require, require_choice, require_int
 from twoclock.engine.layout import Chunk, Estimate, chunk_layout, estimate, n_steps_for
@@ -186,21 +186,61 @@ def run_sweep(model: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, qui
     est = check_fits(spec, model_cfg, opt, sweep, max_lanes, n_dev, analysis_bytes)
     choice = codegens.choose(codegen, spec, est)
     _log(f"[{spec.name}] {est.line()} ({choice} codegen)", quiet)
-    with (store.lock(lambda m: _log(m, False)) if store is not None
-          and jax.process_index() == 0 else nullcontext()):
-        res = _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
-                   choice)
+    config = {"model": spec.name, "model_cfg": model_cfg, "optimizer": opt, "sweep": sweep}
+    progress = _Progress(store)
+    try:
+        with (store.lock(lambda m: _log(m, False)) if store is not None
+              and jax.process_index() == 0 else nullcontext()):
+            res = _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
+                       choice, progress)
+    except BaseException:  # Ctrl-C, SIGTERM, a failure: hand over the chunks that finished
+        if keep is not None and progress.finished:
+            keep(f"run_sweep {spec.name} (interrupted)", progress.clocks(sweep), config,
+                 progress.store_path())
+        raise
     if keep is not None:
         keep(f"run_sweep {spec.name}", {k: getattr(res, k) for k in
                                         ("batches", "lr0s", "lrs_BxL", "prog_n", "fail_n",
                                          "div_n", "prog_t", "extra")},
-             {"model": spec.name, "model_cfg": model_cfg, "optimizer": opt, "sweep": sweep},
-             None if store is None else store.path)
+             config, progress.store_path())
     return res
 
 
+class _Progress:
+    """What a sweep has finished so far, and whether its store still takes chunks."""
+
+    def __init__(self, store):
+        self.store, self.store_ok = store, store is not None
+        self.finished, self.total = [], 0  # [(chunk, arrays)], chunks in the sweep
+
+    def store_path(self):
+        return self.store.path if self.store_ok else None
+
+    def save(self, ci: int, out: dict, lanes: dict) -> None:
+        """store.save, unless the store failed before; a store that fails now (a full disk,
+        a read-only folder) is switched off in one line and the sweep goes on in memory."""
+        if not self.store_ok:
+            return
+        try:
+            self.store.save(ci, out, lanes)
+        except OSError as e:
+            self.store_ok = False
+            _log(f"store {self.store.path}: cannot write chunk {ci} ({one_line(e)}); the store "
+                 "is off from here, the chunks stay in memory for the JSON", False)
+
+    def clocks(self, sweep) -> dict:
+        """The finished chunks' clocks (no checkpoints): per chunk its lanes (streams are
+        (batch in group, seed), each with every lr0) and [streams, lr0] arrays."""
+        return {"batches": sweep.batches, "lr0s": sweep.lr0s, "chunks_total": self.total,
+                "chunks_finished": len(self.finished),
+                "chunks": [{"lanes": asdict(c), **{k: v for k, v in out.items()
+                                                   if not k.startswith("ckpt/")}}
+                           for c, out in self.finished]}
+
+
 def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
-         codegen) -> SweepResult:
+         codegen, progress=None) -> SweepResult:
+    progress = progress or _Progress(store)
     model = spec.name
     batches, lr0s, S = tuple(sweep.batches), tuple(sweep.lr0s), sweep.seeds
     nB, nL = len(batches), len(lr0s)
@@ -210,6 +250,7 @@ def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
     keys_S = np.asarray(seed_keys(sweep.seed, S))
     lanes_on = lane_sharding()
     chunks = chunk_layout(spec, sweep, max_lanes, jax.device_count())
+    progress.total = len(chunks)
 
     done = set()
     if store is not None:
@@ -264,11 +305,14 @@ def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
             C = checkpoints(c.n_steps, every)
             out.update({f"ckpt/{k}": np.asarray(v)[:n, ..., :C] for k, v in tr.ckpt.items()})
             if store is not None and jax.process_index() == 0:  # one writer on a shared disk
-                store.save(ci, out, asdict(c))
+                progress.save(ci, out, asdict(c))
+            progress.finished.append((c, out))  # before the line: a signal may follow it
             bs = ",".join(str(batches[i]) for i in c.batch_idx)
             if not sys.stderr.isatty():  # a terminal has the progress bar instead
                 _log(f"[{model}] batch {bs}: streams {c.start}-{c.stop} of {g * S} x {nL} lr0 x "
                      f"{c.n_steps} updates in {time.perf_counter() - t0:.1f} s", quiet)
+        else:
+            progress.finished.append((c, out))
         for k, v in out.items():
             flat.setdefault(gkey, {}).setdefault(k, []).append(v)
         bar.update((c.stop - c.start) * nL * c.n_steps)
