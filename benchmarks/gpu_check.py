@@ -18,8 +18,9 @@ from twoclock.models import MODELS
 from twoclock.engine.sweep import n_steps_for, run_sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAST_TESTS = ["tests/test_quadratic.py", "tests/test_sweep.py", "tests/test_clocks.py",
-              "tests/test_objectives.py", "tests/test_store.py::test_chunked_sweep_equals_one_program"]
+FAST_TESTS = ["tests/models/test_quadratic.py", "tests/engine/test_sweep.py",
+              "tests/analysis/test_clocks.py", "tests/test_objectives.py",
+              "tests/engine/test_store.py::test_chunked_sweep_equals_one_program"]
 SEED_FACTORS = {"quadratic": (1, 4, 64), "bandit": (1, 4)}  # x the headline's seeds
 # on an accelerator also 4096 seeds (73 728 runs): where a latency-bound loop of small kernels
 # stops being free to widen (an H200 ran 1152 and 18 432 runs in 2.3 s and 2.5 s)

@@ -8,7 +8,7 @@ import sys
 
 from twoclock.cli import headline as cli
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "experiments", "critical_batch.py")
 ARGS = ["--batches", "4", "8", "--lr0", "1e-2", "3e-2", "--seeds", "3", "--budget", "640",
         "--dim", "4", "--drift-dim", "2", "--drift-bias", "0.2", "--target", "0.5", "--n-ckpt",

@@ -11,7 +11,7 @@ import paper_figures.__main__ as pf
 from twoclock.figures import style as fs, critical_batch as plotting
 from twoclock.analysis.results import SCHEMA, write_json
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _summ(m, lo=None, hi=None, reached=8):

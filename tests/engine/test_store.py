@@ -19,7 +19,7 @@ from twoclock import MODELS, OptimConfig, QuadraticConfig, SweepConfig, run_swee
 from twoclock.engine.store import Store
 from twoclock.engine.layout import chunk_layout as plan
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "experiments", "critical_batch.py")
 ARGS = ["--batches", "4", "8", "16", "--lr0", "1e-2", "3e-2", "--seeds", "6", "--budget", "20000",
         "--dim", "8", "--drift-bias", "0.1", "--target", "0.2", "--max-lanes", "3",

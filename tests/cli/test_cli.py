@@ -10,7 +10,7 @@ import pytest
 
 from twoclock.models import MODELS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "experiments", "critical_batch.py")
 
 

@@ -23,9 +23,9 @@ from twoclock.models import MODELS
 SEEDS = 1024  # the float64 NumPy runs are cheap: 3 SE of the median is ~2-4% here
 K_SE = 3  # standard errors of the Monte Carlo median (bootstrap) allowed besides the 5% / 3%
 
-# the simulator in plain NumPy (tests/test_numpy_reference.py checks it against the engine)
+# the simulator in plain NumPy (tests/engine/test_numpy_reference.py checks it against the engine)
 _spec = importlib.util.spec_from_file_location(
-    "numpy_reference", Path(__file__).resolve().parents[1] / "benchmarks" / "numpy_reference.py")
+    "numpy_reference", Path(__file__).resolve().parents[2] / "benchmarks" / "numpy_reference.py")
 nr = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(nr)
 

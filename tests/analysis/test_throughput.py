@@ -90,3 +90,45 @@ def test_bad_batch_and_fit_input():
         tp.ThroughputModel().throughput(0.0)
     with pytest.raises(ValueError, match="seconds"):
         tp.fit_training([1.0, 2.0], [1.0, -1.0])
+
+
+def _step_seconds_by_hand(m, B):
+    """t_gen + t_train from the module docstring's formula, b = min(B, cap)."""
+    b = B if m.max_concurrent is None else min(B, m.max_concurrent)
+    gen = m.gen_latency * (1 + (b / m.critical_gen_batch) ** m.knee) ** (1 / m.knee) * B / b
+    return gen + m.train_overhead + B * m.train_per_sample
+
+
+def test_scaled_throughput_counts_a_sample_as_its_responses_by_hand():
+    # 8 simulated samples of 32 responses each are a real batch of 256 responses
+    m = tp.ThroughputModel(gen_latency=100.0, critical_gen_batch=500.0, knee=2.0,
+                           train_per_sample=0.05, train_overhead=3.0, max_concurrent=200.0)
+    s = m.scaled(32.0)
+    for B in (2.0, 8.0, 64.0):
+        want = (B * 32 / _step_seconds_by_hand(m, B * 32)) / 32   # samples per second
+        assert_close(s.throughput(B), want, rtol=1e-12, atol=0, what=f"samples/s at {B}")
+        assert_close(s.seconds_for(1000.0, B), 1000.0 / want, rtol=1e-12, atol=0)
+    # the knee in simulated samples: 500 / 32, or the cap's 200 / 32 when that is lower
+    assert_close(tp.ThroughputModel(critical_gen_batch=500.0).scaled(32.0).critical_gen_batch(),
+                 500 / 32, rtol=1e-12, atol=0)
+    assert_close(s.critical_gen_batch(), 200 / 32, rtol=1e-12, atol=0)
+
+
+def test_plateau_batch_by_hand_and_by_its_definition():
+    # u^k = f^k / (1 - f^k): k = 2, f = 0.9 gives u = sqrt(0.81 / 0.19), B = 100 u
+    m = tp.ThroughputModel(gen_latency=10.0, critical_gen_batch=100.0, knee=2.0)
+    assert_close(m.plateau_batch(0.9), 100 * (0.81 / 0.19) ** 0.5, rtol=1e-12, atol=0)
+    for k in (2.0, 3.74, 7.0):
+        m = tp.ThroughputModel(gen_latency=10.0, critical_gen_batch=100.0, knee=k)
+        b = m.plateau_batch(0.8)
+        assert_close(m.gen_throughput(b), 0.8 * m.gen_plateau(), rtol=1e-9, atol=0,
+                     what=f"throughput at the plateau batch, k = {k}")
+
+
+def test_fit_training_through_the_origin_is_least_squares():
+    # a negative intercept (noisy data): the slope through the origin sum(B y) / sum(B^2)
+    B, y = np.array([100.0, 200.0, 400.0]), np.array([5.0, 19.0, 41.0])
+    assert np.linalg.lstsq(np.stack([B, np.ones(3)], 1), y, rcond=None)[0][1] < 0
+    slope, overhead = tp.fit_training(B, y)
+    want = (100 * 5 + 200 * 19 + 400 * 41) / (100**2 + 200**2 + 400**2)
+    assert_close([slope, overhead], [want, 0.0], rtol=1e-12, atol=0, what="(slope, overhead)")

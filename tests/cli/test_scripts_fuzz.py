@@ -12,7 +12,7 @@ import jax
 import pytest
 from hypothesis import given, settings, strategies as st
 
-EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 SCRIPTS = ("schedule", "time_to_target", "phase_diagram", "clipping", "bandit_regimes", "plan",
            "plan_check")
 FLAGS = ("--seeds", "--budget", "--seed", "--n-ckpt", "--lr0", "--batches", "--beta1",

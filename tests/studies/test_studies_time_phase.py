@@ -99,3 +99,15 @@ def test_phase_grid_comes_from_the_model_and_is_checked_before_simulating():
         ps.panel_setup(MODELS["quadratic"], None, None, "collapse_n")
     with pytest.raises(ValueError, match="^theory_points must be"):
         ps.PhaseStudy(theory_points=1)
+
+
+def test_phase_panel_of_an_extra_failure_clock_uses_that_clock():
+    """fail_key names a model's extra clock (the bandit's collapse): the margin is its median
+    minus progress, by hand; fail_n (never fired here) is not read."""
+    res = fake_sweep((8, 16), [[100, 120, 140], [200, 210, 220]], [[0, 0, 0], [0, 0, 0]])
+    res.extra = {"collapse_n": np.array([[[300, 0, 500]], [[260, 250, 0]]], np.int64)}
+    p = phase_panel(res, "t", fail_key="collapse_n")
+    assert p["n_fail"][0] == [500.0, 260.0]          # medians over {300, 500, inf}, {250, 260, inf}
+    assert p["margin"][0] == [500.0 - 120, 260.0 - 210]
+    assert p["reached_first"][0] == [1.0, 1.0]
+    assert phase_panel(res, "t")["n_fail"][0] == [None, None]

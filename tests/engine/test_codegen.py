@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.helpers import examples
-from tests.test_robustness import TINY, run_main
+from tests.cli.test_robustness import TINY, run_main
 from twoclock.engine import layout as codegen
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.engine.layout import Estimate

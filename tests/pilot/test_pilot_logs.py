@@ -16,7 +16,7 @@ from tests.helpers import assert_close
 from twoclock.pilot import logs as pl
 from twoclock.pilot.plan import PilotError
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 PLAN_PY = os.path.join(ROOT, "experiments", "plan.py")
 EXAMPLE = os.path.join(ROOT, "twoclock", "data", "example_pilot_logs.csv")
 

@@ -22,7 +22,7 @@ from twoclock.engine.sweep import run_sweep
 from twoclock.models import MODELS
 
 _spec = importlib.util.spec_from_file_location(
-    "numpy_reference", Path(__file__).resolve().parents[1] / "benchmarks" / "numpy_reference.py")
+    "numpy_reference", Path(__file__).resolve().parents[2] / "benchmarks" / "numpy_reference.py")
 nr = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(nr)
 

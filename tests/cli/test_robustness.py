@@ -23,6 +23,7 @@ from twoclock.models import get as get_model
 from twoclock.engine.sweep import check_fits
 from twoclock.models import MODELS
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = ["--batches", "4", "8", "--lr0", "1e-2", "--seeds", "3", "--budget", "320", "--dim", "4",
         "--drift-dim", "2", "--drift-bias", "0.1", "--target", "0.3", "--n-ckpt", "4",
         "--quiet"]
@@ -333,7 +334,7 @@ def test_paper_figures_checks_its_folders_before_running_anything(tmp_path):
     (tmp_path / "file").write_text("not a folder")
     for flag in ("--out", "--results"):
         p = subprocess.run([sys.executable, "-m", "paper_figures", flag, str(tmp_path / "file")],
-                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           cwd=ROOT,
                            capture_output=True, text=True, timeout=120)
         lines = p.stderr.strip().splitlines()
         assert p.returncode == 2 and len(lines) == 1 and flag in lines[0] and not p.stdout, p

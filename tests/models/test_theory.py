@@ -306,7 +306,7 @@ def test_adam_sqrt_rule_failure_clock_is_flat(b, cd, lr0, seed):
     # Each of B = 8, 32, 128: the median of 256 runs within 3% (the theory's measured
     # accuracy) plus 3 bootstrap SE of the prediction; the flatness: med(B) / med(8) within
     # 3% plus 3 bootstrap SE of the theory's own ratio, which stays within 10% of flat.
-    # The engine's drift against this theory: tests/test_theory_passage.py.
+    # The engine's drift against this theory: tests/models/test_theory_passage.py.
     cfg = QuadraticConfig(drift_dim=DRIFT_DIM, drift_bias=b, drift_noise=cd)
     opt = OptimConfig(lr_rule="sqrt")
     bs = np.array([8, 32, 128])

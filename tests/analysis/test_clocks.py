@@ -2,7 +2,7 @@
 import math
 
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from tests.helpers import assert_close
 from twoclock.analysis import clocks
@@ -17,6 +17,9 @@ def test_summary_of_uncensored_is_the_median_inside_its_ci(xs):
 
 
 @given(st.integers(1, 20), st.integers(0, 20))
+@example(2, 2)   # exactly half censored: the upper middle value is inf, the median is None
+@example(3, 2)   # one more crossed: the middle value is a crossing
+@example(1, 0)
 def test_censored_runs_are_kept_and_decide_the_median(n_hit, n_miss):
     x = np.array([100] * n_hit + [0] * n_miss)
     s = clocks.summarize(x)
@@ -34,6 +37,7 @@ def test_all_censored_is_none_never_nan():
 
 
 @given(st.floats(1.25, 3.0), st.integers(3, 7))
+@example(1.2 + 1e-12, 3)  # a slowdown just past 1 + delta at the second batch: found there
 def test_critical_batch_interpolates_on_log_b(growth, n):
     # N_prog(B) = N0 * growth^(j) at B = 8 * 2^j: the 1.2 crossing is at log_growth(1.2) octaves.
     batches = [8 * 2**j for j in range(n)]
@@ -151,3 +155,46 @@ def test_critical_batch_ci_is_the_quantiles_of_the_resampled_critical_batches(se
     else:
         want = np.quantile(got, [(1 - level) / 2, (1 + level) / 2])
         assert_close(cb["ci"], want, rtol=1e-12, atol=0, what="critical-batch CI")
+
+
+# A critical batch where the medians are not monotone in B: 1000, 900, 1300, 2000 at B = 8 ... 64.
+# The ratio is to the smallest batch (not the fastest): 1, 0.9, 1.3, 2.0; it first reaches 1.2
+# at B = 32, interpolated on log B from B = 16: frac = (1.2 - 0.9) / (1.3 - 0.9) = 3/4, so
+# B = 16 * 2^0.75.
+BUMPY_B = [8, 16, 32, 64]
+BUMPY_MED = [1000.0, 900.0, 1300.0, 2000.0]
+
+
+def _bumpy(S=5, seed=0):
+    """Per-seed clocks with the medians BUMPY_MED: each row is its median times a symmetric
+    spread (odd S: the median is the middle value itself)."""
+    spread = np.linspace(0.9, 1.1, S)
+    rng = np.random.default_rng(seed)
+    return np.array([m * rng.permutation(spread) for m in BUMPY_MED])
+
+
+def test_critical_batch_is_relative_to_the_smallest_batch_by_hand():
+    cb = clocks.critical_batch(BUMPY_B, _bumpy())
+    assert_close(cb["batch"], 16 * 2**0.75, rtol=1e-12, atol=0, what="critical batch")
+
+
+@given(st.permutations(range(4)), st.integers(0, 10**6))
+def test_critical_batch_does_not_depend_on_the_order_of_the_batches(perm, seed):
+    """Batches given in any order (with their rows) give the sorted input's answer, CI too."""
+    prog = _bumpy(7, seed)
+    idx = clocks.bootstrap_indices(7)
+    want = clocks.critical_batch(BUMPY_B, prog, idx=idx)
+    got = clocks.critical_batch([BUMPY_B[i] for i in perm], prog[list(perm)], idx=idx)
+    assert got == want
+    assert_close(want["batch"], 16 * 2**0.75, rtol=1e-12, atol=0, what="critical batch")
+
+
+def test_critical_batch_ci_of_a_single_finding_resample():
+    """Two resamples, one of which finds a critical batch: the CI is that resample's value at
+    both ends (the quantiles of one number), found = 1/2; not 'no CI'."""
+    prog = np.array([[1000.0] * 3, [1000.0, 1500.0, 1500.0]])
+    idx = np.array([[0, 1, 2], [0, 0, 0]])  # the original seeds; seed 0 three times (flat)
+    cb = clocks.critical_batch([8, 16], prog, idx=idx)
+    want = 8 * 2 ** ((1.2 - 1.0) / (1.5 - 1.0))
+    assert_close([cb["batch"], *cb["ci"]], want, rtol=1e-12, atol=0, what="critical batch")
+    assert cb["found"] == 0.5

@@ -10,6 +10,7 @@ from hypothesis import given, strategies as st
 from tests.helpers import assert_close
 from twoclock.analysis import switch as pl
 from twoclock.engine import schedule as sc
+from twoclock.engine.keys import seed_keys
 from twoclock.config import Schedule, stage_steps
 from twoclock.config import OptimConfig
 from twoclock.models import bandit, quadratic
@@ -173,3 +174,67 @@ def test_bandit_schedule_switches_batch_through_run_schedule():
     assert int(samples[-1]) == 320 + out["n2"] * 64 and np.all(np.diff(samples) > 0)
     with pytest.raises(ValueError, match="^batch must be"):
         sc.run_schedule(MODELS["bandit"], cfg, OptimConfig(), Schedule(12, 64, 120), [0.05], 2, 1600)
+
+
+def test_rescale_carry_of_adams_second_moment_by_hand():
+    """nu' = (m_hat^2 + max(v_hat - m_hat^2, 0) B1 / B2) c2 with c_i = 1 - beta_i^t: B1 = 8 to
+    B2 = 32 quarters the noise part; beta1 != beta2 and t = 5 keep both corrections visible."""
+    from twoclock.engine.stages import carry_state
+    import optax
+    b1, b2, t = 0.8, 0.95, 5
+    m = np.array([0.3, -0.2, 0.05])
+    v = np.array([0.02, 0.05, 0.0001])  # the last: v_hat below m_hat^2 (no noise part)
+    state = (optax.ScaleByAdamState(count=jnp.int32(t), mu=jnp.asarray(m), nu=jnp.asarray(v)),
+             optax.EmptyState())
+    got = carry_state(state, None, 8.0, 32.0, "rescale", b1, b2)[0].nu
+    c1, c2 = 1 - b1**t, 1 - b2**t
+    sig = (m / c1) ** 2
+    want = (sig + np.maximum(v / c2 - sig, 0) * 8 / 32) * c2
+    assert_close(got, want, rtol=1e-6, atol=0, what="carried nu")
+    assert carry_state(state, "fresh", 8.0, 32.0, "reset", b1, b2) == "fresh"
+    assert carry_state(state, "fresh", 8.0, 32.0, "carry", b1, b2) is state
+
+
+def test_the_carry_gets_the_stages_batches_and_the_optimizers_betas(monkeypatch):
+    """make_run hands carry_state the batch before and the batch after the switch (the very
+    traced inputs) and (beta1, beta2) as configured; traced only, nothing is compiled."""
+    from twoclock.engine import stages
+    seen, ins = [], []
+    real = stages.carry_state
+
+    def spy(opt_state, fresh, b_from, b_to, carry, beta1, beta2):
+        seen.append((b_from, b_to, carry, beta1, beta2))
+        return real(opt_state, fresh, b_from, b_to, carry, beta1, beta2)
+    monkeypatch.setattr(stages, "carry_state", spy)
+    run = make_run(quadratic.MODEL, CFG, OptimConfig(beta1=0.8, beta2=0.95), (10, 5), 4)
+
+    def f(b1, b2, key):
+        ins.extend([b1, b2])
+        return run((b1, b2), (0.01, 0.02), key)
+    jax.make_jaxpr(f)(np.float32(8), np.float32(32), jax.random.PRNGKey(0))
+    assert len(seen) == 1 and seen[0][0] is ins[0] and seen[0][1] is ins[1]
+    assert seen[0][2:] == ("rescale", 0.8, 0.95)
+
+
+def test_run_schedule_is_each_lr0_and_seed_alone():
+    """Every (lr0, seed) of run_schedule equals one make_run with B1 -> B2, the rule's lr at
+    each batch and that seed's key."""
+    sched, lr0s, seeds, budget = Schedule(8, 32, 400), [1e-2, 3e-2], 2, 2000
+    out = sc.run_schedule(MODELS["quadratic"], CFG, OptimConfig(), sched, lr0s, seeds=seeds,
+                          budget=budget, n_ckpt=8)
+    n1, n2 = stage_steps(8, 32, 400, budget)
+    run = jax.jit(make_run(quadratic.MODEL, CFG, OptimConfig(), (n1, n2), 8))
+    keys = seed_keys(0, seeds)
+    for l, lr0 in enumerate(lr0s):
+        lr = [np.float32(lr0 * math.sqrt(b / 8)) for b in (8, 32)]  # the sqrt rule, b0 = 8
+        assert_close([out["lr1"][l], out["lr2"][l]], lr, rtol=1e-6, atol=0, what="lrs")
+        for s in range(seeds):
+            tr = jax.device_get(run((np.float32(8), np.float32(32)), tuple(lr), keys[s]))
+            for k in ("prog_n", "fail_n", "div_n", "prog_t", "fail_t"):
+                assert out[k][l, s] == int(getattr(tr, k)), (k, lr0, s)
+            for k in ("samples", "progress_frac", "drift"):
+                assert_close(out["ckpt"][k][l, s], tr.ckpt[k], rtol=1e-6, atol=0,
+                             what=f"{k} {lr0} {s}")
+    assert out["ckpt"]["samples"][0, 0, -1] == n1 * 8 + n2 * 32
+    frac = out["ckpt"]["progress_frac"]
+    assert not np.array_equal(frac[0, 0], frac[0, 1])  # the seeds' noise differs

@@ -6,13 +6,13 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from tests.helpers import assert_close
 from twoclock.pilot import article as pilot_article, fit as pf, plan as pilot, report as pilot_report
 from twoclock.pilot.plan import PilotRuns
 
-PLAN_PY = os.path.join(os.path.dirname(__file__), "..", "experiments", "plan.py")
+PLAN_PY = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "plan.py")
 
 
 def _truth(form, B, n_min, b_crit, p=0.5):
@@ -122,6 +122,9 @@ clock = st.floats(1e3, 1e6)
 
 @given(st.lists(st.tuples(clock, st.one_of(clock, st.just(math.inf)), st.floats(1e-4, 1e-1)),
                 min_size=2, max_size=6), st.floats(0.0, 0.5))
+# exactly at the margin: 500 samples to target with 1000 to failure leave 1 - 0.5 (safe)
+@example([(500.0, 1000.0, 0.01), (400.0, 100.0, 0.001)], 0.5)
+@example([(1000.0, 1000.0, 0.01), (2000.0, math.inf, 0.02)], 0.0)  # a tie at margin 0
 def test_recommendation_never_fails_before_the_target(rows, margin):
     est = [{"batch": float(2 ** i), "progress": p, "failure": f, "seconds_per_sample": s,
             "source": "fit"} for i, (p, f, s) in enumerate(rows)]
