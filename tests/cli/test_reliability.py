@@ -248,8 +248,9 @@ def test_a_real_signal_mid_sweep_saves_the_finished_chunks(tmp_path, sig, store)
             "--dim", "4", "--drift-dim", "2", "--max-lanes", "4", "--n-ckpt", "4",
             "--no-figure", "--out", str(tmp_path)]
     argv += ["--store", str(tmp_path / "store")] if store else ["--no-store"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": ROOT}  # this tree's twoclock
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": ROOT})
+                            text=True, env=env)
     try:
         _first_chunk(proc, time.monotonic() + 60)
         proc.send_signal(sig)

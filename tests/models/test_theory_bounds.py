@@ -21,7 +21,8 @@ def test_the_mean_field_first_passage_holds_one_chunk_of_rows(monkeypatch):
     the median of the whole path."""
     cfg = QuadraticConfig(dim=256, target=0.01)
     opt = OptimConfig()
-    monkeypatch.setattr(fp, "ROW_ELEMENTS", 64 * 256)  # one compiled shape for both
+    # 64 rows a chunk, one compiled shape for both paths
+    monkeypatch.setattr(fp, "ROW_ELEMENTS", 64 * 256, raising=False)
     lr, B, T = 1e-4, 8.0, 1500  # too slow to reach the target: the recursion runs all T
     loss, _, t, rows = ap._adam_meanfield(cfg, opt, lr, B, T, record=True)
     assert t == T
@@ -41,7 +42,8 @@ def test_the_mean_field_first_passage_holds_one_chunk_of_rows(monkeypatch):
 def test_the_failure_search_is_bounded_by_the_budget(monkeypatch):
     """lr0 1e-20: the old search doubled its window up to 10^7 updates (110 s and more); now at
     most max(4 budgets, 2^16) updates."""
-    monkeypatch.setattr(predict, "FAILURE_MIN_UPDATES", 64)  # quick: 4 budgets bind here
+    # quick: the 4 budgets bind here
+    monkeypatch.setattr(predict, "FAILURE_MIN_UPDATES", 64, raising=False)
     asked = []
     real = drift.drift_path
 
@@ -62,7 +64,7 @@ def test_a_theory_over_its_limit_is_skipped_with_the_reason(monkeypatch):
     "skipped", the reason recorded; the failure theory (per drift coordinate) still runs."""
     # dim 4 x 80 updates (B = 4) and x 40 (the critical batch's search from B0 = 8) are over
     # it, x 20 (B = 16) is not
-    monkeypatch.setattr(predict, "THEORY_MAX_WORK", 4 * 39)
+    monkeypatch.setattr(predict, "THEORY_MAX_WORK", 4 * 39, raising=False)
     cfg = QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.1, target=0.3)
     sweep = SweepConfig(batches=(4, 16), lr0s=(1e-2,), seeds=2, budget=320, n_ckpt=2)
     runs = [{"lr0": 1e-2, "batch": b, "lr": 1e-2 * (b / 8) ** 0.5} for b in (4, 16)]

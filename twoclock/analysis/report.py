@@ -75,7 +75,9 @@ def critical_table(result: dict) -> str:
                 f" (found in {cb['found']:.0%} of bootstrap resamples)")
         line = f"  lr0={cb['lr0']:g}: measured {meas}"
         th = cb.get("theory")
-        if th:
+        if th and th.get("skipped"):
+            line += f"; theory skipped: {th['skipped']}"
+        elif th:
             line += (f"; theory: {th['mechanism']} mechanism, B ~ {fmt_num(th['batch'], '.1f')}"
                      f" (curvature {fmt_num(th.get('curvature'), '.1f')}, "
                      f"saturation {fmt_num(th.get('saturation'), '.1f')})")

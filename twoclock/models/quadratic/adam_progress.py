@@ -9,7 +9,7 @@ import numpy as np
 
 from twoclock.config import DELTA, OptimConfig, require, require_positive
 from twoclock.models.quadratic.config import QuadraticConfig
-from twoclock.models.quadratic.first_passage import median_from_moments
+from twoclock.models.quadratic.first_passage import PassageStream
 from twoclock.models.quadratic.problem import initial_loss, noise_variances, rotation, spectrum
 from twoclock.models.quadratic.scales import _eig_offset, b_noise, b_simple
 from twoclock.scaling import RULE_EXPONENT, companions, lr_for_batch
@@ -51,7 +51,7 @@ _PLATEAU_AFTER = 10_000  # updates before mean-field Adam may stop at a plateau 
 
 
 def _adam_meanfield(cfg: QuadraticConfig, opt: OptimConfig, lr: float, batch: float,
-                    n_steps: int, stop_at=None, record: bool = False):
+                    n_steps: int, stop_at=None, record: bool = False, sink=None):
     """Mean-field Adam on the progress block: (loss_T, mean x at the last step, steps run).
 
     Per eigen-coordinate, m = b1 m + (1 - b1) g and x -= P_t m / (1 - b1^t) with a deterministic
@@ -59,7 +59,8 @@ def _adam_meanfield(cfg: QuadraticConfig, opt: OptimConfig, lr: float, batch: fl
     With P_t fixed the update is linear in (x, m), so means and second moments are exact given
     P_t; only v's fluctuations are dropped. Stops at the first step with E[L] <= stop_at.
     record: also return the Gaussian moments of x per step (mean, variance, Cov(x_t, x_{t-1})),
-    rows 0..t, for the first-passage clock.
+    rows 0..t, for the first-passage clock. sink: instead, hand each row to sink.add(m, V, C)
+    as it is made (a first_passage.PassageStream: memory bounded whatever n_steps and dim).
     """
     require(not cfg.rotate, "rotate", "False (Adam is diagonal only in the unrotated basis)",
             cfg.rotate)
@@ -72,6 +73,8 @@ def _adam_meanfield(cfg: QuadraticConfig, opt: OptimConfig, lr: float, batch: fl
     loss = np.empty(n_steps + 1)
     loss[0] = 0.5 * np.sum(h * Sxx)
     rows = [(mx, Sxx - mx * mx, np.zeros_like(h))] if record else None
+    if sink is not None:
+        sink.add(mx, Sxx - mx * mx, np.zeros_like(h))
     t = 0
     for t in range(1, n_steps + 1):
         v = b2 * v + (1 - b2) * (h * h * Sxx + q)
@@ -88,6 +91,8 @@ def _adam_meanfield(cfg: QuadraticConfig, opt: OptimConfig, lr: float, batch: fl
         loss[t] = 0.5 * np.sum(h * Sxx)
         if record:
             rows.append((mx, Sxx - mx * mx, cross - mx * mx_prev))
+        if sink is not None:
+            sink.add(mx, Sxx - mx * mx, cross - mx * mx_prev)
         if stop_at is not None and loss[t] <= stop_at:
             break
         if t > _PLATEAU_AFTER and t % 1000 == 0 and loss[t] > (1 - 1e-3) * loss[t - 1000]:
@@ -112,9 +117,9 @@ def adam_progress_passage(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     B = float(batch)
     target = cfg.target * initial_loss(cfg)
     n_max = int(budget // B)
-    _, _, t, (m, V, C) = _adam_meanfield(cfg, opt, _lr(opt, lr0, B), B, n_max, target,
-                                         record=True)
-    n = median_from_moments(spectrum(cfg), m, V, C, target, extrapolate=t < n_max)
+    stream = PassageStream(spectrum(cfg), target)  # bounded memory: rows are not kept
+    _, _, t = _adam_meanfield(cfg, opt, _lr(opt, lr0, B), B, n_max, target, sink=stream)
+    n = stream.median(extrapolate=t < n_max)
     return float(B * n) if 0 < n <= n_max else None
 
 
@@ -198,7 +203,8 @@ def critical_batch_passage(cfg: QuadraticConfig, opt: OptimConfig, lr0, b_ref=No
     return None if n_ref is None else _first_slowdown(clock, B, n_ref, delta, budget)
 
 
-def critical_batch_mechanism(cfg: QuadraticConfig, opt: OptimConfig, lr0) -> dict:
+def critical_batch_mechanism(cfg: QuadraticConfig, opt: OptimConfig, lr0,
+                             budget: int = 10**6) -> dict:
     """Which mechanism sets Adam's critical batch, and its predicted value.
 
     Returns {mechanism: "curvature" | "saturation" | None, batch, method, curvature,
@@ -207,16 +213,17 @@ def critical_batch_mechanism(cfg: QuadraticConfig, opt: OptimConfig, lr0) -> dic
     mechanism is the one with the smaller estimate (saturation when it exists and binds first).
     batch: the saturation estimate (method "mean-field") when it binds; otherwise, where the
     runs reach the target only through fluctuations, the first-passage estimate of mean-field
-    Adam (critical_batch_passage, method "mean-field first-passage").
+    Adam (critical_batch_passage, method "mean-field first-passage"). budget: samples at B0
+    that bound both searches (the sweep's, from the headline).
     """
     cur = critical_batch_curvature(cfg, opt, lr0)
-    sat = critical_batch_saturation(cfg, opt, lr0)
+    sat = critical_batch_saturation(cfg, opt, lr0, budget=budget)
     key = lambda v: math.inf if v is None else v
     method = "mean-field"
     if sat is not None and key(sat) <= key(cur):
         mech, batch = "saturation", sat
     else:
-        mech, batch = "curvature", critical_batch_passage(cfg, opt, lr0)
+        mech, batch = "curvature", critical_batch_passage(cfg, opt, lr0, budget=budget)
         method = "mean-field first-passage"
         if cur is None and batch is None:
             mech = None

@@ -89,26 +89,57 @@ def median_from_moments(h, m_TxD, V_TxD, C_TxD, target: float, extrapolate: bool
     the start x_0 = m_0 deterministic is row 0 of m_TxD (so T + 1 rows of m, V, C).
     extrapolate: past T the hazard stays at its last value (a stationary loss), so the median
     is found in closed form (a float) if the survival has not yet reached 1/2."""
-    n = m_TxD.shape[0]
-    rows = -(-(n - 1) // _CHUNK) * _CHUNK + 1  # whole chunks, padded by repeating the last row
-    pad = lambda x: np.concatenate([x, np.repeat(x[-1:], rows - n, axis=0)])
-    m, V, C = (pad(np.asarray(x, np.float64)) for x in (m_TxD, V_TxD, C_TxD))
-    parts, u = [], -np.inf
-    with jax.enable_x64(True):
-        for i in range(0, rows - 1, _CHUNK):  # one compilation for every length
-            part, u_all = _log_stay_jit(jnp.asarray(h), m[i:i + _CHUNK + 1], V[i:i + _CHUNK + 1],
-                                        C[i:i + _CHUNK + 1], target, jnp.asarray(u))
-            parts.append(np.asarray(part))
-            u = float(u_all[-1])
-    log_stay = np.concatenate(parts)[: n - 1]
-    log_surv = np.cumsum(log_stay)
-    done = log_surv <= np.log(0.5)
-    if done.any():
-        return int(np.argmax(done)) + 1
-    if extrapolate and log_stay[-1] < 0:
-        T = log_surv.size
-        return T + int(np.ceil((np.log(0.5) - log_surv[-1]) / float(log_stay[-1])))
-    return 0
+    stream = PassageStream(h, target)
+    for row in zip(m_TxD, V_TxD, C_TxD):
+        stream.add(*row)
+    return stream.median(extrapolate)
+
+
+ROW_ELEMENTS = 2**22  # a chunk of rows holds at most this many numbers per moment (32 MiB)
+
+
+class PassageStream:
+    """median_from_moments fed one row (m, V, C of x_t, [D] each) at a time, holding at most
+    one chunk of rows: memory ~3 chunk D floats, whatever the length of the path. Chunks
+    are _CHUNK rows, fewer where D is large (ROW_ELEMENTS); each row's hazard depends on the
+    chunking only through the u carried over, so the result is that of one long array."""
+
+    def __init__(self, h, target: float):
+        self.h, self.target = np.asarray(h, np.float64), target
+        self.chunk = max(16, min(_CHUNK, ROW_ELEMENTS // max(int(np.size(h)), 1)))
+        self.rows, self.parts, self.u = [], [], -np.inf
+
+    def add(self, m, V, C) -> None:
+        self.rows.append((m, V, C))
+        if len(self.rows) == self.chunk + 1:
+            self._evaluate()
+
+    def _evaluate(self) -> None:
+        n = len(self.rows) - 1  # rows 1..n are new; row 0 was the last chunk's last
+        pad = self.rows + [self.rows[-1]] * (self.chunk + 1 - len(self.rows))
+        m, V, C = (np.stack([np.asarray(r[k], np.float64) for r in pad]) for k in range(3))
+        with jax.enable_x64(True):  # one compilation for every length
+            part, u_all = _log_stay_jit(jnp.asarray(self.h), m, V, C, self.target,
+                                        jnp.asarray(self.u))
+            self.parts.append(np.asarray(part)[:n])
+            self.u = float(u_all[-1])
+        self.rows = self.rows[-1:]
+
+    def median(self, extrapolate: bool = False):
+        """median_from_moments of the rows added so far."""
+        if len(self.rows) > 1:
+            self._evaluate()
+        if not self.parts:
+            return 0
+        log_stay = np.concatenate(self.parts)
+        log_surv = np.cumsum(log_stay)
+        done = log_surv <= np.log(0.5)
+        if done.any():
+            return int(np.argmax(done)) + 1
+        if extrapolate and log_stay[-1] < 0:
+            T = log_surv.size
+            return T + int(np.ceil((np.log(0.5) - log_surv[-1]) / float(log_stay[-1])))
+        return 0
 
 
 def _saddle(w, m, V, target, tilt, th):
