@@ -79,6 +79,19 @@ def delay_ci(with_S, without_S, idx) -> dict:
     return {"median": f(point), "ci": [f(lo), f(hi)]}
 
 
+def delay_contrast(hi_with, hi_without, lo_with, lo_without, idx) -> dict:
+    """The delay at one batch over the delay at another, [N_fail(clip) / N_fail(none)](hi) /
+    [...](lo), with a bootstrap CI that resamples the seeds of all four arrays together."""
+    a, b, c, d = (censored(v) for v in (hi_with, hi_without, lo_with, lo_without))
+    med = lambda x, i=slice(None): np.median(x[i], axis=-1)
+    with np.errstate(invalid="ignore"):
+        boot = (med(a, idx) / med(b, idx)) / (med(c, idx) / med(d, idx))
+        point = (med(a) / med(b)) / (med(c) / med(d))
+    lo, hi = np.quantile(boot, [0.025, 0.975], method="lower")
+    f = lambda v: float(v) if np.isfinite(v) else None
+    return {"median": f(point), "ci": [f(lo), f(hi)]}
+
+
 def sweep_clips(base, opt, batches, lr0s, clips, seeds, seed, budget, quiet=True,
                 keep=None) -> dict:
     """{clip: SweepResult} of batches x lr0s x seeds for each clip (None: unclipped)."""
@@ -131,7 +144,8 @@ def run(study: Study, base: BanditConfig, opt: OptimConfig, quiet: bool = True,
 
 
 def claims(runs, batches, idx) -> dict:
-    """(a) the delay N_fail(0.2) / N_fail(none) at the smallest and the largest batch, (b) the
+    """(a) the delay N_fail(0.2) / N_fail(none) at every batch, and the delay at the largest
+    batch over the delay at the smallest (> 1: more delay at the larger batch), (b) the
     progress gap N_prog(B_max) / N_prog(B_min) without (and with) clipping, (c) early accuracy
     and N_fail against eps at the largest batch; plus the unclipped collapse clock's reach."""
     get = {(r["batch"], r["clip"]): r for r in runs}
@@ -144,7 +158,10 @@ def claims(runs, batches, idx) -> dict:
     return {
         "a_failure_delay": {str(b): {"clip": ref, **delay_ci(get[(b, ref)]["fail_n"],
                                                               get[(b, None)]["fail_n"], idx)}
-                            for b in (b_lo, b_hi)},
+                            for b in sorted(batches)},
+        "a_more_at_larger_batch": delay_contrast(
+            get[(b_hi, ref)]["fail_n"], get[(b_hi, None)]["fail_n"],
+            get[(b_lo, ref)]["fail_n"], get[(b_lo, None)]["fail_n"], idx),
         "b_progress_gap": {"clip": ref, "none": gap(None), "with": gap(ref)},
         "c_wider_clipping": [{"clip": c, "early_accuracy": get[(b_hi, c)]["early_accuracy"],
                               "failure": get[(b_hi, c)]["failure_samples"]}
@@ -198,6 +215,10 @@ def report(out: dict) -> str:
     for b, d in c["a_failure_delay"].items():
         lines.append(f"(a) B = {b}: N_fail(eps {d['clip']}) / N_fail(none) = {_ratio(d)} "
                      f"(cap theory {pred[(int(b), d['clip'])]:.2f})")
+    if "a_more_at_larger_batch" in c:
+        b_lo, b_hi = min(cfg["batches"]), max(cfg["batches"])
+        lines.append(f"(a) delay at B = {b_hi} / delay at B = {b_lo} = "
+                     f"{_ratio(c['a_more_at_larger_batch'])} (> 1: more delay at the larger batch)")
     g = c["b_progress_gap"]
     f2 = lambda v: "n/a" if v is None else f"{v:.2f}"
     lines.append(f"(b) N_prog(B_max) / N_prog(B_min): unclipped {f2(g['none'])}, "
