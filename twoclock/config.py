@@ -108,6 +108,10 @@ class SweepConfig:
         # PRNGKey keeps 32 bits of the seed: 2^32 would silently repeat seed 0
         require(self.seed < 2**32, "seed", "an integer in [0, 2^32 - 1]", self.seed)
         require_int("n_ckpt", self.n_ckpt)
+        # at most one checkpoint per update: more would change no number, only hold
+        # n_ckpt slots per run in a traced-length program (10^7 of them: gigabytes)
+        object.__setattr__(self, "n_ckpt", min(int(self.n_ckpt),
+                                               int(self.budget) // int(min(self.batches))))
         # numpy numbers (np.int64(8), np.float32) are welcome and stored as Python numbers,
         # so configuration keys, JSON and hashes are the same whichever was passed
         for name, kind in (("batches", int), ("lr0s", float)):

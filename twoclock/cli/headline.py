@@ -5,13 +5,13 @@ import time
 import jax
 
 from twoclock.analysis import report, results
-from twoclock.atomic import one_line
+from twoclock.atomic import Refused, one_line
 from twoclock.cli.common import (OneLineParser, add_model_flags, add_output_args, check_outputs,
                                  fail, guard, model_config, model_from_argv, parsed, publish)
 from twoclock.cli.flags import add_config_flags, config_from_flags
 from twoclock.config import DELTA, OptimConfig, SweepConfig, require, require_int, require_positive
 from twoclock.engine.layout import CODEGENS
-from twoclock.engine.runtime import setup
+from twoclock.engine.runtime import check_devices, setup
 from twoclock.engine.store import Store
 from twoclock.engine.sweep import DEFAULT_MAX_LANES, run_sweep
 from twoclock.figures import critical_batch as plotting
@@ -106,6 +106,10 @@ def main(argv=None, prog="critical_batch.py") -> int:
             jax.distributed.initialize(ns.coordinator, ns.num_processes, ns.process_id)
         except Exception as e:  # unreachable coordinator, a clash of ids, ...
             fail(prog, f"--distributed: could not join the run ({one_line(e)})")
+    try:
+        check_devices()
+    except Refused as e:
+        fail(prog, str(e))
     if ns.x64:
         jax.config.update("jax_enable_x64", True)
 

@@ -12,7 +12,7 @@ lowering and compiling take 0.50-0.55 s instead of 0.74-0.78 s, and the updates 
 (48 runs) to 1.41x (1152 runs) slower. Where the updates take a fraction of the compile, quick
 wins; on a long sweep, or once the compilation cache holds the program, fused does.
 
-The quadratic model's numbers came out bit for bit the same under both (tests/test_codegen.py
+The quadratic model's numbers came out bit for bit the same under both (tests/engine/test_codegen.py
 checks it over configurations, optimizers and float64). The bandit's clocks and trajectories
 did too, but two of its noise diagnostics, sums over group gradients, differed by up to 2 ulps,
 so "auto" never picks quick for it (`Model.quick_codegen_exact`).
@@ -25,6 +25,7 @@ import os
 import jax
 import numpy as np
 
+from twoclock.atomic import Refused
 from twoclock.config import OptimConfig, SweepConfig, require_choice
 from twoclock.model import Model
 from twoclock.engine.stages import checkpoints, constant_run
@@ -87,9 +88,10 @@ class Estimate:
     device_bytes: int | None  # one accelerator's memory (None on the CPU)
     programs: int = 1  # distinct programs to compile (one per scan length, or per batch)
     analysis_bytes: int = 0  # what the caller's analysis of the results needs on the host
+    program_bytes: int = 0  # the compiled programs' large constants (counted from 256 KiB)
 
     def fits(self, chunk_bytes: int | None = None) -> bool:
-        c = self.chunk_bytes if chunk_bytes is None else chunk_bytes
+        c = (self.chunk_bytes if chunk_bytes is None else chunk_bytes) + self.program_bytes
         host = self.result_bytes + self.analysis_bytes
         if self.device_bytes is None:  # CPU devices share the host's memory
             return host + c <= self.limit_bytes
@@ -97,10 +99,12 @@ class Estimate:
 
     def line(self) -> str:
         t = "" if self.seconds is None else f", ~{_duration(self.seconds)} of updates"
+        consts = (f" + ~{_size(self.program_bytes)} program constants" if self.program_bytes
+                  else "")
         return (f"{self.runs} runs in {self.chunks} chunks, {self.run_updates:.3g} "
                 f"run-updates: memory ~{_size(self.result_bytes)} results + "
                 f"{f'~{_size(self.analysis_bytes)} analysis + ' if self.analysis_bytes else ''}"
-                f"~{_size(self.chunk_bytes)} per chunk (available {_size(self.limit_bytes)}"
+                f"~{_size(self.chunk_bytes)} per chunk{consts} (available {_size(self.limit_bytes)}"
                 f"{'' if self.device_bytes is None else f', {_size(self.device_bytes)} per device'}"
                 f"){t} + compiling {self.programs} program{'s' * (self.programs != 1)}")
 
@@ -118,13 +122,31 @@ def _duration(s: float) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
 
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50}
+
+
+def parse_size(text: str, name: str = "TWOCLOCK_MEMORY_LIMIT") -> int:
+    """Bytes from '8G', '8GB', '8GiB', '512MiB', '1.5t' or '2000000000': K, M, G, T, P, with or
+    without 'i' and 'B', are powers of 1024 (as `free -h`, SLURM's --mem and Docker read
+    them). Refused (one line naming `name`) for anything else, and for sizes <= 0."""
+    import re
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kmgtpKMGTP]?)(i?)([bB]?)\s*",
+                     text)
+    value = None
+    if m and not (m.group(3) and not m.group(2)):  # "8iB" is not a unit
+        value = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    if value is None or not math.isfinite(value) or value < 1:
+        raise Refused(f"{name} must be a size > 0 like 8G, 8GB, 512MiB or 2000000000 (bytes) "
+                      f"(got {text!r})")
+    return int(value)
+
+
 def memory_limit() -> int:
-    """TWOCLOCK_MEMORY_LIMIT (bytes, or with K/M/G/T), else the smaller of the host's available
-    memory and this process's cgroup allowance."""
-    text = os.environ.get("TWOCLOCK_MEMORY_LIMIT", "").strip().upper()
-    if text:
-        scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1:], 1)
-        return int(float(text.rstrip("KMGTB") or 0) * scale)
+    """TWOCLOCK_MEMORY_LIMIT (parse_size: 8G, 512MiB, bytes), else the smaller of the host's
+    available memory and this process's cgroup allowance."""
+    text = os.environ.get("TWOCLOCK_MEMORY_LIMIT")
+    if text is not None and text.strip():
+        return parse_size(text)
     limits = []
     with suppress(OSError, ValueError):
         with open("/proc/meminfo") as f:
@@ -152,6 +174,32 @@ def _walk_bytes(jaxpr) -> int:
     return total
 
 
+def _dot_bytes(jaxpr) -> int:
+    """Multiply-adds of every dot_general in a jaxpr (sub-programs included), in bytes of its
+    operands' type: a matrix-vector product with a D x D constant (the quadratic's --rotate)
+    makes only [D] intermediates but D^2 multiply-adds, which _walk_bytes would miss."""
+    total = 0
+    for e in jaxpr.eqns:
+        if e.primitive.name == "dot_general":
+            (lc, _), _ = e.params["dimension_numbers"]
+            lhs, out = e.invars[0].aval, e.outvars[0].aval
+            contracted = int(np.prod([lhs.shape[i] for i in lc]))
+            total += int(np.prod(out.shape)) * contracted * lhs.dtype.itemsize
+        for p in e.params.values():
+            for q in p if isinstance(p, (tuple, list)) else (p,):
+                if hasattr(q, "jaxpr") and hasattr(q, "consts"):
+                    total += _dot_bytes(q.jaxpr)
+                elif type(q).__name__ == "Jaxpr":
+                    total += _dot_bytes(q)
+    return total
+
+
+# the bytes of a program's constants (the quadratic's D x D rotation and noise factors) held at
+# once while it is built and run: the host array, XLA's literal, the compiled program's copy,
+# and the compilation cache's serialised program
+CONST_COPIES = 4
+
+
 def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, chunks: list,
              n_dev: int, analysis_bytes: int = 0) -> Estimate:
     """Memory and time of a planned sweep, from one traced update (the largest batch)."""
@@ -161,9 +209,11 @@ def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, chunk
     key = np.zeros(2, np.uint32)  # a raw key's shape; PRNGKey(0) would compile a program
     closed, out = jax.make_jaxpr(one, return_shape=True)(np.float32(b), lr_L, key)
     step = _walk_bytes(closed.jaxpr)
+    work = step + _dot_bytes(closed.jaxpr)  # what one update costs in time
+    consts = sum(int(np.asarray(c).nbytes) for c in closed.consts if hasattr(c, "shape"))
     per_ckpt = sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out.ckpt))  # C = 1
     clocks_bytes = sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out)) - per_ckpt
-    chunk_bytes = result_bytes = work = cost = 0
+    chunk_bytes = result_bytes = run_updates = cost = 0
     for c in chunks:
         n_c = checkpoints(c.n_steps, checkpoint_every(c.n_steps, sweep.n_ckpt))
         lane = clocks_bytes + per_ckpt * n_c  # one lane's output on the host
@@ -173,17 +223,19 @@ def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, chunk
         # intermediate of one update (an upper estimate of XLA's temporaries, measured)
         chunk_bytes = max(chunk_bytes, c.lanes * (2 * dev + step // 4 + 4 * (nL + 3)))
         result_bytes += 2 * (c.stop - c.start) * lane  # chunks kept, then assembled
-        work += (c.stop - c.start) * nL * c.n_steps
-        cost += math.ceil(c.lanes / n_dev) * c.n_steps * step
+        run_updates += (c.stop - c.start) * nL * c.n_steps
+        cost += math.ceil(c.lanes / n_dev) * c.n_steps * work
     rate = BYTES_PER_SECOND.get(jax.default_backend())
     device = None
     if jax.default_backend() != "cpu":
         with suppress(Exception):  # memory_stats is optional for a backend
             device = int(jax.devices()[0].memory_stats()["bytes_limit"]) * n_dev
     programs = {(c.n_steps, c.static_batch) if spec.static_batch else c.lanes for c in chunks}
-    return Estimate(len(sweep.batches) * len(sweep.lr0s) * sweep.seeds, len(chunks), work,
+    # every compiled program is kept (and so are its constants) until the sweep ends
+    program_bytes = CONST_COPIES * consts * len(programs) if consts >= 2**18 else 0
+    return Estimate(len(sweep.batches) * len(sweep.lr0s) * sweep.seeds, len(chunks), run_updates,
                     chunk_bytes, result_bytes, None if rate is None else cost / rate,
-                    memory_limit(), device, len(programs), int(analysis_bytes))
+                    memory_limit(), device, len(programs), int(analysis_bytes), program_bytes)
 
 
 # ------------------------------------------------------------------ the code generator

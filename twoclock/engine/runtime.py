@@ -42,6 +42,19 @@ def setup() -> None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
+def check_devices() -> int:
+    """The number of devices; Refused, in one line naming JAX_PLATFORMS, where JAX cannot start
+    the backend it is told to use (JAX_PLATFORMS=gpu on a machine with no GPU)."""
+    import jax
+    try:
+        return jax.device_count()
+    except RuntimeError as e:
+        from twoclock.atomic import Refused, one_line
+        told = os.environ.get("JAX_PLATFORMS")
+        who = f"JAX_PLATFORMS={told!r}" if told else "JAX's default backend"
+        raise Refused(f"{who} cannot be used on this machine ({one_line(e)})") from None
+
+
 _FAST_RNG: list = []  # the answer of unrolled_threefry_on_cpu, once asked
 
 
@@ -58,7 +71,7 @@ def unrolled_threefry_on_cpu() -> bool:
     JAX lowers the hash on the CPU as a loop over its 5 groups of rounds, to compile faster. With
     today's XLA CPU compiler the unrolled form both compiles and runs faster (measured in
     docs/performance.md; benchmarks/bench_sweep.py times the sweep). The arithmetic is the same, so
-    every random bit is too (tests/test_runtime.py checks the Threefry known answers). Uses a
+    every random bit is too (tests/engine/test_runtime.py checks the Threefry known answers). Uses a
     JAX internal; where that has moved, nothing changes and this returns False.
     """
     try:

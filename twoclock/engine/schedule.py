@@ -14,7 +14,7 @@ import numpy as np
 from twoclock.config import (CARRY_MODES, OptimConfig, Schedule, require, require_carry,
                              require_int, require_positive, stage_steps)
 from twoclock.engine.keys import seed_keys
-from twoclock.engine.runtime import fast_rng
+from twoclock.engine.runtime import check_devices, fast_rng
 from twoclock.model import Model
 from twoclock.scaling import lr_for_batch
 from twoclock.engine.stages import make_run
@@ -32,6 +32,7 @@ def run_schedule(model: Model, model_cfg, opt: OptimConfig, sched: Schedule, lr0
     require(isinstance(model, Model), "model", "a Model (twoclock.models.MODELS[name])",
             type(model).__name__)
     spec = model
+    check_devices()
     fast_rng()
     for lr0 in lr0s:
         require_positive("lr0", lr0)

@@ -1,12 +1,13 @@
 """The results store: finished sweep chunks on disk, keyed by the configuration and the code.
 
 Layout: <root>/<model>-<key>/identity.json and chunk-<i>.npz. The key hashes the configuration,
-a fingerprint of the package's source (every file under twoclock/) and the versions of the
-libraries that compute the numbers (jax, jaxlib, optax, numpy), so an edited model or an
-upgraded JAX never finds the old chunks. Each chunk is written atomically (twoclock.atomic) and
-carries its identity (store key, slot, lanes) and a sha256 of its arrays; a chunk that is
-unreadable, misplaced or altered is reported in one line and recomputed. A lock file keeps two
-runs of one configuration from working on the store at once: the second waits for the first.
+a fingerprint of the package's source (every file under twoclock/), the versions of the
+libraries that compute the numbers (jax, jaxlib, optax, numpy), the backend, its device kind
+and XLA_FLAGS, so an edited model, an upgraded JAX or a GPU never finds the CPU's chunks. Each
+chunk is written atomically (twoclock.atomic) and carries its identity (store key, slot, lanes)
+and a sha256 of its arrays; a chunk that is unreadable, misplaced or altered is reported in one
+line and recomputed. A lock file keeps two runs of one configuration from working on the store
+at once: the second waits for the first.
 Nothing here deletes a chunk: one is only ever replaced, atomically, by an identical one.
 """
 from contextlib import contextmanager, suppress
@@ -51,10 +52,22 @@ def source_fingerprint(root: str = PACKAGE_DIR) -> str:
     return h.hexdigest()
 
 
+def xla_flags() -> str:
+    """XLA_FLAGS as they can change a number: the host device count (which setup() sets from
+    the cores, and the configuration's device count already covers) left out."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    return " ".join(sorted(f for f in flags
+                           if not f.startswith("--xla_force_host_platform_device_count")))
+
+
 def code_identity(root: str = PACKAGE_DIR) -> dict:
-    """What besides the configuration decides a chunk's numbers."""
+    """What besides the configuration decides a chunk's numbers: the source, the library
+    versions, the backend and its device kind (a GPU's arithmetic is not the CPU's), and the
+    XLA flags (one may change a compiler's arithmetic)."""
     return {"source": source_fingerprint(root), "jax": jax.__version__,
-            "jaxlib": jaxlib.__version__, "optax": optax.__version__, "numpy": np.__version__}
+            "jaxlib": jaxlib.__version__, "optax": optax.__version__, "numpy": np.__version__,
+            "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind,
+            "xla_flags": xla_flags()}
 
 
 def checksum(arrays: dict) -> str:

@@ -25,7 +25,7 @@ from twoclock.engine import layout as codegens
 from twoclock.config import OptimConfig, SweepConfig, require, require_choice, require_int
 from twoclock.engine.layout import Chunk, Estimate, chunk_layout, estimate, n_steps_for
 from twoclock.engine.keys import seed_keys
-from twoclock.engine.runtime import fast_rng
+from twoclock.engine.runtime import check_devices, fast_rng
 from twoclock.model import Model
 from twoclock.scaling import lr_for_batch
 from twoclock.engine.stages import checkpoints, constant_run, make_traced_run
@@ -131,7 +131,7 @@ def check_fits(spec: Model, model_cfg, opt, sweep, max_lanes: int, n_dev: int,
     hint = "fewer seeds, batches, lr0s or checkpoints (n_ckpt)"
     per_lane = est.chunk_bytes / max(c.lanes for c in chunks)
     host = est.result_bytes + est.analysis_bytes
-    lanes = n_dev * int((est.limit_bytes - host if est.device_bytes is None
+    lanes = n_dev * int((est.limit_bytes - host - est.program_bytes if est.device_bytes is None
                          else est.device_bytes) / per_lane / n_dev)
     if lanes >= n_dev and est.fits(int(lanes * per_lane)):
         hint = f"max_lanes (--max-lanes) {lanes} or less"
@@ -175,6 +175,7 @@ def run_sweep(model: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, qui
     require(isinstance(model, Model), "model", "a Model (twoclock.models.MODELS[name])",
             type(model).__name__)
     spec = model
+    check_devices()  # JAX_PLATFORMS=gpu without a GPU: one line, before anything else
     fast_rng()
     require(isinstance(model_cfg, spec.config), "model_cfg", f"a {spec.config.__name__}",
             type(model_cfg).__name__)

@@ -1,0 +1,98 @@
+"""Estimates that count what they used to leave out, and the environment (issue 24, classes 4
+and 6): the --rotate D x D constants in memory and time, --n-ckpt clamped to the updates,
+TWOCLOCK_MEMORY_LIMIT with units (garbage refused in one line), JAX_PLATFORMS naming a backend
+the machine lacks, and the store key's backend and XLA_FLAGS."""
+import os
+import shutil
+import subprocess
+import sys
+
+import jax
+import pytest
+
+from twoclock import OptimConfig, QuadraticConfig, SweepConfig
+from twoclock.atomic import Refused
+from twoclock.engine import layout, store as store_mod
+from twoclock.engine.sweep import check_fits
+from twoclock.models import MODELS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+QUAD = MODELS["quadratic"]
+SWEEP = SweepConfig(batches=(8, 16), lr0s=(1e-2,), seeds=4, budget=800, n_ckpt=4)
+
+
+def _est(cfg, sweep=SWEEP):
+    return check_fits(QUAD, cfg, OptimConfig(), sweep, 1024, jax.device_count())
+
+
+def test_the_rotation_is_in_the_estimate():
+    """dim 300 with --rotate: three 300 x 300 float32 constants (the rotation and the noise
+    factors) and their D^2 multiply-adds per update. Before issue 24 the estimate counted only
+    [D] intermediates: the same memory and ~1.1x the time of the unrotated model."""
+    plain, rot = _est(QuadraticConfig(dim=300)), _est(QuadraticConfig(dim=300, rotate=True))
+    assert getattr(rot, "program_bytes", 0) >= layout.CONST_COPIES * 3 * 300 * 300 * 4
+    assert plain.program_bytes == 0 and "program constants" in rot.line()
+    assert rot.seconds > 10 * plain.seconds
+
+
+def test_n_ckpt_is_clamped_to_the_updates(monkeypatch):
+    """--n-ckpt 10^7 on runs of at most 100 updates: 100 checkpoints, the estimate of 100
+    (before issue 24 a traced program held 10^7 slots per run, which the estimate missed)."""
+    monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", "8G")  # the same limit for both estimates
+    big = SweepConfig(batches=(8, 16), lr0s=(1e-2,), seeds=4, budget=800, n_ckpt=10**7)
+    assert big.n_ckpt == 100
+    exact = SweepConfig(batches=(8, 16), lr0s=(1e-2,), seeds=4, budget=800, n_ckpt=100)
+    assert _est(QuadraticConfig(dim=4), big) == _est(QuadraticConfig(dim=4), exact)
+
+
+@pytest.mark.parametrize("text, size", [
+    ("8GB", 8 * 2**30), ("8G", 8 * 2**30), ("8gib", 8 * 2**30), ("512MiB", 512 * 2**20),
+    ("2G", 2 * 2**30), (" 1.5 T ", int(1.5 * 2**40)), ("2000000000", 2 * 10**9),
+    ("100k", 100 * 1024), ("1e9", 10**9), ("64KB", 64 * 1024)])
+def test_the_memory_limit_reads_the_usual_units(monkeypatch, text, size):
+    """Before issue 24 '8GB' was read as 8 bytes, and 'garbage' raised a bare ValueError."""
+    monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", text)
+    assert layout.memory_limit() == size
+
+
+@pytest.mark.parametrize("text", ["garbage", "-5G", "0", "0.1", "nan", "inf", "8iB", "1e400",
+                                  "8 GBs", "G", "--1"])
+def test_a_bad_memory_limit_is_refused_in_one_line(monkeypatch, text):
+    monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", text)
+    with pytest.raises(Refused) as e:
+        layout.memory_limit()
+    msg = str(e.value)
+    assert "TWOCLOCK_MEMORY_LIMIT" in msg and repr(text) in msg and "\n" not in msg
+
+
+def test_the_environment_is_refused_in_one_line_before_simulating(tmp_path, monkeypatch):
+    """JAX_PLATFORMS=gpu on a machine with no GPU (before issue 24: a traceback; a subprocess,
+    as JAX starts its backend once a process), and a TWOCLOCK_MEMORY_LIMIT of garbage (a
+    20-line traceback): exit 2, one line each, nothing written."""
+    from tests.cli.test_reliability import TINY, run_main
+    monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", "garbage")
+    code, _, err = run_main([*TINY, "--no-store", "--out", str(tmp_path)])
+    assert code == 2 and err.count("\n") == 1 and "TWOCLOCK_MEMORY_LIMIT" in err, err
+    if shutil.which("nvidia-smi") or os.path.exists("/dev/kfd"):
+        pytest.skip("this machine may have a GPU")
+    p = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "experiments", "critical_batch.py"), *TINY,
+         "--no-store", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "PYTHONPATH": ROOT, "JAX_PLATFORMS": "gpu"})
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and "JAX_PLATFORMS='gpu'" in lines[0], p.stderr
+    assert not os.listdir(tmp_path)
+
+
+def test_the_store_key_covers_the_backend_and_xla_flags(monkeypatch):
+    """A GPU's or another XLA flag's numbers never reuse the CPU's chunks; the host device
+    count flag (set by setup() from the cores) is left to the configuration's device count."""
+    code = store_mod.code_identity()
+    assert code["backend"] == jax.default_backend() and code["device_kind"]
+    key = lambda c: store_mod.Store("/tmp", "quadratic", {"c": 1}, code=c).key
+    assert key({**code, "backend": "gpu"}) != key(code)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=7")
+    assert store_mod.xla_flags() == ""
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true "
+                                    "--xla_force_host_platform_device_count=7")
+    assert store_mod.code_identity()["xla_flags"] == "--xla_cpu_enable_fast_math=true"
