@@ -13,6 +13,7 @@ import numpy as np
 
 from twoclock.config import (CARRY_MODES, OptimConfig, Schedule, require, require_carry,
                              require_int, require_positive, stage_steps)
+from twoclock.engine import dtypes
 from twoclock.engine.keys import seed_keys
 from twoclock.engine.runtime import check_devices, fast_rng
 from twoclock.model import Model
@@ -38,6 +39,7 @@ def run_schedule(model: Model, model_cfg, opt: OptimConfig, sched: Schedule, lr0
         require_positive("lr0", lr0)
     require_int("seeds", seeds)
     require_carry(carry)
+    dtypes.check(model_cfg, opt, (sched.batch1, sched.batch2), tuple(lr0s))
     bs = (sched.batch1, sched.batch2)
     n1, n2 = stage_steps(*bs, sched.switch, budget)
     run = make_run(spec, model_cfg, opt, (n1, n2), n_ckpt, batches=bs, carry=carry)

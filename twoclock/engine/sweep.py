@@ -24,6 +24,7 @@ from twoclock.atomic import Refused, one_line
 from twoclock.engine import layout as codegens
 from twoclock.config import OptimConfig, SweepConfig, require, require_choice, require_int
 from twoclock.engine.layout import Chunk, Estimate, chunk_layout, estimate, n_steps_for
+from twoclock.engine import dtypes
 from twoclock.engine.keys import seed_keys
 from twoclock.engine.runtime import check_devices, fast_rng
 from twoclock.model import Model
@@ -183,6 +184,7 @@ def run_sweep(model: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, qui
     require(isinstance(sweep, SweepConfig), "sweep", "a SweepConfig", type(sweep).__name__)
     require_int("max_lanes", max_lanes)
     require_choice("codegen", codegen, codegens.CODEGENS)
+    dtypes.check(model_cfg, opt, sweep.batches, sweep.lr0s)  # beta2 that rounds to 1, ...
     n_dev = jax.device_count()
     est = check_fits(spec, model_cfg, opt, sweep, max_lanes, n_dev, analysis_bytes)
     choice = codegens.choose(codegen, spec, est)

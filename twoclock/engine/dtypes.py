@@ -1,0 +1,72 @@
+"""Values valid in their range but wrong in the simulation's float type, refused before simulating.
+
+A sweep runs in float32 unless x64 is on. `--beta2 0.99999999` is in [0, 1), but rounds to 1 in
+float32, so Adam's second moment never moves and every run is censored; `--b0 1e-300` is > 0,
+but the scaled learning rate lr0 (B / b0)^p overflows to inf. `check(...)` works out what the
+simulation will compute from the configuration (every batch's learning rate, Adam's betas and
+eps after the square-root companions, each model field and its square) in that type and raises
+`Refused`, one line naming the parameter, where a value would become inf, 0 or 1.
+"""
+from dataclasses import fields
+import math
+
+import jax
+import numpy as np
+
+from twoclock.atomic import Refused
+from twoclock.scaling import RULE_EXPONENT, companions
+
+
+def dtype():
+    """The simulation's float type: float64 with x64 on, else float32."""
+    return np.float64 if jax.config.jax_enable_x64 else np.float32
+
+
+def _cast(v, dt):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return dt(v)
+
+
+def _power(x: float, p: float) -> float:
+    try:
+        return x ** p
+    except OverflowError:
+        return math.inf
+
+
+def check(model_cfg, opt, batches, lr0s) -> None:
+    """Refused unless every derived quantity is finite, and nonzero where it should be, in the
+    simulation's float type (see the module's docstring)."""
+    dt = dtype()
+    kind = np.dtype(dt).name
+    hint = "" if dt is np.float64 else "; --x64 simulates in float64"
+
+    def finite(label: str, v) -> None:
+        x = _cast(v, dt)
+        if not np.isfinite(x) or (v != 0 and x == 0):
+            raise Refused(f"{label} must be finite and nonzero in {kind}, the simulation's "
+                          f"type (got {v!r}, which is {float(x)!r} in {kind}){hint}")
+
+    p = RULE_EXPONENT[opt.lr_rule]
+    for b in batches:
+        for lr0 in lr0s:
+            lr = lr0 * _power(b / opt.b0, p) if opt.b0 > 0 else math.inf
+            finite(f"the learning rate at batch {b} (lr0 {lr0:g} x ({b} / b0 {opt.b0:g})^{p:g})",
+                   lr)
+    if opt.name == "adam":
+        for b in batches:
+            b1, b2, eps = companions(opt, b)
+            for name, beta in (("beta1", b1), ("beta2", b2)):
+                if beta > 0 and not _cast(beta, dt) < 1:
+                    at = f" (at batch {b}, after the --malladi companions)" if opt.malladi else ""
+                    raise Refused(f"{name} must round below 1 in {kind}, the simulation's "
+                                  f"type{at}: 1 - {name} = {1 - beta:.3g} is below its "
+                                  f"resolution {np.finfo(dt).epsneg:.3g} (got {beta!r}){hint}")
+            finite(f"eps (at batch {b})" if opt.malladi else "eps", eps) if eps else None
+    if opt.name == "momentum" and not _cast(opt.momentum, dt) < 1:
+        raise Refused(f"momentum must round below 1 in {kind} (got {opt.momentum!r}){hint}")
+    for f in fields(model_cfg):
+        v = getattr(model_cfg, f.name)
+        if isinstance(v, float) and v != 0:
+            finite(f.name, v)
+            finite(f"{f.name}^2 (a variance, or a square the model computes)", v * v)
