@@ -59,9 +59,9 @@ def test_surrogate_gradient_is_the_exact_policy_gradient(advantage, factor):
     adv = obj.advantages(jnp.asarray(r_Y[pairs]), advantage).reshape(-1)
     prompt = jnp.zeros((resp.shape[0], 1), jnp.int32)
     ro = rollout_of(params, prompt, jnp.asarray(resp), adv)
-    per_group = jax.vmap(lambda g: jax.grad(lambda p: surrogate.loss(
+    per_group = jax.jit(jax.vmap(lambda g: jax.grad(lambda p: surrogate.loss(
         p, jax.tree_util.tree_map(lambda v: v.reshape((81, 2) + v.shape[1:])[g], ro), cfg,
-        TINY)[0])(params))(jnp.arange(81))
+        TINY)[0])(params)))(jnp.arange(81))
     pi_Y = np.exp(np.asarray(seq_logp(params, ALL_Y), np.float64))
     w = pi_Y[pairs[:, 0]] * pi_Y[pairs[:, 1]]
     got = jax.tree_util.tree_map(lambda g: np.tensordot(w, np.asarray(g, np.float64), 1),
@@ -106,8 +106,9 @@ def test_kl_estimates_agree_with_the_exact_kl(estimator):
     pi, ref = tiny_params(4, scale=1.5), tiny_params(5, scale=1.5)
     n = 8000
     prompt = jnp.zeros((n, 1), jnp.int32)
-    tok, _ = net.sample(pi, TINY, prompt, 2, jax.random.PRNGKey(6))
-    lp, lr = (surrogate.token_logp(p, TINY, prompt, tok) for p in (pi, ref))
+    tok, _ = jax.jit(lambda k: net.sample(pi, TINY, prompt, 2, k))(jax.random.PRNGKey(6))
+    logp = jax.jit(lambda p, t: surrogate.token_logp(p, TINY, prompt, t))
+    lp, lr = logp(pi, tok), logp(ref, tok)
     est = np.asarray(jnp.sum(surrogate.kl_penalty(lp, lr, estimator), axis=1), np.float64)
     lp_Y, lr_Y = (np.asarray(seq_logp(p, ALL_Y), np.float64) for p in (pi, ref))
     exact = np.sum(np.exp(lp_Y) * (lp_Y - lr_Y))
@@ -273,3 +274,16 @@ def test_batch_must_split_into_groups_and_minibatches():
         PolicyConfig(minibatches=3).prompts(64)
     c = PolicyConfig(minibatches=2, mb_convention="fixed_size", mb_ref=64)
     assert [c.n_minibatches(b) for b in (64, 256, 1024)] == [2, 8, 32]
+
+
+def test_predicted_exponents_and_the_measured_slope():
+    from twoclock.models.policy.predict import measured_exponent, predicted_exponent, regime_of
+    want = {("random walk", "sqrt"): 0.0, ("noise", "sqrt"): 0.0, ("signal", "sqrt"): 0.5,
+            ("random walk", "fixed"): 1.0, ("noise", "fixed"): 0.5, ("signal", "fixed"): 1.0}
+    for (regime, rule), e in want.items():
+        assert predicted_exponent(regime, rule) == e
+    assert regime_of(float("inf"), 64) == "random walk"
+    assert regime_of(100.0, 64) == "noise" and regime_of(10.0, 64) == "signal"
+    b = [64, 128, 256, 512]
+    np.testing.assert_allclose(measured_exponent(b, [3.0 * x ** 0.37 for x in b]), 0.37)
+    assert measured_exponent(b, [None, None, 5.0, None]) is None

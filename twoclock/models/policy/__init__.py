@@ -40,13 +40,21 @@ from twoclock.models.policy.config import PolicyConfig, describe_batch
 from twoclock.models.policy.dynamics import EXTRA_CLOCKS, dynamics, setup
 from twoclock.models.policy.predict import predict
 
+
+def progress_target(cfg: PolicyConfig) -> float:
+    """The accuracy target on the scale of ckpt["progress_frac"] (held-out error over the
+    warm-up's): (1 - target) / (1 - the warm-up's held-out accuracy)."""
+    return (1.0 - cfg.target) / (1.0 - setup(cfg).start["acc"])
+
+
 MODEL = Model(
     name="policy", config=PolicyConfig, dynamics=dynamics, predict=predict,
     describe_batch=describe_batch,
     # lr0 is quoted at the default b0 = 8 responses
     default_sweep=dict(batches=(64, 128, 256, 512), lr0s=(1e-4,), seeds=4, budget=16_384),
     static_batch=True, unit="responses", batch_unit="responses per update",
-    extra_clocks=EXTRA_CLOCKS, progress_label="held-out error / initial error")
+    extra_clocks=EXTRA_CLOCKS, progress_label="held-out error / initial error",
+    title="policy (transformer, GRPO)", progress_target=progress_target)
 
 __all__ = ["MODEL", "EXTRA_CLOCKS", "PolicyConfig", "describe_batch", "dynamics", "evaluate",
-           "net", "predict", "setup", "surrogate", "task", "warmup"]
+           "net", "predict", "progress_target", "setup", "surrogate", "task", "warmup"]

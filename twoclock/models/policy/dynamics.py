@@ -4,11 +4,12 @@ every update.
 
 Noise scales are measured on the first chunk and on each chunk that crosses a multiple of
 noise_every responses (a checkpoint's noise_fresh = 1; other checkpoints repeat the last
-measurement), on the chunk's last rollout batch at its behaviour policy: per-group surrogate gradients projected (one JVP each) on the unit gradient
-of each statistic over the held-out pool (acc, kl, entropy, null). With d the projections of
-the P groups: noise = G Var(d) (per response), signal = mean(d)^2 - Var(d) / P (unbiased), so
-noise / signal is the direction's B_simple in responses (McCandlish et al. 2018), and drive =
-mean(d) says which way the surrogate pushes the statistic.
+measurement), on the chunk's last rollout batch at its behaviour policy: per-group surrogate
+gradients projected (one JVP each) on the unit gradient of each statistic over the held-out
+pool (acc, kl, entropy, null). With d the projections of the P groups: noise = G Var(d) (per
+response), signal = mean(d)^2 - Var(d) / P (unbiased), so noise / signal is the direction's
+B_simple in responses (McCandlish et al. 2018), and drive = mean(d) says which way the
+surrogate pushes the statistic.
 """
 import functools
 from typing import NamedTuple

@@ -6,7 +6,11 @@ Adam, per update of B responses with lr = lr0 (B / b0)^p (twoclock.scaling):
   the statistic moves ~lr / sqrt(B) per response and its clock N(B) ~ B^(1/2 - p): flat under
   the sqrt rule, ~sqrt(B) under the fixed rule;
 - signal-dominated (B > B_simple): Adam saturates to sign descent, ~lr per update, so
-  N(B) ~ B^(1 - p): ~sqrt(B) under the sqrt rule, ~B under the fixed rule.
+  N(B) ~ B^(1 - p): ~sqrt(B) under the sqrt rule, ~B under the fixed rule;
+- a random walk (no detectable mean drive, B_simple = inf: a reward-indifferent direction
+  whose per-group gradients average to zero): Adam's step along it is ~lr per update with a
+  random sign, so after N / B updates the statistic has moved ~lr sqrt(N / B) and
+  N(B) ~ B^(1 - 2p): flat under the sqrt rule, ~B under the fixed rule.
 """
 import numpy as np
 
@@ -24,10 +28,17 @@ def noise_scale(noise, signal) -> float:
     return n / s if s > 0 else float("inf")
 
 
+def regime_of(b_simple: float, batch: int) -> str:
+    """random walk (no measured mean drive), noise (B < B_simple) or signal."""
+    if not np.isfinite(b_simple):
+        return "random walk"
+    return "noise" if b_simple > batch else "signal"
+
+
 def predicted_exponent(regime: str, rule: str) -> float:
     """d log N / d log B of a clock whose direction is in `regime` under the lr rule."""
     p = RULE_EXPONENT[rule]
-    return 0.5 - p if regime == "noise" else 1.0 - p
+    return {"random walk": 1.0 - 2 * p, "noise": 0.5 - p, "signal": 1.0 - p}[regime]
 
 
 def measured_exponent(batches, medians):
@@ -58,7 +69,7 @@ def predict(cfg: PolicyConfig, opt: OptimConfig, sweep, res, runs, crit) -> None
             keep[np.argmax(ck["noise_fresh"][0] > 0)] = True  # at least the first measurement
             v = noise_scale(ck[f"noise_{d}"][:, keep], ck[f"signal_{d}"][:, keep])
             r["noise_scale"][d] = v if np.isfinite(v) else None
-            r["regime"][d] = "noise" if v > r["batch"] else "signal"
+            r["regime"][d] = regime_of(v, r["batch"])
             th["exponent"][clock] = predicted_exponent(r["regime"][d], opt.lr_rule)
     for lr0 in {r["lr0"] for r in runs}:
         rows = sorted((r for r in runs if r["lr0"] == lr0), key=lambda r: r["batch"])

@@ -88,9 +88,9 @@ def response_mask(resp_NxA, xp=np):
     return xp.arange(ANSWER_LEN)[None] < response_length(resp_NxA, xp)[:, None]
 
 
-def noisy_labels(pool: Pool, noise: float, end_b_frac: float, rng) -> np.ndarray:
-    """Warm-up targets (tokens [N, ANSWER_LEN], n_digits [N]): the correct answer, or with probability `noise` the
-    answer of a wrong sum drawn uniformly from [0, 198]; ending in END_B with probability
+def noisy_labels(pool: Pool, noise: float, end_b_frac: float, rng) -> tuple:
+    """Warm-up targets (tokens [N, ANSWER_LEN], n_digits [N]): the correct answer, or with
+    probability `noise` the answer of a wrong sum drawn uniformly from [0, 198]; ending in END_B with probability
     end_b_frac (else END_A)."""
     N = pool.total.shape[0]
     wrong = rng.integers(0, 198, N)
