@@ -6,7 +6,7 @@ import math
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from tests.helpers import assert_close
+from tests.helpers import assert_close, examples
 from twoclock.pilot import fit as pf, logs as pl, plan as pilot
 from twoclock.pilot.plan import PilotRuns
 
@@ -54,7 +54,7 @@ def _close_tree(a, b, where=""):
         assert a == b, (where, a, b)
 
 
-@settings(max_examples=5)
+@settings(max_examples=examples(5))  # a plan is ~0.1 s
 @given(st.permutations(range(8)))
 def test_the_plan_does_not_depend_on_the_order_of_the_rows(order):
     want = pilot.plan(_pilots(), predict=[1024.0])

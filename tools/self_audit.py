@@ -1,0 +1,313 @@
+"""Self-audit: one-line bugs of the four kinds the suite used to miss, each against its tests.
+
+    python tools/self_audit.py                 # every bug; prints a table and the score
+    python tools/self_audit.py --only 3,17     # chosen bugs (1-based, as in the table)
+    python tools/self_audit.py --markdown      # the table as Markdown (docs/testing.md)
+
+The kinds (issue 25): "trivial" - the tests ran only the setting where the bug does nothing
+(equal batches, size 1, sorted or monotone input, no noise, a group of one); "self" - the
+expected value came from the code under test; "glue" - the code that carries a formula's value
+into a result, the engine's grouping, a writer's branch for another container type;
+"narrow" - a failing region that 25 hypothesis examples miss (a boundary, a tie).
+
+Each bug is a one-line edit made in a private copy of the working tree (never in the tree
+itself); its selection (test files, `-k` allowed) runs with `-x` and a bound on its time. A
+bug is killed when pytest reports a failure (exit 1); a timeout or another exit status is
+reported, and is not a kill. Before the bugs, the union of every selection runs once on the
+unedited copy and must pass. Selection files missing in the copy are left out (an older tree).
+"""
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+A = "tests/analysis/"
+E = "tests/engine/"
+M = "tests/models/"
+P = "tests/pilot/"
+S = "tests/studies/"
+CLOCKS = f"{A}test_clocks.py {A}test_results_values.py"
+REPORT = f"{A}test_report.py {S}test_studies_schedule.py"
+SWITCH = f"{A}test_switch.py {E}test_schedule.py -k planner {S}test_studies_schedule.py"
+THROUGHPUT = f"{A}test_throughput.py {S}test_studies_time_phase.py"
+LAYOUT = f"{E}test_grouping.py {E}test_store.py -k chunked {E}test_sweep.py"
+STAGES = (f"{E}test_schedule.py -k 'carry or each_lr0' {E}test_schedule.py -k 'not planner' "
+          f"{E}test_stages.py")
+PILOT = f"{P}test_pilot_glue.py {P}test_pilot.py -k 'not script and not figure and not csv'"
+LOGS = (f"{P}test_pilot_glue.py {P}test_pilot_logs.py "
+        "-k 'not command and not figure and not bad_logs'")
+GLUE = "tests/test_result_glue.py"
+ATOMIC = f"{A}test_report.py {A}test_results_values.py"
+
+# (bug, kind, file, original text, buggy text, selection)
+BUGS = [
+    # ------------------------------------------------------------------ analysis
+    ("critical batch without sorting the batches", "trivial", "twoclock/analysis/clocks.py",
+     "order = np.argsort(batches)", "order = np.arange(len(batches))", CLOCKS),
+    ("critical batch relative to the fastest batch, not the smallest", "trivial",
+     "twoclock/analysis/clocks.py",
+     "r_B = med_B / med_B[0]", "r_B = med_B / np.min(med_B)", CLOCKS),
+    ("critical-batch CI dropped when a single resample found one", "narrow",
+     "twoclock/analysis/clocks.py",
+     "if got.size and point is not None:", "if got.size > 1 and point is not None:", CLOCKS),
+    ("table: rows in file order, not by batch", "trivial", "twoclock/analysis/report.py",
+     'rows = sorted((r for r in runs if r["lr0"] == lr0), key=lambda r: r["batch"])',
+     'rows = [r for r in runs if r["lr0"] == lr0]', REPORT),
+    ("table: ratio to the smallest batch inverted", "trivial", "twoclock/analysis/report.py",
+     'return f"x{a / b:.2f}"', 'return f"x{b / a:.2f}"', REPORT),
+    ("table: 'diverged' only when more than half the seeds diverged", "narrow",
+     "twoclock/analysis/report.py",
+     '2 * d.get("runs", 0) >= p["seeds"]', '2 * d.get("runs", 0) > p["seeds"]', REPORT),
+    ("critical table: CI ends swapped", "glue", "twoclock/analysis/report.py",
+     "f\"{cb['batch']:.1f} [{fmt_num(cb['ci'][0], '.1f')}, {fmt_num(cb['ci'][1], '.1f')}]\"",
+     "f\"{cb['batch']:.1f} [{fmt_num(cb['ci'][1], '.1f')}, {fmt_num(cb['ci'][0], '.1f')}]\"",
+     REPORT),
+    ("schedule seconds: stage 2 priced at B1's throughput", "trivial",
+     "twoclock/analysis/switch.py",
+     "np.maximum(n - s1, 0) * seconds_per_sample(sched.batch2)",
+     "np.maximum(n - s1, 0) * seconds_per_sample(sched.batch1)", SWITCH),
+    ("reached first on a tie with the failure clock", "narrow", "twoclock/analysis/switch.py",
+     "return (p > 0) & ((f == 0) | (p < f))", "return (p > 0) & ((f == 0) | (p <= f))", SWITCH),
+    ("planner: failure fraction of stage 2 on B1's clock", "self", "twoclock/analysis/switch.py",
+     "g = S / small.n_fail + (0.0 if rest == 0 else rest / large.n_fail)",
+     "g = S / small.n_fail + (0.0 if rest == 0 else rest / small.n_fail)", SWITCH),
+    ("curve planner: B2's curve not made monotone", "trivial", "twoclock/analysis/switch.py",
+     "run_min2 = np.minimum.accumulate(m2)", "run_min2 = m2", SWITCH),
+    ("planner: the earliest safe switch, not the fastest", "trivial",
+     "twoclock/analysis/switch.py",
+     "options.append(min(ok, key=key))", "options.append(ok[0])", SWITCH),
+    ("phase panel: failure clock always fail_n", "glue", "twoclock/analysis/phase.py",
+     "fail = getattr(res, fail_key) if hasattr(res, fail_key) else res.extra[fail_key]",
+     "fail = res.fail_n", f"{S}test_studies_time_phase.py"),
+    ("scaled throughput: simulated batch not converted to responses", "self",
+     "twoclock/analysis/throughput.py",
+     "return self.model.throughput(_batch_array(batch) * r) / r",
+     "return self.model.throughput(_batch_array(batch)) / r", THROUGHPUT),
+    ("scaled critical generation batch in responses", "glue", "twoclock/analysis/throughput.py",
+     "return b / self.responses_per_sample", "return b", THROUGHPUT),
+    ("plateau batch: exponent k for 1 / k", "trivial", "twoclock/analysis/throughput.py",
+     "u = (frac**self.knee / (1 - frac**self.knee)) ** (1 / self.knee)",
+     "u = (frac**self.knee / (1 - frac**self.knee)) ** self.knee", THROUGHPUT),
+    ("training slope through the origin as a ratio of sums", "trivial",
+     "twoclock/analysis/throughput.py",
+     "slope = float(np.dot(B, y) / np.dot(B, B))", "slope = float(np.sum(y) / np.sum(B))",
+     THROUGHPUT),
+    # ------------------------------------------------------------------ engine
+    ("chunks not a multiple of the device count", "trivial", "twoclock/engine/layout.py",
+     "size = math.ceil(math.ceil(total / n_chunks) / n_dev) * n_dev",
+     "size = math.ceil(total / n_chunks)", LAYOUT),
+    ("chunk size ignores the lr0s sharing a lane", "trivial", "twoclock/engine/layout.py",
+     "max_streams = max(1, max_lanes // len(sweep.lr0s))", "max_streams = max(1, max_lanes)",
+     LAYOUT),
+    ("estimate counts padded lanes as work", "trivial", "twoclock/engine/layout.py",
+     "run_updates += (c.stop - c.start) * nL * c.n_steps",
+     "run_updates += c.lanes * nL * c.n_steps", LAYOUT),
+    ("sweep: keys of a group seed-major", "trivial", "twoclock/engine/sweep.py",
+     "key_N = np.tile(keys_S, (g, 1))", "key_N = np.repeat(keys_S, g, axis=0)", LAYOUT),
+    ("sweep: learning rates of a group seed-major", "trivial", "twoclock/engine/sweep.py",
+     "lr_NxL = np.repeat(lrs_BxL[list(c.batch_idx)], S, axis=0).astype(np.float32)",
+     "lr_NxL = np.tile(lrs_BxL[list(c.batch_idx)], (S, 1)).astype(np.float32)", LAYOUT),
+    ("sweep: padding counted over real lanes only", "self", "twoclock/engine/sweep.py",
+     "scanned += c.lanes * nL * every * math.ceil(c.n_steps / every)",
+     "scanned += (c.stop - c.start) * nL * every * math.ceil(c.n_steps / every)", LAYOUT),
+    ("schedule carry: Adam's nu rescaled by B2 / B1", "trivial", "twoclock/engine/stages.py",
+     "    k = b_from / b_to\n", "    k = b_to / b_from\n", STAGES),
+    ("schedule carry: Adam's betas swapped", "trivial", "twoclock/engine/stages.py",
+     "batch_K[k - 1], batch_K[k], carry, opt.beta1,\n                        opt.beta2))",
+     "batch_K[k - 1], batch_K[k], carry, opt.beta2,\n                        opt.beta1))",
+     STAGES),
+    ("run_schedule: keys lr0-major", "trivial", "twoclock/engine/schedule.py",
+     "keys = jnp.tile(seed_keys(seed, seeds), (L, 1))",
+     "keys = jnp.repeat(seed_keys(seed, seeds), L, axis=0)", STAGES),
+    ("run_schedule: B1 for both stages", "trivial", "twoclock/engine/schedule.py",
+     "f32([bs[0]] * L), f32([bs[1]] * L)", "f32([bs[0]] * L), f32([bs[0]] * L)", STAGES),
+    # ------------------------------------------------------------------ pilot
+    ("pilot fit: saturation shape constant 1.2^a - 1", "trivial", "twoclock/pilot/fit.py",
+     "c = 1.2 ** (1.0 / a) - 1.0", "c = 1.2 ** a - 1.0", PILOT),
+    ("pilot bands: the plausible forms' lower ends by max", "trivial", "twoclock/pilot/fit.py",
+     'o["ci"] = [min(lo, x["ci"][0]) if None not in (lo, x["ci"][0]) else None,',
+     'o["ci"] = [max(lo, x["ci"][0]) if None not in (lo, x["ci"][0]) else None,', PILOT),
+    ("pilot throughput: knee fitted from 3 rows at 2 batches", "trivial",
+     "twoclock/pilot/fit.py",
+     "knee = None if len(np.unique(B)) >= 3 else", "knee = None if len(B) >= 3 else", PILOT),
+    ("pilot rule: b0 the first row's batch", "trivial", "twoclock/pilot/plan.py",
+     "b0 = float(batch_R[on].min())", "b0 = float(batch_R[on][0])", PILOT),
+    ("pilot plan: hours without the batch (seconds per update as per sample)", "glue",
+     "twoclock/pilot/plan.py",
+     '"median": pb["median"] * s / b / 3600,', '"median": pb["median"] * s / 3600,', PILOT),
+    ("pilot recommendation: a batch exactly at the margin is unsafe", "narrow",
+     "twoclock/pilot/plan.py",
+     'safe = [e for e in est if e["progress"] <= (1 - margin) * e["failure"]]',
+     'safe = [e for e in est if e["progress"] < (1 - margin) * e["failure"]]', PILOT),
+    ("pilot estimates: off-rule runs measured at their batch", "trivial",
+     "twoclock/pilot/plan.py",
+     "at = on & (runs.batch_R == b)", "at = runs.batch_R == b", PILOT),
+    ("logs: EMA weight of the first interval for every interval", "trivial",
+     "twoclock/pilot/logs.py",
+     "out[i] = out[i - 1] + a[i - 1] * (v[i] - out[i - 1])",
+     "out[i] = out[i - 1] + a[0] * (v[i] - out[i - 1])", LOGS),
+    ("logs: window leaves out the point on its left edge", "narrow", "twoclock/pilot/logs.py",
+     'lo = np.searchsorted(s, s - w / 2, side="left")',
+     'lo = np.searchsorted(s, s - w / 2, side="right")', LOGS),
+    # ------------------------------------------------------------------ lr rules, writers
+    ("Malladi eps scaled by sqrt(k), not 1 / sqrt(k)", "trivial", "twoclock/scaling.py",
+     "opt.eps / sqrt(k))", "opt.eps * sqrt(k))",
+     f"{M}test_theory_mutants.py -k 'malladi or companion' {GLUE}"),
+    ("Malladi beta2 from beta1", "trivial", "twoclock/scaling.py",
+     "1.0 - lo(k * (1.0 - opt.beta2), 1.0)", "1.0 - lo(k * (1.0 - opt.beta1), 1.0)",
+     f"{M}test_theory_mutants.py -k 'malladi or companion' {GLUE}"),
+    ("JSON: a dataclass's fields not made strict", "glue", "twoclock/atomic.py",
+     "return plain(asdict(obj), found, lenient, where)", "return asdict(obj)", ATOMIC),
+    ("JSON: an array's values not made strict", "glue", "twoclock/atomic.py",
+     "return plain(obj.tolist(), found, lenient, where)", "return obj.tolist()", ATOMIC),
+    # ------------------------------------------------------------------ models' theory columns
+    ("quadratic: progress theory at lr0, not the batch's lr", "glue",
+     "twoclock/models/quadratic/predict.py",
+     't = theory.median_steps(cfg, opt, B, r["lr"], steps)',
+     't = theory.median_steps(cfg, opt, B, r["lr0"], steps)', GLUE),
+    ("quadratic: failure theory given the batch's lr as lr0", "glue",
+     "twoclock/models/quadratic/predict.py",
+     '\n        th["failure_samples"] = theory.linear_failure_samples(cfg, opt, r["lr0"], B)',
+     '\n        th["failure_samples"] = theory.linear_failure_samples(cfg, opt, r["lr"], B)',
+     GLUE),
+    ("quadratic: Adam failure theory given the batch's lr as lr0", "glue",
+     "twoclock/models/quadratic/predict.py",
+     'theory.adam_failure_samples(\n            cfg, opt, r["lr0"], r["batch"],',
+     'theory.adam_failure_samples(\n            cfg, opt, r["lr"], r["batch"],', GLUE),
+    ("quadratic: mean progress theory in updates", "glue", "twoclock/models/quadratic/predict.py",
+     '"progress_samples_mean": t_mean * B if t_mean else None}',
+     '"progress_samples_mean": t_mean if t_mean else None}', GLUE),
+    ("quadratic: critical-batch theory from the mean clock", "glue",
+     "twoclock/models/quadratic/predict.py",
+     'pred = [[r["theory"]["progress_samples"] or 0] for r in rows]',
+     'pred = [[r["theory"]["progress_samples_mean"] or 0] for r in rows]', GLUE),
+    ("bandit: noise scales of the first lr0's checkpoints", "trivial",
+     "twoclock/models/bandit/predict.py",
+     'ck = {k: v[j] for k, v in res.ckpt[i].items()}',
+     'ck = {k: v[0] for k, v in res.ckpt[i].items()}', GLUE),
+    ("bandit: drift scale measured up to the progress clock", "glue",
+     "twoclock/models/bandit/predict.py",
+     'until = r[clock]["median"]', 'until = r["progress_samples"]["median"]', GLUE),
+    ("bandit: noise scale as the mean of per-checkpoint ratios", "trivial",
+     "twoclock/models/bandit/theory.py",
+     "return np.where(s > 0, n / np.where(s > 0, s, 1.0), np.inf)",
+     "return np.where(s > 0, np.mean(noise / np.where(signal > 0, signal, 1.0), axis=axis), "
+     "np.inf)", f"{GLUE} {M}test_bandit.py -k noise"),
+    ("bandit: configured drift scale c_d / b", "trivial", "twoclock/models/bandit/theory.py",
+     "cfg.drift_noise / cfg.drift_bias**2", "cfg.drift_noise / cfg.drift_bias",
+     f"{GLUE} {M}test_bandit.py -k noise"),
+]
+
+
+def _copy_tree(root: str) -> None:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], check=True,
+                           capture_output=True, text=True).stdout.splitlines()
+    for f in files:
+        if os.path.isfile(f):
+            os.makedirs(os.path.join(root, os.path.dirname(f)), exist_ok=True)
+            shutil.copy2(f, os.path.join(root, f))
+
+
+def _selection(sel: str, root: str) -> list:
+    """pytest arguments of a selection, leaving out files the copy does not have: a `-k` applies
+    to the file before it, so each file with its own -k runs as its own group."""
+    groups, cur = [], None
+    words = shlex.split(sel)
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w == "-k":
+            cur[1] = words[i + 1]
+            i += 2
+            continue
+        cur = [w, None]
+        groups.append(cur)
+        i += 1
+    return [(f, k) for f, k in groups if os.path.exists(os.path.join(root, f.split("::")[0]))]
+
+
+def _pytest(root: str, groups: list, timeout: float) -> tuple:
+    """(status, seconds, last line) of the groups run in turn, stopping at the first failure."""
+    t0 = time.perf_counter()
+    last = ""
+    for f, k in groups:
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", f] + \
+              (["-k", k] if k else [])
+        left = timeout - (time.perf_counter() - t0)
+        try:
+            r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=max(left, 1),
+                               env={**os.environ, "PYTHONPATH": root})
+        except subprocess.TimeoutExpired:
+            return "timeout", time.perf_counter() - t0, f
+        out = r.stdout.strip().splitlines()
+        last = out[-1] if out else r.stderr.strip()[-200:]
+        failed = [ln.split()[1] for ln in out if ln.startswith(("FAILED ", "ERROR "))]
+        if r.returncode == 5:  # -k selected nothing in this file
+            continue
+        if r.returncode != 0:
+            return ("killed" if r.returncode == 1 else f"error {r.returncode}",
+                    time.perf_counter() - t0, failed[0] if failed else f"{f}: {last}")
+    return "survived", time.perf_counter() - t0, last
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", help="comma-separated bug numbers (1-based)")
+    ap.add_argument("--timeout", type=float, default=400.0, help="seconds per bug")
+    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="skip the unedited run of every selection")
+    ns = ap.parse_args()
+    chosen = (range(1, len(BUGS) + 1) if not ns.only
+              else [int(x) for x in ns.only.split(",")])
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="self-audit-") as root:
+        _copy_tree(root)
+        if not ns.no_baseline:
+            seen, groups = set(), []
+            for n in chosen:
+                for g in _selection(BUGS[n - 1][5], root):
+                    if g not in seen:
+                        seen.add(g)
+                        groups.append(g)
+            status, secs, last = _pytest(root, groups, 3 * ns.timeout)
+            print(f"baseline (unedited): {status} in {secs:.0f} s  {last}", flush=True)
+            if status != "survived":
+                print("the selections fail without a bug: fix that first", file=sys.stderr)
+                return 2
+        for n in chosen:
+            bug, kind, path, old, new, sel = BUGS[n - 1]
+            p = os.path.join(root, path)
+            src = open(p).read()
+            if src.count(old) != 1:
+                rows.append((n, bug, kind, path, "n/a", 0.0, f"{src.count(old)} matches"))
+                print(f"{n:>3} n/a       {bug}: {path} has {src.count(old)} of {old!r}", flush=True)
+                continue
+            open(p, "w").write(src.replace(old, new))
+            try:
+                groups = _selection(sel, root)
+                status, secs, last = _pytest(root, groups, ns.timeout) if groups else \
+                    ("no tests", 0.0, sel)
+            finally:
+                open(p, "w").write(src)
+            rows.append((n, bug, kind, path, status, secs, last))
+            print(f"{n:>3} {status:<9} {secs:5.0f} s  [{kind}] {bug}  ({path})  {last}",
+                  flush=True)
+    killed = sum(r[4] == "killed" for r in rows)
+    valid = sum(r[4] != "n/a" for r in rows)
+    print(f"\nscore: {killed} / {valid} killed ({100 * killed / max(valid, 1):.0f}%)")
+    if ns.markdown:
+        print("\n| # | bug | kind | file | result | killed by |\n|---|---|---|---|---|---|")
+        for n, bug, kind, path, status, _, last in rows:
+            by = last.split(" - ")[0] if status == "killed" else "-"
+            print(f"| {n} | {bug} | {kind} | `{path.removeprefix('twoclock/')}` | {status} "
+                  f"| `{by}` |")
+    return 0 if killed == valid else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
