@@ -74,8 +74,8 @@ class Model(NamedTuple):
     batch_unit: str = "samples per update"
     extra_clocks: tuple = ()
     progress_label: str = "loss / initial loss"  # what ckpt["progress_frac"] measures
-    # XLA's quick CPU code generator gives this model's numbers bit for bit (tests/test_codegen.py),
-    # so a short sweep may use it (`twoclock.engine.layout`)
+    # XLA's quick CPU code generator gives this model's numbers bit for bit
+    # (tests/engine/test_codegen.py), so a short sweep may use it (`twoclock.engine.layout`)
     quick_codegen_exact: bool = False
     title: str = ""  # a figure panel's title
     progress_target: Callable | None = None
