@@ -23,6 +23,8 @@ def main(argv=None) -> int:
                    help="cells to run: rules (sqrt and fixed), clip, collapse (default all)")
     p.add_argument("--out", default="results")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--max-lanes", type=int, default=None,
+                   help="runs per compiled chunk (the engine's memory estimate may ask for fewer)")
     ns = p.parse_args(argv)
     st = policy_study.QUICK if ns.quick else policy_study.Study()
     over = {k: (tuple(v) if isinstance(v, list) else v)
@@ -30,7 +32,8 @@ def main(argv=None) -> int:
                          ("parts", ns.parts))
             if v is not None}
     st = dataclasses.replace(st, **over)
-    out = policy_study.run(st, store_root=os.path.join(ns.out, "store"), quiet=ns.quiet)
+    out = policy_study.run(st, store_root=os.path.join(ns.out, "store"), quiet=ns.quiet,
+                           max_lanes=ns.max_lanes)
     text = policy_study.report(out)
     print(text)
     os.makedirs(ns.out, exist_ok=True)

@@ -138,7 +138,7 @@ def analyse(cfg, opt, sweep, res, early_samples: int) -> dict:
 
 
 def run(st: Study, base: PolicyConfig | None = None, store_root: str | None = None,
-        quiet: bool = False, log=print) -> dict:
+        quiet: bool = False, log=print, max_lanes: int | None = None) -> dict:
     """Every cell through run_sweep (each resumable from its store), then the answers."""
     from twoclock.engine.store import Store  # the engine's home, looked up at call time
     from twoclock.engine.sweep import run_sweep
@@ -152,7 +152,8 @@ def run(st: Study, base: PolicyConfig | None = None, store_root: str | None = No
             store = Store(store_root, "policy", results.config_dict(
                 model_name="policy", model=cfg, optimizer=opt, sweep=sweep, study_cell=name))
         t = time.perf_counter()
-        res = run_sweep(MODEL, cfg, opt, sweep, quiet=quiet, store=store, resume=True)
+        kw = {} if max_lanes is None else {"max_lanes": max_lanes}
+        res = run_sweep(MODEL, cfg, opt, sweep, quiet=quiet, store=store, resume=True, **kw)
         out["cells"][name] = {**analyse(cfg, opt, sweep, res, st.early_samples),
                               "seconds": time.perf_counter() - t,
                               "config": results.config_dict(model=cfg, optimizer=opt,
