@@ -24,6 +24,9 @@ def fmt_num(v, spec=".0f") -> str:
     return "-" if v is None else format(v, spec)
 
 
+MAIN_CLOCKS = ("progress_samples", "failure_samples")
+
+
 def clock_table(result: dict) -> str:
     """The headline table: one row per (lr0, batch), clocks relative to the smallest batch."""
     runs = result["runs"]
@@ -52,8 +55,10 @@ def clock_table(result: dict) -> str:
                     f"{fmt_ratio(u['median'], base['progress_updates']['median']):>6} | "
                     f"{fmt_num(th.get('progress_samples')):>13} "
                     f"{fmt_num(th.get('failure_samples')):>13}")
-            if "collapse_samples" in r:
-                line += f"  collapse {fmt_samples(r['collapse_samples'], budget)}"
+            for key, v in r.items():  # the model's extra clocks (the bandit's collapse, ...)
+                if key.endswith("_samples") and key not in MAIN_CLOCKS and isinstance(v, dict) \
+                        and "median" in v:
+                    line += f"  {key[:-len('_samples')]} {fmt_samples(v, budget)}"
             if "noise_scale" in r:
                 line += "  B_simple " + ", ".join(
                     f"{k} {fmt_num(v, '.3g')} ({r['regime'][k]})"
