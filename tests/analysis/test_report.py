@@ -69,3 +69,13 @@ def test_write_json_makes_dataclasses_and_arrays_strict(tmp_path):
         "cfg": {"x": None, "y": [1.0, None]}, "a": [[1.0, None], [None, 2.0]], "f": None,
         "non_finite": {"/cfg/x": "inf", "/cfg/y/1": "nan", "/a/0/1": "inf", "/a/1/0": "-inf",
                        "/f": "nan"}}
+
+
+def test_clock_table_prints_every_extra_clock_of_a_row():
+    r = _run(8, _s(1000.0, 900.0, 1100.0), _s(4000.0, 3500.0, 4500.0), _s(125.0, 110, 140))
+    r.update(kl_samples=_s(2000.0, 1900.0, 2100.0), null_samples=_s(None, 3000.0, None, 1),
+             collapse_samples=_s(7000.0, 6000.0, 8000.0))
+    line = _table([r])[8]
+    assert "kl 2000 [1900, 2100]" in line and "collapse 7000 [6000, 8000]" in line
+    assert "null >10000" in line  # censored: the budget
+    assert "progress " not in line and "failure " not in line  # the main clocks stay in columns
