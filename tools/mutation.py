@@ -37,86 +37,86 @@ from types import SimpleNamespace
 
 # the first-passage selection: first_passage.py and its Gaussian primitives (gaussian.py)
 PASSAGE_TESTS = [
-    "tests/test_theory_mutants.py::test_first_passage_*",
-    "tests/test_theory_passage.py::test_saddle_point_marginal_matches_monte_carlo",
-    "tests/test_theory_passage.py::test_first_passage_beats_expected_loss_near_the_floor",
-    "tests/test_theory_passage.py::test_first_passage_remembers_slow_coordinates",
-    "tests/test_theory_passage.py::test_first_passage_many_is_each_configuration_alone",
-    "tests/test_theory_passage.py::test_first_passage_median_matches_simulation_momentum",
+    "tests/models/test_theory_mutants.py::test_first_passage_*",
+    "tests/models/test_theory_passage.py::test_saddle_point_marginal_matches_monte_carlo",
+    "tests/models/test_theory_passage.py::test_first_passage_beats_expected_loss_near_the_floor",
+    "tests/models/test_theory_passage.py::test_first_passage_remembers_slow_coordinates",
+    "tests/models/test_theory_passage.py::test_first_passage_many_is_each_configuration_alone",
+    "tests/models/test_theory_passage.py::test_first_passage_median_matches_simulation_momentum",
 ]
 
 # module -> fast tests that should catch a wrong formula in it (files missing at --ref are skipped)
 TESTS = {
-    "twoclock/analysis/clocks.py": ["tests/test_clocks.py", "tests/test_results_values.py"],
+    "twoclock/analysis/clocks.py": ["tests/analysis/test_clocks.py", "tests/analysis/test_results_values.py"],
     "twoclock/objectives.py": ["tests/test_objectives.py"],
-    "twoclock/engine/stages.py": ["tests/test_stages.py", "tests/test_quadratic.py"],
+    "twoclock/engine/stages.py": ["tests/engine/test_stages.py", "tests/models/test_quadratic.py"],
     # the planner's own tests (numpy only; the file's simulation tests do not reach it)
-    "twoclock/analysis/switch.py": [f"tests/test_schedule.py::test_{t}" for t in (
+    "twoclock/analysis/switch.py": [f"tests/engine/test_schedule.py::test_{t}" for t in (
         "planner_switches_before_failure_never_after", "no_switch_when_the_large_batch_never_fails",
         "no_plan_is_safe_reports_least_risky",
         "curve_planner_matches_fraction_model_on_proportional_curves", "planner_bad_input")]
-    + ["tests/test_studies_schedule.py::test_summarize_run_counts_failure_first_as_never_and_"
+    + ["tests/studies/test_studies_schedule.py::test_summarize_run_counts_failure_first_as_never_and_"
        "prices_each_stage"],
     "twoclock/models/quadratic/dynamics.py": [
-        "tests/test_quadratic.py",
-        "tests/test_stages.py::test_every_seed_has_its_own_noise_stream"],
-    "twoclock/analysis/results.py": ["tests/test_results_values.py"],
+        "tests/models/test_quadratic.py",
+        "tests/engine/test_stages.py::test_every_seed_has_its_own_noise_stream"],
+    "twoclock/analysis/results.py": ["tests/analysis/test_results_values.py"],
     # the store's own tests; the two that run whole sweeps twice (14 s each) are left out
-    "twoclock/engine/store.py": ["tests/test_store_parts.py", "tests/test_store_isolation.py"] + [
-        f"tests/test_store.py::test_{t}" for t in (
+    "twoclock/engine/store.py": ["tests/engine/test_store_parts.py", "tests/engine/test_store_isolation.py"] + [
+        f"tests/engine/test_store.py::test_{t}" for t in (
             "the_key_fingerprints_every_source_file_and_the_jax_versions",
             "files_respect_the_umask", "corrupt_chunks_are_named_in_one_line_each_and_recomputed",
             "a_chunk_of_another_store_is_not_used", "identical_configuration_is_reused")],
     # references: every per-update record from a step-by-step replay, then the clocks from the
     # weights after every update with a float64 evaluation of the held-out pool
-    "twoclock/models/bandit/dynamics.py": ["tests/test_bandit_records.py",
-                                           "tests/test_bandit_reference.py"],
+    "twoclock/models/bandit/dynamics.py": ["tests/models/test_bandit_records.py",
+                                           "tests/models/test_bandit_reference.py"],
     # the theory modules: their own hand-value tests first (-x stops at the first failure), then
     # exact identities; simulations only where a module has no cheaper reference
     "twoclock/models/quadratic/scales.py": [
-        "tests/test_theory_mutants.py::test_scales_*",
-        "tests/test_theory.py::test_noise_scales_match_dense_formulas",
-        "tests/test_theory.py::test_pareto_fit_recovers_front"],
+        "tests/models/test_theory_mutants.py::test_scales_*",
+        "tests/models/test_theory.py::test_noise_scales_match_dense_formulas",
+        "tests/models/test_theory.py::test_pareto_fit_recovers_front"],
     "twoclock/models/quadratic/moments.py": [
-        "tests/test_theory_mutants.py::test_moments_*",
-        "tests/test_theory.py::test_closed_form_equals_recursion",
-        "tests/test_theory.py::test_closed_form_near_double_root",
-        "tests/test_theory.py::test_adam_has_no_exact_moments"],
+        "tests/models/test_theory_mutants.py::test_moments_*",
+        "tests/models/test_theory.py::test_closed_form_equals_recursion",
+        "tests/models/test_theory.py::test_closed_form_near_double_root",
+        "tests/models/test_theory.py::test_adam_has_no_exact_moments"],
     "twoclock/models/quadratic/crossing.py": [
-        "tests/test_theory_mutants.py::test_crossing_*",
-        "tests/test_theory.py::test_steps_to_target_equals_scan_sgd",
-        "tests/test_theory.py::test_first_crossing_of_oscillating_momentum",
-        "tests/test_theory.py::test_steps_to_target_is_the_first_crossing",
-        "tests/test_theory.py::test_steps_to_target_many_equals_single",
-        "tests/test_theory.py::test_adam_has_no_exact_moments"],
+        "tests/models/test_theory_mutants.py::test_crossing_*",
+        "tests/models/test_theory.py::test_steps_to_target_equals_scan_sgd",
+        "tests/models/test_theory.py::test_first_crossing_of_oscillating_momentum",
+        "tests/models/test_theory.py::test_steps_to_target_is_the_first_crossing",
+        "tests/models/test_theory.py::test_steps_to_target_many_equals_single",
+        "tests/models/test_theory.py::test_adam_has_no_exact_moments"],
     "twoclock/models/quadratic/adam_progress.py": [
-        "tests/test_theory_mutants.py::test_adam_progress_*",
-        "tests/test_theory.py::test_default_critical_batch_rises_with_lr0",
-        "tests/test_theory.py::test_progress_gap_where_theory_crosses_critical_batch"],
+        "tests/models/test_theory_mutants.py::test_adam_progress_*",
+        "tests/models/test_theory.py::test_default_critical_batch_rises_with_lr0",
+        "tests/models/test_theory.py::test_progress_gap_where_theory_crosses_critical_batch"],
     # drift: the hand values first, then the exact step law and crossing laws against float64
     # NumPy walks, then Adam's failure clock against its float64 reference (both regimes)
     "twoclock/models/quadratic/drift.py": [
-        "tests/test_theory_mutants.py::test_drift_*",
-        "tests/test_theory_hand.py",
-        "tests/test_theory.py::test_failure_prediction_norm_stat_is_sooner",
-        "tests/test_theory_passage.py::test_adam_step_law_matches_monte_carlo",
-        "tests/test_theory_passage.py::test_adam_step_law_series_matches_direct_sums",
-        "tests/test_theory_passage.py::test_brownian_law_monitored_per_update",
-        "tests/test_theory_passage.py::test_crossing_of_an_ema_smoothed_walk",
-        "tests/test_theory_passage.py::test_adam_failure_clock_inside_the_warm_up",
-        "tests/test_theory_passage.py::test_adam_failure_clock_within_three_percent"],
+        "tests/models/test_theory_mutants.py::test_drift_*",
+        "tests/models/test_theory_hand.py",
+        "tests/models/test_theory.py::test_failure_prediction_norm_stat_is_sooner",
+        "tests/models/test_theory_passage.py::test_adam_step_law_matches_monte_carlo",
+        "tests/models/test_theory_passage.py::test_adam_step_law_series_matches_direct_sums",
+        "tests/models/test_theory_passage.py::test_brownian_law_monitored_per_update",
+        "tests/models/test_theory_passage.py::test_crossing_of_an_ema_smoothed_walk",
+        "tests/models/test_theory_passage.py::test_adam_failure_clock_inside_the_warm_up",
+        "tests/models/test_theory_passage.py::test_adam_failure_clock_within_three_percent"],
     # first_passage: the hand values first, then the saddle point and the medians against float64
     # NumPy simulations (SGD: the two fixed cells; momentum: the property), and the slot pool
     "twoclock/models/quadratic/first_passage.py": PASSAGE_TESTS,
     # its Gaussian primitives (split out of first_passage.py): the same selection
     "twoclock/models/quadratic/gaussian.py": PASSAGE_TESTS,
     "twoclock/models/bandit/theory.py": [
-        "tests/test_theory_mutants.py::test_bandit_*",
-        "tests/test_bandit_reference.py::test_predicted_failure_by_hand",
-        "tests/test_bandit.py::test_predicted_failure_clock_limits",
-        "tests/test_bandit_drift.py::test_adam_noise_step",
-        "tests/test_bandit.py::test_drift_noise_and_signal_are_the_configured_ones",
-        "tests/test_bandit_drift.py::test_clipping_binds_below_the_predicted_boundary_only"],
+        "tests/models/test_theory_mutants.py::test_bandit_*",
+        "tests/models/test_bandit_reference.py::test_predicted_failure_by_hand",
+        "tests/models/test_bandit.py::test_predicted_failure_clock_limits",
+        "tests/models/test_bandit_drift.py::test_adam_noise_step",
+        "tests/models/test_bandit.py::test_drift_noise_and_signal_are_the_configured_ones",
+        "tests/models/test_bandit_drift.py::test_clipping_binds_below_the_predicted_boundary_only"],
 }
 PYTEST = f"{sys.executable} -m pytest -x -q -p no:cacheprovider -p mutation_no_shrink"
 

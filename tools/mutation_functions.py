@@ -1,7 +1,7 @@
 """Every non-string mutmut mutant of a module (or of some of its functions), one pytest each.
 
     python tools/mutation_functions.py twoclock/engine/stages.py crossed,samples_at,stage_layout \
-        tests/test_stages.py tests/test_quadratic.py
+        tests/engine/test_stages.py tests/models/test_quadratic.py
     python tools/mutation_functions.py twoclock/engine/store.py ALL            # TESTS[module] of mutation.py
     python tools/mutation_functions.py twoclock/engine/store.py ALL --only 3,17  # re-run mutants 3 and 17
 
