@@ -84,6 +84,14 @@ def progress_target(cfg: BanditConfig) -> float:
     return (1.0 - cfg.target) / (1.0 - acc0)
 
 
+def log_conditions(cfg: BanditConfig) -> tuple:
+    """The engine's own clocks on the checkpoint names (progress_frac at the progress target,
+    drift at the drift threshold), plus drift proxies a trainer logs: KL to the reference and
+    entropy (plan_check --logs)."""
+    return (f"progress_frac<={progress_target(cfg):.9g}",
+            (f"drift>={cfg.drift_threshold:g}", "kl>=1.5", "entropy<=0.4"))
+
+
 # per study: this model's defaults there (flags given win)
 STUDIES = {
     # the drift threshold from 2 to 0.4, so that failure falls between the two batches' targets
@@ -96,7 +104,7 @@ STUDIES = {
                             seeds=8, budget=100_000, n_ckpt=8),
               "model": dict(drift_threshold=0.5), "failure_clock": "fail_n"},
     "plan_check": {"lr0": 0.02, "pilots": (64, 128, 256), "heldout": (512, 1024),
-                   "budget": 100_000},
+                   "budget": 100_000, "log_conditions": log_conditions},
 }
 
 MODEL = Model(

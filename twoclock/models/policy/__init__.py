@@ -47,6 +47,22 @@ def progress_target(cfg: PolicyConfig) -> float:
     return (1.0 - cfg.target) / (1.0 - setup(cfg).start["acc"])
 
 
+def log_conditions(cfg: PolicyConfig) -> tuple:
+    """What a trainer would log and threshold, on this model's checkpoint names: held-out
+    accuracy for progress; the END_B / END_A log-odds shift (`drift`, with the default
+    fail_stat "null"), KL to the warm-up policy and token entropy for failure."""
+    drift = {"null": cfg.null_threshold, "kl": cfg.kl_threshold}.get(cfg.fail_stat)
+    fails = (f"kl>={cfg.kl_threshold:g}", f"entropy<={cfg.entropy_threshold:g}")
+    return (f"heldout_acc>={cfg.target:g}",
+            ((f"drift>={drift:g}",) if cfg.fail_stat == "null" else ()) + fails)
+
+
+# per study: this model's defaults there
+STUDIES = {
+    "plan_check": {"lr0": 1e-4, "pilots": (32, 64, 128), "heldout": (512, 1024),
+                   "budget": 16_384, "log_conditions": log_conditions},
+}
+
 MODEL = Model(
     name="policy", config=PolicyConfig, dynamics=dynamics, predict=predict,
     describe_batch=describe_batch,
@@ -54,7 +70,7 @@ MODEL = Model(
     default_sweep=dict(batches=(64, 128, 256, 512), lr0s=(1e-4,), seeds=4, budget=16_384),
     static_batch=True, unit="responses", batch_unit="responses per update",
     extra_clocks=EXTRA_CLOCKS, progress_label="held-out error / initial error",
-    title="policy (transformer, GRPO)", progress_target=progress_target)
+    title="policy (transformer, GRPO)", progress_target=progress_target, studies=STUDIES)
 
 __all__ = ["MODEL", "EXTRA_CLOCKS", "PolicyConfig", "describe_batch", "dynamics", "evaluate",
            "net", "predict", "progress_target", "setup", "surrogate", "task", "warmup"]
