@@ -8,7 +8,9 @@ runs on the published GRPO time-to-target table shipped in twoclock/data.
 """
 import sys
 
-from twoclock.cli.common import OneLineParser, add_output_args, check_outputs, fail, publish
+from twoclock.cli.common import (OneLineParser, add_output_args, check_outputs, fail, json_path,
+                                 publish)
+from twoclock.cli.rescue import Rescue
 from twoclock.figures import pilot as pilot_figure, pilot_logs as logs_figure
 from twoclock.pilot import logs as pilot_logs, report as pilot_report
 
@@ -48,10 +50,13 @@ def main(argv=None) -> int:
             out = pilot_report.plan_file(ns.runs, ns.predict, ns.margin, ns.level)
     except ValueError as e:
         fail("plan.py", str(e))
-    if ns.logs is not None:
-        publish(ns, "plan", out, pilot_logs.table, logs_figure.logs_figure)
-        return 0
-    publish(ns, "plan", out, pilot_report.table, pilot_figure.plan_figure)
+    # the plan is computed: a failing table, JSON or figure keeps it (plan.partial.json, exit 3)
+    with Rescue("plan.py", json_path(ns, "plan"), fallback=(ns.out,)) as rescue:
+        if ns.logs is not None:
+            publish(ns, "plan", out, pilot_logs.table, logs_figure.logs_figure, rescue=rescue)
+        else:
+            publish(ns, "plan", out, pilot_report.table, pilot_figure.plan_figure,
+                    rescue=rescue)
     return 0
 
 

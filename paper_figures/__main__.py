@@ -15,7 +15,7 @@ from twoclock.figures.style import (clipping_figure, clocks_figure, phase_figure
                                     schedule_figure, time_to_target_figure)
 from twoclock.figures.clipping import regime_map_figure
 from twoclock.analysis.results import SCHEMA, read_json
-from twoclock.atomic import Refused, check_folder
+from twoclock.atomic import Refused, check_folder, one_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -71,8 +71,18 @@ FIGURES = {
 
 
 def current(result_path: str) -> bool:
-    """The file exists and was written under this version's result schema."""
-    return os.path.exists(result_path) and read_json(result_path).get("schema") == SCHEMA
+    """The file exists, reads as a JSON object, and was written under this version's result
+    schema. A file that does not read (truncated by a full disk or a killed writer) is named
+    in one line and re-simulated."""
+    if not os.path.exists(result_path):
+        return False
+    try:
+        result = read_json(result_path)
+    except (OSError, ValueError) as e:  # JSONDecodeError, UnicodeDecodeError
+        print(f"paper_figures: {result_path} is unreadable ({one_line(e)}); re-simulating it",
+              flush=True)
+        return False
+    return isinstance(result, dict) and result.get("schema") == SCHEMA
 
 
 def ensure(result_path: str, command: list, force: bool, quiet: bool) -> None:
@@ -117,7 +127,13 @@ def main(argv=None) -> int:
         path = os.path.join(ns.results, fname)
         ensure(path, command, ns.force and path not in forced, not ns.verbose)
         forced.add(path)
-        made += save(build(read_json(path)), os.path.join(ns.out, name))
+        try:
+            figure = build(read_json(path))
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+            print(f"python -m paper_figures: error: {path} cannot be drawn as {name} "
+                  f"({one_line(e)}); rerun with --force --only {name}", file=sys.stderr)
+            return 2
+        made += save(figure, os.path.join(ns.out, name))
     print("figures:\n  " + "\n  ".join(os.path.relpath(m) for m in made))
     return 0
 

@@ -140,7 +140,7 @@ class Rescue:
                 print(f"{self.prog}: error: {error}", file=sys.stderr, flush=True)
                 sys.exit(EXIT_BAD_INPUT)
             self.fail(error)
-        if not self.kept and not self.written:  # nothing to save: let it propagate
+        if not self.kept and not self.written and self.result is None:  # nothing to save
             return False
         self.fail(error)
         return False

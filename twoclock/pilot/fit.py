@@ -82,12 +82,28 @@ class ProgressFit:
 
     def _grid(self):
         """log B_crit grid (edges: B_min e^-4, B_max e^8) with the profiled intercept a(c)
-        and SSE(c); SSE(a, c) = SSE(c) + n (a - a(c))^2 since a is a mean."""
+        and SSE(c); SSE(a, c) = SSE(c) + n (a - a(c))^2 since a is a mean. Computed once per
+        fit; beyond GROUP_ABOVE runs, over the distinct batches (each run's residual is its
+        batch mean's plus its deviation from it), so 100k runs cost what a few batches do."""
+        cached = self.__dict__.get("_grid_cache")
+        if cached is not None:
+            return cached
         B, y = np.array(self.B_R), np.array(self.y_R)
         c = np.linspace(math.log(B.min()) + _LO, math.log(B.max()) + _HI, _N_GRID)
-        s = _log_shape(B[None, :], c[:, None], self.a)
-        icpt = np.mean(y[None, :] - s, axis=1)
-        return c, icpt, np.sum((y[None, :] - s - icpt[:, None]) ** 2, axis=1), B.size
+        if B.size <= GROUP_ABOVE:
+            s = _log_shape(B[None, :], c[:, None], self.a)
+            icpt = np.mean(y[None, :] - s, axis=1)
+            sse = np.sum((y[None, :] - s - icpt[:, None]) ** 2, axis=1)
+        else:
+            u, inv, n_u = np.unique(B, return_inverse=True, return_counts=True)
+            ybar = np.bincount(inv, weights=y) / n_u
+            within = float(np.sum((y - ybar[inv]) ** 2))
+            s = _log_shape(u[None, :], c[:, None], self.a)
+            icpt = (ybar[None, :] - s) @ n_u / B.size
+            sse = (n_u * (ybar[None, :] - s - icpt[:, None]) ** 2).sum(axis=1) + within
+        out = (c, icpt, sse, B.size)
+        object.__setattr__(self, "_grid_cache", out)  # frozen: a cache, not a field
+        return out
 
     def _region(self, level):
         """Grid points inside the profile-likelihood region SSE <= SSE_min (1 + t^2 / dof)
@@ -127,6 +143,7 @@ class ProgressFit:
 
 
 _LO, _HI, _N_GRID = -4.0, 8.0, 1201  # B_crit search range around the pilots (log units)
+GROUP_ABOVE = 1024  # runs beyond which a fit's grid works over the distinct batches
 
 
 def _exp(x):

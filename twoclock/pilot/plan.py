@@ -17,6 +17,10 @@ from twoclock.analysis.switch import Clocks, plan_switch
 REQUIRED = ("batch", "lr", "progress_samples", "failure_samples")
 OPTIONAL = ("budget", "seconds_per_update", "seed")
 RULE_TOL = 0.01  # a run is on the rule when its lr is within 1% of lr0 (B / b0)^p
+MAX_BATCH = 2**53  # a batch is a count of samples (floats hold every integer up to 2^53)
+OUTLIER = 1e6  # a pilot batch this many times from the median batch is refused as a typo
+ALL_PAIRS_UP_TO = 256  # infer_rule tries every pair of runs up to this many runs
+MAX_CANDIDATES = 64  # ... and beyond, this many of the most common pairwise exponents
 
 
 class PilotError(ValueError):
@@ -57,8 +61,8 @@ def _number(raw: str, where: str, empty_ok: bool):
 
 def read_runs(path: str) -> PilotRuns:
     """Read and validate a pilot-run CSV; PilotError (one line) for anything wrong."""
-    try:
-        with open(path, newline="") as f:
+    try:  # utf-8-sig: a byte-order mark (as Excel writes) is not part of the first column
+        with open(path, newline="", encoding="utf-8-sig") as f:
             rows = list(csv.reader(f))
     except OSError as e:
         raise PilotError(f"{path}: cannot read ({e.strerror})") from None
@@ -67,6 +71,10 @@ def read_runs(path: str) -> PilotRuns:
     if not rows:
         raise PilotError(f"{path}: empty file (expected a header with {', '.join(REQUIRED)})")
     head = [h.strip() for h in rows[0]]
+    for i, h in enumerate(head):
+        if h and head.index(h) != i:  # which of two columns is meant? refuse, never guess
+            raise PilotError(f"{path} line 1: column {h!r} appears twice (columns "
+                             f"{head.index(h) + 1} and {i + 1})")
     for col in REQUIRED:
         if col not in head:
             raise PilotError(f"{path} line 1: missing column {col!r} (header: {','.join(head)})")
@@ -85,6 +93,9 @@ def read_runs(path: str) -> PilotRuns:
                 "progress_samples": get("progress_samples", False),
                 "failure_samples": get("failure_samples", True), "budget": get("budget", True),
                 "seconds_per_update": get("seconds_per_update", True)}
+        if vals["batch"] > MAX_BATCH:
+            raise PilotError(f"{path} line {ln}, column batch: must be at most 2^53, a count "
+                             f"of samples (got {row[ix['batch']].strip()!r})")
         bud = vals["budget"]
         for c in ("progress_samples", "failure_samples"):
             if bud is not None and vals[c] is not None and vals[c] > bud:
@@ -97,6 +108,13 @@ def read_runs(path: str) -> PilotRuns:
     if not seeds:
         raise PilotError(f"{path}: no runs below the header")
     a = {c: np.array(v, np.float64) for c, v in cols.items()}
+    mid = float(np.median(a["batch"]))
+    far = np.flatnonzero((a["batch"] > OUTLIER * mid) | (a["batch"] < mid / OUTLIER))
+    if far.size:  # one such run would set the fit's critical batch (28 -> 3e29 for B = 1e30)
+        i = int(far[np.argmax(np.abs(np.log(a["batch"][far] / mid)))])
+        raise PilotError(f"{path}: batch {a['batch'][i]:g} (run {i + 1}) is more than "
+                         f"{OUTLIER:g} times from the median batch {mid:g}; a typo? (pilots that "
+                         "far apart are refused)")
     return PilotRuns(a["batch"], a["lr"], a["progress_samples"], a["failure_samples"],
                      a["budget"], a["seconds_per_update"], tuple(seeds), source=path)
 
@@ -109,10 +127,7 @@ def infer_rule(batch_R, lr_R) -> dict:
     the clock fits: the fit forms hold for one rule at a time.
     """
     lb, ll = np.log(batch_R), np.log(lr_R)
-    cands = {0.0, 0.5, 1.0}
-    for i, j in itertools.combinations(range(lb.size), 2):
-        if lb[i] != lb[j]:
-            cands.add(round(float((ll[i] - ll[j]) / (lb[i] - lb[j])), 6))
+    cands = {0.0, 0.5, 1.0} | _exponents(lb, ll)
     best = None
     for p in sorted(cands):
         dev = ll - p * lb
@@ -126,6 +141,29 @@ def infer_rule(batch_R, lr_R) -> dict:
     b0 = float(batch_R[on].min())
     lr0 = float(np.exp(np.median(ll[on] - p * (lb[on] - math.log(b0)))))
     return {"p": p, "lr0": lr0, "b0": b0, "on_rule": on}
+
+
+def _exponents(lb, ll) -> set:
+    """Candidate exponents: between every pair of runs up to ALL_PAIRS_UP_TO runs; beyond, in
+    linear time, between each run and its neighbours in batch order (1, 2, 4, ... 64 apart)
+    and the runs at the smallest and largest batch, keeping the MAX_CANDIDATES most common
+    (the rule most runs share is among them)."""
+    n = lb.size
+    if n <= ALL_PAIRS_UP_TO:
+        return {round(float((ll[i] - ll[j]) / (lb[i] - lb[j])), 6)
+                for i, j in itertools.combinations(range(n), 2) if lb[i] != lb[j]}
+    order = np.argsort(lb, kind="stable")
+    b, l = lb[order], ll[order]
+    pairs = [(b[k:], l[k:], b[:-k], l[:-k]) for k in (1, 2, 4, 8, 16, 32, 64) if k < n]
+    pairs += [(b, l, np.full(n, b[0]), np.full(n, l[0])), (b, l, np.full(n, b[-1]),
+                                                           np.full(n, l[-1]))]
+    slopes = []
+    for b1, l1, b2, l2 in pairs:
+        d = b1 != b2
+        slopes.append(np.round((l1[d] - l2[d]) / (b1[d] - b2[d]), 6))
+    values, counts = np.unique(np.concatenate(slopes), return_counts=True)
+    top = values[np.argsort(-counts, kind="stable")[:MAX_CANDIDATES]]
+    return {float(v) for v in top}
 
 
 def _measured(x_R, mask_R):
