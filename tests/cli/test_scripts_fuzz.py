@@ -93,3 +93,60 @@ def test_a_small_valid_run_writes_strict_json_or_exits_2(tmp_path_factory, name,
     def refuse(token):
         raise AssertionError(f"{name}: non-standard JSON token {token}")
     json.loads(paths[0].read_text(), parse_constant=refuse)
+
+
+# values at the edges of each float parameter's range, in float32 and in float64 (issue 24):
+# valid for the configuration, some of them not for the simulation's type
+EDGES = [("--beta1", "0.99999999"), ("--beta2", "0.99999999"), ("--beta2", "0.9999999"),
+         ("--beta2", repr(1 - 2**-53)), ("--beta1", "0"), ("--lr0", "1e-45"),
+         ("--lr0", "3e38"), ("--lr0", "1e300"), ("--lr0", "5e-324"), ("--b0", "1e-300"),
+         ("--b0", "1e300"), ("--eps", "1e-320"), ("--eps", "3.5e38"), ("--sigma", "1e20"),
+         ("--sigma", "1e-30")]
+EDGE_SCRIPTS = {  # the headline (float32, or float64 with --x64) and two studies, tiny sweeps
+    "critical_batch": ["--batches", "4", "8", "--lr0", "0.01", "--seeds", "2", "--budget",
+                       "160", "--dim", "4", "--drift-dim", "2", "--n-ckpt", "2", "--no-store"],
+    "time_to_target": SMALL_VALID["time_to_target"],
+    "schedule": SMALL_VALID["schedule"],
+}
+
+
+def _main(name):
+    if name == "critical_batch":
+        from twoclock.cli.headline import main
+        return main
+    return MODULES[name].main
+
+
+@settings(max_examples=8)
+@given(st.sampled_from(sorted(EDGE_SCRIPTS)), st.sampled_from(EDGES), st.booleans())
+def test_edge_values_exit_0_2_or_3_in_one_line_and_lose_nothing(tmp_path_factory, name, edge,
+                                                                x64):
+    """Exit 0 with strict JSON; 2 with one line, nothing written; or 3 with one line and the
+    clocks in the partial file. Before issue 24 --beta2 0.99999999 censored every run silently
+    and --b0 1e-300 failed after simulating with a traceback naming no parameter."""
+    tmp = tmp_path_factory.mktemp("edge")
+    argv = [*EDGE_SCRIPTS[name], *edge, "--out", str(tmp), "--quiet", "--no-figure"]
+    if x64 and name == "critical_batch":
+        argv.append("--x64")
+    err = io.StringIO()
+    try:
+        with mock.patch("twoclock.cli.headline.setup"), \
+                mock.patch("twoclock.engine.runtime.setup"), contextlib.redirect_stderr(err), \
+                contextlib.redirect_stdout(io.StringIO()):
+            try:
+                code = _main(name)(argv)
+            except SystemExit as e:
+                code = e.code
+    finally:
+        jax.config.update("jax_enable_x64", False)  # --x64 sets it for the process
+    lines = err.getvalue().strip().splitlines()
+    assert code in (0, None, 2, 3), (name, edge, code, err.getvalue())
+    if code in (0, None):
+        (path,) = [p for p in tmp.glob("*.json") if not p.name.endswith(".partial.json")]
+        json.loads(path.read_text(), parse_constant=lambda t: pytest.fail(f"token {t}"))
+        return
+    assert len(lines) == 1 and "Traceback" not in err.getvalue(), err.getvalue()
+    if code == 2:
+        assert not list(tmp.glob("*.json")), lines
+    else:
+        assert list(tmp.glob("*.partial.json")) or "after writing" in lines[0], lines

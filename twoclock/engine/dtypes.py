@@ -41,18 +41,20 @@ def check(model_cfg, opt, batches, lr0s) -> None:
     kind = np.dtype(dt).name
     hint = "" if dt is np.float64 else "; --x64 simulates in float64"
 
-    def finite(label: str, v) -> None:
+    def finite(label: str, v, dt=dt, why="the simulation's type", hint=hint) -> None:
         x = _cast(v, dt)
+        name = np.dtype(dt).name
         if not np.isfinite(x) or (v != 0 and x == 0):
-            raise Refused(f"{label} must be finite and nonzero in {kind}, the simulation's "
-                          f"type (got {v!r}, which is {float(x)!r} in {kind}){hint}")
+            raise Refused(f"{label} must be finite and nonzero in {name}, {why} (got {v!r}, "
+                          f"which is {float(x)!r} in {name}){hint}")
 
     p = RULE_EXPONENT[opt.lr_rule]
     for b in batches:
         for lr0 in lr0s:
             lr = lr0 * _power(b / opt.b0, p) if opt.b0 > 0 else math.inf
+            # the engine hands every lane its learning rate in float32, with --x64 too
             finite(f"the learning rate at batch {b} (lr0 {lr0:g} x ({b} / b0 {opt.b0:g})^{p:g})",
-                   lr)
+                   lr, np.float32, "the type the engine passes learning rates in", "")
     if opt.name == "adam":
         for b in batches:
             b1, b2, eps = companions(opt, b)
