@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 
+import jax
 import numpy as np
 import pytest
 
@@ -52,7 +53,9 @@ def strict_load(text: str):
 
 QUAD = MODELS["quadratic"]
 CFG = QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.1, target=0.3)
-SWEEP = SweepConfig(batches=(4, 8), lr0s=(1e-2,), seeds=4, budget=320, n_ckpt=4)
+# 4 chunks on any device count: 2 per batch, each 2 noise streams per device
+N_DEV = jax.device_count()
+SWEEP = SweepConfig(batches=(4, 8), lr0s=(1e-2,), seeds=4 * N_DEV, budget=320, n_ckpt=4)
 CODE = {"source": "test"}  # a fixed code identity: no fingerprint of the tree per store
 
 
@@ -61,7 +64,7 @@ def _store(root) -> Store:
 
 
 def _sweep(**kw):
-    return run_sweep(QUAD, CFG, OptimConfig(), SWEEP, quiet=True, max_lanes=2, **kw)
+    return run_sweep(QUAD, CFG, OptimConfig(), SWEEP, quiet=True, max_lanes=2 * N_DEV, **kw)
 
 
 @pytest.fixture(scope="module")

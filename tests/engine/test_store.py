@@ -87,9 +87,9 @@ TINY = dict(cfg=QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.1, target=0.3),
             sweep=SweepConfig(batches=(4, 8), lr0s=(1e-2, 2e-2), seeds=3, budget=400, n_ckpt=4))
 
 
-def tiny_sweep(store=None, **kw):
-    return run_sweep(MODELS["quadratic"], TINY["cfg"], OptimConfig(), TINY["sweep"], quiet=True,
-                     store=store, **kw)
+def tiny_sweep(store=None, sweep=None, **kw):
+    return run_sweep(MODELS["quadratic"], TINY["cfg"], OptimConfig(), sweep or TINY["sweep"],
+                     quiet=True, store=store, **kw)
 
 
 def test_the_key_fingerprints_every_source_file_and_the_jax_versions(tmp_path, monkeypatch):
@@ -218,18 +218,21 @@ def test_files_respect_the_umask(tmp_path, mask, mode):
 # ------------------------------------------------------------------------------ two runs at once
 
 def test_a_second_run_waits_for_the_first_and_destroys_nothing(tmp_path):
+    # a chunk holds one noise stream per device: 3 seeds per device give 3 chunks per batch group
+    sweep = dataclasses.replace(TINY["sweep"], seeds=3 * jax.device_count())
+    run = lambda store, **kw: tiny_sweep(store, sweep, max_lanes=3, **kw)
     t0 = time.perf_counter()
-    want = tiny_sweep(None, max_lanes=3)
+    want = run(None)
     alone = time.perf_counter() - t0  # what the second run takes when nothing holds it up
     store = Store(str(tmp_path), "quadratic", {"c": 1})
     with pytest.raises(KeyboardInterrupt):  # an interrupted first run: 2 chunks on disk
-        tiny_sweep(store, max_lanes=3, on_chunk=lambda i: i == 1 and _raise(KeyboardInterrupt))
+        run(store, on_chunk=lambda i: i == 1 and _raise(KeyboardInterrupt))
     before = {p.name: p.stat().st_ino for p in Path(store.path).glob("chunk-*")}
-    n_chunks = len(plan(MODELS["quadratic"], TINY["sweep"], 3, jax.device_count()))
+    n_chunks = len(plan(MODELS["quadratic"], sweep, 3, jax.device_count()))
     assert len(before) == 2 < n_chunks
     second = {}
     with store.lock(print):  # the first run is still at work
-        t = threading.Thread(target=lambda: second.update(res=tiny_sweep(store, max_lanes=3)))
+        t = threading.Thread(target=lambda: second.update(res=run(store)))
         t.start()
         t.join(timeout=2 * alone + 2)
         assert t.is_alive() and "res" not in second  # it waits
