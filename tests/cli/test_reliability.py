@@ -6,7 +6,7 @@ Real file systems where the test can mount them (tests run as root here, for who
 does not stop a write): a 64 KiB tmpfs filled up mid-sweep, and a read-only bind mount. Where
 mounting is refused the test is skipped; the fake writer raising ENOSPC runs everywhere.
 """
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr
 import errno
 import io
 import json
@@ -20,37 +20,14 @@ import jax
 import numpy as np
 import pytest
 
+from tests.cli.test_robustness import TINY, run_main, strict_load
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
 from twoclock.cli import rescue as rescue_mod
 from twoclock.engine import store as store_mod
 from twoclock.engine.store import Store
 from twoclock.models import MODELS
-from twoclock.cli import headline
-from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = ["--batches", "4", "8", "--lr0", "1e-2", "--seeds", "3", "--budget", "320", "--dim", "4",
-        "--drift-dim", "2", "--drift-bias", "0.1", "--target", "0.3", "--n-ckpt", "4",
-        "--quiet"]
-
-
-def run_main(argv):
-    """The headline's main in this process: (exit code, stdout, stderr); without
-    runtime.setup, whose device count and compilation cache would outlive the call."""
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err), mock.patch("twoclock.cli.headline.setup"):
-        try:
-            code = headline.main(list(argv))
-        except SystemExit as e:
-            code = e.code
-    return code, out.getvalue(), err.getvalue()
-
-
-def strict_load(text: str):
-    def refuse(c):
-        raise AssertionError(f"non-strict JSON constant {c}")
-    return json.loads(text, parse_constant=refuse)
-
 QUAD = MODELS["quadratic"]
 CFG = QuadraticConfig(dim=4, drift_dim=2, drift_bias=0.1, target=0.3)
 # 4 chunks on any device count: 2 per batch, each 2 noise streams per device

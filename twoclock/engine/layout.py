@@ -158,6 +158,16 @@ def memory_limit() -> int:
     return min(limits) if limits else 2**63
 
 
+def _sub_jaxprs(eqn):
+    """The jaxprs an equation runs (a scan's body, a cond's branches, a pjit's program)."""
+    for p in eqn.params.values():
+        for q in p if isinstance(p, (tuple, list)) else (p,):
+            if hasattr(q, "jaxpr") and hasattr(q, "consts"):  # a ClosedJaxpr
+                yield q.jaxpr
+            elif type(q).__name__ == "Jaxpr":
+                yield q
+
+
 def _walk_bytes(jaxpr) -> int:
     """Bytes of every intermediate in a jaxpr, sub-programs included (an upper bound: XLA
     reuses and fuses buffers)."""
@@ -165,12 +175,7 @@ def _walk_bytes(jaxpr) -> int:
     for e in jaxpr.eqns:
         total += sum(int(np.prod(v.aval.shape)) * v.aval.dtype.itemsize for v in e.outvars
                      if hasattr(v.aval, "shape"))
-        for p in e.params.values():
-            for q in p if isinstance(p, (tuple, list)) else (p,):
-                if hasattr(q, "jaxpr") and hasattr(q, "consts"):
-                    total += _walk_bytes(q.jaxpr)
-                elif type(q).__name__ == "Jaxpr":
-                    total += _walk_bytes(q)
+        total += sum(_walk_bytes(q) for q in _sub_jaxprs(e))
     return total
 
 
@@ -185,12 +190,7 @@ def _dot_bytes(jaxpr) -> int:
             lhs, out = e.invars[0].aval, e.outvars[0].aval
             contracted = int(np.prod([lhs.shape[i] for i in lc]))
             total += int(np.prod(out.shape)) * contracted * lhs.dtype.itemsize
-        for p in e.params.values():
-            for q in p if isinstance(p, (tuple, list)) else (p,):
-                if hasattr(q, "jaxpr") and hasattr(q, "consts"):
-                    total += _dot_bytes(q.jaxpr)
-                elif type(q).__name__ == "Jaxpr":
-                    total += _dot_bytes(q)
+        total += sum(_dot_bytes(q) for q in _sub_jaxprs(e))
     return total
 
 
