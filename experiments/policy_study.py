@@ -1,49 +1,56 @@
-"""The policy model's study (issue 22 item 4): `python experiments/policy_study.py [--quick]`.
+"""The policy model's study: `python experiments/policy_study.py [--quick]`.
 
-Sweeps through the engine, each resumable from the store under --out (default results/);
-prints the answers and writes policy_study[_quick].json there.
+Every cell is a sweep through the engine, resumable from the store under --out/store; prints the
+answers with their CIs and writes policy_study[_quick][_<parts>].json (and its figure) to --out.
 """
-import argparse
 import dataclasses
-import json
-import os
 import sys
 
+from twoclock.cli.common import OneLineParser, add_output_args, guard, parsed, publish
+from twoclock.config import require, require_int
+from twoclock.engine.runtime import setup
+from twoclock.figures.policy_study import study_figure
 from twoclock.studies import policy_study
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse(argv):
+    d = policy_study.Study()
+    p = OneLineParser(prog="policy_study.py", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true",
-                   help="batches 64 and 512, 4 seeds, budget 12288, fixed_m only (~15 min)")
-    p.add_argument("--seeds", type=int, default=None)
-    p.add_argument("--budget", type=int, default=None)
-    p.add_argument("--batches", type=int, nargs="+", default=None)
-    p.add_argument("--parts", nargs="+", default=None, choices=("rules", "clip", "collapse"),
+                   help="batches 64 and 512, 4 seeds, fixed_m only (~20 min on 2 cores)")
+    p.add_argument("--seeds", type=int, default=None, help=f"seeds per cell ({d.seeds})")
+    p.add_argument("--budget", type=int, default=None, help=f"responses per run ({d.budget})")
+    p.add_argument("--batches", type=int, nargs="+", default=None,
+                   help=f"batches in responses {d.batches}; the clipping and collapse cells "
+                        "use the smallest and the largest")
+    p.add_argument("--parts", nargs="+", default=None, choices=policy_study.PARTS,
                    help="cells to run: rules (sqrt and fixed), clip, collapse (default all)")
-    p.add_argument("--out", default="results")
-    p.add_argument("--quiet", action="store_true")
     p.add_argument("--max-lanes", type=int, default=None,
-                   help="runs per compiled chunk (the engine's memory estimate may ask for fewer)")
+                   help=f"runs per compiled chunk ({d.max_lanes})")
+    add_output_args(p, "policy_study")
     ns = p.parse_args(argv)
-    st = policy_study.QUICK if ns.quick else policy_study.Study()
+    st = policy_study.QUICK if ns.quick else d
     over = {k: (tuple(v) if isinstance(v, list) else v)
             for k, v in (("seeds", ns.seeds), ("budget", ns.budget), ("batches", ns.batches),
-                         ("parts", ns.parts))
-            if v is not None}
+                         ("parts", ns.parts), ("max_lanes", ns.max_lanes)) if v is not None}
     st = dataclasses.replace(st, **over)
-    out = policy_study.run(st, store_root=os.path.join(ns.out, "store"), quiet=ns.quiet,
-                           max_lanes=ns.max_lanes)
-    text = policy_study.report(out)
-    print(text)
-    os.makedirs(ns.out, exist_ok=True)
-    name = "policy_study_quick" if ns.quick else "policy_study"
-    if ns.parts:
-        name += "_" + "_".join(ns.parts)
-    with open(os.path.join(ns.out, name + ".json"), "w") as f:
-        json.dump(out, f, indent=1, default=str)
-    with open(os.path.join(ns.out, name + ".txt"), "w") as f:
-        f.write(text + "\n")
+    require_int("--seeds", st.seeds, lo=2)
+    require_int("--budget", st.budget, lo=1)
+    require_int("--max-lanes", st.max_lanes, lo=1)
+    require(len(set(st.batches)) >= 2 and min(st.batches) >= 1, "--batches",
+            "at least two distinct batches >= 1", st.batches)
+    ns.name = "policy_study" + ("_quick" if ns.quick else "") + (
+        "_" + "_".join(ns.parts) if ns.parts else "")
+    return ns, st
+
+
+def main(argv=None) -> int:
+    ns, st = parsed("policy_study.py", parse, argv)
+    setup()  # all cores as devices, persistent compilation cache
+    with guard(ns, ns.name, "policy_study.py") as rescue:
+        out = policy_study.run(st, store_root=f"{ns.out}/store", quiet=ns.quiet,
+                               log=(lambda m: None) if ns.quiet else print, keep=rescue.keep)
+        publish(ns, ns.name, out, policy_study.report, study_figure, rescue=rescue)
     return 0
 
 

@@ -1,0 +1,134 @@
+"""The policy study's answers, worked out from per-seed clocks (numpy only: no sweep is run).
+Expected values come from hand computations and np.polyfit, never from the study's code."""
+import json
+
+import numpy as np
+import pytest
+
+from twoclock.studies import policy_study as ps
+
+rng = np.random.default_rng(7)
+THEORY_CLOCKS = ("progress", "null", "kl", "entropy")
+IDX = np.random.default_rng(0).integers(0, 9, size=(200, 9))
+
+
+def test_ratio_ci_is_paired_and_its_point_is_the_ratio_of_medians():
+    x = rng.integers(100, 1000, 9)
+    same = ps.ratio_ci(x, x, IDX)
+    # paired resampling: a clock against itself is exactly 1 in every resample (an unpaired
+    # bootstrap would spread it)
+    assert same == {"median": 1.0, "ci": [1.0, 1.0]}
+    y = np.array([300, 100, 200, 500, 400, 900, 800, 700, 600])
+    r = ps.ratio_ci(2 * y, y, IDX)
+    assert r["median"] == pytest.approx(1000 / 500)
+    assert r["ci"] == [pytest.approx(2.0), pytest.approx(2.0)]  # a paired factor of 2 exactly
+
+
+def test_a_censored_median_is_none_not_a_number():
+    never = np.zeros(9, int)  # no run crossed: every one is censored
+    r = ps.ratio_ci(never, np.full(9, 100), IDX)
+    assert r["median"] is None and r["ci"][1] is None
+
+
+def test_delay_ratio_is_the_ratio_of_the_two_delays():
+    base = np.array([100, 120, 90, 110, 105, 95, 130, 80, 115])
+    # delay 3 at batch 1, delay 1.5 at batch 0: the delay is 2x larger at batch 1
+    d = ps.delay_ratio_ci(3 * base, base, 1.5 * base, base, IDX)
+    assert d["median"] == pytest.approx(2.0)
+    assert d["ci"] == [pytest.approx(2.0), pytest.approx(2.0)]
+
+
+def test_exponent_is_the_least_squares_slope_over_the_reached_batches_unsorted():
+    meds = {"64": 1000.0, "1024": 2500.0, "128": 1500.0, "256": 1600.0, "512": 0}
+    per = {b: {"kl": (np.full(9, m) * rng.uniform(0.999, 1.001, 9)).round().astype(int)}
+           for b, m in meds.items()}
+    e = ps.exponent_ci(per, "kl", IDX)
+    used = [64, 128, 256, 1024]  # 512 never crossed: left out, not read as 0
+    expected = np.polyfit(np.log(used), np.log([np.median(per[str(b)]["kl"]) for b in used]),
+                          1)[0]
+    assert e["batches"] == used
+    assert e["median"] == pytest.approx(expected, rel=1e-12)
+    assert e["ci"][0] <= e["median"] <= e["ci"][1]
+
+
+def test_exponent_needs_two_reached_batches():
+    per = {"64": {"kl": [5] * 9}, "1024": {"kl": [0] * 9}}
+    assert ps.exponent_ci(per, "kl", IDX)["median"] is None
+
+
+def _cell(batches, seeds, scale=1.0, clip=0.0):
+    out = {}
+    for b in batches:
+        f = scale * (1 + np.log2(b / 64) / 4)
+        out[str(b)] = {**{k: (np.arange(1, seeds + 1) * 100 * f).astype(int).tolist()
+                          for k in ps.CLOCK_KEYS},
+                       "early_acc": (0.5 + 0.01 * np.arange(seeds)).tolist(),
+                       "final_acc": [0.4] * seeds, "peak_acc": [0.6] * seeds,
+                       "stayed_down": [True] * (seeds // 2) + [False] * (seeds - seeds // 2),
+                       "clip_frac": [clip] * seeds}
+    return {"per_seed": out, "critical_batch": [{"batch": 100.0, "ci": [90.0, 110.0]}],
+            "runs": [{"batch": b, "theory": {"exponent": {c: 0.5 for c in THEORY_CLOCKS}},
+                      "regime": {d: "signal" for d in ("acc", "null", "kl", "entropy")},
+                      "noise_scale": {d: 10.0 for d in ("acc", "null", "kl", "entropy")}}
+                     for b in batches]}
+
+
+
+def _study(seeds=8):
+    st = {"batches": [256, 64, 1024], "seeds": seeds, "budget": 12288, "conventions":
+          ["fixed_m"], "unstable_factor": 3.0, "early_samples": 2048}
+    c = {"sqrt": _cell((64, 256, 1024), seeds), "fixed": _cell((64, 256, 1024), seeds, 2.0),
+         "clip_none_M1E1": _cell((64, 1024), seeds),
+         "clip_eps0.2_fixed_m": _cell((64, 1024), seeds, 1.5, 0.02),
+         "clip_none_fixed_m": _cell((64, 1024), seeds),
+         "clip_higher_fixed_m": _cell((64, 1024), seeds, 1.2, 0.01),
+         "collapse_eps0.2": _cell((64, 1024), seeds, 2.0), "collapse_none": _cell((64, 1024), seeds)}
+    return st, c
+
+
+def test_answers_from_per_seed_clocks_against_hand_computed_values():
+    st, c = _study()
+    a = ps.answers(st, c)
+    # sqrt cell: clocks scale by 1 + log2(B/64)/4: 1, 1.5, 2 at 64, 256, 1024
+    g = a["1_progress_gap"]["sqrt"]["gap_by_batch"]
+    assert g["1024"]["median"] == pytest.approx(2.0) and g["256"]["median"] == pytest.approx(1.5)
+    assert a["3_clipping"]["M1xE1"]["identical_clocks"] is True
+    row = a["3_clipping"]["fixed_m"]
+    assert row["a_delay"]["1024"]["kl"]["median"] == pytest.approx(1.5, rel=0.02)
+    assert row["a_more_at_larger_batch"]["null"]["median"] == pytest.approx(1.0, rel=0.02)
+    assert row["c_fail_higher_over_eps"]["64"]["entropy"]["median"] == pytest.approx(0.8, rel=0.02)
+    assert row["c_early_acc_higher_minus_eps"]["64"]["median"] == pytest.approx(0.0)
+    assert row["clip_frac"]["eps0.2"]["64"] == pytest.approx(0.02)
+    coll = a["4_collapse"]
+    assert coll["none"]["64"]["collapsed_seeds"] == 8 and coll["none"]["64"]["stayed_down_seeds"] == 4
+    assert coll["clip_effect"]["1024"]["collapse_delay"]["median"] == pytest.approx(2.0, rel=0.02)
+    # the M = E = 1 identity is checked, not assumed: one differing seed breaks it
+    c["clip_none_M1E1"]["per_seed"]["1024"]["kl"][3] += 1
+    assert ps.answers(st, c)["3_clipping"]["M1xE1"]["identical_clocks"] is False
+
+
+def test_report_and_figure_from_the_json_round_trip(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    from twoclock.figures.policy_study import study_figure
+    st, c = _study()
+    out = json.loads(json.dumps({"study": st, "cells": c, "answers": ps.answers(st, c),
+                                 "seconds": 1.0}))
+    text = ps.report(out)
+    assert "1024: 2 [2, 2]" in text and "identical with and without clipping: True" in text
+    study_figure(out).savefig(tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 10_000
+
+
+def test_the_figure_draws_when_no_clock_was_reached(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    from twoclock.figures.policy_study import study_figure
+    st, c = _study()
+    for cell in c.values():
+        for per_b in cell["per_seed"].values():
+            for k in ps.CLOCK_KEYS:
+                per_b[k] = [0] * st["seeds"]
+    out = {"study": st, "cells": c, "answers": ps.answers(st, c), "seconds": 1.0}
+    assert "collapsed 0/8" in ps.report(out)
+    study_figure(out).savefig(tmp_path / "f.png")
