@@ -10,7 +10,9 @@ Cells, each one sweep through the engine's `run_sweep` (resumable from the store
   unclipped, and clip-higher (0.2, 0.28), for M fixed (fixed_m) and the minibatch size fixed
   (fixed_size, M = 4 B / B_min);
 - collapse_<clip>: an unstable lr (unstable_factor x lr0, M x E = 4 x 2), eps 0.2 and
-  unclipped.
+  unclipped;
+- adam: no sweep; Adam's per-coordinate noise measured at the reference policy and the clocks
+  it predicts under both rules (twoclock.models.policy.adam_noise).
 Every answer is worked out from the cells' per-seed clocks (kept in the JSON), each with a
 paired bootstrap 95% CI over seeds: (1) the progress gap N_prog(B) / N_prog(B_min) per batch and
 the critical batch per rule; (2) each clock's measured batch exponent against the theory's,
@@ -31,7 +33,8 @@ CLOCK_KEYS = {"progress": "prog_n", "null": "null_n", "kl": "kl_n", "entropy": "
               "collapse": "collapse_n"}
 DRIFT = ("null", "kl", "entropy", "collapse")
 CLIPS = {"eps0.2": (0.2, None), "none": (None, None), "higher": (0.2, 0.28)}
-PARTS = ("rules", "clip", "collapse")
+PARTS = ("rules", "adam", "clip", "collapse")
+ADAM_STAT = {"progress": "acc", "null": "null", "kl": "kl", "entropy": "entropy"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,13 +200,23 @@ def run(st: Study, base: PolicyConfig | None = None, store_root: str | None = No
                               "seconds": time.perf_counter() - t,
                               "config": results.config_dict(model=cfg, optimizer=opt,
                                                             sweep=sweep)}
-    out["answers"] = answers(out["study"], out["cells"])
+    if "adam" in st.parts:
+        from twoclock.models.policy import adam_noise  # JAX: looked up at call time
+        log("[policy study] adam: per-coordinate noise at the reference policy")
+        t = time.perf_counter()
+        sqrt, fixed = OptimConfig(lr_rule="sqrt"), OptimConfig(lr_rule="fixed")
+        lr_fixed = lr_for_batch(st.lr0, min(st.batches), sqrt.b0, "sqrt")
+        out["adam_noise"] = {**adam_noise.measure(
+            base, {"sqrt": (sqrt, st.lr0), "fixed": (fixed, lr_fixed)}, st.batches,
+            ref_batch=max(st.batches), seed=st.seed), "seconds": time.perf_counter() - t}
+    out["answers"] = answers(out["study"], out["cells"], out.get("adam_noise"))
     out["seconds"] = time.perf_counter() - t0
     return out
 
 
-def answers(st: dict, c: dict) -> dict:
-    """Every answer from the cells' per-seed clocks (st: the study as a dict, as in the JSON)."""
+def answers(st: dict, c: dict, adam: dict | None = None) -> dict:
+    """Every answer from the cells' per-seed clocks (st: the study as a dict, as in the JSON)
+    and, given, the per-coordinate Adam measurement's predictions."""
     idx = bootstrap_indices(st["seeds"])
     b0, b1 = str(min(st["batches"])), str(max(st["batches"]))
     ps = lambda cell, b, k: np.asarray(c[cell]["per_seed"][b][k])
@@ -224,6 +237,11 @@ def answers(st: dict, c: dict) -> dict:
                                              for r in c[rule]["runs"]}}
             for clock, d in (("progress", "acc"), ("null", "null"), ("kl", "kl"),
                              ("entropy", "entropy"))}
+        if adam is not None and rule in adam["rules"]:
+            for clock, v in a["2_exponents"][rule].items():
+                pr = adam["rules"][rule]
+                v["adam_predicted"] = pr["exponent"][ADAM_STAT[clock]]["both"]
+                v["adam_predicted_by_batch"] = pr["clocks"][ADAM_STAT[clock]]["both"]
     clip = {}
     if "clip_none_M1E1" in c and "sqrt" in c:  # the sqrt cell is eps 0.2 at M = E = 1
         clip["M1xE1"] = {"delay": {b: {k: ratio_ci(ps("sqrt", b, k), ps("clip_none_M1E1", b, k),
@@ -309,6 +327,23 @@ def report(out: dict) -> str:
             ns = ", ".join(f"{b}:{fmt(p)}" for b, p in v["noise_scale_by_batch"].items())
             over = f"{m['batches'][0]}-{m['batches'][-1]}" if m["batches"] else "-"
             lines.append(f"   {rule:>5} {clock:>8}: {ci(m):>24} ({over}) | {pred} | {ns}")
+    if any("adam_predicted" in v for clocks in a["2_exponents"].values() for v in clocks.values()):
+        lines += ["", "2b. Adam's per-coordinate noise at the reference policy: predicted exponent "
+                  "| predicted N per batch | measured median N per batch"]
+        for rule, clocks in a["2_exponents"].items():
+            per = out["cells"][rule]["per_seed"]
+            for clock, v in clocks.items():
+                if "adam_predicted" not in v:
+                    continue
+                pn = ", ".join(f"{b}:{fmt(p)}" for b, p in v["adam_predicted_by_batch"].items())
+                mn = ", ".join(f"{b}:{fmt(_finite(np.median(censored(per[b][clock]))))}"
+                               for b in sorted(per, key=int))
+                lines.append(f"   {rule:>5} {clock:>8}: {fmt(v['adam_predicted']):>6} | {pn} | "
+                             f"{mn}")
+        share = out["adam_noise"]["signal_share"]
+        lines.append("   share of each direction on signal-dominated coordinates (B_i < B): " +
+                     "; ".join(f"{b}: " + " ".join(f"{k} {x:.2f}" for k, x in v.items())
+                               for b, v in share.items()))
     lines += ["", "3. clipping (N_clip / N_none: > 1 is a delay)"]
     clip = a["3_clipping"]
     if "M1xE1" in clip:
