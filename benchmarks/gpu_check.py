@@ -1,5 +1,6 @@
-"""GPU check: the fast tests, every model's headline sweep and the shared-noise cost on the
-accelerator, one table (it runs on a CPU-only machine too).
+"""GPU check: the fast tests, every model's headline sweep, the policy model's rollout and update
+rates and the shared-noise cost on the accelerator, one table (it runs on a CPU-only machine
+too, without the policy's sweep).
 
     python benchmarks/gpu_check.py            # on a machine with a GPU (or any JAX backend)
 
@@ -25,6 +26,10 @@ SEED_FACTORS = {"quadratic": (1, 4, 64), "bandit": (1, 4)}  # x the headline's s
 # on an accelerator also 4096 seeds (73 728 runs): where a latency-bound loop of small kernels
 # stops being free to widen (an H200 ran 1152 and 18 432 runs in 2.3 s and 2.5 s)
 WIDE = {"quadratic": (256,)}
+# the policy model: (batch, seeds vmapped) of its rate rows, and the seeds of its headline sweep
+# (on an accelerator only: about 3 minutes on 2 CPU cores)
+POLICY_RATES = ((64, 1), (1024, 1), (1024, 16))
+POLICY_SWEEP_SEEDS = (4, 16)
 
 
 def sweep_row(model, seeds: int) -> tuple:
@@ -52,6 +57,20 @@ def sharing_row(seeds: int = 32) -> tuple:
             f"warm {t[1]:.2f} s -> {t[5]:.2f} s, {seeds} seeds", t[1] + t[5])
 
 
+def policy_rows() -> list:
+    """Rollout and update responses/s of the policy (benchmarks/bench_policy.py) as rows."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import bench_policy  # a script beside this one
+    from twoclock.models.policy import PolicyConfig
+    rows = []
+    for B, S in POLICY_RATES:
+        t = time.perf_counter()
+        r = bench_policy.bench(PolicyConfig(), B, S, repeats=3)
+        rows.append((f"policy rates B {B} x{S}", f"{r['rollout_per_s']:.3g} roll/s",
+                     f"update {r['update_per_s']:.3g} resp/s", time.perf_counter() - t))
+    return rows
+
+
 def main() -> int:
     dev = jax.devices()[0]
     label = f"{jax.default_backend()}: {dev.device_kind} x{jax.device_count()}"
@@ -70,6 +89,9 @@ def main() -> int:
         if jax.default_backend() != "cpu":
             factors += WIDE.get(name, ())
         rows += [sweep_row(model, k * model.default_sweep["seeds"]) for k in factors]
+    rows += policy_rows()
+    if jax.default_backend() != "cpu":
+        rows += [sweep_row(MODELS["policy"], k) for k in POLICY_SWEEP_SEEDS]
     rows.append(sharing_row())
     print(f"\n{'check':<26} {'result':<12} {'detail':<44} {'seconds':>8}")
     for r in rows:

@@ -25,6 +25,8 @@ def parse(argv):
                         "use the smallest and the largest")
     p.add_argument("--parts", nargs="+", default=None, choices=policy_study.PARTS,
                    help="cells to run: rules (sqrt and fixed), clip, collapse (default all)")
+    p.add_argument("--clip-lr-factor", type=float, default=None,
+                   help=f"the clipping cells' lr0 / lr0 ({d.clip_lr_factor})")
     p.add_argument("--max-lanes", type=int, default=None,
                    help=f"runs per compiled chunk ({d.max_lanes})")
     add_output_args(p, "policy_study")
@@ -32,11 +34,14 @@ def parse(argv):
     st = policy_study.QUICK if ns.quick else d
     over = {k: (tuple(v) if isinstance(v, list) else v)
             for k, v in (("seeds", ns.seeds), ("budget", ns.budget), ("batches", ns.batches),
-                         ("parts", ns.parts), ("max_lanes", ns.max_lanes)) if v is not None}
+                         ("parts", ns.parts), ("max_lanes", ns.max_lanes),
+                         ("clip_lr_factor", ns.clip_lr_factor)) if v is not None}
     st = dataclasses.replace(st, **over)
     require_int("--seeds", st.seeds, lo=2)
     require_int("--budget", st.budget, lo=1)
     require_int("--max-lanes", st.max_lanes, lo=1)
+    require(st.clip_lr_factor > 0 and st.clip_lr_factor < float("inf"), "--clip-lr-factor",
+            "a finite number > 0", st.clip_lr_factor)
     require(len(set(st.batches)) >= 2 and min(st.batches) >= 1, "--batches",
             "at least two distinct batches >= 1", st.batches)
     ns.name = "policy_study" + ("_quick" if ns.quick else "") + (

@@ -132,3 +132,18 @@ def test_the_figure_draws_when_no_clock_was_reached(tmp_path):
     out = {"study": st, "cells": c, "answers": ps.answers(st, c), "seconds": 1.0}
     assert "collapsed 0/8" in ps.report(out)
     study_figure(out).savefig(tmp_path / "f.png")
+
+
+@pytest.mark.parametrize("flags,name", [(["--clip-lr-factor", "0"], "--clip-lr-factor"),
+                                        (["--clip-lr-factor", "nan"], "--clip-lr-factor"),
+                                        (["--seeds", "1"], "--seeds"),
+                                        (["--batches", "64"], "--batches")])
+def test_bad_flags_are_one_line_errors_before_any_simulation(flags, name, tmp_path):
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "experiments/policy_study.py", *flags, "--out",
+                        str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and name in lines[0], p.stderr
+    assert not any(tmp_path.iterdir())  # nothing simulated, nothing written
