@@ -147,3 +147,10 @@ def test_bad_flags_are_one_line_errors_before_any_simulation(flags, name, tmp_pa
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and name in lines[0], p.stderr
     assert not any(tmp_path.iterdir())  # nothing simulated, nothing written
+
+
+def test_ls_slope_against_polyfit_and_skips_missing_points():
+    b, v = [64, 256, 128, 1024], [10.0, 30.0, None, 200.0]
+    assert ps.ls_slope(b, v) == pytest.approx(
+        np.polyfit(np.log([64, 256, 1024]), np.log([10.0, 30.0, 200.0]), 1)[0])
+    assert ps.ls_slope([64, 128], [5.0, None]) is None

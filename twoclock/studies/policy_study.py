@@ -131,6 +131,16 @@ def diff_ci(x_S, y_S, idx) -> dict:
     return stat_ci(lambda a, b: _med(a) - _med(b), x_S, y_S, idx=idx)
 
 
+def ls_slope(batches, values):
+    """Least-squares slope of log value against log batch (None under two finite points)."""
+    pts = [(np.log(b), np.log(v)) for b, v in zip(batches, values)
+           if v is not None and np.isfinite(v) and v > 0]
+    if len(pts) < 2:
+        return None
+    x, y = np.array(pts).T
+    return float(np.polyfit(x, y, 1)[0])
+
+
 def exponent_ci(per_batch: dict, clock: str, idx) -> dict:
     """Least-squares slope of log median N against log B over the batches whose median was
     reached, with a paired bootstrap CI over seeds ({median: None} if fewer than two)."""
@@ -246,7 +256,10 @@ def answers(st: dict, c: dict, adam: dict | None = None) -> dict:
             for clock, v in a["2_exponents"][rule].items():
                 pr = adam["rules"][rule]
                 v["adam_predicted"] = pr["exponent"][ADAM_STAT[clock]]["both"]
-                v["adam_predicted_by_batch"] = pr["clocks"][ADAM_STAT[clock]]["both"]
+                v["adam_predicted_by_batch"] = by_b = pr["clocks"][ADAM_STAT[clock]]["both"]
+                # over the batches the measured slope used, for a like-for-like comparison
+                v["adam_predicted_same_batches"] = ls_slope(
+                    v["measured"]["batches"], [by_b.get(str(b)) for b in v["measured"]["batches"]])
     clip = {}
     if "clip_none_M1E1" in c and "sqrt" in c:  # the sqrt cell is eps 0.2 at M = E = 1
         clip["M1xE1"] = {"delay": {b: {k: ratio_ci(ps("sqrt", b, k), ps("clip_none_M1E1", b, k),
@@ -307,6 +320,11 @@ def answers(st: dict, c: dict, adam: dict | None = None) -> dict:
     return a
 
 
+def reanswer(out: dict) -> dict:
+    """A study's JSON with its answers worked out again from its per-seed clocks."""
+    return {**out, "answers": answers(out["study"], out["cells"], out.get("adam_noise"))}
+
+
 def report(out: dict) -> str:
     """The answers as text tables."""
     a, st = out["answers"], out["study"]
@@ -334,7 +352,8 @@ def report(out: dict) -> str:
             lines.append(f"   {rule:>5} {clock:>8}: {ci(m):>24} ({over}) | {pred} | {ns}")
     if any("adam_predicted" in v for clocks in a["2_exponents"].values() for v in clocks.values()):
         lines += ["", "2b. Adam's per-coordinate noise at the reference policy: predicted exponent "
-                  "| predicted N per batch | measured median N per batch"]
+                  "(over the measured slope's batches) | predicted N per batch | measured median "
+                  "N per batch"]
         for rule, clocks in a["2_exponents"].items():
             per = out["cells"][rule]["per_seed"]
             for clock, v in clocks.items():
@@ -343,8 +362,9 @@ def report(out: dict) -> str:
                 pn = ", ".join(f"{b}:{fmt(p)}" for b, p in v["adam_predicted_by_batch"].items())
                 mn = ", ".join(f"{b}:{fmt(_finite(np.median(censored(per[b][clock]))))}"
                                for b in sorted(per, key=int))
-                lines.append(f"   {rule:>5} {clock:>8}: {fmt(v['adam_predicted']):>6} | {pn} | "
-                             f"{mn}")
+                same = fmt(v.get("adam_predicted_same_batches"))
+                lines.append(f"   {rule:>5} {clock:>8}: {fmt(v['adam_predicted']):>6} ({same}) | "
+                             f"{pn} | {mn}")
         share = out["adam_noise"]["signal_share"]
         lines.append("   share of each direction on signal-dominated coordinates (B_i < B): " +
                      "; ".join(f"{b}: " + " ".join(f"{k} {x:.2f}" for k, x in v.items())
