@@ -4,7 +4,7 @@
 
 For each batch B (responses per update) and seed count S (vmapped, each seed with its own
 params, as in a sweep): the rollout (prompt draw, KV-cache sampling, verifier, advantages,
-behaviour log-probabilities) and the update (the surrogate's gradient at M = E = 1 and an Adam
+behaviour log-probabilities; "sampling" is the KV-cache sampler alone) and the update (the surrogate's gradient at M = E = 1 and an Adam
 step) of the default PolicyConfig, timed after compilation (best of --repeats). Each rate is
 also given in FLOP/s, from XLA's cost analysis of the compiled program, and as a fraction of
 the CPU's matmul FLOP rate measured in the same run (a float32 --matmul x --matmul jnp.dot).
@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from twoclock.models.policy import PolicyConfig, setup, surrogate
+from twoclock.models.policy import PolicyConfig, net, setup, surrogate, task
 from twoclock.models.policy.dynamics import make_rollout
 
 
@@ -54,6 +54,9 @@ def bench(cfg: PolicyConfig, B: int, S: int, repeats: int) -> dict:
     params = jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (S,) + v.shape), s.ref)
     keys = jax.random.split(jax.random.PRNGKey(1), S)
     ro_fn = jax.jit(jax.vmap(lambda w, k: rollout(w, k)[0]))
+    prompt = s.train.prompt[jnp.arange(B) % s.train.prompt.shape[0]]
+    sample_fn = jax.jit(jax.vmap(lambda w, k: net.sample(w, s.arch, prompt, task.ANSWER_LEN,
+                                                          k)[0]))
     ro = ro_fn(params, keys)
     tx = optax.adam(1e-4)
     opt_state = jax.vmap(tx.init)(params)
@@ -65,9 +68,11 @@ def bench(cfg: PolicyConfig, B: int, S: int, repeats: int) -> dict:
 
     up_fn = jax.jit(jax.vmap(update))
     t_ro = best_time(ro_fn, params, keys, repeats=repeats)
+    t_sa = best_time(sample_fn, params, keys, repeats=repeats)
     t_up = best_time(up_fn, params, opt_state, ro, repeats=repeats)
     f_ro, f_up = flops_of(ro_fn, params, keys), flops_of(up_fn, params, opt_state, ro)
     return {"batch": B, "seeds": S, "rollout_per_s": B * S / t_ro, "update_per_s": B * S / t_up,
+            "sample_per_s": B * S / t_sa,
             "rollout_flops_per_s": f_ro / t_ro, "update_flops_per_s": f_up / t_up}
 
 
@@ -87,13 +92,14 @@ def main(argv=None) -> int:
     print(f"matmul {ns.matmul}^2 float32: {peak / 1e9:.1f} GFLOP/s before, "
           f"{peak_after / 1e9:.1f} after ({jax.devices()[0].platform}, "
           f"{jax.device_count()} device)")
-    head = (f"{'B':>5} {'seeds':>5} | {'rollout resp/s':>14} {'GFLOP/s':>8} {'of mm':>6} | "
-            f"{'update resp/s':>13} {'GFLOP/s':>8} {'of mm':>6}")
+    head = (f"{'B':>5} {'seeds':>5} | {'sampling':>8} | {'rollout resp/s':>14} {'GFLOP/s':>8} "
+            f"{'of mm':>6} | {'update resp/s':>13} {'GFLOP/s':>8} {'of mm':>6}")
     print(head + "\n" + "-" * len(head))
     for r in rows:
         r["rollout_frac_matmul"] = r["rollout_flops_per_s"] / peak
         r["update_frac_matmul"] = r["update_flops_per_s"] / peak
-        print(f"{r['batch']:>5} {r['seeds']:>5} | {r['rollout_per_s']:>14.0f} "
+        print(f"{r['batch']:>5} {r['seeds']:>5} | {r['sample_per_s']:>8.0f} | "
+              f"{r['rollout_per_s']:>14.0f} "
               f"{r['rollout_flops_per_s'] / 1e9:>8.2f} {r['rollout_frac_matmul']:>6.1%} | "
               f"{r['update_per_s']:>13.0f} {r['update_flops_per_s'] / 1e9:>8.2f} "
               f"{r['update_frac_matmul']:>6.1%}")
