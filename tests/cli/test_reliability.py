@@ -229,8 +229,15 @@ def test_a_real_signal_mid_sweep_saves_the_finished_chunks(tmp_path, sig, store)
             "--no-figure", "--out", str(tmp_path)]
     argv += ["--store", str(tmp_path / "store")] if store else ["--no-store"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": ROOT}  # this tree's twoclock
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    # a test run started in the background (nohup, `&`) has SIGINT ignored, which a child
+    # inherits, and Python then installs no KeyboardInterrupt handler. A handler (not an
+    # ignore) is reset to the default at exec, so the child starts as it would at a terminal.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+    finally:
+        signal.signal(signal.SIGINT, before)
     try:
         _first_chunk(proc, time.monotonic() + 60)
         proc.send_signal(sig)
