@@ -128,7 +128,7 @@ def copy_tree(dst: str, ref: str | None) -> None:
         subprocess.run(["tar", "-x", "-C", dst], input=archive, check=True)
         return
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], check=True,
-                           capture_output=True, text=True).stdout.split()
+                           capture_output=True, text=True).stdout.splitlines()
     for f in files:
         if os.path.isfile(f):
             os.makedirs(os.path.join(dst, os.path.dirname(f)), exist_ok=True)

@@ -19,11 +19,12 @@ unedited copy and must pass. Selection files missing in the copy are left out (a
 import argparse
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+from mutation import copy_tree  # a script beside this one
 
 A = "tests/analysis/"
 E = "tests/engine/"
@@ -203,15 +204,6 @@ BUGS = [
 ]
 
 
-def _copy_tree(root: str) -> None:
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], check=True,
-                           capture_output=True, text=True).stdout.splitlines()
-    for f in files:
-        if os.path.isfile(f):
-            os.makedirs(os.path.join(root, os.path.dirname(f)), exist_ok=True)
-            shutil.copy2(f, os.path.join(root, f))
-
-
 def _selection(sel: str, root: str) -> list:
     """pytest arguments of a selection, leaving out files the copy does not have: a `-k` applies
     to the file before it, so each file with its own -k runs as its own group."""
@@ -266,7 +258,7 @@ def main() -> int:
               else [int(x) for x in ns.only.split(",")])
     rows = []
     with tempfile.TemporaryDirectory(prefix="self-audit-") as root:
-        _copy_tree(root)
+        copy_tree(root, None)  # the working tree, as tools/mutation.py copies it
         if not ns.no_baseline:
             seen, groups = set(), []
             for n in chosen:
