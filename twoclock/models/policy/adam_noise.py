@@ -22,6 +22,8 @@ With D_i = 1 these would be SGD's moves, whose regime the direction's own noise 
 the runs take 5-190), the policy moving away from w (the directions turn), Adam's bias
 correction of the first updates, and second-order effects on the linear statistics.
 """
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -88,40 +90,57 @@ def first_passage(drift, sd, theta):
     return n
 
 
-def moments(g_PxN, group: int):
-    """(mean gradient m, unbiased mu^2 floored at 0, per-response variance sigma^2) per
-    coordinate from per-group gradients."""
+class Moments(NamedTuple):
+    """Per coordinate, from per-group gradients: the mean gradient m, the unbiased mu^2 (floored
+    at 0) and the per-response variance sigma^2."""
+    m: np.ndarray
+    mu2: np.ndarray
+    sig2: np.ndarray
+
+    def normaliser(self, batch: int, eps: float = 0.0) -> np.ndarray:
+        """Adam's steady normaliser D_i(B) = 1 / (sqrt(mu_i^2 + sigma_i^2 / B) + eps)."""
+        return 1.0 / (np.sqrt(self.mu2 + self.sig2 / batch) + eps)
+
+    def noise_scales(self) -> np.ndarray:
+        """B_i = sigma_i^2 / mu_i^2 in responses (inf where no mean gradient is measured)."""
+        return np.where(self.mu2 > 0, self.sig2 / np.maximum(self.mu2, 1e-300), np.inf)
+
+
+def moments(g_PxN, group: int) -> Moments:
     Pt = g_PxN.shape[0]
     m = g_PxN.mean(0, dtype=np.float64)
     var = g_PxN.var(0, ddof=1, dtype=np.float64)
-    return m, np.maximum(m ** 2 - var / Pt, 0.0), group * var
+    return Moments(m, np.maximum(m ** 2 - var / Pt, 0.0), group * var)
 
 
-def adam_moves(g_PxN, u, batch: int, lr: float, group: int, eps: float = 0.0):
+def adam_moves(g_PxN, u, batch: int, lr: float, group: int, eps: float = 0.0,
+               mom: Moments | None = None):
     """(mean move, random-walk sd) per update of Adam at its steady normaliser along the unit
-    vector u, for batches of `batch` responses (P = batch / group groups averaged)."""
-    m, mu2, sig2 = moments(g_PxN, group)
-    D = 1.0 / (np.sqrt(mu2 + sig2 / batch) + eps)
+    vector u, for batches of `batch` responses (P = batch / group groups averaged); mom: the
+    gradients' moments, if already computed."""
+    mom = moments(g_PxN, group) if mom is None else mom
+    D = mom.normaliser(batch, eps)
     x_P = g_PxN @ (u * D).astype(g_PxN.dtype)
-    return lr * float(np.dot(u * D, m)), lr * float(np.sqrt(group * np.var(x_P, ddof=1) / batch))
+    return (lr * float(np.dot(u * D, mom.m)),
+            lr * float(np.sqrt(group * np.var(x_P, ddof=1) / batch)))
 
 
 def unit_moves(cfg: PolicyConfig, batches, g_PxN, dirs: dict, quad=None, eps: float = 0.0,
-               n_quad: int = 128) -> dict:
+               n_quad: int = 128, mom: Moments | None = None) -> dict:
     """Per batch, Adam's moves at lr = 1 (the lr enters as a factor lr, or lr^2 for the KL):
     {batch: {stat: (drift, sd) in the statistic's units, "kl": (a, c)}}."""
     G = cfg.group
-    m, mu2, sig2 = moments(g_PxN, G)
+    mom = moments(g_PxN, G) if mom is None else mom
     pick = np.random.default_rng(0).choice(len(g_PxN), size=min(n_quad, len(g_PxN)),
                                            replace=False)
     out = {}
     for b in batches:
-        row = {k: tuple(norm * v for v in adam_moves(g_PxN, u, b, 1.0, G, eps))
+        row = {k: tuple(norm * v for v in adam_moves(g_PxN, u, b, 1.0, G, eps, mom))
                for k, (u, norm) in dirs.items()}
         if quad is not None:
-            D = 1.0 / (np.sqrt(mu2 + sig2 / b) + eps)
-            row["kl"] = (float(quad((m * D)[None])[0]),
-                         G / b * float(np.mean(quad((g_PxN[pick] - m) * D))))
+            D = mom.normaliser(b, eps)
+            row["kl"] = (float(quad((mom.m * D)[None])[0]),
+                         G / b * float(np.mean(quad((g_PxN[pick] - mom.m) * D))))
         out[str(b)] = row
     return out
 
@@ -157,10 +176,8 @@ def predict_clocks(cfg: PolicyConfig, opt: OptimConfig, lr0: float, moves: dict)
     return pred
 
 
-def signal_share(g_PxN, dirs: dict, batches, group: int) -> dict:
+def signal_share(b_i, dirs: dict, batches) -> dict:
     """{batch: {stat: the share of u's weight (u_i^2) on coordinates with B_i < B}}."""
-    _, mu2, sig2 = moments(g_PxN, group)
-    b_i = np.where(mu2 > 0, sig2 / np.maximum(mu2, 1e-300), np.inf)
     return {str(b): {k: float(np.sum(u ** 2 * (b_i < b))) for k, (u, _) in dirs.items()}
             for b in batches}
 
@@ -186,12 +203,11 @@ def measure(cfg: PolicyConfig, rules: dict, batches, ref_batch: int = 1024,
     dirs = directions(cfg, unravel)
     quad = fisher_quad(cfg, unravel) if with_kl else None
     eps = next(iter(rules.values()))[0].eps
-    moves = unit_moves(cfg, batches, g, dirs, quad, eps)
-    _, mu2, sig2 = moments(g, cfg.group)
-    b_i = np.where(mu2 > 0, sig2 / np.maximum(mu2, 1e-300), np.inf)
+    mom = moments(g, cfg.group)
+    moves = unit_moves(cfg, batches, g, dirs, quad, eps, mom=mom)
+    b_i = mom.noise_scales()
     out = {"groups": int(g.shape[0]), "responses": int(g.shape[0] * cfg.group),
-           "n_params": int(g.shape[1]),
-           "signal_share": signal_share(g, dirs, batches, cfg.group),
+           "n_params": int(g.shape[1]), "signal_share": signal_share(b_i, dirs, batches),
            "b_i_quantiles": {str(q): float(np.quantile(b_i, q, method="lower"))
                              for q in (0.1, 0.5, 0.9)}, "rules": {}}
     for name, (opt, lr0) in rules.items():
