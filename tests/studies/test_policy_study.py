@@ -149,8 +149,8 @@ def test_bad_flags_are_one_line_errors_before_any_simulation(flags, name, tmp_pa
     assert not any(tmp_path.iterdir())  # nothing simulated, nothing written
 
 
-def test_ls_slope_against_polyfit_and_skips_missing_points():
-    b, v = [64, 256, 128, 1024], [10.0, 30.0, None, 200.0]
-    assert ps.ls_slope(b, v) == pytest.approx(
+def test_the_adam_slope_against_polyfit_skips_missing_and_infinite_points():
+    b, v = [64, 256, 128, 1024, 512], [10.0, 30.0, None, 200.0, float("inf")]
+    assert ps.measured_exponent(b, v) == pytest.approx(
         np.polyfit(np.log([64, 256, 1024]), np.log([10.0, 30.0, 200.0]), 1)[0])
-    assert ps.ls_slope([64, 128], [5.0, None]) is None
+    assert ps.measured_exponent([64, 128], [5.0, None]) is None

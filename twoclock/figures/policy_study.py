@@ -2,19 +2,10 @@
 written to JSON, and never calls JAX."""
 import numpy as np
 
-from twoclock.analysis.clocks import bootstrap_indices, censored
+from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
 from twoclock.figures.style import OKABE_ITO, band, figure, log_batch_axis, plain_log_y
 
 CLOCKS = ("progress", "null", "kl", "entropy")
-
-
-def _median_ci(x_S, idx):
-    x = censored(x_S)
-    with np.errstate(invalid="ignore"):
-        m, boot = np.median(x), np.median(x[idx], axis=-1)
-    lo, hi = np.quantile(boot, [0.025, 0.975], method="lower")
-    f = lambda v: float(v) if np.isfinite(v) else None
-    return f(m), f(lo), f(hi)
 
 
 def study_figure(out: dict):
@@ -31,7 +22,8 @@ def study_figure(out: dict):
         per = cells[rule]["per_seed"]
         bs = sorted(per, key=int)
         for k, clock in enumerate(CLOCKS):
-            m, lo, hi = zip(*(_median_ci(per[bb][clock], idx) for bb in bs))
+            cis = [median_ci(censored(per[bb][clock]), idx=idx) for bb in bs]
+            m, lo, hi = zip(*((c["median"], *c["ci"]) for c in cis))
             reached |= any(v is not None for v in m)
             band(a, [int(v) for v in bs], m, lo, hi, OKABE_ITO[k], ls=ls,
                  label=clock if rule == "sqrt" else ("fixed rule" if k == 0 else None))

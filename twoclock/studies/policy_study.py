@@ -25,9 +25,10 @@ import time
 import numpy as np
 
 from twoclock.analysis import results
-from twoclock.analysis.clocks import bootstrap_indices, censored
+from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
 from twoclock.config import OptimConfig, SweepConfig
-from twoclock.models.policy import MODEL, PolicyConfig
+from twoclock.models.policy import MODEL, PolicyConfig, adam_noise
+from twoclock.models.policy.predict import measured_exponent
 from twoclock.scaling import lr_for_batch
 
 CLOCK_KEYS = {"progress": "prog_n", "null": "null_n", "kl": "kl_n", "entropy": "entropy_n",
@@ -62,18 +63,25 @@ class Study:
 QUICK = Study(batches=(64, 512), seeds=4, conventions=("fixed_m",))
 
 
+def rules(st: Study) -> dict:
+    """{rule: (OptimConfig, lr0)}: the sqrt rule at lr0, and the fixed rule at the sqrt rule's
+    lr at the smallest batch (the same start)."""
+    sqrt, fixed = OptimConfig(lr_rule="sqrt"), OptimConfig(lr_rule="fixed")
+    return {"sqrt": (sqrt, st.lr0),
+            "fixed": (fixed, lr_for_batch(st.lr0, min(st.batches), sqrt.b0, "sqrt"))}
+
+
 def cells(st: Study, base: PolicyConfig) -> list:
     """[(name, PolicyConfig, OptimConfig, SweepConfig)] of the study."""
     sweep = lambda batches, lr0: SweepConfig(batches=tuple(batches), lr0s=(lr0,),
                                              seeds=st.seeds, budget=st.budget, seed=st.seed,
                                              n_ckpt=st.n_ckpt)
-    sqrt, fixed = OptimConfig(lr_rule="sqrt"), OptimConfig(lr_rule="fixed")
+    rule = rules(st)
+    sqrt = rule["sqrt"][0]
     b0, b1 = min(st.batches), max(st.batches)
-    lr_fixed = lr_for_batch(st.lr0, b0, sqrt.b0, "sqrt")
     out = []
     if "rules" in st.parts:
-        out += [("sqrt", base, sqrt, sweep(st.batches, st.lr0)),
-                ("fixed", base, fixed, sweep(st.batches, lr_fixed))]
+        out += [(name, base, opt, sweep(st.batches, lr0)) for name, (opt, lr0) in rule.items()]
     if "clip" in st.parts:
         out.append(("clip_none_M1E1", dataclasses.replace(base, clip_low=None, clip_high=None),
                     sqrt, sweep((b0, b1), st.lr0)))
@@ -129,16 +137,6 @@ def delay_ratio_ci(clip1, none1, clip0, none0, idx) -> dict:
 def diff_ci(x_S, y_S, idx) -> dict:
     """median(x) - median(y) with a paired bootstrap CI."""
     return stat_ci(lambda a, b: _med(a) - _med(b), x_S, y_S, idx=idx)
-
-
-def ls_slope(batches, values):
-    """Least-squares slope of log value against log batch (None under two finite points)."""
-    pts = [(np.log(b), np.log(v)) for b, v in zip(batches, values)
-           if v is not None and np.isfinite(v) and v > 0]
-    if len(pts) < 2:
-        return None
-    x, y = np.array(pts).T
-    return float(np.polyfit(x, y, 1)[0])
 
 
 def exponent_ci(per_batch: dict, clock: str, idx) -> dict:
@@ -216,13 +214,10 @@ def run(st: Study, base: PolicyConfig | None = None, store_root: str | None = No
                               "config": results.config_dict(model=cfg, optimizer=opt,
                                                             sweep=sweep)}
     if "adam" in st.parts:
-        from twoclock.models.policy import adam_noise  # JAX: looked up at call time
         log("[policy study] adam: per-coordinate noise at the reference policy")
         t = time.perf_counter()
-        sqrt, fixed = OptimConfig(lr_rule="sqrt"), OptimConfig(lr_rule="fixed")
-        lr_fixed = lr_for_batch(st.lr0, min(st.batches), sqrt.b0, "sqrt")
         out["adam_noise"] = {**adam_noise.measure(
-            base, {"sqrt": (sqrt, st.lr0), "fixed": (fixed, lr_fixed)}, st.batches,
+            base, rules(st), st.batches,
             ref_batch=max(st.batches), seed=st.seed), "seconds": time.perf_counter() - t}
     out["answers"] = answers(out["study"], out["cells"], out.get("adam_noise"))
     out["seconds"] = time.perf_counter() - t0
@@ -258,7 +253,7 @@ def answers(st: dict, c: dict, adam: dict | None = None) -> dict:
                 v["adam_predicted"] = pr["exponent"][ADAM_STAT[clock]]["both"]
                 v["adam_predicted_by_batch"] = by_b = pr["clocks"][ADAM_STAT[clock]]["both"]
                 # over the batches the measured slope used, for a like-for-like comparison
-                v["adam_predicted_same_batches"] = ls_slope(
+                v["adam_predicted_same_batches"] = measured_exponent(
                     v["measured"]["batches"], [by_b.get(str(b)) for b in v["measured"]["batches"]])
     clip = {}
     if "clip_none_M1E1" in c and "sqrt" in c:  # the sqrt cell is eps 0.2 at M = E = 1
@@ -303,10 +298,10 @@ def answers(st: dict, c: dict, adam: dict | None = None) -> dict:
             continue
         coll[name] = {b: {"collapsed_seeds": int((ps(cell, b, "collapse") > 0).sum()),
                           "stayed_down_seeds": int(ps(cell, b, "stayed_down").sum()),
-                          "collapse_samples": stat_ci(_med, censored(ps(cell, b, "collapse")),
-                                                      idx=idx),
-                          "final_acc": stat_ci(_med, ps(cell, b, "final_acc"), idx=idx),
-                          "peak_acc": stat_ci(_med, ps(cell, b, "peak_acc"), idx=idx),
+                          "collapse_samples": median_ci(censored(ps(cell, b, "collapse")),
+                                                        idx=idx),
+                          "final_acc": median_ci(ps(cell, b, "final_acc"), idx=idx),
+                          "peak_acc": median_ci(ps(cell, b, "peak_acc"), idx=idx),
                           "clip_frac_median": float(np.median(ps(cell, b, "clip_frac")))}
                       for b in (b0, b1)}
     if len(coll) == 2:

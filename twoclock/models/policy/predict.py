@@ -42,9 +42,10 @@ def predicted_exponent(regime: str, rule: str) -> float:
 
 
 def measured_exponent(batches, medians):
-    """Least-squares slope of log median against log B over the uncensored entries (None if
-    fewer than two)."""
-    pts = [(np.log(b), np.log(m)) for b, m in zip(batches, medians) if m is not None and m > 0]
+    """Least-squares slope of log median against log B over the uncensored (finite, positive)
+    entries, in any order (None if fewer than two)."""
+    pts = [(np.log(b), np.log(m)) for b, m in zip(batches, medians)
+           if m is not None and np.isfinite(m) and m > 0]
     if len(pts) < 2:
         return None
     x, y = np.array(pts).T
