@@ -7,7 +7,7 @@ import dataclasses
 import sys
 
 from twoclock.cli.common import OneLineParser, add_output_args, guard, parsed, publish
-from twoclock.config import require, require_int
+from twoclock.config import require, require_int, require_positive
 from twoclock.engine.runtime import setup
 from twoclock.figures.policy_study import study_figure
 from twoclock.studies import policy_study
@@ -40,8 +40,7 @@ def parse(argv):
     require_int("--seeds", st.seeds, lo=2)
     require_int("--budget", st.budget, lo=1)
     require_int("--max-lanes", st.max_lanes, lo=1)
-    require(st.clip_lr_factor > 0 and st.clip_lr_factor < float("inf"), "--clip-lr-factor",
-            "a finite number > 0", st.clip_lr_factor)
+    require_positive("--clip-lr-factor", st.clip_lr_factor)
     require(len(set(st.batches)) >= 2 and min(st.batches) >= 1, "--batches",
             "at least two distinct batches >= 1", st.batches)
     ns.name = "policy_study" + ("_quick" if ns.quick else "") + (
