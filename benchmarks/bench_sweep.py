@@ -72,7 +72,6 @@ from twoclock.config import OptimConfig, SweepConfig  # noqa: E402
 from twoclock.models import MODELS  # noqa: E402
 from twoclock.models.bandit import BanditConfig  # noqa: E402
 from twoclock.models.quadratic import QuadraticConfig, theory  # noqa: E402
-from twoclock.scaling import lr_for_batch  # noqa: E402
 from twoclock.engine.stages import constant_run  # noqa: E402
 from twoclock.engine.keys import seed_keys  # noqa: E402
 from twoclock.engine.sweep import (DEFAULT_MAX_LANES, check_fits, lane_sharding,  # noqa: E402
@@ -150,7 +149,7 @@ def work(sweep: SweepConfig, dims: int) -> tuple:
 def lanes(sweep: SweepConfig, opt: OptimConfig, b: int):
     """(batch_N, lr_N, key_N) of one batch, ordered (lr0, seed) as in run_sweep."""
     nL, S = len(sweep.lr0s), sweep.seeds
-    lr_N = np.repeat([lr_for_batch(l, b, opt.b0, opt.lr_rule) for l in sweep.lr0s], S)
+    lr_N = np.repeat(opt.lr_grid([b], sweep.lr0s)[0], S)
     return (np.full(nL * S, b, np.float32), lr_N.astype(np.float32),
             jnp.tile(seed_keys(sweep.seed, S), (nL, 1)))
 
@@ -159,7 +158,7 @@ def streams(sweep: SweepConfig, opt: OptimConfig, b: int):
     """(batch_S, lr_SxL, key_S) of one batch as run_sweep lays it out: one noise stream per
     seed, each carrying every lr0."""
     S = sweep.seeds
-    lr_L = np.array([lr_for_batch(l, b, opt.b0, opt.lr_rule) for l in sweep.lr0s], np.float32)
+    lr_L = np.array(opt.lr_grid([b], sweep.lr0s)[0], np.float32)
     return np.full(S, b, np.float32), np.tile(lr_L, (S, 1)), np.asarray(seed_keys(sweep.seed, S))
 
 

@@ -11,7 +11,6 @@ import numpy as np
 
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig
 from twoclock.models.quadratic import initial_loss, initial_offset, noise_variances, rotation, spectrum
-from twoclock.scaling import lr_for_batch
 from twoclock.engine.sweep import n_steps_for
 
 
@@ -124,7 +123,7 @@ def quadratic_sweep(cfg: QuadraticConfig, opt: OptimConfig, sweep: SweepConfig,
     nB, nL, S = len(sweep.batches), len(sweep.lr0s), sweep.seeds
     out = {k: np.zeros((nB, nL, S), np.int64) for k in ("prog_n", "fail_n", "div_n", "prog_t")}
     for i, b in enumerate(sweep.batches):
-        lr_N = np.repeat([lr_for_batch(lr0, b, opt.b0, opt.lr_rule) for lr0 in sweep.lr0s], S)
+        lr_N = np.repeat(opt.lr_grid([b], sweep.lr0s)[0], S)
         r = quadratic_lanes(cfg, opt, np.full(nL * S, b), lr_N, n_steps_for(sweep.budget, b),
                             seed=sweep.seed * 1_000_003 + i, dtype=dtype)
         out["prog_t"][i] = r["prog_t"].reshape(nL, S)
@@ -218,7 +217,7 @@ def bandit_sweep(cfg, opt: OptimConfig, sweep: SweepConfig, dtype=np.float32) ->
     nB, nL, S = len(sweep.batches), len(sweep.lr0s), sweep.seeds
     out = {k: np.zeros((nB, nL, S), np.int64) for k in ("prog_n", "fail_n", "collapse_n")}
     for i, b in enumerate(sweep.batches):
-        lr_N = np.repeat([lr_for_batch(lr0, b, opt.b0, opt.lr_rule) for lr0 in sweep.lr0s], S)
+        lr_N = np.repeat(opt.lr_grid([b], sweep.lr0s)[0], S)
         r = bandit_lanes(cfg, opt, b, lr_N, n_steps_for(sweep.budget, b),
                          seed=sweep.seed * 1_000_003 + i, dtype=dtype)
         for k, name in (("prog_t", "prog_n"), ("fail_t", "fail_n"), ("coll_t", "collapse_n")):

@@ -15,7 +15,7 @@ from twoclock.models import MODELS
 from twoclock.models.bandit import BanditConfig
 from twoclock.models.bandit import theory as bt
 from twoclock.models.quadratic import theory as qt
-from twoclock.scaling import companions, lr_for_batch
+from twoclock.scaling import companions
 
 QCFG = QuadraticConfig(dim=8, drift_dim=4, drift_bias=0.2, target=0.3, drift_threshold=0.5,
                        sigma=3.0)  # noisy enough that the median and mean crossings differ
@@ -134,4 +134,4 @@ def test_malladi_companions_away_from_b0_by_hand():
                  rtol=1e-6, atol=0, what="traced companions")
     assert_close(companions(opt, 8.0), (0.9, 0.999, 1e-6), rtol=1e-12, atol=0)
     assert companions(opt, 160.0)[0] == 0.0  # k (1 - beta1) = 2 capped at 1
-    assert_close(lr_for_batch(0.01, 32.0, 8.0, "linear"), 0.04, rtol=1e-12, atol=0)
+    assert_close(OptimConfig(lr_rule="linear", b0=8.0).lr(0.01, 32.0), 0.04, rtol=1e-12, atol=0)

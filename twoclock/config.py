@@ -11,6 +11,7 @@ OPTIMIZERS = ("sgd", "momentum", "adam")
 LR_RULES = ("fixed", "sqrt", "linear")
 CARRY_MODES = ("rescale", "carry", "reset")  # the optimizer state at a schedule's switch
 DELTA = 0.2  # critical batch: the smallest B with N_prog(B) / N_prog(B_min) >= 1 + DELTA
+RULE_EXPONENT = {"fixed": 0.0, "sqrt": 0.5, "linear": 1.0}  # p of lr(B) = lr0 (B / b0)^p
 
 
 def param(default, help: str, choices=None):
@@ -74,6 +75,19 @@ class OptimConfig:
         require(finite(self.eps) and self.eps >= 0, "eps", "a finite number >= 0", self.eps)
         require(finite(self.momentum) and 0 <= self.momentum < 1, "momentum", "in [0, 1)",
                 self.momentum)
+
+    @property
+    def exponent(self) -> float:
+        """p of the rule lr(B) = lr0 (B / b0)^p: 0, 1/2, 1 for fixed, sqrt, linear."""
+        return RULE_EXPONENT[self.lr_rule]
+
+    def lr(self, lr0, batch):
+        """The rule's learning rate at batch: lr0 (batch / b0)^p."""
+        return lr0 * (batch / self.b0) ** self.exponent
+
+    def lr_grid(self, batches, lr0s) -> list:
+        """lr_BxL[i][j] = lr(lr0s[j], batches[i]) as nested lists (np.array() them)."""
+        return [[self.lr(lr0, b) for lr0 in lr0s] for b in batches]
 
 
 @dataclass(frozen=True)

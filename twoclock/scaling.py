@@ -6,13 +6,6 @@ import optax
 
 from twoclock.config import OptimConfig
 
-RULE_EXPONENT = {"fixed": 0.0, "sqrt": 0.5, "linear": 1.0}
-
-
-def lr_for_batch(lr0, batch, b0, rule: str):
-    """lr0 * (batch / b0)^p with p = 0, 1/2, 1 for the fixed, sqrt and linear rules."""
-    return lr0 * (batch / b0) ** RULE_EXPONENT[rule]
-
 
 def companions(opt: OptimConfig, batch, traced: bool = False) -> tuple:
     """Adam's (beta1, beta2, eps) at batch B. With opt.malladi, the square-root rule's

@@ -17,7 +17,6 @@ from twoclock.engine.layout import chunk_layout, estimate
 from twoclock.engine.stages import constant_run
 from twoclock.models import MODELS
 from twoclock.models.quadratic import MODEL
-from twoclock.scaling import lr_for_batch
 from twoclock.trace import checkpoint_every
 
 CFG = QuadraticConfig(dim=8, drift_dim=4, drift_bias=0.2, target=0.2)
@@ -82,7 +81,7 @@ def test_a_group_of_two_batches_in_chunks_is_each_run_alone():
     runs = {n: jax.jit(constant_run(MODEL, CFG, OPT, n, SWEEP.n_ckpt)) for n in (50, 625)}
     for i, b in enumerate(SWEEP.batches):
         for j, lr0 in enumerate(SWEEP.lr0s):
-            lr = np.float32(lr_for_batch(lr0, b, OPT.b0, OPT.lr_rule))
+            lr = np.float32(OPT.lr(lr0, b))
             for s in range(SWEEP.seeds):
                 tr = jax.device_get(runs[SWEEP.budget // b](np.float32(b), lr, keys[s]))
                 got = [res.prog_n[i, j, s], res.fail_n[i, j, s], res.prog_t[i, j, s]]

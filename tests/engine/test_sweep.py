@@ -6,7 +6,6 @@ from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
 from twoclock.engine.keys import seed_keys
 from twoclock.models.quadratic import MODEL
 from twoclock.engine.stages import constant_run
-from twoclock.scaling import lr_for_batch
 from twoclock.models import MODELS
 
 CFG = QuadraticConfig(dim=8, drift_dim=4, drift_bias=0.2, target=0.2)
@@ -20,7 +19,7 @@ def test_vmapped_sweep_equals_loop_of_single_runs():
     for i, b in enumerate(SWEEP.batches):
         run = jax.jit(constant_run(MODEL, CFG, OPT, SWEEP.budget // b, SWEEP.n_ckpt))
         for j, lr0 in enumerate(SWEEP.lr0s):
-            lr = np.float32(lr_for_batch(lr0, b, OPT.b0, OPT.lr_rule))
+            lr = np.float32(OPT.lr(lr0, b))
             for s in range(SWEEP.seeds):
                 tr = run(np.float32(b), lr, keys[s])
                 assert int(tr.prog_n) == res.prog_n[i, j, s]

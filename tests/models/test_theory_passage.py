@@ -16,7 +16,6 @@ from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep, theor
 from twoclock.analysis import clocks
 from twoclock.models.quadratic import MODEL, drift, first_passage
 from twoclock.models.quadratic.problem import initial_loss, noise_variances, spectrum
-from twoclock.scaling import lr_for_batch
 from twoclock.engine.stages import constant_run
 from twoclock.models import MODELS
 
@@ -226,7 +225,7 @@ def _adam_drift_crossings(cfg, opt, lr0, batch, seeds, n_max, seed=0, chunk=64):
     progress block, so this is the engine's failure clock; it stops once 3/4 of the seeds have
     crossed (the median and its bootstrap SE only need the earliest half)."""
     rng = np.random.default_rng(seed)
-    lr, s = lr_for_batch(lr0, batch, opt.b0, opt.lr_rule), np.sqrt(cfg.drift_noise / batch)
+    lr, s = opt.lr(lr0, batch), np.sqrt(cfg.drift_noise / batch)
     b1, b2, eps = opt.beta1, opt.beta2, opt.eps
     shape = (seeds, cfg.drift_dim)
     m, v, step = np.zeros(shape), np.zeros(shape), np.empty(shape)

@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from twoclock.atomic import Refused
-from twoclock.scaling import RULE_EXPONENT, companions
+from twoclock.scaling import companions
 
 
 def dtype():
@@ -48,7 +48,7 @@ def check(model_cfg, opt, batches, lr0s) -> None:
             raise Refused(f"{label} must be finite and nonzero in {name}, {why} (got {v!r}, "
                           f"which is {float(x)!r} in {name}){hint}")
 
-    p = RULE_EXPONENT[opt.lr_rule]
+    p = opt.exponent
     for b in batches:
         for lr0 in lr0s:
             lr = lr0 * _power(b / opt.b0, p) if opt.b0 > 0 else math.inf

@@ -1,7 +1,7 @@
 """Batch schedules: B1 until a switch point, then B2, simulated for every lr0 x seed at once.
 
 A schedule runs B1 for n1 = switch // B1 updates, then B2 until the sample budget, with the
-learning rate re-scaled by the rule at the switch (lr_k = lr_for_batch(lr0, B_k, b0, rule))
+learning rate re-scaled by the rule at the switch (lr_k = opt.lr(lr0, B_k))
 and the optimizer state carried across (by default with Adam's second moment re-scaled by
 B1 / B2 to the new noise level; see `twoclock.engine.stages.carry_state`). Update t draws the same
 noise as update t of a constant run, so a schedule with B1 = B2 is the constant run (tested
@@ -17,7 +17,6 @@ from twoclock.engine import dtypes
 from twoclock.engine.keys import seed_keys
 from twoclock.engine.runtime import check_devices, fast_rng
 from twoclock.model import Model
-from twoclock.scaling import lr_for_batch
 from twoclock.engine.stages import make_run
 
 
@@ -44,7 +43,7 @@ def run_schedule(model: Model, model_cfg, opt: OptimConfig, sched: Schedule, lr0
     n1, n2 = stage_steps(*bs, sched.switch, budget)
     run = make_run(spec, model_cfg, opt, (n1, n2), n_ckpt, batches=bs, carry=carry)
     L = len(lr0s)
-    lr_2xL = np.array([[lr_for_batch(l, b, opt.b0, opt.lr_rule) for l in lr0s] for b in bs])
+    lr_2xL = np.array(opt.lr_grid(bs, lr0s))
     keys = jnp.tile(seed_keys(seed, seeds), (L, 1))
     f32 = lambda v: np.repeat(np.asarray(v, np.float32), seeds)
     tr = jax.jit(jax.vmap(lambda b1, b2, l1, l2, k: run((b1, b2), (l1, l2), k)))(

@@ -28,7 +28,6 @@ from twoclock.engine import dtypes
 from twoclock.engine.keys import seed_keys
 from twoclock.engine.runtime import check_devices, fast_rng
 from twoclock.model import Model
-from twoclock.scaling import lr_for_batch
 from twoclock.engine.stages import checkpoints, constant_run, make_traced_run
 from twoclock.engine.store import CorruptChunk
 from twoclock.trace import checkpoint_every
@@ -247,8 +246,7 @@ def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
     model = spec.name
     batches, lr0s, S = tuple(sweep.batches), tuple(sweep.lr0s), sweep.seeds
     nB, nL = len(batches), len(lr0s)
-    lrs_BxL = np.array([[lr_for_batch(lr0, b, opt.b0, opt.lr_rule) for lr0 in lr0s]
-                        for b in batches])
+    lrs_BxL = np.array(opt.lr_grid(batches, lr0s))
     n_steps_B = np.array([n_steps_for(sweep.budget, b) for b in batches])
     keys_S = np.asarray(seed_keys(sweep.seed, S))
     lanes_on = lane_sharding()

@@ -15,7 +15,7 @@ import numpy as np
 from twoclock.analysis import report, results
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.models.bandit import MODEL, BanditConfig, describe_batch
-from twoclock.scaling import RULE_EXPONENT
+from twoclock.config import RULE_EXPONENT
 from twoclock.engine.sweep import run_sweep
 
 EMERGENT = MODEL.presets["emergent"]

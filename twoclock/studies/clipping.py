@@ -19,7 +19,6 @@ from twoclock.config import OptimConfig, SweepConfig, require, require_int
 from twoclock.models.bandit import BanditConfig, describe_batch
 from twoclock.models.bandit.theory import (clipped_move_per_batch, drift_logratio_per_batch,
                                            drift_move_per_batch, noise_scale, predicted_delay)
-from twoclock.scaling import lr_for_batch
 from twoclock.engine.sweep import run_sweep
 from twoclock.models import MODELS
 
@@ -247,8 +246,7 @@ def regime_map(base: BanditConfig, opt: OptimConfig, batches=(64, 256, 1024),
     free = np.median(censored(res[None].fail_n), axis=-1)  # [B, L]
     with np.errstate(invalid="ignore"):
         delay = {str(c): (np.median(censored(res[c].fail_n), axis=-1) / free) for c in clips}
-    lr_BxL = np.array([[lr_for_batch(l, b, opt.b0, opt.lr_rule) for l in lr0s]
-                       for b in sorted(batches)])
+    lr_BxL = np.array(opt.lr_grid(sorted(batches), lr0s))
     eps_star = np.vectorize(lambda lr: drift_logratio_per_batch(base, opt, float(lr)))(lr_BxL)
     f = lambda a: [[None if not np.isfinite(v) else float(v) for v in row] for row in a]
     return {"batches": sorted(int(b) for b in batches), "lr0s": [float(l) for l in lr0s],

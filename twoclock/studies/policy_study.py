@@ -29,7 +29,6 @@ from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.models.policy import MODEL, PolicyConfig, adam_noise
 from twoclock.models.policy.predict import measured_exponent
-from twoclock.scaling import lr_for_batch
 
 CLOCK_KEYS = {"progress": "prog_n", "null": "null_n", "kl": "kl_n", "entropy": "entropy_n",
               "collapse": "collapse_n"}
@@ -68,7 +67,7 @@ def rules(st: Study) -> dict:
     lr at the smallest batch (the same start)."""
     sqrt, fixed = OptimConfig(lr_rule="sqrt"), OptimConfig(lr_rule="fixed")
     return {"sqrt": (sqrt, st.lr0),
-            "fixed": (fixed, lr_for_batch(st.lr0, min(st.batches), sqrt.b0, "sqrt"))}
+            "fixed": (fixed, sqrt.lr(st.lr0, min(st.batches)))}
 
 
 def cells(st: Study, base: PolicyConfig) -> list:

@@ -5,7 +5,7 @@ import numpy as np
 
 from twoclock.config import OptimConfig, require_positive
 from twoclock.models.bandit.config import BanditConfig
-from twoclock.scaling import companions, lr_for_batch
+from twoclock.scaling import companions
 
 
 def drift_noise_scale(cfg: BanditConfig) -> float:
@@ -32,7 +32,7 @@ def predicted_failure_samples(cfg: BanditConfig, opt: OptimConfig, lr0: float,
     if cfg.drift_bias == 0:
         return math.inf
     M, b = cfg.minibatches, cfg.drift_bias
-    lr = lr_for_batch(lr0, batch, opt.b0, opt.lr_rule)
+    lr = opt.lr(lr0, batch)
     if opt.name == "adam":
         eps = companions(opt, batch)[2]
         step = lr * b / (math.sqrt(cfg.drift_noise * M / batch + b * b) + eps)

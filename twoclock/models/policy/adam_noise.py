@@ -34,7 +34,6 @@ from twoclock.models.policy import evaluate
 from twoclock.models.policy.config import PolicyConfig
 from twoclock.models.policy.dynamics import make_rollout, setup
 from twoclock.models.policy.surrogate import group_objectives
-from twoclock.scaling import lr_for_batch
 
 LINEAR = ("acc", "entropy", "null")  # statistics with a first-order move at the reference
 
@@ -156,7 +155,7 @@ def predict_clocks(cfg: PolicyConfig, opt: OptimConfig, lr0: float, moves: dict)
     pred = {k: {p: {} for p in parts} for k in next(iter(moves.values()))}
     with np.errstate(divide="ignore"):
         for b, row in moves.items():
-            lr = lr_for_batch(lr0, int(b), opt.b0, opt.lr_rule)
+            lr = opt.lr(lr0, int(b))
             for k in LINEAR:
                 drift, sd = lr * row[k][0], lr * row[k][1]
                 if sign[k] is not None and drift * sign[k] <= 0:

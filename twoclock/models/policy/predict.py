@@ -16,7 +16,7 @@ import numpy as np
 
 from twoclock.config import OptimConfig
 from twoclock.models.policy.config import PolicyConfig
-from twoclock.scaling import RULE_EXPONENT
+from twoclock.config import RULE_EXPONENT
 
 # each measured direction and the clock (a run entry's "<clock>_samples") it decides
 DIRECTIONS = {"acc": "progress", "null": "null", "kl": "kl", "entropy": "entropy"}

@@ -12,15 +12,12 @@ from twoclock.models.quadratic.config import QuadraticConfig
 from twoclock.models.quadratic.first_passage import PassageStream
 from twoclock.models.quadratic.problem import initial_loss, noise_variances, rotation, spectrum
 from twoclock.models.quadratic.scales import _eig_offset, b_noise, b_simple
-from twoclock.scaling import RULE_EXPONENT, companions, lr_for_batch
+from twoclock.scaling import companions
 
 
 def _require_adam(opt: OptimConfig) -> None:
     require(opt.name == "adam", "optimizer", "adam (these are Adam predictions)", opt.name)
 
-
-def _lr(opt: OptimConfig, lr0, batch) -> float:
-    return float(lr_for_batch(lr0, batch, opt.b0, opt.lr_rule))
 
 
 def critical_batch_curvature(cfg: QuadraticConfig, opt: OptimConfig, lr0):
@@ -33,7 +30,7 @@ def critical_batch_curvature(cfg: QuadraticConfig, opt: OptimConfig, lr0):
     """
     require_positive("lr0", lr0)
     h1 = spectrum(cfg)[0]
-    p = RULE_EXPONENT[opt.lr_rule]
+    p = opt.exponent
     if opt.name == "adam":
         c1 = noise_variances(cfg)[0]
         B = (math.sqrt(c1) * opt.b0**p / (lr0 * h1)) ** (1.0 / (p + 0.5))
@@ -118,7 +115,7 @@ def adam_progress_passage(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     target = cfg.target * initial_loss(cfg)
     n_max = int(budget // B)
     stream = PassageStream(spectrum(cfg), target)  # bounded memory: rows are not kept
-    _, _, t = _adam_meanfield(cfg, opt, _lr(opt, lr0, B), B, n_max, target, sink=stream)
+    _, _, t = _adam_meanfield(cfg, opt, float(opt.lr(lr0, B)), B, n_max, target, sink=stream)
     n = stream.median(extrapolate=t < n_max)
     return float(B * n) if 0 < n <= n_max else None
 
@@ -134,7 +131,7 @@ def adam_progress_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     require_positive("lr0", lr0)
     B = float(batch)
     target = cfg.target * initial_loss(cfg)
-    loss, _, t = _adam_meanfield(cfg, opt, _lr(opt, lr0, B), B, int(budget // B), target)
+    loss, _, t = _adam_meanfield(cfg, opt, float(opt.lr(lr0, B)), B, int(budget // B), target)
     return float(B * t) if loss[-1] <= target else None
 
 
@@ -162,7 +159,7 @@ def critical_batch_saturation(cfg: QuadraticConfig, opt: OptimConfig, lr0,
             method)
     B = float(opt.b0 if b_ref is None else b_ref)
     target = cfg.target * initial_loss(cfg)
-    loss, mx, _ = _adam_meanfield(cfg, opt, _lr(opt, lr0, B), B, int(budget // B), target)
+    loss, mx, _ = _adam_meanfield(cfg, opt, float(opt.lr(lr0, B)), B, int(budget // B), target)
     if loss[-1] > target:
         return None
     if method != "meanfield":

@@ -21,7 +21,7 @@ from scipy.special import log_ndtr, ndtr, roots_legendre
 from twoclock.config import OptimConfig, require, require_int, require_positive
 from twoclock.models.quadratic.config import QuadraticConfig
 from twoclock.models.quadratic.moments import _require_linear
-from twoclock.scaling import RULE_EXPONENT, companions, lr_for_batch
+from twoclock.scaling import companions
 
 _T_DIRECT = 256  # updates summed term by term; later ones by the series in lam u (u <= 1/256)
 _N_SERIES = 10
@@ -32,9 +32,6 @@ _LAM_V = 200.0
 _NODES, _WEIGHTS = roots_legendre(64)
 _BGK_BETA = 0.5825971579390106  # -zeta(1/2) / sqrt(2 pi)
 
-
-def _lr(opt: OptimConfig, lr0, batch) -> float:
-    return float(lr_for_batch(lr0, batch, opt.b0, opt.lr_rule))
 
 
 def _require_drift(cfg: QuadraticConfig) -> None:
@@ -215,7 +212,7 @@ def adam_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     _require_drift(cfg)
     B, b, cd = float(batch), cfg.drift_bias, cfg.drift_noise
     thr, Dd = cfg.drift_threshold, cfg.drift_dim
-    lr, p = _lr(opt, lr0, B), RULE_EXPONENT[opt.lr_rule]
+    lr, p = float(opt.lr(lr0, B)), opt.exponent
     b1, b2, eps = companions(opt, B)
     mu, s2 = -b, cd / B
     shrink = 1.0 / (1.0 + eps / math.sqrt(b * b + s2))
@@ -254,4 +251,4 @@ def linear_failure_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch) -
     _require_drift(cfg)
     require(cfg.drift_stat == "mean", "drift_stat", "mean for this prediction", cfg.drift_stat)
     B = float(batch)
-    return B * cfg.drift_threshold * (1.0 - mu) / (_lr(opt, lr0, B) * cfg.drift_bias)
+    return B * cfg.drift_threshold * (1.0 - mu) / (float(opt.lr(lr0, B)) * cfg.drift_bias)
