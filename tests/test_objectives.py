@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 from tests.helpers import assert_close
 from twoclock import objectives as obj
 
-KINDS = ("grpo", "drgrpo", "rloo")
+KINDS = ("grpo", "grpo_bessel", "drgrpo", "rloo")
 
 
 @st.composite
@@ -48,6 +48,21 @@ def test_grpo_is_drgrpo_over_the_group_std(r):
     dr = np.asarray(obj.advantages(jnp.asarray(r), "drgrpo"))
     assert_close(dr, r - r.mean(axis=1, keepdims=True), rtol=0, atol=1e-6, what="Dr.GRPO")
     assert_close(A, dr / (r.std(axis=1, keepdims=True) + eps), rtol=1e-5, atol=1e-6, what="GRPO")
+
+
+def test_the_bessel_corrected_std_by_hand_at_group_4():
+    """r = (1, 0, 0, 0): centred (3/4, -1/4, -1/4, -1/4), squares summing to 3/4. Population
+    std sqrt(3/16) gives (sqrt 3, -1/sqrt 3, ...); Bessel's sqrt(3/4 / 3) = 1/2 gives
+    (3/2, -1/2, -1/2, -1/2), sqrt(3/4) times the population's."""
+    r = jnp.asarray([[1.0, 0.0, 0.0, 0.0]], jnp.float32)
+    s3 = np.sqrt(3.0)
+    assert_close(obj.advantages(r, "grpo", 0.0), [[s3, -1 / s3, -1 / s3, -1 / s3]], rtol=1e-6,
+                 atol=0, what="population std")
+    assert_close(obj.advantages(r, "grpo_bessel", 0.0), [[1.5, -0.5, -0.5, -0.5]], rtol=1e-6,
+                 atol=0, what="Bessel-corrected std")
+    # the default eps sits in the denominator: 0.75 / (0.5 + 1e-6)
+    assert_close(obj.advantages(r, "grpo_bessel")[0, 0], 0.75 / 0.500001, rtol=1e-6, atol=0,
+                 what="with eps")
 
 
 def test_unknown_advantage_is_named():
@@ -96,6 +111,78 @@ def test_clip_higher_is_asymmetric():
     # A > 0 at 1.25 < 1.28 is live; A < 0 only clips below 0.8
     assert m.tolist() == [False, False, False, True]
     assert np.asarray(obj.clipped_mask(r, a, 0.2, 0.2)).tolist() == [True, False, False, True]
+
+
+def test_clip_band_defaults_the_high_edge_to_the_low_one():
+    assert obj.clip_band(None, None) is None
+    assert obj.clip_band(0.2) == (0.8, 1.2)
+    assert obj.clip_band(0.2, None) == (0.8, 1.2)
+    assert obj.clip_band(0.2, 0.28) == (0.8, 1.28)
+    # unclipped: the mask is all False and takes the broadcast shape of ratio and advantage
+    m = obj.clipped_mask(jnp.full((3, 1), 5.0), jnp.ones((3, 4)), None)
+    assert m.shape == (3, 4) and not np.any(np.asarray(m))
+
+
+def _softmax_kl_case(K: int, seed: int):
+    """Logits of pi and pi_old, log pi_ref, for a softmax over K responses (float64 NumPy)."""
+    rng = np.random.default_rng(seed)
+    theta, theta_old, z_ref = (rng.normal(size=K) * 1.5 for _ in range(3))
+    return theta, theta_old, z_ref - np.log(np.sum(np.exp(z_ref)))
+
+
+def _expected_penalty_grad(theta, theta_old, logref, penalty):
+    """d/d theta of E_{y ~ pi_old}[penalty(log pi(y), log pi_old(y), log pi_ref(y))], the
+    expectation by enumeration of the K responses (pi_old fixed)."""
+    logp_old = jax.nn.log_softmax(jnp.asarray(theta_old))
+    w = jnp.exp(logp_old)
+    f = lambda t: jnp.sum(w * penalty(jax.nn.log_softmax(t), logp_old, jnp.asarray(logref)))
+    return np.asarray(jax.grad(f)(jnp.asarray(theta)), np.float64)
+
+
+def _exact_kl_grad(theta, logref, reverse=False):
+    """Autodiff of the exact KL(pi || pi_ref) (or KL(pi_ref || pi)) of softmax(theta)."""
+    def kl(t):
+        lp, lr = jax.nn.log_softmax(t), jnp.asarray(logref)
+        return jnp.sum(jnp.exp(lr) * (lr - lp)) if reverse else jnp.sum(jnp.exp(lp) * (lp - lr))
+    return np.asarray(jax.grad(kl)(jnp.asarray(theta)), np.float64)
+
+
+@pytest.mark.parametrize("estimator", ["k1", "k3"])
+@pytest.mark.parametrize("on_policy", [True, False])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sampled_kl_has_the_gradient_of_the_exact_kl(estimator, on_policy, seed):
+    """E_{y ~ pi_old}[grad sampled_kl] = grad KL(pi || pi_ref), by enumeration over K = 5
+    responses of a softmax policy, on-policy (pi_old = pi, the first inner step) and off it
+    (the later steps); its expected value is KL(pi || pi_ref) too."""
+    with jax.enable_x64(True):
+        theta, theta_old, logref = _softmax_kl_case(5, seed)
+        theta_old = theta if on_policy else theta_old
+        pen = lambda lp, lo, lr: obj.sampled_kl(lp, lo, lr, estimator)
+        got = _expected_penalty_grad(theta, theta_old, logref, pen)
+        want = _exact_kl_grad(theta, logref)
+        assert_close(got, want, rtol=1e-9, atol=1e-12, what=f"{estimator} expected gradient")
+        lp, lo = (np.asarray(jax.nn.log_softmax(jnp.asarray(t))) for t in (theta, theta_old))
+        value = np.sum(np.exp(lo) * np.asarray(pen(jnp.asarray(lp), jnp.asarray(lo),
+                                                   jnp.asarray(logref))))
+        assert_close(value, np.sum(np.exp(lp) * (lp - logref)), rtol=1e-9, atol=0,
+                     what=f"{estimator} expected value")
+
+
+def test_the_uncorrected_estimators_have_the_wrong_gradients():
+    """The oracle tells the old penalty from the new: without the ratio, on-policy, k1's
+    expected gradient is 0 and k3's is grad KL(pi_ref || pi), both away from grad KL(pi ||
+    pi_ref) on this case."""
+    with jax.enable_x64(True):
+        theta, _, logref = _softmax_kl_case(5, 0)
+        k1 = lambda lp, lo, lr: lp - lr
+        k3 = lambda lp, lo, lr: jnp.exp(lr - lp) - (lr - lp) - 1.0
+        g1 = _expected_penalty_grad(theta, theta, logref, k1)
+        g3 = _expected_penalty_grad(theta, theta, logref, k3)
+        want = _exact_kl_grad(theta, logref)
+        assert_close(g1, np.zeros(5), rtol=0, atol=1e-12, what="plain k1")
+        assert_close(g3, _exact_kl_grad(theta, logref, reverse=True), rtol=1e-9, atol=1e-12,
+                     what="plain k3")
+        assert np.max(np.abs(want)) > 0.1 and np.max(np.abs(g3 - want)) > 0.05
 
 
 @given(st.integers(2, 10), st.integers(0, 10_000))

@@ -6,21 +6,25 @@ responses of one prompt. Every function is pure jnp and works on any leading sha
 import jax
 import jax.numpy as jnp
 
-ADVANTAGES = ("grpo", "drgrpo", "rloo")
+ADVANTAGES = ("grpo", "grpo_bessel", "drgrpo", "rloo")
+KL_ESTIMATORS = ("k1", "k3")
 
 
 def advantages(r_PxG: jax.Array, kind: str = "grpo", eps: float = 1e-6) -> jax.Array:
     """Group-relative advantages of rewards r [..., G].
 
     grpo:   (r - mean) / (std + eps), std over the group (population, ddof = 0);
+    grpo_bessel: the same with the Bessel-corrected std (ddof = 1, TRL's and verl's), which
+            makes the advantages sqrt((G - 1) / G) times grpo's (eps aside);
     drgrpo: r - mean (Dr.GRPO drops the std normalisation);
     rloo:   r_i - mean_{j != i} r_j = G / (G - 1) * (r_i - mean).
     Every estimator has zero mean per group and is zero when a group's rewards are equal.
     """
     G = r_PxG.shape[-1]
     centred = r_PxG - jnp.mean(r_PxG, axis=-1, keepdims=True)
-    if kind == "grpo":
-        return centred / (jnp.std(r_PxG, axis=-1, keepdims=True) + eps)
+    if kind in ("grpo", "grpo_bessel"):
+        ddof = 0 if kind == "grpo" else 1
+        return centred / (jnp.std(r_PxG, axis=-1, keepdims=True, ddof=ddof) + eps)
     if kind == "drgrpo":
         return centred
     if kind == "rloo":
@@ -33,33 +37,54 @@ def zero_advantage_groups(r_PxG: jax.Array) -> jax.Array:
     return jnp.all(r_PxG == r_PxG[..., :1], axis=-1)
 
 
-def clipped_mask(ratio, adv, eps_low: float, eps_high: float) -> jax.Array:
+def clip_band(clip_low: float | None, clip_high: float | None = None):
+    """The ratio band (1 - clip_low, 1 + clip_high), clip_high defaulting to clip_low (DAPO's
+    clip-higher when larger); None where clip_low is None: unclipped."""
+    if clip_low is None:
+        return None
+    return 1 - clip_low, 1 + (clip_low if clip_high is None else clip_high)
+
+
+def clipped_mask(ratio, adv, clip_low: float | None, clip_high: float | None = None):
     """bool: samples on the clipped branch of PPO's min, whose gradient is zero.
 
-    A > 0 and ratio > 1 + eps_high, or A < 0 and ratio < 1 - eps_low.
+    A > 0 and ratio > 1 + clip_high, or A < 0 and ratio < 1 - clip_low; none unclipped.
     """
-    return ((adv > 0) & (ratio > 1 + eps_high)) | ((adv < 0) & (ratio < 1 - eps_low))
+    band = clip_band(clip_low, clip_high)
+    if band is None:
+        return jnp.zeros(jnp.broadcast_shapes(jnp.shape(ratio), jnp.shape(adv)), bool)
+    lo, hi = band
+    return ((adv > 0) & (ratio > hi)) | ((adv < 0) & (ratio < lo))
 
 
-def ppo_objective(ratio, adv, eps_low: float | None, eps_high: float | None) -> jax.Array:
-    """Per-sample surrogate to maximise: min(ratio A, clip(ratio, 1-eps_low, 1+eps_high) A).
-
-    eps_low None means unclipped (ratio A). eps_high != eps_low is DAPO's clip-higher.
-    """
-    if eps_low is None:
+def ppo_objective(ratio, adv, clip_low: float | None, clip_high: float | None = None):
+    """Per-sample surrogate to maximise: min(ratio A, clip(ratio, 1 - clip_low, 1 + clip_high) A),
+    or ratio A unclipped (clip_low None)."""
+    band = clip_band(clip_low, clip_high)
+    if band is None:
         return ratio * adv
-    eps_high = eps_low if eps_high is None else eps_high
-    return jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - eps_low, 1 + eps_high) * adv)
+    return jnp.minimum(ratio * adv, jnp.clip(ratio, *band) * adv)
 
 
-def log_ratio_objective(logp, logp_old, adv, eps_low, eps_high):
+def log_ratio_objective(logp, logp_old, adv, clip_low, clip_high=None):
     """(objective, clipped) of samples with log-probabilities logp under the current policy."""
     ratio = jnp.exp(logp - logp_old)
-    obj = ppo_objective(ratio, adv, eps_low, eps_high)
-    if eps_low is None:
-        return obj, jnp.zeros(ratio.shape, bool)
-    eps_high = eps_low if eps_high is None else eps_high
-    return obj, clipped_mask(ratio, adv, eps_low, eps_high)
+    return ppo_objective(ratio, adv, clip_low, clip_high), clipped_mask(ratio, adv, clip_low,
+                                                                         clip_high)
+
+
+def sampled_kl(logp, logp_old, logref, estimator: str = "k3"):
+    """Per-sample estimate of KL(pi || pi_ref) from samples drawn by pi_old, whose expected
+    value and expected gradient are KL(pi || pi_ref)'s and its gradient, also off-policy.
+
+    k1 = log pi - log pi_ref, k3 = r - log r - 1 with r = pi_ref / pi (Schulman's low-variance
+    form, >= 0), each times the ratio pi / pi_old (gradient flowing through it). Without the
+    ratio, a loss term's expected gradient would be 0 for k1 (E_pi grad log pi = 0) and
+    grad KL(pi_ref || pi) for k3, not grad KL(pi || pi_ref).
+    """
+    d = logref - logp
+    k = -d if estimator == "k1" else jnp.exp(d) - d - 1.0
+    return jnp.exp(logp - logp_old) * k
 
 
 def kl(logp_K: jax.Array, logq_K: jax.Array) -> jax.Array:

@@ -79,7 +79,7 @@ def direct_count(cfg, batch, lr, seed):
     @jax.jit
     def step(w, state, mb):
         logp = jnp.take_along_axis(jax.nn.log_softmax(mb.z0 + mb.phi @ w), mb.a, axis=-1)
-        c = obj.clipped_mask(jnp.exp(logp - mb.logp_old), mb.adv, cfg.clip_low, cfg.eps_high)
+        c = obj.clipped_mask(jnp.exp(logp - mb.logp_old), mb.adv, cfg.clip_low, cfg.clip_high)
         upd, state = tx.update(jnp.mean(group_grads(w, mb, cfg)[0], axis=0), state, w)
         return optax.apply_updates(w, upd), state, jnp.sum(c), jnp.sum(mb.adv != 0)
 

@@ -23,7 +23,7 @@ of a weak style/length bonus). It enters the
 surrogate as a shaping term whose parameter gradient points along the drift coordinates,
 importance-weighted and masked like a hard trust region:
     J_i = min(rho_i A_i, clip(rho_i) A_i) + keep_i * sg(rho_i) * sum_j xi_ij * w_dj,
-keep_i = 1[1 - eps_low <= rho_i <= 1 + eps_high] (always 1 unclipped; shaping_clip = "ppo"
+keep_i = 1[1 - clip_low <= rho_i <= 1 + clip_high] (always 1 unclipped; shaping_clip = "ppo"
 instead stops a sample by PPO's rule with the pull's own sign, see `surrogate.shaping_keep`).
 xi has no advantage sign to clip against (it is mostly noise), hence the symmetric mask. So the
 drift's per-sample gradient has mean -drift_bias and variance drift_noise whatever the policy's

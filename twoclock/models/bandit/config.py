@@ -3,7 +3,7 @@ from dataclasses import dataclass
 
 from twoclock.config import (finite, param, require, require_choice, require_fraction, require_int,
                              require_positive)
-from twoclock.objectives import ADVANTAGES
+from twoclock.models.grpo import GRPOConfig
 
 SHAPING_CLIPS = ("mask", "ppo")
 DRIFT_SOURCES = ("injected", "emergent")
@@ -11,8 +11,9 @@ DRIFT_STATS = ("mean", "rms")
 
 
 @dataclass(frozen=True)
-class BanditConfig:
-    """The verifiable-reward bandit; see twoclock.models.bandit for what each part means."""
+class BanditConfig(GRPOConfig):
+    """The verifiable-reward bandit; see twoclock.models.bandit for what each part means (the
+    GRPO fields, group ... kl_coef, come first: twoclock.models.grpo)."""
     n_train: int = param(256, 'train prompts')
     n_test: int = param(256, 'held-out prompts')
     responses: int = param(8, 'K responses per prompt')
@@ -42,16 +43,6 @@ class BanditConfig:
         "sqrt(drift_dim) added to r in the advantage (a style bonus)")
     drift_bias: float = param(0.05, 'mean b of the per-response drift signal')
     drift_noise: float = param(25.0, 'variance c_d of the per-response drift signal')
-    group: int = param(8, 'G responses per prompt')
-    advantage: str = param("grpo", 'grpo | drgrpo | rloo', choices=ADVANTAGES)
-    adv_eps: float = param(1e-6, 'GRPO std epsilon')
-    minibatches: int = param(1, 'M optimizer steps per epoch')
-    epochs: int = param(1, 'E passes over a rollout batch')
-    clip_low: float | None = param(0.2, "ratio clip 1 - eps_low ('none': unclipped)")
-    clip_high: float | None = param(
-        None,
-        "ratio clip 1 + eps_high (default eps_low; larger: clip-higher)")
-    kl_coef: float = param(0.0, 'KL(pi || pi_ref) penalty')
     shaping_clip: str = param(
         "mask",
         "clipping of the shaping pull: mask (ratio outside the band) | ppo (PPO's rule with the "
@@ -67,6 +58,7 @@ class BanditConfig:
     init_seed: int = param(0, 'seed of the prompt pools')
 
     def __post_init__(self):
+        super().__post_init__()
         require_int("n_train", self.n_train)
         require_int("n_test", self.n_test)
         require_int("responses", self.responses, lo=2)
@@ -98,47 +90,11 @@ class BanditConfig:
                 "a finite number >= 0", self.drift_bias)
         require(finite(self.drift_noise) and self.drift_noise >= 0, "drift_noise",
                 "a finite number >= 0", self.drift_noise)
-        require_int("group", self.group, lo=2)
-        require_choice("advantage", self.advantage, ADVANTAGES)
-        require_positive("adv_eps", self.adv_eps)
-        require_int("minibatches", self.minibatches)
-        require_int("epochs", self.epochs)
-        if self.clip_low is not None:
-            require_positive("clip_low", self.clip_low)
-            require(self.clip_low < 1, "clip_low", "in (0, 1)", self.clip_low)
-        if self.clip_high is not None:
-            require(self.clip_low is not None, "clip_high", "None when clip_low is None",
-                    self.clip_high)
-            require_positive("clip_high", self.clip_high)
-        require(finite(self.kl_coef) and self.kl_coef >= 0, "kl_coef", "a finite number >= 0",
-                self.kl_coef)
         require_choice("shaping_clip", self.shaping_clip, SHAPING_CLIPS)
         require_fraction("target", self.target)
         require_positive("drift_threshold", self.drift_threshold)
         require_fraction("collapse_drop", self.collapse_drop)
         require_int("init_seed", self.init_seed, lo=0)
-
-    @property
-    def inner_steps(self) -> int:
-        """Optimizer steps per rollout batch, M E; with one, the step is on-policy (every
-        importance ratio is 1, so no clip can bind)."""
-        return self.minibatches * self.epochs
-
-    @property
-    def eps_high(self):
-        return self.clip_low if self.clip_high is None else self.clip_high
-
-    def prompts(self, batch: int) -> int:
-        """P = B / G prompts per rollout batch; ValueError unless B is a multiple of G >= M."""
-        require_int("batch", batch)
-        require(batch % self.group == 0, "batch", f"a multiple of group G = {self.group}", batch)
-        P = batch // self.group
-        require(P >= self.minibatches, "minibatches",
-                f"<= prompts per batch P = {P} (batch {batch} / group {self.group})",
-                self.minibatches)
-        require(P % self.minibatches == 0, "minibatches",
-                f"a divisor of prompts per batch P = {P}", self.minibatches)
-        return P
 
 
 def describe_batch(cfg: BanditConfig, batch: int) -> dict:

@@ -15,6 +15,7 @@ from twoclock.models.bandit.problem import (Pool, accuracy, logp_of, make_proble
                                             policy_metrics)
 from twoclock.models.bandit.rollout import make_rollout
 from twoclock.models.bandit.surrogate import group_grads, noise_stats
+from twoclock.models.grpo import inner_scan, optimizer_step
 from twoclock.scaling import make_optimizer
 
 
@@ -65,8 +66,8 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
     """dyn(batch, key) -> Dynamics for rollout batches of `batch` responses (a Python int: it
     sets the shapes P x G); dyn's own batch only feeds the learning-rate companions."""
     B = int(batch)
-    P, G, M = cfg.prompts(B), cfg.group, cfg.minibatches
-    Pm = P // M
+    G, M, S = cfg.group, cfg.n_minibatches(B), cfg.inner_steps(B)
+    cfg.prompts(B)  # B = P G with M dividing P, else ValueError
     Ds = cfg.skill_dim
     dtype = jnp.result_type(float)
     train, test = pools(cfg)
@@ -97,24 +98,18 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
             stats["restoring_drift"] = jnp.sum(g_D[Ds:] * wd) / jnp.maximum(
                 jnp.linalg.norm(wd), 1e-12)
             active = jnp.mean((ro.adv != 0).astype(dtype))
-            if cfg.inner_steps == 1:
-                upd, opt_state = tx.update(g_D, opt_state, w0)
-                w = optax.apply_updates(w0, upd)
+            if S == 1:
+                w, opt_state = optimizer_step(tx, w0, opt_state, g_D)
                 clip_S, out_S, active_S = jnp.mean(clip_P)[None], jnp.mean(out_P)[None], \
                     active[None]
             else:
-                ro_M = jax.tree_util.tree_map(lambda v: v.reshape((M, Pm) + v.shape[1:]), ro)
-
-                def step(carry, s):
-                    w, opt_state = carry
-                    mb = jax.tree_util.tree_map(lambda v: v[s % M], ro_M)
+                def grad(w, mb):
                     g_mb, clip_mb, out_mb = group_grads(w, mb, cfg)
-                    upd, opt_state = tx.update(jnp.mean(g_mb, axis=0), opt_state, w)
-                    return (optax.apply_updates(w, upd), opt_state), (
-                        jnp.mean(clip_mb), jnp.mean(out_mb), jnp.mean((mb.adv != 0).astype(dtype)))
+                    active_mb = jnp.mean((mb.adv != 0).astype(dtype))
+                    return jnp.mean(g_mb, axis=0), (jnp.mean(clip_mb), jnp.mean(out_mb), active_mb)
 
-                (w, opt_state), (clip_S, out_S, active_S) = jax.lax.scan(
-                    step, (w0, opt_state), jnp.arange(cfg.inner_steps))
+                w, opt_state, (clip_S, out_S, active_S) = inner_scan(tx, w0, opt_state, ro, M, S,
+                                                                     grad)
             stats.update(trust_region_stats(w0, w, ro, clip_S, out_S, active_S, Ds))
             return (w, opt_state), (w, stats)
 

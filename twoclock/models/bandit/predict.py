@@ -1,9 +1,10 @@
 """The bandit's theory columns and measured noise scales for each result entry."""
-import numpy as np
+import math
 
 from twoclock.config import OptimConfig
 from twoclock.models.bandit.config import BanditConfig
-from twoclock.models.bandit.theory import noise_scale, predicted_failure_samples
+from twoclock.models.bandit.theory import predicted_failure_samples
+from twoclock.models.grpo import measured_until, noise_scale, regime_of
 
 
 def predict(cfg: BanditConfig, opt: OptimConfig, sweep, res, runs, crit) -> None:
@@ -18,10 +19,10 @@ def predict(cfg: BanditConfig, opt: OptimConfig, sweep, res, runs, crit) -> None
         ck = {k: v[j] for k, v in res.ckpt[i].items()}  # [S, C]
         r["noise_scale"], r["regime"] = {}, {}
         for d, clock in (("skill", "progress_samples"), ("drift", "failure_samples")):
-            until = r[clock]["median"]
-            keep = ck["samples"][0] <= (until if until is not None else np.inf)
-            keep[0] = True  # at least the first checkpoint
+            keep = measured_until(ck["samples"][0], r[clock]["median"])
             v = float(noise_scale(ck[f"noise_{d}"][:, keep], ck[f"signal_{d}"][:, keep]))
-            r["noise_scale"][d] = v if np.isfinite(v) else None
-            r["regime"][d] = "noise" if v > r["batch"] else "signal"
+            r["noise_scale"][d] = v if math.isfinite(v) else None
+            # no measured signal is labelled noise, as the bandit's results always have: it
+            # predicts no random-walk exponent
+            r["regime"][d] = regime_of(v, r["batch"], walk=False)
     del sweep, crit  # the bandit has no critical-batch theory

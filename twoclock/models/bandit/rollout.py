@@ -47,7 +47,7 @@ def make_rollout(cfg: BanditConfig, batch: int, train: Pool):
     (xi is a zero placeholder the surrogate ignores).
     """
     P, G = cfg.prompts(batch), cfg.group
-    on_policy = cfg.inner_steps == 1  # one step per batch: every ratio is 1
+    on_policy = cfg.inner_steps(batch) == 1  # one step per batch: every ratio is 1
     Dd = cfg.drift_dim
     dtype = train.z0.dtype
     Ds = cfg.skill_dim

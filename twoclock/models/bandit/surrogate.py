@@ -23,18 +23,18 @@ class Rollout(NamedTuple):
 def shaping_keep(rho_G, xi_GxDd, dphi_GxDd, cfg: BanditConfig):
     """1 for samples whose shaping pull counts, 0 for those the trust region stops.
 
-    mask: the sample's ratio left the band [1 - eps_low, 1 + eps_high] (either side).
+    mask: the sample's ratio left the band [1 - clip_low, 1 + clip_high] (either side).
     ppo: PPO's rule with the pull's own sign: the pull raises log pi(a) at the rate
     s = xi . (phi_d(a) - E_pi phi_d), and stops once the ratio has already moved past the
-    band in that direction (s > 0 and rho > 1 + eps_high, or s < 0 and rho < 1 - eps_low).
+    band in that direction (s > 0 and rho > 1 + clip_high, or s < 0 and rho < 1 - clip_low).
     """
-    el, eh = cfg.clip_low, cfg.eps_high
-    if el is None:
+    band = obj.clip_band(cfg.clip_low, cfg.clip_high)
+    if band is None:
         return jnp.ones(rho_G.shape, rho_G.dtype)
     if cfg.shaping_clip == "mask":
-        return ((rho_G >= 1 - el) & (rho_G <= 1 + eh)).astype(rho_G.dtype)
+        return ((rho_G >= band[0]) & (rho_G <= band[1])).astype(rho_G.dtype)
     s_G = jnp.sum(xi_GxDd * dphi_GxDd, axis=-1)
-    return (~obj.clipped_mask(rho_G, s_G, el, eh)).astype(rho_G.dtype)
+    return (~obj.clipped_mask(rho_G, s_G, cfg.clip_low, cfg.clip_high)).astype(rho_G.dtype)
 
 
 def group_loss(w, ro: Rollout, cfg: BanditConfig):
@@ -42,8 +42,8 @@ def group_loss(w, ro: Rollout, cfg: BanditConfig):
     Ds = cfg.skill_dim
     logp_K = jax.nn.log_softmax(ro.z0 + ro.phi @ w)
     logp_G = logp_K[ro.a]
-    el, eh = cfg.clip_low, cfg.eps_high
-    j_G, clipped_G = obj.log_ratio_objective(logp_G, ro.logp_old, ro.adv, el, eh)
+    j_G, clipped_G = obj.log_ratio_objective(logp_G, ro.logp_old, ro.adv, cfg.clip_low,
+                                             cfg.clip_high)
     rho_G = jax.lax.stop_gradient(jnp.exp(logp_G - ro.logp_old))
     pi_K = jax.lax.stop_gradient(jnp.exp(logp_K))
     dphi_G = ro.phi[ro.a][:, Ds:] - (pi_K @ ro.phi[:, Ds:])[None]
@@ -73,17 +73,13 @@ def group_grads(w, ro: Rollout, cfg: BanditConfig, logp_PxK=None):
         logp_PxK = logp_of(w, ro.z0, ro.phi)
     logp_G = jnp.take_along_axis(logp_PxK, ro.a, axis=-1)
     rho_G = jnp.exp(logp_G - ro.logp_old)
-    el, eh = cfg.clip_low, cfg.eps_high
-    if el is None:
-        clipped_G = jnp.zeros(rho_G.shape, bool)
-    else:
-        clipped_G = obj.clipped_mask(rho_G, ro.adv, el, eh)
+    clipped_G = obj.clipped_mask(rho_G, ro.adv, cfg.clip_low, cfg.clip_high)
     c_G = jnp.where(clipped_G, 0.0, rho_G * ro.adv)             # d j_g / d log pi(a_g)
     onehot_GxK = jax.nn.one_hot(ro.a, K, dtype=rho_G.dtype)
     c_K = jnp.einsum("...g,...gk->...k", c_G, onehot_GxK)
     pi_K = jnp.exp(logp_PxK)
     dphi_G = None
-    if el is not None and cfg.shaping_clip == "ppo":
+    if cfg.shaping_clip == "ppo":  # unclipped, shaping_keep does not read it
         phi_d = ro.phi[..., Ds:]
         dphi_G = (jnp.einsum("...gk,...kd->...gd", onehot_GxK, phi_d)
                   - jnp.einsum("...k,...kd->...d", pi_K, phi_d)[..., None, :])

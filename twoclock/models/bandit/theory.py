@@ -1,10 +1,9 @@
 """The bandit's theory: the failure clock of the shaping pull, and measured noise scales."""
 import math
 
-import numpy as np
-
 from twoclock.config import OptimConfig, require_positive
 from twoclock.models.bandit.config import BanditConfig
+from twoclock.models.grpo import noise_scale
 from twoclock.scaling import companions
 
 
@@ -31,7 +30,7 @@ def predicted_failure_samples(cfg: BanditConfig, opt: OptimConfig, lr0: float,
     require_positive("lr0", lr0)
     if cfg.drift_bias == 0:
         return math.inf
-    M, b = cfg.minibatches, cfg.drift_bias
+    M, b = cfg.n_minibatches(batch), cfg.drift_bias
     lr = opt.lr(lr0, batch)
     if opt.name == "adam":
         eps = companions(opt, batch)[2]
@@ -40,7 +39,7 @@ def predicted_failure_samples(cfg: BanditConfig, opt: OptimConfig, lr0: float,
         step = lr * b / (1.0 - opt.momentum)
     else:
         step = lr * b
-    return float(cfg.drift_threshold / (cfg.inner_steps * step) * batch)
+    return float(cfg.drift_threshold / (cfg.inner_steps(batch) * step) * batch)
 
 
 def noise_scales(ckpt_b: dict, axis=-1) -> dict:
@@ -51,14 +50,6 @@ def noise_scales(ckpt_b: dict, axis=-1) -> dict:
     widely), so pool the seeds too, axis=(-2, -1) -> [L], to report a regime."""
     return {d: noise_scale(ckpt_b[f"noise_{d}"], ckpt_b[f"signal_{d}"], axis=axis)
             for d in ("skill", "drift")}
-
-def noise_scale(noise, signal, axis=None):
-    """B_simple = mean(noise) / mean(signal) over checkpoints (and seeds): mean first, then ratio.
-
-    None (inf) when the measured signal is not positive: no detectable signal, noise-dominated.
-    """
-    n, s = np.mean(noise, axis=axis), np.mean(signal, axis=axis)
-    return np.where(s > 0, n / np.where(s > 0, s, 1.0), np.inf)
 
 
 def adam_noise_step(opt: OptimConfig) -> float:
@@ -75,8 +66,7 @@ def drift_move_per_batch(cfg: BanditConfig, opt: OptimConfig, lr: float) -> floa
     That coherence is beta1 0.9's: at M 4, E 2, lr 0.1 the measured move is 0.97 of this at
     beta1 0.9, 0.58 at 0.5 and 0.36 at 0 (64 seeds each)."""
     require_positive("lr", lr)
-    return (cfg.inner_steps * lr * math.sqrt(cfg.drift_dim)
-            * adam_noise_step(opt))
+    return cfg.inner_steps() * lr * math.sqrt(cfg.drift_dim) * adam_noise_step(opt)
 
 
 # RMS over sampled responses of dw_d . (phi_d(a) - E_pi phi_d) per unit s_tr |dw_d|: the
@@ -95,7 +85,7 @@ def clip_binds(cfg: BanditConfig, opt: OptimConfig, lr: float, eps: float | None
     """The predicted boundary: clipping at eps binds on the drift where the drift's unclipped
     log-ratio per rollout batch exceeds eps, i.e. 0.5 s_tr sqrt(D_d) 0.23 M E lr(B) > eps.
     Never with one inner step per batch (M = E = 1): that step is on-policy, every ratio 1."""
-    return (eps is not None and cfg.inner_steps > 1
+    return (eps is not None and cfg.inner_steps() > 1
             and drift_logratio_per_batch(cfg, opt, lr) > eps)
 
 
@@ -134,7 +124,7 @@ def clipped_move_per_batch(cfg: BanditConfig, opt: OptimConfig, lr: float,
     if eps is None:
         return free
     require_positive("eps", eps)
-    if cfg.inner_steps == 1:
+    if cfg.inner_steps() == 1:
         return free
     cap = eps / (LOGRATIO_PER_MOVE * cfg.drift_train_scale * CLIP_BITE)
     return max(1.0 / (1.0 / free + 1.0 / cap), CLIP_FLOOR * free)

@@ -3,10 +3,10 @@ from dataclasses import dataclass
 
 from twoclock.config import (finite, param, require, require_choice, require_fraction, require_int,
                              require_positive)
-from twoclock.objectives import ADVANTAGES
+from twoclock.models.grpo import GRPOConfig
+from twoclock.objectives import KL_ESTIMATORS
 
 MB_CONVENTIONS = ("fixed_m", "fixed_size")
-KL_ESTIMATORS = ("k1", "k3")
 LOSS_AGGS = ("seq_sum", "seq_mean", "token_mean")
 FAIL_STATS = ("null", "kl", "entropy")
 COLLAPSE_POOLS = ("heldout", "ood")
@@ -15,8 +15,9 @@ N_OOD = 900
 
 
 @dataclass(frozen=True)
-class PolicyConfig:
-    """A tiny transformer policy on 2-digit addition, warmed up by SFT, trained by GRPO."""
+class PolicyConfig(GRPOConfig):
+    """A tiny transformer policy on 2-digit addition, warmed up by SFT, trained by GRPO (the
+    GRPO fields, group ... kl_coef, come first: twoclock.models.grpo)."""
     n_train: int = param(4096, 'train problems')
     n_test: int = param(256, 'held-out problems (the exact clocks are computed on them)')
     n_ood: int = param(256, 'out-of-distribution problems evaluated (of the 900)')
@@ -34,9 +35,6 @@ class PolicyConfig:
                                    'accuracy >= this')
     warmup_eval_every: int = param(25, 'warm-up: steps between evaluations')
     warmup_seed: int = param(0, 'warm-up: seed of the init and the labels')
-    group: int = param(8, 'G responses per prompt')
-    advantage: str = param("grpo", 'grpo | drgrpo | rloo', choices=ADVANTAGES)
-    adv_eps: float = param(1e-6, 'GRPO std epsilon')
     loss_agg: str = param(
         "seq_sum",
         "token aggregation: seq_sum (sum over a response's tokens / ANSWER_LEN, mean over "
@@ -44,21 +42,21 @@ class PolicyConfig:
         "(mean over all tokens of the minibatch; DAPO)", choices=LOSS_AGGS)
     minibatches: int = param(1, 'M optimizer steps per epoch (fixed_m) or the minibatches at '
                                 'the batch mb_ref (fixed_size)')
-    epochs: int = param(1, 'E passes over a rollout batch')
     mb_convention: str = param(
         "fixed_m",
         "fixed_m: M fixed as B grows (TRL-like) | fixed_size: minibatch size mb_ref / M "
         "responses fixed, so M = minibatches * B / mb_ref grows with B (verl-like)",
         choices=MB_CONVENTIONS)
     mb_ref: int = param(64, 'fixed_size: the batch at which there are `minibatches` minibatches')
-    clip_low: float | None = param(0.2, "ratio clip 1 - eps_low ('none': unclipped)")
-    clip_high: float | None = param(
-        None, "ratio clip 1 + eps_high (default eps_low; larger: clip-higher)")
     dynamic_sampling: bool = param(
         False, "drop groups whose rewards are all equal (DAPO; the batch is not refilled: the "
                "loss averages the kept groups)")
-    kl_coef: float = param(0.0, 'KL(pi || pi_ref) penalty on the sampled tokens')
-    kl_estimator: str = param("k3", 'KL penalty estimator: k1 | k3', choices=KL_ESTIMATORS)
+    kl_coef: float = param(
+        0.0, 'KL(pi || pi_ref) penalty on the sampled tokens: each token\'s KL at its sampled '
+             'prefix, ratio-weighted so that its expected gradient is that KL\'s')
+    kl_estimator: str = param(
+        "k3", 'KL penalty estimator, times the ratio pi / pi_old: k1 (log pi - log pi_ref) | k3 '
+              '(r - log r - 1, r = pi_ref / pi)', choices=KL_ESTIMATORS)
     target: float = param(0.6, 'progress: exact held-out accuracy target')
     fail_stat: str = param("null", "the failure clock's drift statistic: null | kl | entropy",
                            choices=FAIL_STATS)
@@ -71,6 +69,7 @@ class PolicyConfig:
                                choices=COLLAPSE_POOLS)
 
     def __post_init__(self):
+        super().__post_init__()
         require_int("n_train", self.n_train)
         require_int("n_test", self.n_test)
         require(self.n_train + self.n_test <= N_PROBLEMS, "n_train",
@@ -94,25 +93,11 @@ class PolicyConfig:
         require_fraction("warmup_acc", self.warmup_acc)
         require_int("warmup_eval_every", self.warmup_eval_every)
         require_int("warmup_seed", self.warmup_seed, lo=0)
-        require_int("group", self.group, lo=2)
-        require_choice("advantage", self.advantage, ADVANTAGES)
-        require_positive("adv_eps", self.adv_eps)
         require_choice("loss_agg", self.loss_agg, LOSS_AGGS)
-        require_int("minibatches", self.minibatches)
-        require_int("epochs", self.epochs)
         require_choice("mb_convention", self.mb_convention, MB_CONVENTIONS)
         require_int("mb_ref", self.mb_ref)
-        if self.clip_low is not None:
-            require_positive("clip_low", self.clip_low)
-            require(self.clip_low < 1, "clip_low", "in (0, 1)", self.clip_low)
-        if self.clip_high is not None:
-            require(self.clip_low is not None, "clip_high", "None when clip_low is None",
-                    self.clip_high)
-            require_positive("clip_high", self.clip_high)
         require(isinstance(self.dynamic_sampling, bool), "dynamic_sampling", "True or False",
                 self.dynamic_sampling)
-        require(finite(self.kl_coef) and self.kl_coef >= 0, "kl_coef", "a finite number >= 0",
-                self.kl_coef)
         require_choice("kl_estimator", self.kl_estimator, KL_ESTIMATORS)
         require_fraction("target", self.target)
         require_choice("fail_stat", self.fail_stat, FAIL_STATS)
@@ -123,30 +108,12 @@ class PolicyConfig:
         require_int("noise_every", self.noise_every)
         require_choice("collapse_pool", self.collapse_pool, COLLAPSE_POOLS)
 
-    @property
-    def eps_high(self):
-        return self.clip_low if self.clip_high is None else self.clip_high
-
-    def n_minibatches(self, batch: int) -> int:
-        """M at batch B under the minibatch convention."""
+    def n_minibatches(self, batch: int | None = None) -> int:
+        """M at batch B under the minibatch convention (fixed_size needs B)."""
         if self.mb_convention == "fixed_m":
             return self.minibatches
+        require(batch is not None, "batch", "given under mb_convention fixed_size", batch)
         return max(1, self.minibatches * batch // self.mb_ref)
-
-    def inner_steps(self, batch: int) -> int:
-        """Optimizer steps per rollout batch, M E (one: on-policy, no ratio differs from 1)."""
-        return self.n_minibatches(batch) * self.epochs
-
-    def prompts(self, batch: int) -> int:
-        """P = B / G prompts per rollout batch; ValueError unless B is a multiple of G and P
-        splits into M minibatches."""
-        require_int("batch", batch)
-        require(batch % self.group == 0, "batch", f"a multiple of group G = {self.group}", batch)
-        P, M = batch // self.group, self.n_minibatches(batch)
-        require(P % M == 0, "minibatches",
-                f"a count that divides prompts per batch P = {P} (batch {batch} / group "
-                f"{self.group}); here M = {M}", self.minibatches)
-        return P
 
 
 def describe_batch(cfg: PolicyConfig, batch: int) -> dict:

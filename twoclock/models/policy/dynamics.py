@@ -17,11 +17,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from twoclock import objectives as obj
 from twoclock.config import OptimConfig
 from twoclock.model import Dynamics, RunState, initial_clocks
+from twoclock.models.grpo import inner_scan, optimizer_step
 from twoclock.models.policy import evaluate, net, task, warmup
 from twoclock.models.policy.config import PolicyConfig
 from twoclock.models.policy.surrogate import Rollout, group_objectives, loss, token_logp
@@ -148,19 +148,10 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
             ro, st = rollout(w0, k)
             if S == 1:
                 g, cnt = grad(w0, ro, cfg, s.arch)
-                upd, opt_state = tx.update(g, opt_state, w0)
-                w = optax.apply_updates(w0, upd)
+                w, opt_state = optimizer_step(tx, w0, opt_state, g)
             else:
-                ro_M = jax.tree_util.tree_map(lambda v: v.reshape((M, B // M) + v.shape[1:]), ro)
-
-                def step(c, i):
-                    w, opt_state = c
-                    mb = jax.tree_util.tree_map(lambda v: v[i % M], ro_M)
-                    g, cnt = grad(w, mb, cfg, s.arch)
-                    upd, opt_state = tx.update(g, opt_state, w)
-                    return (optax.apply_updates(w, upd), opt_state), cnt
-
-                (w, opt_state), cnt_S = jax.lax.scan(step, (w0, opt_state), jnp.arange(S))
+                w, opt_state, cnt_S = inner_scan(tx, w0, opt_state, ro, M, S,
+                                                 lambda w, mb: grad(w, mb, cfg, s.arch))
                 cnt = tuple(jnp.sum(c) for c in cnt_S)
             st["clip_frac"] = cnt[0] / jnp.maximum(cnt[1], 1.0)
             st["clip_frac_active"] = cnt[2] / jnp.maximum(cnt[3], 1.0)

@@ -14,25 +14,12 @@ Adam, per update of B responses with lr = lr0 (B / b0)^p (twoclock.scaling):
 """
 import numpy as np
 
-from twoclock.config import OptimConfig
+from twoclock.config import RULE_EXPONENT, OptimConfig
+from twoclock.models.grpo import measured_until, noise_scale, regime_of
 from twoclock.models.policy.config import PolicyConfig
-from twoclock.config import RULE_EXPONENT
 
 # each measured direction and the clock (a run entry's "<clock>_samples") it decides
 DIRECTIONS = {"acc": "progress", "null": "null", "kl": "kl", "entropy": "entropy"}
-
-
-def noise_scale(noise, signal) -> float:
-    """mean(noise) / mean(signal) (inf where the mean signal is not positive: noise only)."""
-    n, s = float(np.mean(noise)), float(np.mean(signal))
-    return n / s if s > 0 else float("inf")
-
-
-def regime_of(b_simple: float, batch: int) -> str:
-    """random walk (no measured mean drive), noise (B < B_simple) or signal."""
-    if not np.isfinite(b_simple):
-        return "random walk"
-    return "noise" if b_simple > batch else "signal"
 
 
 def predicted_exponent(regime: str, rule: str) -> float:
@@ -63,12 +50,11 @@ def predict(cfg: PolicyConfig, opt: OptimConfig, sweep, res, runs, crit) -> None
         th = r.setdefault("theory", {})
         th["exponent"] = {}
         for d, clock in DIRECTIONS.items():
-            summary = r.get(f"{clock}_samples", {})
-            until = summary.get("median")
-            keep = (ck["samples"][0] <= (until if until is not None else np.inf))
-            keep &= ck["noise_fresh"][0] > 0
-            keep[np.argmax(ck["noise_fresh"][0] > 0)] = True  # at least the first measurement
-            v = noise_scale(ck[f"noise_{d}"][:, keep], ck[f"signal_{d}"][:, keep])
+            until = r.get(f"{clock}_samples", {}).get("median")
+            keep = measured_until(ck["samples"][0], until, ck["noise_fresh"][0] > 0)
+            # the means in the checkpoints' type, their ratio in float64
+            n, s = (np.float64(np.mean(ck[f"{q}_{d}"][:, keep])) for q in ("noise", "signal"))
+            v = float(noise_scale(n, s))
             r["noise_scale"][d] = v if np.isfinite(v) else None
             r["regime"][d] = regime_of(v, r["batch"])
             th["exponent"][clock] = predicted_exponent(r["regime"][d], opt.lr_rule)

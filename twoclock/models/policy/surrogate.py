@@ -1,10 +1,12 @@
 """GRPO's clipped surrogate on sampled token sequences, and the per-group objectives whose
 spread gives each direction's gradient noise scale.
 
-Per token t of response i: j_it = min(rho_it A_i, clip(rho_it, 1 - eps_low, 1 + eps_high) A_i)
+Per token t of response i: j_it = min(rho_it A_i, clip(rho_it, 1 - clip_low, 1 + clip_high) A_i)
 (twoclock.objectives.ppo_objective) with rho_it = pi(y_it | ...) / pi_old(y_it | ...), pi_old the
-behaviour policy that sampled the batch. The KL penalty adds -kl_coef * k(t) per token, with
-k1 = log pi - log pi_ref or k3 = exp(log pi_ref - log pi) - (log pi_ref - log pi) - 1.
+behaviour policy that sampled the batch. The KL penalty adds -kl_coef * rho_it k(t) per token,
+with k1 = log pi - log pi_ref or k3 = r - log r - 1, r = pi_ref / pi (objectives.sampled_kl):
+the ratio makes its expected gradient that of each token's KL(pi || pi_ref) at its sampled
+prefix (without it k1's would be 0 and k3's that of KL(pi_ref || pi)).
 Aggregation (loss_agg) over the response tokens m_it (up to the first end token), with group
 weights keep_i (0 for groups dynamic sampling drops):
 - seq_sum: sum_i keep_i sum_t m_it j_it / (A_len sum_i keep_i), A_len the response length
@@ -38,19 +40,12 @@ def token_logp(params, arch: net.Arch, prompt, resp):
     return jnp.take_along_axis(logp, resp[..., None], axis=-1)[..., 0]
 
 
-def kl_penalty(logp, logref, estimator: str):
-    if estimator == "k1":
-        return logp - logref
-    d = logref - logp
-    return jnp.exp(d) - d - 1.0
-
-
 def token_objective(logp, ro: Rollout, cfg):
     """(j [B, A] to maximise, clipped bool [B, A]) of tokens with log-probabilities logp."""
     adv = jnp.broadcast_to(ro.adv[:, None], logp.shape)
-    j, clipped = obj.log_ratio_objective(logp, ro.logp_old, adv, cfg.clip_low, cfg.eps_high)
+    j, clipped = obj.log_ratio_objective(logp, ro.logp_old, adv, cfg.clip_low, cfg.clip_high)
     if cfg.kl_coef > 0:
-        j = j - cfg.kl_coef * kl_penalty(logp, ro.logref, cfg.kl_estimator)
+        j = j - cfg.kl_coef * obj.sampled_kl(logp, ro.logp_old, ro.logref, cfg.kl_estimator)
     return j, clipped
 
 

@@ -1,0 +1,123 @@
+"""GRPO, the layer the bandit and the policy share: the group of G responses per prompt, the
+group advantage, M minibatches x E epochs per rollout batch with the ratio clip, and the
+measured gradient noise scale that places a direction in its regime.
+
+A model's config inherits `GRPOConfig` (its fields keep their flags and JSON keys), builds
+its loss on `twoclock.objectives` with `clip_low` / `clip_high` as they are, and consumes a
+rollout batch with `inner_scan`.
+"""
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from twoclock.config import finite, param, require, require_choice, require_int, require_positive
+from twoclock.objectives import ADVANTAGES
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """The fields every GRPO-trained model has; a model's config adds its own after them."""
+    group: int = param(8, 'G responses per prompt')
+    advantage: str = param(
+        "grpo",
+        "grpo: (r - mean) / (std + eps) with the population std over the group (ddof 0; the "
+        "default, kept so that results do not change) | grpo_bessel: the same with the "
+        "Bessel-corrected std (ddof 1, as TRL and verl) | drgrpo | rloo", choices=ADVANTAGES)
+    adv_eps: float = param(1e-6, 'GRPO std epsilon')
+    minibatches: int = param(1, 'M optimizer steps per epoch')
+    epochs: int = param(1, 'E passes over a rollout batch')
+    clip_low: float | None = param(
+        0.2, "ratio clip: the band's low edge 1 - clip_low ('none': unclipped)")
+    clip_high: float | None = param(
+        None, "ratio clip: the band's high edge 1 + clip_high (default clip_low; larger: "
+              "DAPO's clip-higher)")
+    kl_coef: float = param(0.0, 'KL(pi || pi_ref) penalty')
+
+    def __post_init__(self):
+        require_int("group", self.group, lo=2)
+        require_choice("advantage", self.advantage, ADVANTAGES)
+        require_positive("adv_eps", self.adv_eps)
+        require_int("minibatches", self.minibatches)
+        require_int("epochs", self.epochs)
+        if self.clip_low is not None:
+            require_positive("clip_low", self.clip_low)
+            require(self.clip_low < 1, "clip_low", "in (0, 1)", self.clip_low)
+        if self.clip_high is not None:
+            require(self.clip_low is not None, "clip_high", "None when clip_low is None",
+                    self.clip_high)
+            require_positive("clip_high", self.clip_high)
+        require(finite(self.kl_coef) and self.kl_coef >= 0, "kl_coef", "a finite number >= 0",
+                self.kl_coef)
+
+    def n_minibatches(self, batch: int | None = None) -> int:
+        """M at rollout batch B (here `minibatches` whatever B; a model may tie it to B)."""
+        return self.minibatches
+
+    def inner_steps(self, batch: int | None = None) -> int:
+        """Optimizer steps per rollout batch, M E; with one, the step is on-policy (every
+        importance ratio is 1, so no clip can bind). batch: needed only where M follows B."""
+        return self.n_minibatches(batch) * self.epochs
+
+    def prompts(self, batch: int) -> int:
+        """P = B / G prompts per rollout batch; ValueError unless B is a multiple of G and P
+        splits into M minibatches."""
+        require_int("batch", batch)
+        require(batch % self.group == 0, "batch", f"a multiple of group G = {self.group}", batch)
+        P, M = batch // self.group, self.n_minibatches(batch)
+        require(P % M == 0, "minibatches",
+                f"a count that divides prompts per batch P = {P} (batch {batch} / group "
+                f"{self.group}); here M = {M}", self.minibatches)
+        return P
+
+
+def optimizer_step(tx, w, opt_state, g):
+    """(w, opt_state) after one step of the optax transform tx on the gradient g."""
+    upd, opt_state = tx.update(g, opt_state, w)
+    return optax.apply_updates(w, upd), opt_state
+
+
+def inner_scan(tx, w, opt_state, ro, M: int, steps: int, grad):
+    """(w, opt_state, aux [steps, ...]) after `steps` = M E optimizer steps on the rollout
+    batch ro (a pytree of arrays with leading axis split into M equal minibatches), taken in
+    order and again each epoch (the same split every epoch); grad(w, mb) -> (g, aux)."""
+    ro_M = jax.tree_util.tree_map(lambda v: v.reshape((M, v.shape[0] // M) + v.shape[1:]), ro)
+
+    def step(carry, s):
+        w, opt_state = carry
+        g, aux = grad(w, jax.tree_util.tree_map(lambda v: v[s % M], ro_M))
+        return optimizer_step(tx, w, opt_state, g), aux
+
+    (w, opt_state), aux = jax.lax.scan(step, (w, opt_state), jnp.arange(steps))
+    return w, opt_state, aux
+
+
+def noise_scale(noise, signal, axis=None):
+    """B_simple = mean(noise) / mean(signal) over `axis` (all: None), mean first, then the
+    ratio, in the means' own type; inf where the mean signal is not positive (no detectable
+    signal)."""
+    n, s = np.mean(noise, axis=axis), np.mean(signal, axis=axis)
+    return np.where(s > 0, n / np.where(s > 0, s, 1.0), np.inf)
+
+
+def measured_until(samples_C, until, fresh_C=None):
+    """bool [C]: the checkpoints (at samples_C) that decide a clock whose median is `until`
+    samples: those up to it (all where the clock is censored, None), only the fresh
+    measurements among them if fresh_C is given, and at least the first (fresh) one."""
+    keep = np.asarray(samples_C) <= (until if until is not None else np.inf)
+    if fresh_C is None:
+        keep[0] = True
+    else:
+        keep &= fresh_C
+        keep[np.argmax(fresh_C)] = True
+    return keep
+
+
+def regime_of(b_simple: float, batch: int, walk: bool = True) -> str:
+    """A direction's regime at batch B: noise (B < B_simple) or signal; without a measured
+    mean drive (B_simple inf) a random walk, or with walk=False simply noise."""
+    if walk and not np.isfinite(b_simple):
+        return "random walk"
+    return "noise" if b_simple > batch else "signal"
