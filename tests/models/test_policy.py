@@ -117,6 +117,40 @@ def test_kl_estimates_agree_with_the_exact_kl(estimator):
     assert exact > 0.05 and abs(est.mean() - exact) < 4 * se, (est.mean(), exact, se)
 
 
+@pytest.mark.parametrize("estimator", ["k1", "k3"])
+def test_kl_penalty_gradient_is_that_of_each_tokens_exact_kl(estimator):
+    """Zero advantages, kl_coef 1: E[grad loss] over the 9 answers y ~ pi_old equals
+    grad sum_t E_{y ~ pi_old}[KL(pi(. | y_<t) || pi_ref(. | y_<t))] / A_len (the prefixes'
+    weights held at pi_old), by autodiff of the KL enumerated over the vocabulary, on-policy
+    (pi_old = pi) and off it. Without the ratio, k1's would be 0 and k3's KL(pi_ref || pi)'s."""
+    pi, ref, other = tiny_params(7, 1.5), tiny_params(8, 1.5), tiny_params(9, 1.5)
+    cfg = PolicyConfig(clip_low=None, kl_coef=1.0, kl_estimator=estimator, loss_agg="seq_sum")
+    prompt, resp = jnp.zeros((9, 1), jnp.int32), jnp.asarray(ALL_Y)
+    ones = jnp.ones((9, 2), jnp.float32)
+    logref = surrogate.token_logp(ref, TINY, prompt, resp)
+    lr_V = net.answer_logp(ref, TINY, prompt, resp)  # [9, 2, V]
+    # each answer's own gradient: a batch of one response
+    per_answer = jax.jit(jax.vmap(lambda ro: jax.grad(lambda p: surrogate.loss(
+        p, jax.tree_util.tree_map(lambda v: v[None], ro), cfg, TINY)[0])(pi)))
+    for old in (pi, other):
+        lp_old = jax.lax.stop_gradient(surrogate.token_logp(old, TINY, prompt, resp))
+        per = per_answer(surrogate.Rollout(prompt, resp, ones, jnp.zeros(9), jnp.ones(9),
+                                           lp_old, logref))
+        w_Y = np.exp(np.asarray(seq_logp(old, ALL_Y), np.float64))  # pi_old(y), fixed
+        got = jax.tree_util.tree_map(lambda g: np.tensordot(w_Y, np.asarray(g, np.float64), 1),
+                                     per)
+
+        def token_kls(p):
+            lp_V = net.answer_logp(p, TINY, prompt, resp)
+            kl_YxT = jnp.sum(jnp.exp(lp_V) * (lp_V - lr_V), axis=-1)
+            return jnp.sum(jnp.asarray(w_Y, jnp.float32)[:, None] * kl_YxT) / 2
+
+        want = jax.grad(token_kls)(pi)
+        for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(a, np.asarray(b), rtol=2e-4, atol=2e-6)
+        assert max(float(jnp.max(jnp.abs(b))) for b in jax.tree_util.tree_leaves(want)) > 1e-2
+
+
 @pytest.mark.parametrize("clip_low,clip_high", [(0.2, None), (0.1, 0.3)])
 def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high):
     """The surrogate's clipped-token counts at moved parameters against NumPy's count of
