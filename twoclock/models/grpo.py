@@ -17,15 +17,17 @@ from twoclock.config import finite, param, require, require_choice, require_int,
 from twoclock.objectives import ADVANTAGES
 
 
+ADVANTAGE_HELP = (
+    "grpo: (r - mean) / (std + eps) with the population std over the group (ddof 0; the "
+    "default, kept so that results do not change) | grpo_bessel: the same with the "
+    "Bessel-corrected std (ddof 1, as TRL and verl) | drgrpo | rloo")
+
+
 @dataclass(frozen=True)
 class GRPOConfig:
     """The fields every GRPO-trained model has; a model's config adds its own after them."""
     group: int = param(8, 'G responses per prompt')
-    advantage: str = param(
-        "grpo",
-        "grpo: (r - mean) / (std + eps) with the population std over the group (ddof 0; the "
-        "default, kept so that results do not change) | grpo_bessel: the same with the "
-        "Bessel-corrected std (ddof 1, as TRL and verl) | drgrpo | rloo", choices=ADVANTAGES)
+    advantage: str = param("grpo", ADVANTAGE_HELP, choices=ADVANTAGES)
     adv_eps: float = param(1e-6, 'GRPO std epsilon')
     minibatches: int = param(1, 'M optimizer steps per epoch')
     epochs: int = param(1, 'E passes over a rollout batch')

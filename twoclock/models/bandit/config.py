@@ -12,8 +12,8 @@ DRIFT_STATS = ("mean", "rms")
 
 @dataclass(frozen=True)
 class BanditConfig(GRPOConfig):
-    """The verifiable-reward bandit; see twoclock.models.bandit for what each part means (the
-    GRPO fields, group ... kl_coef, come first: twoclock.models.grpo)."""
+    """The verifiable-reward bandit (twoclock.models.bandit says what each part means) after
+    the GRPO fields it shares with the policy."""
     n_train: int = param(256, 'train prompts')
     n_test: int = param(256, 'held-out prompts')
     responses: int = param(8, 'K responses per prompt')

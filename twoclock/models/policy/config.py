@@ -16,8 +16,8 @@ N_OOD = 900
 
 @dataclass(frozen=True)
 class PolicyConfig(GRPOConfig):
-    """A tiny transformer policy on 2-digit addition, warmed up by SFT, trained by GRPO (the
-    GRPO fields, group ... kl_coef, come first: twoclock.models.grpo)."""
+    """A tiny transformer policy on 2-digit addition, warmed up by SFT, trained by GRPO: the
+    GRPO fields (twoclock.models.grpo), then its own."""
     n_train: int = param(4096, 'train problems')
     n_test: int = param(256, 'held-out problems (the exact clocks are computed on them)')
     n_ood: int = param(256, 'out-of-distribution problems evaluated (of the 900)')
