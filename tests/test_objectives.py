@@ -277,7 +277,7 @@ def test_kl_entropy_and_equal_groups_reduce_only_the_last_axis():
 
 
 def test_the_edge_itself_and_zero_advantages_are_never_clipped():
-    """clipped: A > 0 and ratio > 1 + eps_high, or A < 0 and ratio < 1 - eps_low (strict).
+    """clipped: A > 0 and ratio > 1 + clip_high, or A < 0 and ratio < 1 - clip_low (strict).
     1 +- 1/4 is exact in float32, so ratios 1.25 and 0.75 sit on the edges; a zero advantage
     is never counted as clipped, however far out its ratio (it has no gradient to clip)."""
     r = jnp.asarray([1.25, 0.75, 3.0, 0.1, 1.25, 0.75], jnp.float32)

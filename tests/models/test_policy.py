@@ -154,7 +154,7 @@ def test_kl_penalty_gradient_is_that_of_each_tokens_exact_kl(estimator):
 @pytest.mark.parametrize("clip_low,clip_high", [(0.2, None), (0.1, 0.3)])
 def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high):
     """The surrogate's clipped-token counts at moved parameters against NumPy's count of
-    A > 0 and ratio > 1 + eps_high, or A < 0 and ratio < 1 - eps_low, over kept tokens."""
+    A > 0 and ratio > 1 + clip_high, or A < 0 and ratio < 1 - clip_low, over kept tokens."""
     old, new = tiny_params(7), tiny_params(8, scale=1.0)
     new = jax.tree_util.tree_map(lambda a, b: 0.8 * a + 0.2 * b, old, new)
     rng = np.random.default_rng(0)
