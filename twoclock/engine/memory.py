@@ -57,6 +57,6 @@ def resident_bytes() -> int:
 def held_bytes() -> int:
     """What of memory_limit() this process already holds: its resident memory against a
     TWOCLOCK_MEMORY_LIMIT (a budget for the whole process: the interpreter, JAX and the
-    compiled programs count, ~0.3-0.8 GB), 0 against the host's available memory or the cgroup's
+    compiled programs count, 231 MiB at the quadratic headline's estimate), 0 against the host's available memory or the cgroup's
     allowance (they are measured with this process's memory already taken)."""
     return resident_bytes() if _explicit() is not None else 0
