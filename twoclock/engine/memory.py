@@ -1,5 +1,6 @@
 """How much host memory a sweep may use, and how much this process already holds."""
 from contextlib import suppress
+from functools import lru_cache
 import math
 import os
 import re
@@ -54,9 +55,16 @@ def resident_bytes() -> int:
     return 0
 
 
+@lru_cache(maxsize=1)
+def _footprint() -> int:
+    return resident_bytes()
+
+
 def held_bytes() -> int:
-    """What of memory_limit() this process already holds: its resident memory against a
-    TWOCLOCK_MEMORY_LIMIT (a budget for the whole process: the interpreter, JAX and the
-    compiled programs count, 231 MiB at the quadratic headline's estimate), 0 against the host's available memory or the cgroup's
-    allowance (they are measured with this process's memory already taken)."""
-    return resident_bytes() if _explicit() is not None else 0
+    """What of memory_limit() this process holds before its sweep: against a
+    TWOCLOCK_MEMORY_LIMIT (a budget for the whole process) its resident memory when first
+    asked (the interpreter, JAX and the libraries: 231 MiB at the quadratic headline's
+    estimate), measured once so that every estimate of a process, and the --max-lanes it
+    suggests, agree; 0 against the host's available memory or the cgroup's allowance (they
+    are measured with this process's memory already taken)."""
+    return _footprint() if _explicit() is not None else 0
