@@ -8,6 +8,7 @@ The simulation is deterministic, so the file is reproduced bit for bit on one pl
 import os
 import sys
 
+from twoclock.models import get
 from twoclock.pilot.logs_check import example
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "twoclock",
@@ -15,4 +16,4 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 if __name__ == "__main__":
     path = sys.argv[1] if len(sys.argv) > 1 else DATA
-    print(f"wrote {path}: {example(path)} rows")
+    print(f"wrote {path}: {example(path, get('bandit'))} rows")

@@ -9,9 +9,9 @@ from hypothesis import given, settings, strategies as st
 
 from tests.helpers import examples
 from tests.cli.test_robustness import TINY, run_main
-from twoclock.engine import layout as codegen
+from twoclock.engine import codegen
 from twoclock.config import OptimConfig, SweepConfig
-from twoclock.engine.layout import Estimate
+from twoclock.engine.estimate import Estimate
 from twoclock.models import get as get_model
 from twoclock.models.quadratic import QuadraticConfig
 from twoclock.engine.sweep import run_sweep
@@ -74,7 +74,7 @@ def test_auto_picks_quick_only_below_the_threshold_per_program():
 
 
 def test_auto_never_picks_quick_off_the_cpu():
-    with mock.patch("twoclock.engine.layout.jax.default_backend", return_value="gpu"):
+    with mock.patch("twoclock.engine.codegen.jax.default_backend", return_value="gpu"):
         assert codegen.choose("auto", get_model("quadratic"), _estimate(0.0)) == "fused"
         assert codegen.compiler_options("quick") is None
     assert codegen.compiler_options("quick") == {"xla_cpu_use_fusion_emitters": False}
@@ -99,7 +99,7 @@ def test_the_programs_are_compiled_with_the_chosen_options(monkeypatch):
 
 
 def test_a_bad_codegen_is_refused_before_anything_runs():
-    with mock.patch("twoclock.engine.sweep.check_fits", side_effect=AssertionError("estimated")), \
+    with mock.patch("twoclock.engine.sweep._fitted", side_effect=AssertionError("estimated")), \
             pytest.raises(ValueError, match=r"codegen must be one of auto, quick, fused "
                                             r"\(got 'fast'\)"):
         run_sweep(MODELS["quadratic"], QuadraticConfig(), OptimConfig(), SWEEP, codegen="fast")

@@ -12,7 +12,7 @@ import pytest
 
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig
 from twoclock.atomic import Refused
-from twoclock.engine import layout, store as store_mod
+from twoclock.engine import estimate, memory, store as store_mod
 from twoclock.engine.sweep import check_fits
 from twoclock.models import MODELS
 
@@ -30,7 +30,7 @@ def test_the_rotation_is_in_the_estimate():
     factors) and their D^2 multiply-adds per update. Before issue 24 the estimate counted only
     [D] intermediates: the same memory and ~1.1x the time of the unrotated model."""
     plain, rot = _est(QuadraticConfig(dim=300)), _est(QuadraticConfig(dim=300, rotate=True))
-    assert getattr(rot, "program_bytes", 0) >= layout.CONST_COPIES * 3 * 300 * 300 * 4
+    assert getattr(rot, "program_bytes", 0) >= estimate.CONST_COPIES * 3 * 300 * 300 * 4
     assert plain.program_bytes == 0 and "program constants" in rot.line()
     assert rot.seconds > 10 * plain.seconds
 
@@ -52,7 +52,7 @@ def test_n_ckpt_is_clamped_to_the_updates(monkeypatch):
 def test_the_memory_limit_reads_the_usual_units(monkeypatch, text, size):
     """Before issue 24 '8GB' was read as 8 bytes, and 'garbage' raised a bare ValueError."""
     monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", text)
-    assert layout.memory_limit() == size
+    assert memory.memory_limit() == size
 
 
 @pytest.mark.parametrize("text", ["garbage", "-5G", "0", "0.1", "nan", "inf", "8iB", "1e400",
@@ -60,7 +60,7 @@ def test_the_memory_limit_reads_the_usual_units(monkeypatch, text, size):
 def test_a_bad_memory_limit_is_refused_in_one_line(monkeypatch, text):
     monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", text)
     with pytest.raises(Refused) as e:
-        layout.memory_limit()
+        memory.memory_limit()
     msg = str(e.value)
     assert "TWOCLOCK_MEMORY_LIMIT" in msg and repr(text) in msg and "\n" not in msg
 
@@ -96,3 +96,57 @@ def test_the_store_key_covers_the_backend_and_xla_flags(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true "
                                     "--xla_force_host_platform_device_count=7")
     assert store_mod.code_identity()["xla_flags"] == "--xla_cpu_enable_fast_math=true"
+
+
+def _vm_rss() -> int:
+    """This process's resident memory as the kernel reports it in /proc/self/status."""
+    with open("/proc/self/status") as f:
+        kib = next(line.split()[1] for line in f if line.startswith("VmRSS:"))
+    return int(kib) * 1024
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_a_memory_limit_counts_what_the_process_already_holds(monkeypatch):
+    """TWOCLOCK_MEMORY_LIMIT is the whole process's budget: a tiny sweep (a few KiB of
+    results and chunk) under a limit below the interpreter's and JAX's own resident memory is
+    refused, naming it (issue 33, item 6: the policy's ~21 MiB chunk against a peak RSS of
+    767 MB). The host's available memory already leaves the process out: nothing added there."""
+    tiny = SweepConfig(batches=(8, 16), lr0s=(1e-2,), seeds=2, budget=160, n_ckpt=2)
+    cfg = QuadraticConfig(dim=4, drift_dim=2)
+    memory._footprint.cache_clear()  # measured once a process: here, now
+    monkeypatch.delenv("TWOCLOCK_MEMORY_LIMIT", raising=False)
+    free = _est(cfg, tiny)
+    assert free.process_bytes == 0 and "this process" not in free.line()
+    rss = _vm_rss()
+    assert rss > 20 * 2**20  # Python with JAX and NumPy loaded
+    limit = rss // 2
+    assert free.result_bytes + free.chunk_bytes < limit  # what the old check compared
+    monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", str(limit))
+    with pytest.raises(Refused, match="cannot fit.* this process") as e:
+        _est(cfg, tiny)
+    assert "\n" not in str(e.value)
+    monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", str(2 * rss + 2**30))
+    held = _est(cfg, tiny)
+    assert held.fits() and abs(held.process_bytes - rss) < 0.25 * rss
+    # one measurement a process: every estimate, and the --max-lanes one suggests, agree
+    assert _est(cfg, tiny).process_bytes == held.process_bytes
+
+
+def test_a_grid_of_millions_of_chunks_is_refused_in_seconds(tmp_path):
+    """critical_batch.py --seeds 10^8 --max-lanes 8 --batches 8 16: 10^8 chunks (3 lr0s,
+    2 streams a chunk). Refused in one line, exit 2, in a time that does not grow with the
+    chunks (before issue 33 the layout listed every chunk and the estimate summed over them:
+    nothing after 60 s at 2.7 GB). 60 s covers the interpreter's and JAX's start on a busy
+    machine; listing the chunks takes minutes."""
+    cmd = [sys.executable, os.path.join(ROOT, "experiments", "critical_batch.py"), "--seeds",
+           "100000000", "--max-lanes", "8", "--batches", "8", "16", "--no-store", "--no-figure",
+           "--out", str(tmp_path / "out")]
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "PYTHONPATH": ROOT})
+    except subprocess.TimeoutExpired:
+        pytest.fail("not refused within 60 s")
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    assert "cannot fit" in lines[0] and "600000000 runs in 100000000 chunks" in lines[0], lines
+    assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")

@@ -13,7 +13,8 @@ from hypothesis import example, given, strategies as st
 
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
 from twoclock.engine.keys import seed_keys
-from twoclock.engine.layout import chunk_layout, estimate
+from twoclock.engine.estimate import estimate
+from twoclock.engine.layout import chunk_layout, groups
 from twoclock.engine.stages import constant_run
 from twoclock.models import MODELS
 from twoclock.models.quadratic import MODEL
@@ -65,8 +66,8 @@ def test_chunks_tile_each_group_in_device_multiples(n_dev, nL, seeds, max_lanes)
 
 def test_estimate_counts_the_runs_and_their_updates_without_padding():
     sweep = SweepConfig(batches=(4, 8), lr0s=(1e-2, 2e-2, 3e-2), seeds=10, budget=400, n_ckpt=4)
-    chunks = chunk_layout(QUAD, sweep, 12, 3)  # lanes 6 for 4 streams in the last chunks
-    est = estimate(QUAD, QuadraticConfig(dim=4, drift_dim=2), OPT, sweep, chunks, 3)
+    grouped = groups(QUAD, sweep, 12, 3)  # lanes 6 for 4 streams in the last chunks
+    est = estimate(QUAD, QuadraticConfig(dim=4, drift_dim=2), OPT, sweep, grouped, 3)
     assert est.runs == 2 * 3 * 10 and est.chunks == 4
     assert est.run_updates == 3 * 10 * (100 + 50)
 

@@ -594,7 +594,7 @@ def test_first_passage_upper_lower_is_the_bivariate_normal_probability():
     a = np.array([0.0, 0.0, 0.0, 0.3, -0.5, 0.5, 0.2])
     b = np.array([0.0, 0.0, 0.0, -0.7, 0.4, -0.4, -0.6])
     with jax.enable_x64(True):
-        got = np.asarray(fp._upper_lower(jnp.asarray(a), jnp.asarray(b), jnp.asarray(rho)))
+        got = np.asarray(gaussian.upper_lower(jnp.asarray(a), jnp.asarray(b), jnp.asarray(rho)))
     want = [0.25 - math.asin(r) / (2 * math.pi) for r in rho[:3]] + [
         (1 - ndtr(0.3)) * ndtr(-0.7), ndtr(0.4) - ndtr(-0.5), 0.0, 1 - ndtr(0.6)]
     # Genz's method: about 1e-15 absolute (2.8e-17 measured here)
@@ -623,14 +623,14 @@ def test_first_passage_bivariate_normal_to_genz_accuracy():
     rhos = [-0.999, -0.95, -0.93, -0.926, -0.5, 0.0, 0.3, 0.9, 0.926, 0.93, 0.95, 0.99, 0.999]
     h, k, rho = (x.ravel() for x in np.meshgrid(hk, hk, rhos))
     with jax.enable_x64(True):
-        got = np.asarray(gaussian._upper_upper(jnp.asarray(h), jnp.asarray(k),
+        got = np.asarray(gaussian.upper_upper(jnp.asarray(h), jnp.asarray(k),
                                                jnp.asarray(rho)))
     want = [_upper_upper_reference(*c) for c in zip(h, k, rho)]
     assert_close(got, want, rtol=0, atol=1e-15, what="P(X > h, Y > k)")
 
 
 def test_first_passage_small_inverse_and_psd_clip():
-    """_inv_small is the inverse and _psd_small returns a PSD matrix as it is, for 1x1 and 3x3
+    """inv_small is the inverse and psd_small returns a PSD matrix as it is, for 1x1 and 3x3
     blocks in batches of rank 3 and 4; an indefinite matrix has its negative LDL^T pivots set to
     0: diag(1, -1, 2) -> diag(1, 0, 2), and [[1, 2, 0], [2, 1, 0], [0, 0, 3]] (pivots 1, -3,
     3; l21 = 2) -> [[1, 2, 0], [2, 4, 0], [0, 0, 3]]."""
@@ -641,15 +641,15 @@ def test_first_passage_small_inverse_and_psd_clip():
     want_bad = np.array([[[1.0, 0, 0], [0, 0, 0], [0, 0, 2]], [[1, 2, 0], [2, 4, 0], [0, 0, 3]]])
     with jax.enable_x64(True):
         for M in (P, P[0]):  # [2, 5, 3, 3] and [5, 3, 3]
-            assert_close(np.asarray(gaussian._inv_small(jnp.asarray(M))), np.linalg.inv(M),
+            assert_close(np.asarray(gaussian.inv_small(jnp.asarray(M))), np.linalg.inv(M),
                          rtol=1e-10, atol=1e-12, what="inverse")
-            assert_close(np.asarray(gaussian._psd_small(jnp.asarray(M))), M, rtol=1e-12,
+            assert_close(np.asarray(gaussian.psd_small(jnp.asarray(M))), M, rtol=1e-12,
                          atol=1e-12, what="PSD clip of a PSD matrix")
-        assert_close(np.asarray(gaussian._psd_small(jnp.asarray(bad))), want_bad, rtol=0,
+        assert_close(np.asarray(gaussian.psd_small(jnp.asarray(bad))), want_bad, rtol=0,
                      atol=1e-15, what="PSD clip of an indefinite matrix")
         for one in (np.array([[[2.0]], [[-1.0]]]), np.full((2, 3, 1, 1), -1.0)):
-            inv = np.asarray(gaussian._inv_small(jnp.asarray(one)))
-            psd = np.asarray(gaussian._psd_small(jnp.asarray(one)))
+            inv = np.asarray(gaussian.inv_small(jnp.asarray(one)))
+            psd = np.asarray(gaussian.psd_small(jnp.asarray(one)))
             assert inv.shape == psd.shape == one.shape  # assert_close would broadcast
             assert_close(inv, 1.0 / one, rtol=0, atol=0, what="1x1 inverse")
             assert_close(psd, np.maximum(one, 0.0), rtol=0, atol=0, what="1x1 PSD clip")
@@ -687,7 +687,7 @@ def test_first_passage_pair_moments_match_quadrature():
     keep = want[:, 0] >= 1e-6
     h, k, rho, want = h[keep], k[keep], rho[keep], want[keep]
     with jax.enable_x64(True):
-        got = np.stack([np.asarray(x) for x in gaussian._pair_moments(
+        got = np.stack([np.asarray(x) for x in gaussian.pair_moments(
             jnp.asarray(h), jnp.asarray(k), jnp.asarray(rho))], 1)
     assert keep.sum() > 120
     assert_close(got, want, rtol=1e-9, atol=1e-15, what="L and the truncated moments")
@@ -696,7 +696,7 @@ def test_first_passage_pair_moments_match_quadrature():
     # (h = k at rho = 1 and h = -k at rho = -1 make (k - rho h) / sqrt(1 - rho^2) 0 / 0 unclipped)
     h1, k1 = np.array([0.3, -0.5, 0.3, 0.3, 0.3]), np.array([0.1, 0.4, 0.3, -0.2, -0.3])
     with jax.enable_x64(True):
-        edge = np.stack([np.asarray(x) for x in gaussian._pair_moments(
+        edge = np.stack([np.asarray(x) for x in gaussian.pair_moments(
             jnp.asarray(h1), jnp.asarray(k1), jnp.asarray([1.0, 1.0, 1.0, -1.0, -1.0]))], 1)
     assert np.isfinite(edge).all()
     assert_close(edge[:3, 0], ndtr(-np.maximum(h1, k1))[:3], rtol=1.5e-3, atol=0,
@@ -720,14 +720,14 @@ def test_first_passage_truncated_normal_fit_inverts_its_moments():
     curv = np.abs(np.gradient(np.gradient(al, x), x))
     bound = gaussian._TN_DX ** 2 / 8.0 * curv.max() + 1e-7
     with jax.enable_x64(True):
-        fit = np.asarray(gaussian._tn_fit(jnp.asarray(ratio)))
-        lam_j, shrink = (np.asarray(v) for v in gaussian._tn_edge(jnp.asarray(al)))
+        fit = np.asarray(gaussian.tn_fit(jnp.asarray(ratio)))
+        lam_j, shrink = (np.asarray(v) for v in gaussian.tn_edge(jnp.asarray(al)))
     assert_close(fit, al, rtol=0, atol=bound, what="al from its moment ratio")
     # the table's ends, al = 8 and -12 (the look-up stops 1e-6 of a cell short of the last
     # entry), and beyond them: clipped to the end values
     ends = np.array([8.0, -12.0, 10.0, -14.0])
     with jax.enable_x64(True):
-        fit_e = np.asarray(gaussian._tn_fit(jnp.asarray(moment_ratio(ends))))
+        fit_e = np.asarray(gaussian.tn_fit(jnp.asarray(moment_ratio(ends))))
     short = 1e-6 * abs(gaussian._TN_AL[-1] - gaussian._TN_AL[-2]) + 1e-12
     assert_close(fit_e, [8.0, -12.0, 8.0, -12.0], rtol=0, atol=short, what="the table's ends")
     mean, v = truncnorm.stats(al, np.inf, moments="mv")

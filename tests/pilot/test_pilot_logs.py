@@ -270,6 +270,19 @@ BAD = {  # name: (header, rows, extra argv, needles)
     "bad --col": (HEAD, _rows(), ["--col", "samples"], ["--col 'samples'", "NAME=COLUMN"]),
     "--col of a column not there": (HEAD, _rows(), ["--col", "samples=train/num_samples"],
                                     ["line 1", "no column 'train/num_samples'"]),
+    # issue 33, item 7: which of two is meant? RUNS.csv refused them; the logs took the last
+    "a column twice": (HEAD + ["kl"], [r + ["0"] for r in _rows()], [],
+                       ["line 1", "column 'kl' appears twice (columns 6 and 8)"]),
+    "one name from two --col": (HEAD, _rows(), ["--col", "samples=kl", "--col", "samples=ent"],
+                                ["--col 'samples=ent'", "'samples' is already read from column "
+                                 "'kl'"]),
+    "--col onto a name a column has": (HEAD, _rows(), ["--col", "samples=ent"],
+                                       ["line 1", "'samples' is read from two columns "
+                                        "('samples' and 'ent')"]),
+    "--predict above 2^53": (HEAD, _rows(), ["--predict", "1e30"],
+                             ["--predict must be batches > 0 and at most 2^53", "1e+30"]),
+    "batch above 2^53": (HEAD, _with(_rows(), 2, "batch", "1e30"), [],
+                         ["line 4, column batch", "at most 2^53", "'1e30'"]),
 }
 
 
@@ -286,6 +299,25 @@ def test_bad_logs_are_one_line_and_exit_2(case, tmp_path, capsys):
     assert err.count("\n") == 1 and "Traceback" not in err, err
     for n in needles:
         assert n in err, (n, err)
+
+
+def test_a_key_twice_in_a_json_line_is_refused(tmp_path, capsys):
+    """JSON Lines: {"kl": 0.1, ..., "kl": 0.9} -- json.loads keeps the last; refused instead."""
+    path = tmp_path / "l.jsonl"
+    lines = [json.dumps(dict(zip(HEAD, r))) for r in _rows()]
+    lines[2] = lines[2][:-1] + ', "kl": "0.9"}'
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(PilotError, match=r"l.jsonl line 3: key 'kl' appears twice"):
+        pl.read_logs(str(path), ("acc", "kl"))
+
+
+def test_predict_above_2_53_is_refused_for_runs_csv_too(tmp_path, capsys):
+    """RUNS.csv refuses a batch above 2^53; --predict 1e30 was planned ('B 1e+30: 19316')."""
+    with pytest.raises(SystemExit) as e:
+        _plan_main()(["--predict", "512", "1e30", "--out", str(tmp_path), "--no-figure"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "at most 2^53" in err, err
+    assert not os.listdir(tmp_path)
 
 
 def test_logs_flags_without_logs_are_refused(tmp_path, capsys):

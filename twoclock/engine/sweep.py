@@ -14,17 +14,17 @@ from dataclasses import asdict, dataclass
 import math
 import sys
 import time
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from twoclock.atomic import Refused, one_line
-from twoclock.engine import layout as codegens
 from twoclock.config import OptimConfig, SweepConfig, require, require_choice, require_int
-from twoclock.engine.layout import Chunk, Estimate, chunk_layout, estimate, n_steps_for
-from twoclock.engine import dtypes
+from twoclock.engine import codegen as codegens, dtypes
+from twoclock.engine.estimate import Estimate, estimate
+from twoclock.engine.layout import groups, listed, n_steps_for
 from twoclock.engine.keys import seed_keys
 from twoclock.engine.runtime import check_devices, fast_rng
 from twoclock.model import Model
@@ -58,24 +58,24 @@ class SweepResult:
     codegen: str = "fused"  # the XLA code generator that compiled the programs (twoclock.engine.layout)
 
 
-def program(spec: Model, model_cfg, opt: OptimConfig, n_steps: int, n_ckpt: int,
+def program(model: Model, model_cfg, opt: OptimConfig, n_steps: int, n_ckpt: int,
             static_batch: int | None = None, codegen: str = "fused"):
     """The compiled vmapped run that run_sweep uses for runs of n_steps updates: per batch where
     the batch sets shapes, otherwise one program whose run length and checkpoint interval are
     arguments (`length_args`), the same for every n_steps. codegen: "fused" or "quick"
     (`twoclock.engine.layout`)."""
     options = codegens.compiler_options(codegen)
-    if spec.static_batch:
-        return jax.jit(jax.vmap(constant_run(spec, model_cfg, opt, int(n_steps), n_ckpt,
+    if model.static_batch:
+        return jax.jit(jax.vmap(constant_run(model, model_cfg, opt, int(n_steps), n_ckpt,
                                              static_batch)), compiler_options=options)
-    return jax.jit(jax.vmap(make_traced_run(spec, model_cfg, opt, n_ckpt),
+    return jax.jit(jax.vmap(make_traced_run(model, model_cfg, opt, n_ckpt),
                             in_axes=(0, 0, 0, None, None)), compiler_options=options)
 
 
-def length_args(spec: Model, n_steps: int, n_ckpt: int) -> tuple:
+def length_args(model: Model, n_steps: int, n_ckpt: int) -> tuple:
     """The trailing arguments of `program` for runs of n_steps: none where the batch sets
     shapes, else the run length and the checkpoint interval."""
-    if spec.static_batch:
+    if model.static_batch:
         return ()
     # NumPy scalars: jnp.int32(n) would compile and run a conversion program per value
     return np.int32(n_steps), np.int32(checkpoint_every(n_steps, n_ckpt))
@@ -120,17 +120,23 @@ def _progress(total: int, quiet: bool):
                 desc="sweep")
 
 
-def check_fits(spec: Model, model_cfg, opt, sweep, max_lanes: int, n_dev: int,
+def check_fits(model: Model, model_cfg, opt, sweep, max_lanes: int, n_dev: int,
                analysis_bytes: int = 0) -> Estimate:
     """The estimate; Refused (with it) if the sweep cannot fit in memory, naming the
     max_lanes (--max-lanes) that would make it fit where one would."""
-    chunks = chunk_layout(spec, sweep, max_lanes, n_dev)
-    est = estimate(spec, model_cfg, opt, sweep, chunks, n_dev, analysis_bytes)
+    return _fitted(model, model_cfg, opt, sweep, max_lanes, n_dev, analysis_bytes)[0]
+
+
+def _fitted(model: Model, model_cfg, opt, sweep, max_lanes: int, n_dev: int,
+            analysis_bytes: int = 0) -> tuple:
+    """check_fits, and the layout's groups it estimated."""
+    grouped = groups(model, sweep, max_lanes, n_dev)
+    est = estimate(model, model_cfg, opt, sweep, grouped, n_dev, analysis_bytes)
     if est.fits():
-        return est
+        return est, grouped
     hint = "fewer seeds, batches, lr0s or checkpoints (n_ckpt)"
-    per_lane = est.chunk_bytes / max(c.lanes for c in chunks)
-    host = est.result_bytes + est.analysis_bytes
+    per_lane = est.chunk_bytes / max(g.lanes for g in grouped)
+    host = est.result_bytes + est.analysis_bytes + est.process_bytes
     lanes = n_dev * int((est.limit_bytes - host - est.program_bytes if est.device_bytes is None
                          else est.device_bytes) / per_lane / n_dev)
     if lanes >= n_dev and est.fits(int(lanes * per_lane)):
@@ -174,38 +180,49 @@ def run_sweep(model: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, qui
     """
     require(isinstance(model, Model), "model", "a Model (twoclock.models.MODELS[name])",
             type(model).__name__)
-    spec = model
     check_devices()  # JAX_PLATFORMS=gpu without a GPU: one line, before anything else
     fast_rng()
-    require(isinstance(model_cfg, spec.config), "model_cfg", f"a {spec.config.__name__}",
+    require(isinstance(model_cfg, model.config), "model_cfg", f"a {model.config.__name__}",
             type(model_cfg).__name__)
     require(isinstance(opt, OptimConfig), "opt", "an OptimConfig", type(opt).__name__)
     require(isinstance(sweep, SweepConfig), "sweep", "a SweepConfig", type(sweep).__name__)
     require_int("max_lanes", max_lanes)
     require_choice("codegen", codegen, codegens.CODEGENS)
     dtypes.check(model_cfg, opt, sweep.batches, sweep.lr0s)  # beta2 that rounds to 1, ...
-    n_dev = jax.device_count()
-    est = check_fits(spec, model_cfg, opt, sweep, max_lanes, n_dev, analysis_bytes)
-    choice = codegens.choose(codegen, spec, est)
-    _log(f"[{spec.name}] {est.line()} ({choice} codegen)", quiet)
-    config = {"model": spec.name, "model_cfg": model_cfg, "optimizer": opt, "sweep": sweep}
+    est, grouped = _fitted(model, model_cfg, opt, sweep, max_lanes, jax.device_count(),
+                           analysis_bytes)
+    run = _Settings(model, model_cfg, opt, sweep, listed(grouped),
+                    codegens.choose(codegen, model, est), quiet, resume)
+    _log(f"[{model.name}] {est.line()} ({run.codegen} codegen)", quiet)
+    config = {"model": model.name, "model_cfg": model_cfg, "optimizer": opt, "sweep": sweep}
     progress = _Progress(store)
     try:
         with (store.lock(lambda m: _log(m, False)) if store is not None
               and jax.process_index() == 0 else nullcontext()):
-            res = _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
-                       choice, progress)
+            res = _run(run, store, on_chunk, progress)
     except BaseException:  # Ctrl-C, SIGTERM, a failure: hand over the chunks that finished
         if keep is not None and progress.finished:
-            keep(f"run_sweep {spec.name} (interrupted)", progress.clocks(sweep), config,
+            keep(f"run_sweep {model.name} (interrupted)", progress.clocks(sweep), config,
                  progress.store_path())
         raise
     if keep is not None:
-        keep(f"run_sweep {spec.name}", {k: getattr(res, k) for k in
-                                        ("batches", "lr0s", "lrs_BxL", "prog_n", "fail_n",
-                                         "div_n", "prog_t", "extra")},
+        keep(f"run_sweep {model.name}", {k: getattr(res, k) for k in
+                                         ("batches", "lr0s", "lrs_BxL", "prog_n", "fail_n",
+                                          "div_n", "prog_t", "extra")},
              config, progress.store_path())
     return res
+
+
+class _Settings(NamedTuple):
+    """What run_sweep fixed before running: the model, its grid, its chunks, its compiler."""
+    model: Model
+    model_cfg: object
+    opt: OptimConfig
+    sweep: SweepConfig
+    chunks: list
+    codegen: str  # "quick" or "fused" (codegen.choose)
+    quiet: bool
+    resume: bool
 
 
 class _Progress:
@@ -240,39 +257,65 @@ class _Progress:
                            for c, out in self.finished]}
 
 
-def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
-         codegen, progress=None) -> SweepResult:
-    progress = progress or _Progress(store)
-    model = spec.name
-    batches, lr0s, S = tuple(sweep.batches), tuple(sweep.lr0s), sweep.seeds
-    nB, nL = len(batches), len(lr0s)
-    lrs_BxL = np.array(opt.lr_grid(batches, lr0s))
-    n_steps_B = np.array([n_steps_for(sweep.budget, b) for b in batches])
-    keys_S = np.asarray(seed_keys(sweep.seed, S))
-    lanes_on = lane_sharding()
-    chunks = chunk_layout(spec, sweep, max_lanes, jax.device_count())
-    progress.total = len(chunks)
+def _reusable(run: _Settings, store) -> set:
+    """The chunks a store holds that this sweep reuses: all of them when it is complete, a
+    partial sweep's only with resume."""
+    if store is None:
+        return set()
+    n = len(run.chunks)
+    on_disk = np.zeros(n, bool)
+    on_disk[[i for i in store.finished() if i < n]] = True
+    done = set(np.flatnonzero(_agreed(on_disk)).tolist())
+    if done and not run.resume and len(done) < n:
+        _log(f"store {store.path}: {len(done)}/{n} chunks of an interrupted sweep;"
+             " recomputing them (pass --resume to reuse them)", run.quiet)
+        return set()
+    if done:
+        _log(f"store {store.path}: reusing {len(done)}/{n} finished chunks", run.quiet)
+    return done
 
-    done = set()
-    if store is not None:
-        on_disk = np.zeros(len(chunks), bool)
-        on_disk[[i for i in store.finished() if i < len(chunks)]] = True
-        done = set(np.flatnonzero(_agreed(on_disk)).tolist())
-        if done and not resume and len(done) < len(chunks):
-            _log(f"store {store.path}: {len(done)}/{len(chunks)} chunks of an interrupted sweep;"
-                 " recomputing them (pass --resume to reuse them)", quiet)
-            done = set()
-        elif done:
-            _log(f"store {store.path}: reusing {len(done)}/{len(chunks)} finished chunks", quiet)
+
+def _simulate(run: _Settings, c, fns: dict, lrs_BxL, keys_S) -> dict:
+    """One chunk's clocks, extras and checkpoints, [streams, L, ...] (padding dropped)."""
+    sweep, batches, S = run.sweep, run.sweep.batches, run.sweep.seeds
+    # a traced batch: one program for every run length (the length is an argument)
+    fkey = (c.n_steps, c.static_batch) if run.model.static_batch else c.lanes
+    if fkey not in fns:
+        fns[fkey] = program(run.model, run.model_cfg, run.opt, c.n_steps, sweep.n_ckpt,
+                            c.static_batch, run.codegen)
+    g = len(c.batch_idx)
+    batch_N = np.repeat([batches[i] for i in c.batch_idx], S).astype(np.float32)
+    lr_NxL = np.repeat(lrs_BxL[list(c.batch_idx)], S, axis=0).astype(np.float32)
+    key_N = np.tile(keys_S, (g, 1))
+    lane = np.arange(c.start, c.start + c.lanes).clip(max=c.stop - 1)  # pad: repeat last
+    lanes_on = lane_sharding()
+    args = [_global(a[lane], lanes_on) for a in (batch_N, lr_NxL, key_N)]
+    tr = _fetch(fns[fkey](*args, *length_args(run.model, c.n_steps, sweep.n_ckpt)))
+    n = c.stop - c.start
+    out = {name: np.asarray(getattr(tr, name))[:n]  # [streams, L, ...]
+           for name in ("prog_n", "fail_n", "div_n", "prog_t")}
+    out.update({f"extra/{k}": np.asarray(v)[:n] for k, v in tr.extra.items()})
+    C = checkpoints(c.n_steps, checkpoint_every(c.n_steps, sweep.n_ckpt))
+    out.update({f"ckpt/{k}": np.asarray(v)[:n, ..., :C] for k, v in tr.ckpt.items()})
+    return out
+
+
+def _run(run: _Settings, store, on_chunk, progress=None) -> SweepResult:
+    progress = progress or _Progress(store)
+    sweep, chunks = run.sweep, run.chunks
+    batches, lr0s, S = tuple(sweep.batches), tuple(sweep.lr0s), sweep.seeds
+    nL = len(lr0s)
+    lrs_BxL = np.array(run.opt.lr_grid(batches, lr0s))
+    keys_S = np.asarray(seed_keys(sweep.seed, S))
+    progress.total = len(chunks)
+    done = _reusable(run, store)
 
     flat: dict = {}  # group key -> {name: [lanes, ...]}
     fns: dict = {}
     scanned = useful = reused = 0
     t_start = time.perf_counter()
-    bar = _progress(sum((c.stop - c.start) * nL * c.n_steps for c in chunks), quiet)
+    bar = _progress(sum((c.stop - c.start) * nL * c.n_steps for c in chunks), run.quiet)
     for ci, c in enumerate(chunks):
-        gkey = (c.n_steps, c.static_batch)
-        g = len(c.batch_idx)
         every = checkpoint_every(c.n_steps, sweep.n_ckpt)
         scanned += c.lanes * nL * every * math.ceil(c.n_steps / every)
         useful += (c.stop - c.start) * nL * c.n_steps
@@ -287,46 +330,38 @@ def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
             reused += out is not None
         if out is None:
             t0 = time.perf_counter()
-            # a traced batch: one program for every run length (the length is an argument)
-            fkey = gkey if spec.static_batch else c.lanes
-            if fkey not in fns:
-                fns[fkey] = program(spec, model_cfg, opt, c.n_steps, sweep.n_ckpt,
-                                    c.static_batch, codegen)
-            batch_N = np.repeat([batches[i] for i in c.batch_idx], S).astype(np.float32)
-            lr_NxL = np.repeat(lrs_BxL[list(c.batch_idx)], S, axis=0).astype(np.float32)
-            key_N = np.tile(keys_S, (g, 1))
-            lane = np.arange(c.start, c.start + c.lanes).clip(max=c.stop - 1)  # pad: repeat last
-            args = [_global(a[lane], lanes_on) for a in (batch_N, lr_NxL, key_N)]
-            tr = fns[fkey](*args, *length_args(spec, c.n_steps, sweep.n_ckpt))
-            tr = _fetch(tr)
-            n = c.stop - c.start
-            out = {name: np.asarray(getattr(tr, name))[:n]  # [streams, L, ...]
-                   for name in ("prog_n", "fail_n", "div_n", "prog_t")}
-            out.update({f"extra/{k}": np.asarray(v)[:n] for k, v in tr.extra.items()})
-            C = checkpoints(c.n_steps, every)
-            out.update({f"ckpt/{k}": np.asarray(v)[:n, ..., :C] for k, v in tr.ckpt.items()})
+            out = _simulate(run, c, fns, lrs_BxL, keys_S)
             if store is not None and jax.process_index() == 0:  # one writer on a shared disk
                 progress.save(ci, out, asdict(c))
             progress.finished.append((c, out))  # before the line: a signal may follow it
             bs = ",".join(str(batches[i]) for i in c.batch_idx)
             if not sys.stderr.isatty():  # a terminal has the progress bar instead
-                _log(f"[{model}] batch {bs}: streams {c.start}-{c.stop} of {g * S} x {nL} lr0 x "
-                     f"{c.n_steps} updates in {time.perf_counter() - t0:.1f} s", quiet)
+                _log(f"[{run.model.name}] batch {bs}: streams {c.start}-{c.stop} of "
+                     f"{len(c.batch_idx) * S} x {nL} lr0 x {c.n_steps} updates in "
+                     f"{time.perf_counter() - t0:.1f} s", run.quiet)
         else:
             progress.finished.append((c, out))
         for k, v in out.items():
-            flat.setdefault(gkey, {}).setdefault(k, []).append(v)
+            flat.setdefault((c.n_steps, c.static_batch), {}).setdefault(k, []).append(v)
         bar.update((c.stop - c.start) * nL * c.n_steps)
         if on_chunk is not None:
             on_chunk(ci)
     bar.close()
+    return _assemble(run, flat, lrs_BxL, time.perf_counter() - t_start,
+                     scanned / max(useful, 1) - 1.0, reused)
 
+
+def _assemble(run: _Settings, flat: dict, lrs_BxL, seconds: float, padded: float,
+              reused: int) -> SweepResult:
+    """The chunks' arrays, per group, as one [batch, lr0, seed] result."""
+    batches, lr0s, S = tuple(run.sweep.batches), tuple(run.sweep.lr0s), run.sweep.seeds
+    nB, nL = len(batches), len(lr0s)
     shape = (nB, nL, S)
     res = {k: np.zeros(shape, np.int64) for k in ("prog_n", "fail_n", "div_n", "prog_t")}
     extra: dict = {}
     ckpt: list = [None] * nB
     seen = set()
-    for c in chunks:
+    for c in run.chunks:
         gkey = (c.n_steps, c.static_batch)
         if gkey in seen:
             continue
@@ -342,7 +377,7 @@ def _run(spec, model_cfg, opt, sweep, max_lanes, quiet, store, resume, on_chunk,
                 extra.setdefault(k[6:], np.zeros(shape, v.dtype))[idx] = v
         for j, i in enumerate(idx):
             ckpt[i] = {k[5:]: v[j] for k, v in arrays.items() if k.startswith("ckpt/")}
+    n_steps_B = np.array([n_steps_for(run.sweep.budget, b) for b in batches])
     return SweepResult(batches, lr0s, lrs_BxL, n_steps_B, res["prog_n"], res["fail_n"],
-                       res["div_n"], res["prog_t"], extra, ckpt,
-                       time.perf_counter() - t_start, scanned / max(useful, 1) - 1.0,
-                       reused_chunks=reused, codegen=codegen)
+                       res["div_n"], res["prog_t"], extra, ckpt, seconds, padded,
+                       reused_chunks=reused, codegen=run.codegen)

@@ -7,7 +7,7 @@ import numpy as np
 
 from twoclock.analysis import clocks
 from twoclock.config import OptimConfig, SweepConfig, require
-from twoclock.pilot import plan as pilot
+from twoclock.pilot import plan as pilot, report
 
 
 def sweep(model, model_cfg, opt: OptimConfig, batches, lr0: float, seeds: int,
@@ -104,13 +104,8 @@ def table(out: dict) -> str:
              f"{'error':>7} covered"]
     for r in out["heldout"]:
         for key, name in (("progress_samples", "progress"), ("failure_samples", "failure")):
-            d = r[key]
-            if d["rel_error"] is None:
-                lines.append(f"{r['batch']:>6} {name:>9}  censored or not fitted")
-                continue
-            band = "[" + ", ".join("-" if v is None else f"{v:.0f}" for v in d["ci"]) + "]"
-            lines.append(f"{r['batch']:>6} {name:>9} {d['simulated']:>10.0f} "
-                         f"{d['predicted']:>10.0f} {band:>20} {100 * d['rel_error']:>+6.1f}% "
-                         f"{'yes' if d['covered'] else 'no'}")
+            lines.append(report.scored(f"{r['batch']:>6} {name:>9}", r[key], 10, "simulated"))
     return "\n".join(lines)
+
+
 __all__ = ["sweep", "pilot_runs", "write_csv", "heldout", "check", "table"]

@@ -11,7 +11,8 @@ import time
 
 import numpy as np
 
-from twoclock.pilot import logs as pl
+from twoclock.pilot import clocks as pc, logs as pl, reader, report
+from twoclock.pilot.conditions import parse_condition
 
 
 def log_conditions(model, cfg) -> tuple:
@@ -89,8 +90,8 @@ def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 16, n_ckpt
     s = model.studies["plan_check"]
     lr0, pilot_batches, budget = s["lr0"], tuple(sorted(s["pilots"])[:3]), int(s["budget"])
     progress, failures = log_conditions(model, cfg)
-    conds = [pl.parse_condition(progress, "--progress")] + \
-        [pl.parse_condition(f, "--failure") for f in failures]
+    conds = [parse_condition(progress, "--progress")] + \
+        [parse_condition(f, "--failure") for f in failures]
     metrics = list(dict.fromkeys(c.metric for c in conds))
     top = max(pilot_batches)
     held = [4 * top, 8 * top]
@@ -110,8 +111,8 @@ def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 16, n_ckpt
     # the answers: held-out runs' clocks from their own logged curves, and the engine's
     hpath = heldout_path or logs_path + ".heldout.csv"
     write_logs(res, held, range(heldout_seeds), metrics, hpath)
-    hlogs = pl.read_logs(hpath, tuple(metrics))
-    found = {c.text: pl.clocks(hlogs, c) for c in conds}
+    hlogs = reader.read_logs(hpath, tuple(metrics))
+    found = {c.text: pc.clocks(hlogs, c) for c in conds}
     engine = {conds[0].text: res.prog_n, conds[1].text: res.fail_n}  # the model's own clocks
     preds = {p["batch"]: p for p in plan["predictions"]}
     fpred = {f["condition"]: {p["batch"]: p["failure_samples"] for p in f["predictions"]}
@@ -170,25 +171,18 @@ def table(out: dict) -> str:
             if d is None:
                 continue
             what = "logs" if src == "vs_logged" else "engine"
-            if d["rel_error"] is None:
-                lines.append(f"{r['batch']:>6} {r['clock']:<26} {what:>7}  censored or not fitted")
-                continue
-            band = "[" + ", ".join("-" if v is None else f"{v:.0f}" for v in d["ci"]) + "]"
-            lines.append(f"{r['batch']:>6} {r['clock']:<26} {what:>7} {d['measured']:>9.0f} "
-                         f"{d['predicted']:>9.0f} {band:>20} {100 * d['rel_error']:>+6.1f}% "
-                         f"{'yes' if d['covered'] else 'no'}")
+            lines.append(report.scored(f"{r['batch']:>6} {r['clock']:<26} {what:>7}", d, 9))
     c = out["coverage"]
     lines.append(f"band coverage (vs the held-out runs' logs): {c['covered']}/{c['scored']}; "
                  f"simulation {out['simulation_seconds']:.1f} s, plan {out['plan_seconds']:.2f} s")
     return "\n".join(lines)
 
 
-def example(path: str, seeds: int = 4) -> int:
-    """Write twoclock/data/example_pilot_logs.csv: the bandit's defaults, pilots at B = 64, 128,
-    256 (sqrt rule, lr0 0.02), `seeds` each, 128 checkpoints over 50 000 responses. Rows."""
+def example(path: str, model, seeds: int = 4) -> int:
+    """Write twoclock/data/example_pilot_logs.csv from `model` (the bandit: its defaults),
+    pilots at B = 64, 128, 256 (sqrt rule, lr0 0.02), `seeds` each, 128 checkpoints over
+    50 000 responses. Rows."""
     from twoclock import config  # noqa: PLC0415
-    from twoclock.models import MODELS  # noqa: PLC0415
-    model = MODELS["bandit"]
     cfg = model.config()
     res = simulate(model, cfg, config.OptimConfig(), (64, 128, 256), 0.02, seeds, 50_000, 128)
     return write_logs(res, (64, 128, 256), range(seeds),

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from twoclock.config import require
 from twoclock.pilot import fit as pf
 from twoclock.analysis.switch import Clocks, plan_switch
 
@@ -43,6 +44,16 @@ class PilotRuns:
         """Where a run that did not fail is known to survive to: its budget, or at least
         until it reached the target."""
         return np.where(np.isfinite(self.budget_R), self.budget_R, self.prog_R)
+
+
+def check_settings(predict, margin: float, level: float) -> None:
+    """The plan's settings, refused in one line: batches to predict (counts of samples, as a
+    CSV's batch column: at most MAX_BATCH), the failure margin and the bands' level."""
+    require(0 <= margin < 1, "margin", "in [0, 1)", margin)
+    require(0 < level < 1, "level", "in (0, 1)", level)
+    for b in predict or ():
+        require(math.isfinite(b) and 0 < b <= MAX_BATCH, "--predict",
+                "batches > 0 and at most 2^53, counts of samples", b)
 
 
 def _number(raw: str, where: str, empty_ok: bool):

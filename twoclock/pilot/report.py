@@ -1,16 +1,10 @@
 """One call from a CSV path (or the published GRPO table) to the plan, and its text table."""
-import math
-
-from twoclock.config import require
 from twoclock.pilot import article as pilot_article, plan as pilot
 
 
 def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95) -> dict:
     """pilot.plan on a CSV, or with path None on the published table (plus its reading)."""
-    require(0 <= margin < 1, "margin", "in [0, 1)", margin)
-    require(0 < level < 1, "level", "in (0, 1)", level)
-    for b in predict or ():
-        require(math.isfinite(b) and b > 0, "--predict", "batches > 0", b)
+    pilot.check_settings(predict, margin, level)
     if path is None:
         out = pilot.plan(pilot_article.article_runs(),
                          predict or pilot_article.predict_batches(), margin, level)
@@ -23,7 +17,7 @@ def _g(v, fmt="{:.4g}"):
     return "-" if v is None else fmt.format(v)
 
 
-def _ci(d, fmt="{:.4g}"):
+def ci(d, fmt="{:.4g}"):
     return f"{_g(d['median'], fmt)} [{_g(d['ci'][0], fmt)}, {_g(d['ci'][1], fmt)}]"
 
 
@@ -56,9 +50,9 @@ def table(out: dict) -> str:
     for p in out["predictions"]:
         h = p["hours_to_target"]
         fs = p["failure_samples"]
-        lines.append(f"{p['batch']:>8g} {p['lr']:>9.4g}  {_ci(p['progress_samples'], '{:.0f}'):<30}"
-                     f"{'-' if fs['median'] is None else _ci(fs, '{:.0f}'):<30}"
-                     f"{'-' if h is None else _ci(h, '{:.3g}'):<24}")
+        lines.append(f"{p['batch']:>8g} {p['lr']:>9.4g}  {ci(p['progress_samples'], '{:.0f}'):<30}"
+                     f"{'-' if fs['median'] is None else ci(fs, '{:.0f}'):<30}"
+                     f"{'-' if h is None else ci(h, '{:.3g}'):<24}")
     rec = out["recommendation"]
     unit = "s" if rec["objective"] == "seconds" else "samples"
     c = rec["constant"]
@@ -92,4 +86,14 @@ def table(out: dict) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-__all__ = ["plan_file", "table"]
+def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
+    """A held-out check's row: head, then the answer (d[answer]), predicted, band, error and
+    coverage of d (a score: answer, predicted, ci, rel_error, covered), `width` wide."""
+    if d["rel_error"] is None:
+        return f"{head}  censored or not fitted"
+    band = "[" + ", ".join("-" if v is None else f"{v:.0f}" for v in d["ci"]) + "]"
+    return (f"{head} {d[answer]:>{width}.0f} {d['predicted']:>{width}.0f} {band:>20} "
+            f"{100 * d['rel_error']:>+6.1f}% {'yes' if d['covered'] else 'no'}")
+
+
+__all__ = ["plan_file", "ci", "table", "scored"]

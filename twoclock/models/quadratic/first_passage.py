@@ -23,8 +23,8 @@ from jax.scipy.special import ndtr
 
 from twoclock.config import OptimConfig, require, require_int
 from twoclock.models.quadratic.config import QuadraticConfig
-from twoclock.models.quadratic.gaussian import (_inv_small, _pair_moments, _psd_small,
-                                                _tn_edge, _tn_fit, _upper_lower)
+from twoclock.models.quadratic.copula import adf_log_stay, adf_start
+from twoclock.models.quadratic.gaussian import upper_lower
 from twoclock.models.quadratic.moments import _require_linear
 from twoclock.models.quadratic.problem import initial_loss, initial_offset, noise_variances, \
     rotation, spectrum
@@ -65,7 +65,7 @@ def _log_no_cross(stats, u_prev, target):
     u = jnp.clip(_quantile_z(mean, k2, k3, target), -37.0, 8.2)
     p = ndtr(u)
     first = ~jnp.isfinite(u_prev)  # t = 1: the start is deterministic, above the target
-    joint = _upper_lower(jnp.where(first, 0.0, u_prev), u, rho)
+    joint = upper_lower(jnp.where(first, 0.0, u_prev), u, rho)
     haz = jnp.where(first, p, joint / jnp.maximum(ndtr(-u_prev), 1e-300))
     return u, jnp.log1p(-jnp.clip(haz, 0.0, 1.0 - 1e-16))
 
@@ -181,72 +181,6 @@ def _saddle(w, m, V, target, tilt, th):
     return jnp.clip(u, -37.0, 8.2), p, th
 
 
-def _adf_start(W: int, K: int, r: int) -> tuple:
-    """The copula's state before the first update: zero mean and covariance, and a previous
-    boundary u = -40, below any u `_saddle` returns (clipped at -37), so nothing is truncated."""
-    return jnp.zeros((W, K, r)), jnp.zeros((W, K, r, K, r)), jnp.full(W, -40.0)
-
-
-def _adf_log_stay(Pb, Cb, Pb_prev, u, state):
-    """One update of the multi-lag copula: (log(1 - hazard_t), new state).
-
-    Z_t = sum_k y_k[0] with y_k Gaussian vector AR(1) components (bins of coordinates, r
-    dimensions each) of covariance Pb [N, K, r, r] and lag-one regression
-    F = Cb Pb_prev^-1 (Cb = Cov(y_t, y_{t-1})). The law of y_{t-1} given no crossing so far
-    is kept as a Gaussian truncated to Z_{t-1} > u_{t-1}: state = (its mean [N, K, r],
-    covariance [N, K, r, K, r], u_{t-1} [N]), so no mass sits beyond the boundary. The
-    hazard P(Z_t <= u_t | no crossing) is then exact (a bivariate normal), and the law of y_t
-    given Z_{t-1} > u_{t-1}, Z_t > u_t is projected back onto a Gaussian truncated to
-    Z_t > u_t with the same mean and covariance (assumed-density filtering in the truncated
-    family)."""
-    mu, S, u_prev = state
-    r = Pb.shape[-1]
-    eps = 1e-12 * jnp.trace(Pb_prev, axis1=-2, axis2=-1)[..., None, None] + 1e-90  # det > 0
-    F = Cb @ _inv_small(Pb_prev + eps * jnp.eye(r)[None, None])
-    # the innovation's covariance, clipped to >= 0 (the tilted shares may shrink faster than
-    # the lag-one regression allows)
-    Q = _psd_small(Pb - F @ Pb_prev @ jnp.swapaxes(F, -1, -2))
-    g1 = jnp.einsum("nkia,nka->nki", F, jnp.sum(S[..., 0], axis=3))  # Cov(y_t, Z_{t-1})
-    v1 = jnp.maximum(jnp.sum(S[..., 0, :, 0], axis=(1, 2)), 1e-300)
-    m1 = jnp.sum(mu[..., 0], axis=1)
-    mu = jnp.einsum("nkia,nka->nki", F, mu)
-    S = jnp.einsum("nkia,nkalb->nkilb", F, S)  # two contractions: XLA makes one slow
-    S = jnp.einsum("nkilb,nljb->nkilj", S, F)
-    S = S + jnp.einsum("nkij,kl->nkilj", Q, jnp.eye(Pb.shape[1]))
-    g2 = jnp.sum(S[..., 0], axis=3)  # Cov(y_t, Z_t)
-    v2 = jnp.maximum(jnp.sum(g2[..., 0], axis=1), 1e-300)
-    m2 = jnp.sum(mu[..., 0], axis=1)
-    sd1, sd2 = jnp.sqrt(v1), jnp.sqrt(v2)
-    rho = jnp.clip(jnp.sum(g1[..., 0], axis=1) / (sd1 * sd2), -1.0, 1.0)
-    h = jnp.clip((u_prev - m1) / sd1, -40.0, 40.0)
-    k = jnp.clip((u - m2) / sd2, -40.0, 40.0)
-    L, ex, ey, exx, eyy, exy = _pair_moments(h, k, rho)
-    log_stay = jnp.log(jnp.clip(L / jnp.maximum(ndtr(-h), 1e-300), 1e-300, 1.0))
-    # y_t = mu + B (X, Y) + independent Gaussian, (X, Y) the standardised (Z_{t-1}, Z_t)
-    # (B = [g1 / sd1, g2 / sd2] Corr^-1); truncating (X, Y) moves mean and covariance by B
-    col = lambda x: x[:, None, None]
-    det = col(jnp.maximum(1.0 - rho * rho, 1e-12))
-    bx = (g1 / col(sd1) - col(rho) * g2 / col(sd2)) / det
-    by = (g2 / col(sd2) - col(rho) * g1 / col(sd1)) / det
-    cxx, cyy, cxy = exx - ex * ex - 1.0, eyy - ey * ey - 1.0, exy - ex * ey - rho
-    mu = mu + bx * col(ex) + by * col(ey)
-    # the truncated family: Z_t ~ N(m', s'^2) truncated to > u_t with Z_t's mean and variance
-    # given both survivals (Z_t = m2 + sd2 Y, so Cov(y_t, Z_t) moves by sd2 B C e_Y)
-    mz, vz = m2 + sd2 * ey, jnp.maximum(v2 * (eyy - ey * ey), 1e-300)
-    beta = (g2 + col(sd2) * (bx * col(cxy) + by * col(cyy))) / col(vz)
-    al = _tn_fit(jnp.maximum(mz - u, 0.0) ** 2 / vz)
-    lam, shrink = _tn_edge(al)
-    s2 = vz / jnp.maximum(1.0 - shrink, 1e-300)
-    mu = mu - beta * col(jnp.sqrt(s2) * lam)  # m' = E - s' lambda
-    # S + B C B^T + beta beta^T (s'^2 - Var(Z_t)) as one contraction, B = [bx, by]
-    basis = jnp.stack([bx, by, beta], -1)  # [N, K, r, 3]
-    z = jnp.zeros_like(cxx)
-    coef = jnp.stack([jnp.stack([cxx, cxy, z], -1), jnp.stack([cxy, cyy, z], -1),
-                      jnp.stack([z, z, s2 - vz], -1)], -2)  # [N, 3, 3]
-    S = S + jnp.einsum("nkia,nab,nljb->nkilj", basis, coef, basis)
-    return log_stay, (mu, S, u)
-
-
 def _pool(update, init, params, n, T):
     """Median first-passage step of lanes 0..n-1 (0 if P(crossed) < 1/2 through T), [n] float64,
     through W slots (init's leading size): a slot whose lane is done takes the next lane, so the
@@ -301,11 +235,11 @@ def _median_passage_sgd(h, c, e0, lr, batch, P_DxK, target, T, tilt, W):
         u, p, th = _saddle(w_D, m_new, V_new, target, tilt, th)
         # a coordinate's loss w x^2 has lag-one regression a^2 (Cov = a^2 Var(l_{t-1}), exact)
         bins = lambda x: (x @ P_DxK)[..., None, None]
-        log_stay, adf = _adf_log_stay(bins(p), bins(a * a * p_prev), bins(p_prev), u, adf)
+        log_stay, adf = adf_log_stay(bins(p), bins(a * a * p_prev), bins(p_prev), u, adf)
         return (m_new, V_new, p, th, adf), log_stay, u
 
     z, zW = jnp.zeros((W, D)), jnp.zeros(W)
-    adf0 = _adf_start(W, K, 1)
+    adf0 = adf_start(W, K, 1)
     init = (jnp.broadcast_to(e0[None, :], z.shape), z, z, zW, adf0)
     return _pool(update, init, (a, q), N, T)
 
@@ -370,13 +304,13 @@ def _median_passage_momentum(h, c, e0, lr, batch, mu, P_DxK, target, T, tilt, W)
         ratio = jnp.sqrt(scale / jnp.where(scale_prev > 0, scale_prev, 1.0))
         PhiP = [x * jnp.where(scale_prev > 0, ratio, 0.0) for x in PhiP]
         nine = ((0, 1, 2), (3, 4, 5), (6, 7, 8))
-        log_stay, adf = _adf_log_stay(bins(P, _SYM_INDEX), bins(PhiP, nine),
+        log_stay, adf = adf_log_stay(bins(P, _SYM_INDEX), bins(PhiP, nine),
                                       bins(P_prev, _SYM_INDEX), u, adf)
         return (m_new, m, V_new, V, C_new, P, scale, th, adf), log_stay, u
 
     z, zW = jnp.zeros((W, D)), jnp.zeros(W)
     m0 = jnp.broadcast_to(e0[None, :], z.shape)
-    adf0 = _adf_start(W, K, 3)
+    adf0 = adf_start(W, K, 3)
     init = (m0, m0, z, z, z, (z,) * 6, z, zW, adf0)
     return _pool(update, init, (a, q, Phi), N, T)
 

@@ -10,7 +10,7 @@ from scipy.special import log_ndtr as log_ndtr_np, roots_legendre
 _GL_X, _GL_W = (np.asarray(a) for a in roots_legendre(20))
 
 
-def _upper_upper(h, k, rho):
+def upper_upper(h, k, rho):
     """P(X > h, Y > k) for standard normals with correlation rho, to about 1e-15 absolute
     (Genz, "Numerical computation of rectangular bivariate and trivariate normal and t
     probabilities", 2004: 20-point Gauss-Legendre on each of his two integrals).
@@ -52,12 +52,12 @@ def _upper_upper(h, k, rho):
     return jnp.clip(jnp.where(jnp.abs(rho) < 0.925, polar, taylor), 0.0, 1.0)
 
 
-def _upper_lower(a, b, rho):
+def upper_lower(a, b, rho):
     """P(Z1 > a, Z2 <= b) = P(Z1 > a, -Z2 > -b) for standard normals with correlation rho."""
-    return _upper_upper(a, -b, -rho)
+    return upper_upper(a, -b, -rho)
 
 
-def _inv_small(P):
+def inv_small(P):
     """Inverse of [..., r, r] symmetric positive P, r <= 3, by cofactors (LAPACK calls on tiny
     batched matrices cost more than the whole update)."""
     if P.shape[-1] == 1:
@@ -71,7 +71,7 @@ def _inv_small(P):
                       jnp.stack([C, E, F], -1)], -2) / det[..., None, None]
 
 
-def _psd_small(Q):
+def psd_small(Q):
     """Q = L D L^T with the negative pivots of D set to 0 ([..., r, r], r <= 3): Q itself
     where it is positive semidefinite."""
     if Q.shape[-1] == 1:
@@ -88,7 +88,7 @@ def _psd_small(Q):
     return (L * jnp.stack([d1, d2, d3], -1)[..., None, :]) @ jnp.swapaxes(L, -1, -2)
 
 
-def _tn_edge(al):
+def tn_edge(al):
     """(lambda, 1 - Var) of a standard normal truncated to > al: lambda = E[Z | Z > al]."""
     lam = jnp.exp(-0.5 * al * al - log_ndtr(-al)) / jnp.sqrt(2.0 * jnp.pi)
     return lam, lam * lam - al * lam
@@ -108,7 +108,7 @@ def _tn_table(n: int = 4001):
 _TN_X0, _TN_DX, _TN_AL = _tn_table()
 
 
-def _tn_fit(excess2_over_var):
+def tn_fit(excess2_over_var):
     """al of the standard normal truncated to > al whose (E - al)^2 / Var is the given ratio
     (decreasing in al from infinity to 1), interpolated in the table above (clipped to its
     ends: no truncation felt below -12; an exponential-like edge above 8)."""
@@ -119,7 +119,7 @@ def _tn_fit(excess2_over_var):
     return table[i] + (pos - i) * (table[i + 1] - table[i])
 
 
-def _pair_moments(h, k, rho):
+def pair_moments(h, k, rho):
     """(L, E[X], E[Y], E[X^2], E[Y^2], E[XY]) of standard normals X, Y with correlation rho
     given X > h, Y > k (L = P(X > h, Y > k); Rosenbaum's moments of a truncated bivariate
     normal). L is good to about 1e-15 absolute, so the moments to about 1e-15 / L relative."""
@@ -127,7 +127,7 @@ def _pair_moments(h, k, rho):
     s = jnp.sqrt(1.0 - rho * rho)
     ks, hs = (k - rho * h) / s, (h - rho * k) / s
     pdf = lambda x: jnp.exp(-0.5 * x * x) / jnp.sqrt(2.0 * jnp.pi)
-    L = jnp.maximum(_upper_upper(h, k, rho), 1e-300)
+    L = jnp.maximum(upper_upper(h, k, rho), 1e-300)
     A, B = pdf(h) * ndtr(-ks), pdf(k) * ndtr(-hs)  # phi(h) Q(k*), phi(k) Q(h*)
     edge = pdf(h) * pdf(ks)  # = phi(k) phi(h*)
     ex, ey = (A + rho * B) / L, (B + rho * A) / L
@@ -135,3 +135,7 @@ def _pair_moments(h, k, rho):
     eyy = 1.0 + (k * B + rho * rho * h * A + rho * s * edge) / L
     exy = rho + (rho * h * A + rho * k * B + s * edge) / L
     return L, ex, ey, exx, eyy, exy
+
+
+__all__ = ["upper_upper", "upper_lower", "inv_small", "psd_small", "tn_edge", "tn_fit",
+           "pair_moments"]

@@ -1,0 +1,160 @@
+"""What a sweep will take, worked out before anything is compiled: its memory and its time.
+
+One update of the largest batch is traced (jax.make_jaxpr; nothing is compiled). Its outputs
+give each lane's clocks and checkpoints; the bytes of all its intermediates, a quarter of which
+is an upper estimate of XLA's temporaries (measured against `memory_analysis()` on both
+models), give the working set; the same bytes over a measured rate give the time. The sums run
+over the layout's groups (every chunk of a group has one shape), so the estimate of 10^7
+chunks takes what the estimate of one does.
+"""
+from contextlib import suppress
+from dataclasses import dataclass, field
+import math
+
+import jax
+import numpy as np
+
+from twoclock.config import OptimConfig, SweepConfig
+from twoclock.engine.memory import held_bytes, memory_limit
+from twoclock.engine.stages import checkpoints, constant_run
+from twoclock.model import Model
+from twoclock.trace import checkpoint_every
+
+# Bytes of intermediates of one lane's update (a noise stream at every lr0), per second per
+# device: the quadratic headline's 0.376 s of updates on 2 CPU cores (its 288 runs and 1152
+# run 0.376 and 1.42 s, predicted 0.375 and 1.50 s; the bandit's headline runs in half its
+# prediction). Elsewhere the progress bar's ETA is what counts.
+BYTES_PER_SECOND = {"cpu": 3.7e10}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a sweep will take, worked out from one traced update (nothing compiled)."""
+    runs: int
+    chunks: int
+    run_updates: int
+    chunk_bytes: int   # the largest chunk's working memory (all its devices together)
+    result_bytes: int  # every run's clocks and checkpoints on the host, assembly included
+    seconds: float | None
+    limit_bytes: int   # memory available to the sweep
+    device_bytes: int | None  # one accelerator's memory (None on the CPU)
+    programs: int = 1  # distinct programs to compile (one per scan length, or per batch)
+    analysis_bytes: int = 0  # what the caller's analysis of the results needs on the host
+    program_bytes: int = 0  # the compiled programs' large constants (counted from 256 KiB)
+    # what of limit_bytes the process holds already (memory.held_bytes); it moves from one
+    # call to the next, so two estimates of one sweep compare equal without it
+    process_bytes: int = field(default=0, compare=False)
+
+    def fits(self, chunk_bytes: int | None = None) -> bool:
+        c = (self.chunk_bytes if chunk_bytes is None else chunk_bytes) + self.program_bytes
+        host = self.result_bytes + self.analysis_bytes + self.process_bytes
+        if self.device_bytes is None:  # CPU devices share the host's memory
+            return host + c <= self.limit_bytes
+        return host <= self.limit_bytes and c <= self.device_bytes
+
+    def line(self) -> str:
+        t = "" if self.seconds is None else f", ~{_duration(self.seconds)} of updates"
+        consts = (f" + ~{_size(self.program_bytes)} program constants" if self.program_bytes
+                  else "")
+        held = f"~{_size(self.process_bytes)} this process + " if self.process_bytes else ""
+        return (f"{self.runs} runs in {self.chunks} chunks, {self.run_updates:.3g} "
+                f"run-updates: memory {held}~{_size(self.result_bytes)} results + "
+                f"{f'~{_size(self.analysis_bytes)} analysis + ' if self.analysis_bytes else ''}"
+                f"~{_size(self.chunk_bytes)} per chunk{consts} (available {_size(self.limit_bytes)}"
+                f"{'' if self.device_bytes is None else f', {_size(self.device_bytes)} per device'}"
+                f"){t} + compiling {self.programs} program{'s' * (self.programs != 1)}")
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+
+
+def _duration(s: float) -> str:
+    if s < 10:  # a short sweep's updates: "0.4 s", not "0 s"
+        return f"{s:.2g} s"
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def _sub_jaxprs(eqn):
+    """The jaxprs an equation runs (a scan's body, a cond's branches, a pjit's program)."""
+    for p in eqn.params.values():
+        for q in p if isinstance(p, (tuple, list)) else (p,):
+            if hasattr(q, "jaxpr") and hasattr(q, "consts"):  # a ClosedJaxpr
+                yield q.jaxpr
+            elif type(q).__name__ == "Jaxpr":
+                yield q
+
+
+def _walk_bytes(jaxpr) -> int:
+    """Bytes of every intermediate in a jaxpr, sub-programs included (an upper bound: XLA
+    reuses and fuses buffers)."""
+    total = 0
+    for e in jaxpr.eqns:
+        total += sum(int(np.prod(v.aval.shape)) * v.aval.dtype.itemsize for v in e.outvars
+                     if hasattr(v.aval, "shape"))
+        total += sum(_walk_bytes(q) for q in _sub_jaxprs(e))
+    return total
+
+
+def _dot_bytes(jaxpr) -> int:
+    """Multiply-adds of every dot_general in a jaxpr (sub-programs included), in bytes of its
+    operands' type: a matrix-vector product with a D x D constant (the quadratic's --rotate)
+    makes only [D] intermediates but D^2 multiply-adds, which _walk_bytes would miss."""
+    total = 0
+    for e in jaxpr.eqns:
+        if e.primitive.name == "dot_general":
+            (lc, _), _ = e.params["dimension_numbers"]
+            lhs, out = e.invars[0].aval, e.outvars[0].aval
+            contracted = int(np.prod([lhs.shape[i] for i in lc]))
+            total += int(np.prod(out.shape)) * contracted * lhs.dtype.itemsize
+        total += sum(_dot_bytes(q) for q in _sub_jaxprs(e))
+    return total
+
+
+# the bytes of a program's constants (the quadratic's D x D rotation and noise factors) held at
+# once while it is built and run: the host array, XLA's literal, the compiled program's copy,
+# and the compilation cache's serialised program
+CONST_COPIES = 4
+
+
+def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, groups,
+             n_dev: int, analysis_bytes: int = 0) -> Estimate:
+    """Memory and time of a planned sweep (its `layout.groups`), from one traced update (the
+    largest batch)."""
+    b, nL = max(sweep.batches), len(sweep.lr0s)
+    one = constant_run(spec, model_cfg, opt, 1, 1, b if spec.static_batch else None)
+    lr_L = np.full(nL, 1e-3, np.float32)  # a lane is one noise stream run at every lr0
+    key = np.zeros(2, np.uint32)  # a raw key's shape; PRNGKey(0) would compile a program
+    closed, out = jax.make_jaxpr(one, return_shape=True)(np.float32(b), lr_L, key)
+    step = _walk_bytes(closed.jaxpr)
+    work = step + _dot_bytes(closed.jaxpr)  # what one update costs in time
+    consts = sum(int(np.asarray(c).nbytes) for c in closed.consts if hasattr(c, "shape"))
+    per_ckpt = sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out.ckpt))  # C = 1
+    clocks_bytes = sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out)) - per_ckpt
+    chunk_bytes = result_bytes = run_updates = cost = 0
+    for g in groups:  # every chunk of a group has its lanes; together they hold its streams
+        n_c = checkpoints(g.n_steps, checkpoint_every(g.n_steps, sweep.n_ckpt))
+        lane = clocks_bytes + per_ckpt * n_c  # one lane's output on the host
+        # on the device a traced-length program holds n_ckpt checkpoints per lane
+        dev = clocks_bytes + per_ckpt * (n_c if spec.static_batch else sweep.n_ckpt)
+        # working set: output twice (device and host copies) and a quarter of every
+        # intermediate of one update (an upper estimate of XLA's temporaries, measured)
+        chunk_bytes = max(chunk_bytes, g.lanes * (2 * dev + step // 4 + 4 * (nL + 3)))
+        result_bytes += 2 * g.streams * lane  # chunks kept, then assembled
+        run_updates += g.streams * nL * g.n_steps  # padded lanes are no runs
+        cost += g.n_chunks * math.ceil(g.lanes / n_dev) * g.n_steps * work
+    rate = BYTES_PER_SECOND.get(jax.default_backend())
+    device = None
+    if jax.default_backend() != "cpu":
+        with suppress(Exception):  # memory_stats is optional for a backend
+            device = int(jax.devices()[0].memory_stats()["bytes_limit"]) * n_dev
+    programs = {(g.n_steps, g.static_batch) if spec.static_batch else g.lanes for g in groups}
+    # every compiled program is kept (and so are its constants) until the sweep ends
+    program_bytes = CONST_COPIES * consts * len(programs) if consts >= 2**18 else 0
+    return Estimate(len(sweep.batches) * len(sweep.lr0s) * sweep.seeds,
+                    sum(g.n_chunks for g in groups), run_updates, chunk_bytes, result_bytes,
+                    None if rate is None else cost / rate, memory_limit(), device,
+                    len(programs), int(analysis_bytes), program_bytes, held_bytes())

@@ -1,0 +1,80 @@
+"""A logged run's clock for a condition: the first logged crossing, linear in samples between
+the points either side, after optional smoothing (rules: twoclock.pilot.logs)."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from twoclock.pilot.conditions import Condition
+from twoclock.pilot.plan import PilotError
+from twoclock.pilot.reader import Logs
+
+
+def smooth(s, v, how):
+    """v smoothed along samples s; how = None, ('ema', T) or ('window', W)."""
+    s, v = np.asarray(s, np.float64), np.asarray(v, np.float64)
+    if how is None or v.size == 0:
+        return v
+    kind, w = how
+    if kind == "ema":  # y_i = y_{i-1} + (1 - exp(-(s_i - s_{i-1}) / T)) (v_i - y_{i-1})
+        out = np.empty_like(v)
+        out[0] = v[0]
+        a = 1.0 - np.exp(-np.diff(s) / w)
+        for i in range(1, v.size):
+            out[i] = out[i - 1] + a[i - 1] * (v[i] - out[i - 1])
+        return out
+    c = np.concatenate([[0.0], np.cumsum(v)])
+    lo = np.searchsorted(s, s - w / 2, side="left")
+    hi = np.searchsorted(s, s + w / 2, side="right")
+    return (c[hi] - c[lo]) / (hi - lo)
+
+
+def crossing(s, v, cond: Condition):
+    """(samples, index) of the first logged crossing, linear in samples between the point
+    before and the first that meets cond; (last sample, None) when no point meets it (censored);
+    (s[0], 0) when the first point already does (no crossing was observed)."""
+    s, v = np.asarray(s, np.float64), np.asarray(v, np.float64)
+    hit = np.flatnonzero(cond.met(v))
+    if hit.size == 0:
+        return float(s[-1]), None
+    i = int(hit[0])
+    if i == 0:
+        return float(s[0]), 0
+    s0, s1, v0, v1 = s[i - 1], s[i], v[i - 1], v[i]
+    frac = 1.0 if v1 == v0 else min(max((cond.threshold - v0) / (v1 - v0), 0.0), 1.0)
+    return float(s0 + frac * (s1 - s0)), i
+
+
+@dataclass(frozen=True)
+class Clock:
+    """One run's clock for one condition: samples, and whether it was observed (else censored)."""
+    samples: float
+    crossed: bool
+    line: int | None  # the row where it was first met
+    interval: float | None = None  # samples between the logged points it was interpolated in
+
+
+def clocks(logs: Logs, cond: Condition, how=None) -> list:
+    """The condition's clock in every run; PilotError when a run meets it at its first logged
+    point (no crossing seen: the threshold is too easy, or the logging starts too late)."""
+    out = []
+    for r in logs.runs:
+        ok = np.isfinite(r.metrics[cond.metric])
+        s, v = r.samples_R[ok], smooth(r.samples_R[ok], r.metrics[cond.metric][ok], how)
+        at, i = crossing(s, v, cond)
+        if i == 0:
+            raise PilotError(f"{logs.source} line {r.line_R[ok][0]}, column {cond.metric}: run "
+                             f"{r.name!r} already meets {cond.flag} {cond.text!r} at its first "
+                             f"logged point ({v[0]:g} at samples {s[0]:g}): no crossing to time")
+        out.append(Clock(at, i is not None, None if i is None else int(r.line_R[ok][i]),
+                         None if i is None else float(s[i] - s[i - 1])))
+    if not any(c.crossed for c in out):
+        up = cond.op in (">=", ">")
+        reach, line = max((((v if up else -v), int(ln)) for r in logs.runs
+                           for v, ln in zip(r.metrics[cond.metric], r.line_R) if np.isfinite(v)))
+        raise PilotError(f"{logs.source} line {line}, column {cond.metric}: no run ever meets "
+                         f"{cond.flag} {cond.text!r} (the {'highest' if up else 'lowest'} "
+                         f"logged value, {reach if up else -reach:g}, is on this line)")
+    return out
+
+
+__all__ = ["smooth", "crossing", "Clock", "clocks"]

@@ -1,0 +1,48 @@
+"""What experiments/plan.py plans from, as one frozen config: pilot runs (RUNS.csv, or the
+published GRPO table) or the curves their trainer logged, and the plan's settings."""
+from dataclasses import dataclass
+
+from twoclock.config import param
+from twoclock.pilot import logs as pilot_logs, report
+from twoclock.pilot.plan import check_settings
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """A plan's input and settings; ValueError (one line naming the flag) when inconsistent."""
+    runs: str | None = param(None, "pilot-run CSV (default: the published GRPO table)")
+    predict: tuple = param((), "batches to predict and plan over (none: the pilot batches)")
+    margin: float = param(0.1, "fraction of the failure clock that must be left at the target")
+    level: float = param(0.95, "confidence level of the bands")
+    logs: str | None = param(None, "per-step log file of the pilot runs (instead of RUNS.csv)")
+    progress: str | None = param(None, "the target, e.g. 'heldout_acc>=0.7'")
+    failure: tuple = param((), "a failure clock, e.g. 'kl>=0.5' (repeat for several: each is "
+                               "fitted; the earliest sets the plan)")
+    col: tuple = param((), "read NAME (run, batch, lr, samples, a metric) from COLUMN")
+    smooth: str | None = param(None, "smooth each curve first (T, W in samples; docs/plan.md "
+                                     "states the bias)")
+
+    LOGS_ONLY = ("progress", "failure", "col", "smooth")  # flags that read a log file
+
+    def __post_init__(self):
+        given = [f for f in self.LOGS_ONLY if getattr(self, f)]
+        if self.logs is None and given:
+            raise ValueError(f"--{given[0]} needs --logs LOGS.csv")
+        if self.logs is not None and self.runs is not None:
+            raise ValueError("give RUNS.csv or --logs LOGS.csv, not both")
+        if self.logs is not None and self.progress is None:
+            raise ValueError("--logs: give --progress (and no RUNS.csv)")
+        check_settings(self.predict, self.margin, self.level)
+
+
+def plan(cfg: PlanConfig) -> dict:
+    """The plan: from the logs (pilot.logs.plan_logs) or from RUNS.csv / the published table
+    (pilot.report.plan_file)."""
+    predict = cfg.predict or None  # none given: the pilot batches
+    if cfg.logs is not None:
+        return pilot_logs.plan_logs(cfg.logs, cfg.progress, list(cfg.failure), predict,
+                                    cfg.margin, cfg.level, cfg.smooth, list(cfg.col))
+    return report.plan_file(cfg.runs, predict, cfg.margin, cfg.level)
+
+
+__all__ = ["PlanConfig", "plan"]

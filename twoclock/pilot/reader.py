@@ -1,0 +1,205 @@
+"""Read a trainer's per-step log of pilot runs (CSV or JSON Lines) into runs, refusing bad rows
+and cells in one line that names the line and the column (rules: twoclock.pilot.logs)."""
+import csv
+from dataclasses import dataclass
+import io
+import json
+import math
+import os
+
+import numpy as np
+
+from twoclock.pilot.plan import MAX_BATCH, PilotError
+
+REQUIRED = ("run", "batch", "lr", "samples")
+OPTIONAL = ("seconds_per_update",)  # median per run, the step time the plan's throughput uses
+
+
+@dataclass(frozen=True)
+class Run:
+    """One pilot run's logged rows, sorted by samples; metrics[name]: values (nan: not logged)."""
+    name: str
+    batch: float
+    lr: float
+    line_R: np.ndarray     # the file's line number of each row (after merging: the first)
+    samples_R: np.ndarray
+    metrics: dict
+    seconds_per_update: float = math.nan
+
+
+@dataclass(frozen=True)
+class Logs:
+    source: str
+    header: tuple  # column names after --col mapping
+    runs: tuple
+
+
+def _unique(path: str, ln: int):
+    """json.loads' object_pairs_hook: a dict, PilotError when a key appears twice."""
+    def pairs(items):
+        out = {}
+        for k, v in items:
+            if k in out:
+                raise PilotError(f"{path} line {ln}: key {k!r} appears twice in one object")
+            out[k] = v
+        return out
+    return pairs
+
+
+def _rows(path: str):
+    """(format, header, [(line, {column: raw})]) from a CSV or JSON Lines file."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            text = f.read()
+    except OSError as e:
+        raise PilotError(f"{path}: cannot read ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise PilotError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    ext = os.path.splitext(path)[1].lower()
+    jsonl = ext in (".jsonl", ".ndjson") or (ext != ".csv" and text.lstrip().startswith("{"))
+    if jsonl:
+        rows, header = [], {}
+        for ln, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line, object_pairs_hook=_unique(path, ln))
+            except json.JSONDecodeError as e:
+                raise PilotError(f"{path} line {ln}: not JSON ({e.msg}, column {e.colno})") \
+                    from None
+            if not isinstance(obj, dict):
+                raise PilotError(f"{path} line {ln}: expected one JSON object per line")
+            header.update(dict.fromkeys(obj))
+            rows.append((ln, obj))
+        return "jsonl", tuple(header), rows
+    try:
+        table = list(csv.reader(io.StringIO(text)))
+    except csv.Error as e:
+        raise PilotError(f"{path}: not a readable CSV ({e})") from None
+    if not table:
+        raise PilotError(f"{path}: empty file (expected a header with {', '.join(REQUIRED)})")
+    head = tuple(h.strip() for h in table[0])
+    for i, h in enumerate(head):
+        if head.index(h) != i:  # which of two columns is meant? refuse, never guess
+            raise PilotError(f"{path} line 1: column {h!r} appears twice (columns "
+                             f"{head.index(h) + 1} and {i + 1})")
+    rows = []
+    for ln, row in enumerate(table[1:], start=2):
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) != len(head):
+            raise PilotError(f"{path} line {ln}: {len(row)} fields, the header has {len(head)}")
+        rows.append((ln, dict(zip(head, row))))
+    return "csv", head, rows
+
+
+def _value(raw, where: str, positive: bool = False, zero_ok: bool = False):
+    """A cell as a float; None when empty (not logged); PilotError naming `where` otherwise."""
+    if raw is None or (isinstance(raw, str) and raw.strip() == ""):
+        return None
+    if isinstance(raw, bool):
+        v = math.nan
+    elif isinstance(raw, (int, float)):
+        v = float(raw)
+    else:
+        try:
+            v = float(str(raw).strip())
+        except ValueError:
+            v = math.nan
+    if not math.isfinite(v) or (positive and not (v > 0 or (zero_ok and v == 0))):
+        need = ("a finite number >= 0" if zero_ok else "a finite number > 0") if positive \
+            else "a finite number (or empty: not logged)"
+        raise PilotError(f"{where}: must be {need} (got {raw!r})")
+    return v
+
+
+def read_logs(path: str, metrics=(), columns=None) -> Logs:
+    """Read a log file; `metrics` are the columns the conditions read (parsed and checked).
+
+    PilotError, one line naming the line and column, for: a missing run/batch/lr/samples column
+    or a missing metric column; an empty or malformed cell; a run whose batch or lr changes; a
+    run that logs one sample count twice with different values; a run that never logs a metric.
+    """
+    fmt, head, rows = _rows(path)
+    rename = columns or {}
+    for col, name in rename.items():
+        if col not in head:
+            raise PilotError(f"{path} line 1: --col {name}={col}: no column {col!r} "
+                             f"(columns: {', '.join(head)})")
+    named = tuple(rename.get(h, h) for h in head)
+    for i, n in enumerate(named):
+        if named.index(n) != i:  # --col samples=step with a samples column as well
+            raise PilotError(f"{path} line 1: {n!r} is read from two columns "
+                             f"({head[named.index(n)]!r} and {head[i]!r}); map one with --col")
+    for col in REQUIRED:
+        if col not in named:
+            raise PilotError(f"{path} line 1: missing column {col!r} (columns: "
+                             f"{', '.join(named)}); map another with --col {col}=COLUMN")
+    for m in metrics:
+        if m not in named:
+            raise PilotError(f"{path} line 1: no column {m!r} for the condition on it (columns: "
+                             f"{', '.join(named)})")
+    back = {rename.get(h, h): h for h in head}
+    need = tuple(dict.fromkeys(tuple(metrics) + tuple(c for c in OPTIONAL if c in named)))
+    if not rows:
+        raise PilotError(f"{path}: no rows below the header")
+    by_run: dict = {}
+    for ln, row in rows:
+        where = lambda c: f"{path} line {ln}, column {back[c]}"
+        get = lambda c: row.get(back[c])
+        raw_run = get("run")
+        run = "" if raw_run is None else str(raw_run).strip()
+        if run == "":
+            raise PilotError(f"{where('run')}: empty run name")
+        rec = {"line": ln, "batch": _value(get("batch"), where("batch"), positive=True),
+               "lr": _value(get("lr"), where("lr"), positive=True),
+               "samples": _value(get("samples"), where("samples"), positive=True, zero_ok=True)}
+        for c in ("batch", "lr", "samples"):
+            if rec[c] is None:
+                raise PilotError(f"{where(c)}: empty (every row needs run, batch, lr, samples)")
+        if rec["batch"] > MAX_BATCH:
+            raise PilotError(f"{where('batch')}: must be at most 2^53, a count of samples "
+                             f"(got {get('batch')!r})")
+        for c in need:
+            rec[c] = _value(get(c), where(c))
+        first = by_run.setdefault(run, [])
+        for c in ("batch", "lr"):
+            if first and not math.isclose(rec[c], first[0][c], rel_tol=1e-9):
+                raise PilotError(f"{where(c)}: run {run!r} has {c} {rec[c]:g} here and "
+                                 f"{first[0][c]:g} at line {first[0]['line']}: schedules are "
+                                 "not pilots (one batch and lr per run)")
+        first.append(rec)
+    runs = []
+    for name, recs in by_run.items():
+        recs = sorted(recs, key=lambda r: r["samples"])  # stable: ties keep file order
+        merged = [dict(recs[0])]
+        for r in recs[1:]:
+            last = merged[-1]
+            if r["samples"] != last["samples"]:
+                merged.append(dict(r))
+                continue
+            for c in need:
+                if r[c] is not None and last[c] is not None and r[c] != last[c]:
+                    raise PilotError(
+                        f"{path} line {r['line']}, column {back['samples']}: samples not "
+                        f"increasing within run {name!r}: {r['samples']:g} also at line "
+                        f"{last['line']}, with {back[c]} {r[c]:g} there vs {last[c]:g} (a "
+                        "restarted run? keep one copy of its steps)")
+                if last[c] is None:
+                    last[c] = r[c]
+        for c in metrics:
+            if all(r[c] is None for r in merged):
+                raise PilotError(f"{path} line {recs[0]['line']}, column {back[c]}: run "
+                                 f"{name!r} never logs {c!r} (every cell of it is empty)")
+        spu = [r["seconds_per_update"] for r in merged
+               if r.get("seconds_per_update") is not None]
+        runs.append(Run(name, recs[0]["batch"], recs[0]["lr"],
+                        np.array([r["line"] for r in merged]),
+                        np.array([r["samples"] for r in merged], np.float64),
+                        {c: np.array([math.nan if r[c] is None else r[c] for r in merged],
+                                     np.float64) for c in metrics},
+                        float(np.median(spu)) if spu else math.nan))
+    return Logs(path, named, tuple(runs))
+
+
+__all__ = ["REQUIRED", "OPTIONAL", "Run", "Logs", "read_logs"]
