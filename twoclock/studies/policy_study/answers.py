@@ -134,6 +134,7 @@ def answers(st: dict, c: dict, adam: dict | None = None) -> dict:
     """Every answer from the cells' per-seed clocks (st: the study as a dict, as in the JSON)
     and, given, the per-coordinate Adam measurement's predictions."""
     require_int("the study's seeds", st["seeds"], lo=2)
+    require(len(st["batches"]) >= 2, "the study's batches", "at least two", st["batches"])
     idx = bootstrap_indices(st["seeds"])
     b0, b1 = str(min(st["batches"])), str(max(st["batches"]))
     ps = lambda cell, b, k: np.asarray(c[cell]["per_seed"][b][k])
@@ -156,3 +157,5 @@ def reanswer(out: dict) -> dict:
     except (KeyError, IndexError, TypeError, AttributeError) as e:
         raise ValueError(f"the result must be a policy study's JSON with every cell's per-seed "
                          f"clocks (missing or malformed: {one_line(e)})") from None
+    except ValueError as e:  # a bad value the answers' checks name: also as one line
+        raise ValueError(f"the result must be a policy study's JSON: {one_line(e)}") from None
