@@ -89,6 +89,8 @@ def check(model, model_cfg, opt, study: Config) -> None:
     """Before any work: every panel's batches, and its failure clock (ValueError)."""
     del model, model_cfg, opt
     for m, cfg, sweep, clock in study.panels:
+        require(clock is None or clock in failure_clocks(m), "--failure-clock",
+                " or ".join(failure_clocks(m)), clock)
         panel_setup(m, cfg, sweep, clock)
 
 
@@ -129,7 +131,8 @@ def figure(out: dict):
     return phase_figure(out)
 
 
-__all__ = ["Config", "SHARED", "check", "figure", "defaults", "failure_clocks", "panel_setup", "panel", "run", "report"]
+__all__ = ["Config", "SHARED", "check", "figure", "defaults", "failure_clocks", "panel_setup",
+           "panel", "run", "report"]
 
 
 STUDY = Study("phase", Config, run, report, figure, doc=__doc__, output="phase_diagram",
