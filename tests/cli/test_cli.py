@@ -94,9 +94,11 @@ EXPERIMENTS = ["critical_batch", "schedule", "time_to_target", "phase_diagram", 
 def test_experiment_scripts_are_one_call_of_the_study_runner(name):
     with open(os.path.join(ROOT, "experiments", f"{name}.py")) as f:
         text = f.read()
-    code = [line for line in text.split('"""')[-1].splitlines() if line.strip()]
-    assert len(code) <= 5 and "sys.path" not in text and "add_argument" not in text, code
-    assert code[-1].strip().startswith("sys.exit(run_study.main(STUDIES."), code
+    code = [line for line in text.split('"""')[-1].splitlines()
+            if line.strip() and not line.startswith(("import", "from"))]
+    assert len(code) == 3 and "sys.path" not in text and "add_argument" not in text, code
+    assert code[0].startswith("main = partial(run_study.main, STUDIES."), code
+    assert code[2].strip() == "sys.exit(main())", code
 
 
 def parse(study: str, argv):
