@@ -8,7 +8,7 @@ from unittest import mock
 
 import pytest
 
-from tests.test_toy_model import TOY, hand_clocks, registry  # noqa: F401 (a fixture)
+from tests.test_toy_model import hand_clocks, registry  # noqa: F401 (a fixture)
 from twoclock.cli import run_study
 from twoclock.config import SweepConfig, param, require, require_int
 from twoclock.engine.sweep import run_sweep

@@ -7,7 +7,7 @@ from dataclasses import fields, is_dataclass, replace
 import os
 import sys
 
-from twoclock.cli.common import (OneLineParser, add_output_args, fail, guard, model_config,
+from twoclock.cli.common import (OneLineParser, add_output_args, guard, model_config,
                                  parsed, publish)
 from twoclock.cli.engine_flags import add_engine_args, check_engine_args, engine_from_args
 from twoclock.cli.flags import add_config_flags, config_from_flags, dest, float_or_none
