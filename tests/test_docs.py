@@ -31,3 +31,45 @@ def test_no_doc_points_outside_the_project(doc):
     machine = ["/" + "work" + "/", "/" + "tmp" + "/"]
     for bad in ["../shared", *machine, "this session", "an earlier session"]:
         assert bad not in text, bad
+
+
+def _tree_block() -> dict:
+    """{folder under twoclock/ ('' for the core): the .py and folder names its entry in
+    docs/architecture.md's tree names}."""
+    with open(os.path.join(ROOT, "docs", "architecture.md")) as f:
+        text = f.read()
+    block = text.split("## The tree", 1)[1].split("```", 2)[1]
+    entries, folder = {}, None
+    for line in block.splitlines():
+        if not line.startswith("  ") or not line.strip():  # twoclock/, experiments/, ...
+            folder = None
+            continue
+        head = re.match(r"  (\w+)/\s", line)
+        if head:  # "  engine/   stages.py ...": a folder's entry starts
+            folder = head.group(1)
+            line = line[head.end():]
+        elif not line.startswith("   "):  # "  config.py model.py ...": the core's files
+            folder = ""
+        entries.setdefault(folder, set()).update(re.findall(r"\b(\w+\.py|\w+/)", line))
+    return entries
+
+
+def _on_disk(folder: str) -> set:
+    path = os.path.join(ROOT, "twoclock", folder)
+    names = set()
+    for n in os.listdir(path):
+        if os.path.isdir(os.path.join(path, n)) and n != "__pycache__":
+            names.add(n + "/")
+        elif n.endswith(".py") and n != "__init__.py":
+            names.add(n)
+    return names
+
+
+def test_the_architecture_tree_is_the_tree_on_disk():
+    entries = _tree_block()
+    folders = {n.rstrip("/") for n in _on_disk("") if n.endswith("/")}
+    assert set(entries) == folders | {""}, "a folder of twoclock/ missing from the tree"
+    assert entries[""] | {f + "/" for f in folders} == _on_disk(""), "the core's files"
+    for folder in sorted(folders):
+        named = entries[folder] - {"__init__.py"}
+        assert named == _on_disk(folder), (folder, sorted(named ^ _on_disk(folder)))

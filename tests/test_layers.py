@@ -90,19 +90,72 @@ NAME_USE = re.compile(r"(\b(model|spec)\.name\s*(==|!=|in\b))|(\w\[\s*(model|spe
                       r"(==\s*[\"'](quadratic|bandit|policy)[\"'])")
 
 
-def test_no_code_outside_the_models_branches_on_a_models_name():
+# a model looked up by its name in the registry: MODELS["bandit"]
+NAME_LOOKUP = re.compile(r"\bMODELS\s*\[\s*[\"']|\bget_model\s*\(\s*[\"']")
+# the one place a name is compared: a study's declaration of the models it is written for
+DECLARATION = ("twoclock/studies/protocol.py",
+               "return (not study.models or model.name in study.models) and "
+               "study.defaults(model) is not None")
+
+
+def _outside_the_models():
     places = [p for sub in ("engine", "analysis", "studies", "pilot", "cli", "figures")
               for p in _modules(sub)]
-    places += [os.path.join(ROOT, "experiments", f) for f in os.listdir(
+    return places + [os.path.join(ROOT, "experiments", f) for f in os.listdir(
         os.path.join(ROOT, "experiments")) if f.endswith(".py")]
+
+
+def _lines_matching(pattern, places):
     bad = []
     for p in places:
         with open(p) as f:
             bad += [(os.path.relpath(p, ROOT), i + 1, line.strip())
-                    for i, line in enumerate(f) if NAME_USE.search(line)]
+                    for i, line in enumerate(f) if pattern.search(line)]
+    return bad
+
+
+def test_no_code_outside_the_models_branches_on_a_models_name():
+    bad = [b for b in _lines_matching(NAME_USE, _outside_the_models())
+           if (b[0], b[2]) != DECLARATION]
     assert not bad, bad
     assert NAME_USE.search('if model.name != "bandit":')  # the pattern finds what it must
     assert NAME_USE.search("DEFAULTS[model.name]")
+    with open(os.path.join(ROOT, DECLARATION[0])) as f:  # the exception still exists
+        assert DECLARATION[1] in f.read()
+
+
+def test_no_code_outside_the_models_looks_a_model_up_by_name():
+    bad = _lines_matching(NAME_LOOKUP, _outside_the_models())
+    assert not bad, bad
+    assert NAME_LOOKUP.search('EMERGENT = MODELS["bandit"].presets')
+    assert NAME_LOOKUP.search("m = MODELS[ 'policy' ]") and not NAME_LOOKUP.search("MODELS[name]")
+
+
+def _model_packages(path: str) -> set:
+    """The model packages (twoclock.models.<name>) a module imports."""
+    return {m.split(".")[2] for m in _imports(path)
+            if m.startswith("twoclock.models.") and m.split(".")[2] != "__init__"}
+
+
+def test_a_study_imports_only_the_model_packages_it_declares():
+    """Each registered study's module (or package) may import the packages of the models in
+    its `models` and no other; the studies' shared modules import none."""
+    from twoclock.studies import STUDIES
+    owned = {}
+    for study in STUDIES.values():
+        mod = sys.modules[study.run.__module__]
+        home = os.path.dirname(mod.__file__) if mod.__file__.endswith("__init__.py") \
+            else mod.__file__
+        files = list(_modules(os.path.relpath(home, PKG))) if os.path.isdir(home) else [home]
+        for f in files:
+            owned[f] = set(study.models)
+    bad = []
+    for p in _modules("studies"):
+        extra = _model_packages(p) - owned.get(p, set())
+        if extra:
+            bad.append((os.path.relpath(p, ROOT), sorted(extra)))
+    assert not bad, bad
+    assert owned and any(owned.values())  # some study declares its model
 
 
 def test_the_public_api_resolves_lazily():

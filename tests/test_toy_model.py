@@ -18,12 +18,12 @@ import optax
 import pytest
 
 from twoclock.analysis.throughput import ThroughputModel
-from twoclock.cli import headline
+from twoclock.cli import run_study
 from twoclock.config import OptimConfig, SweepConfig, param, require
-from twoclock.model import Dynamics, Model, RunState, initial_clocks
+from twoclock.model import Dynamics, Model, RunState, Studies, StudyDefaults, initial_clocks
 from twoclock.models import MODELS
 from twoclock.scaling import make_optimizer
-from twoclock.studies import phase_study, schedule_study, time_to_target
+from twoclock.studies import STUDIES, phase_study, schedule_study, time_to_target
 
 
 @dataclass(frozen=True)
@@ -64,10 +64,11 @@ TOY = Model(
     predict=lambda cfg, opt, sweep, res, runs, crit: None,
     describe_batch=lambda cfg, b: {}, static_batch=False, title="toy",
     default_sweep=dict(batches=(8, 32), lr0s=(0.1,), seeds=2, budget=2000),
-    studies={"schedule": {"study": dict(batch_small=8, batch_large=32, lr0=0.1),
-                          "sweep": dict(seeds=2, budget=2000, n_ckpt=8), "model": {}},
-             "phase": {"sweep": dict(batches=(8, 32), lr0s=(0.05, 0.1), seeds=2,
-                                     budget=2000, n_ckpt=8), "model": {}}})
+    studies=Studies(
+        schedule=StudyDefaults(study=dict(batch_small=8, batch_large=32, lr0=0.1),
+                               sweep=dict(seeds=2, budget=2000, n_ckpt=8)),
+        phase=StudyDefaults(sweep=dict(batches=(8, 32), lr0s=(0.05, 0.1), seeds=2,
+                                       budget=2000, n_ckpt=8))))
 SGD = OptimConfig(name="sgd")
 
 
@@ -94,8 +95,8 @@ def test_hand_clocks_sit_away_from_a_rounding_boundary():
 
 def test_the_headline_runs_the_toy_and_finds_its_clocks(registry, tmp_path):
     path = tmp_path / "toy.json"
-    with mock.patch("twoclock.cli.headline.setup"):
-        code = headline.main(["--model", "toy", "--optimizer", "sgd", "--no-store", "--quiet",
+    with mock.patch("twoclock.cli.run_study.setup"):
+        code = run_study.main(STUDIES.headline, ["--model", "toy", "--optimizer", "sgd", "--no-store", "--quiet",
                               "--no-figure", "--json", str(path), "--out", str(tmp_path)])
     assert code == 0
     out = json.loads(path.read_text())
@@ -108,10 +109,9 @@ def test_the_headline_runs_the_toy_and_finds_its_clocks(registry, tmp_path):
 
 def test_the_schedule_study_runs_the_toy(registry):
     d = schedule_study.defaults(TOY)
-    study = schedule_study.ScheduleStudy(**d["study"], switches=2)
-    sweep = SweepConfig(batches=(8, 32), lr0s=(0.1,), **d["sweep"])
-    out = schedule_study.run(TOY, ToyConfig(), SGD, sweep, study,
-                             ThroughputModel().scaled(1.0), quiet=True)
+    study = schedule_study.Config(**d.study, switches=2, responses_per_sample=1.0,
+                                  sweep=SweepConfig(**d.sweep), throughput=ThroughputModel())
+    out = schedule_study.run(TOY, ToyConfig(), SGD, study, quiet=True)
     const = {r["kind"]: r for r in out["runs"]}
     assert const["constant_small"]["progress_samples"]["median"] == hand_clocks(8)[0]
     assert const["constant_large"]["failure_samples"]["median"] == hand_clocks(32)[1]
@@ -122,16 +122,17 @@ def test_the_schedule_study_runs_the_toy(registry):
 
 
 def test_time_to_target_runs_the_toy(registry):
-    study = time_to_target.TimeToTarget(lr0=0.1, lr_rules=("sqrt",), responses_per_sample=1.0)
     sweep = SweepConfig(batches=(8, 32), lr0s=(0.1,), seeds=2, budget=2000, n_ckpt=8)
-    out = time_to_target.run(TOY, ToyConfig(), SGD, sweep, study,
-                             ThroughputModel().scaled(1.0), quiet=True)
+    study = time_to_target.Config(lr0=0.1, lr_rules=("sqrt",), responses_per_sample=1.0,
+                                  sweep=sweep)
+    out = time_to_target.run(TOY, ToyConfig(), SGD, study, quiet=True)
     got = {r["batch"]: r["progress_samples"]["median"] for r in out["runs"]}
     assert got == {b: hand_clocks(b)[0] for b in (8, 32)}
 
 
 def test_the_phase_study_runs_the_toy(registry):
-    out = phase_study.run([TOY], SGD, phase_study.PhaseStudy(models=("toy",)), quiet=True)
+    cfg = phase_study.Config(models=("toy",), panels=((TOY, None, None, None),))
+    out = phase_study.run(None, None, SGD, cfg, quiet=True)
     (panel,) = out["panels"]
     assert panel["title"] == "toy" and "theory" not in panel  # the toy has no boundary
     for j, lr0 in enumerate(panel["lr0s"]):

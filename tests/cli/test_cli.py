@@ -1,6 +1,5 @@
-"""The experiment commands: thin scripts whose flags come from the configs; the headline's
-one-line errors with exit code 2; a small run writes its files."""
-import importlib.util
+"""The experiment commands: each one call of the study runner, whose flags come from the
+configs; one-line errors with exit code 2 before any work; a small run writes its files."""
 import json
 import os
 import subprocess
@@ -8,7 +7,9 @@ import sys
 
 import pytest
 
+from twoclock.cli import run_study
 from twoclock.models import MODELS
+from twoclock.studies import STUDIES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "experiments", "critical_batch.py")
@@ -85,39 +86,64 @@ def test_bandit_run_has_the_quadratic_schema_plus_its_extras(tmp_path):
         assert set(r["noise_scale"]) == set(r["regime"]) == {"skill", "drift"}
 
 
-def script(name: str):
-    """An experiment script as a module (importing it runs nothing)."""
-    spec = importlib.util.spec_from_file_location(f"exp_{name}",
-                                                  os.path.join(ROOT, "experiments", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+EXPERIMENTS = ["critical_batch", "schedule", "time_to_target", "phase_diagram", "clipping",
+               "bandit_regimes", "policy_study", "plan_check"]
 
 
-@pytest.mark.parametrize("name", ["critical_batch", "schedule", "time_to_target",
-                                  "phase_diagram"])
-def test_experiment_scripts_are_thin(name):
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_scripts_are_one_call_of_the_study_runner(name):
     with open(os.path.join(ROOT, "experiments", f"{name}.py")) as f:
         text = f.read()
-    assert len(text.splitlines()) < 100 and "sys.path" not in text
+    code = [line for line in text.split('"""')[-1].splitlines()
+            if line.strip() and not line.startswith(("import", "from"))]
+    assert len(code) == 3 and "sys.path" not in text and "add_argument" not in text, code
+    assert code[0].startswith("main = partial(run_study.main, STUDIES."), code
+    assert code[2].strip() == "sys.exit(main())", code
+
+
+def parse(study: str, argv):
+    """(model, model_cfg, opt, cfg, ns) as the study's command parses argv."""
+    return run_study.parse(STUDIES[study], argv, f"{study}.py")
 
 
 @pytest.mark.parametrize("model", ["quadratic", "bandit"])
 def test_schedule_flags_take_the_models_defaults_and_given_flags_win(model):
-    parse = script("schedule").parse
-    d = MODELS[model].studies["schedule"]
-    _, mcfg, opt, sweep, cfg, thr, _ = parse(["--model", model])
-    assert mcfg.drift_threshold == d["model"]["drift_threshold"]
-    assert sweep.batches == (d["study"]["batch_small"], d["study"]["batch_large"])
-    assert sweep.lr0s == (d["study"]["lr0"],) and sweep.budget == d["sweep"]["budget"]
-    assert thr.responses_per_sample == d["study"]["responses_per_sample"]
-    _, mcfg, opt, sweep, cfg, thr, _ = parse(["--model", model, "--drift-threshold", "0.3",
+    d = MODELS[model].studies.schedule
+    _, mcfg, opt, cfg, _ = parse("schedule", ["--model", model])
+    sweep = cfg.grid
+    assert mcfg.drift_threshold == d.model["drift_threshold"]
+    assert sweep.batches == (d.study["batch_small"], d.study["batch_large"])
+    assert sweep.lr0s == (d.study["lr0"],) and sweep.budget == d.sweep["budget"]
+    assert cfg.responses_per_sample == d.study["responses_per_sample"]
+    _, mcfg, opt, cfg, _ = parse("schedule", ["--model", model, "--drift-threshold", "0.3",
                                               "--budget", "50000", "--knee", "2"])
-    assert (mcfg.drift_threshold, sweep.budget, thr.model.knee) == (0.3, 50000, 2.0)
+    assert (mcfg.drift_threshold, cfg.grid.budget, cfg.throughput.knee) == (0.3, 50000, 2.0)
 
 
-@pytest.mark.parametrize("name", ["schedule", "time_to_target", "phase_diagram"])
+@pytest.mark.parametrize("name", ["headline", "schedule", "time_to_target", "phase", "clipping",
+                                  "plan_check"])
 def test_adams_flags_have_one_spelling(name):
-    opt = next(v for v in script(name).parse(["--beta1", "0.8", "--beta2", "0.99"])
-               if type(v).__name__ == "OptimConfig")
+    _, _, opt, _, _ = parse(name, ["--beta1", "0.8", "--beta2", "0.99"])
     assert (opt.beta1, opt.beta2) == (0.8, 0.99)
+
+
+@pytest.mark.parametrize("script, args, name", [
+    ("time_to_target", ["--model", "bandit"], "model"),  # no time-to-target defaults
+    ("clipping", ["--model", "quadratic"], "model"),  # the clipping study is the bandit's
+    ("bandit_regimes", ["--cases", "9"], "cases"), ("bandit_regimes", ["--seeds", "0"], "seeds"),
+    ("plan_check", ["--n-ckpt", "1"], "--n-ckpt"), ("clipping", ["--clips", "0.2"], "clips"),
+    ("phase_diagram", ["--batches", "8", "16"], "--batches"),  # two models: one grid each
+    ("policy_study", ["--seeds", "1"], "seeds"), ("policy_study", ["--parts", "x"], "parts"),
+    # a cell's batch the model cannot split, or one the budget cannot hold (issue 33, 5)
+    ("policy_study", ["--quick", "--batches", "60", "100", "--parts", "collapse"], "batch"),
+    ("policy_study", ["--quick", "--budget", "32", "--parts", "collapse"], "budget"),
+    # more seeds than the paired bootstrap can hold: refused at once (issue 33, 6)
+    ("policy_study", ["--quick", "--seeds", "100000000", "--parts", "collapse"], "seeds"),
+])
+def test_a_study_refuses_bad_input_in_one_line_before_any_work(script, args, name):
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", f"{script}.py"),
+                        *args, "--no-figure", "--out", os.devnull + "_never"],
+                       capture_output=True, text=True, timeout=120)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    assert name in lines[0] and "Traceback" not in p.stderr and not p.stdout

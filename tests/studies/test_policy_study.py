@@ -5,6 +5,8 @@ import json
 import numpy as np
 import pytest
 
+from twoclock.analysis import paired
+from twoclock.models.policy.predict import measured_exponent
 from twoclock.studies import policy_study as ps
 
 rng = np.random.default_rng(7)
@@ -14,26 +16,26 @@ IDX = np.random.default_rng(0).integers(0, 9, size=(200, 9))
 
 def test_ratio_ci_is_paired_and_its_point_is_the_ratio_of_medians():
     x = rng.integers(100, 1000, 9)
-    same = ps.ratio_ci(x, x, IDX)
+    same = paired.ratio_ci(x, x, IDX)
     # paired resampling: a clock against itself is exactly 1 in every resample (an unpaired
     # bootstrap would spread it)
     assert same == {"median": 1.0, "ci": [1.0, 1.0]}
     y = np.array([300, 100, 200, 500, 400, 900, 800, 700, 600])
-    r = ps.ratio_ci(2 * y, y, IDX)
+    r = paired.ratio_ci(2 * y, y, IDX)
     assert r["median"] == pytest.approx(1000 / 500)
     assert r["ci"] == [pytest.approx(2.0), pytest.approx(2.0)]  # a paired factor of 2 exactly
 
 
 def test_a_censored_median_is_none_not_a_number():
     never = np.zeros(9, int)  # no run crossed: every one is censored
-    r = ps.ratio_ci(never, np.full(9, 100), IDX)
+    r = paired.ratio_ci(never, np.full(9, 100), IDX)
     assert r["median"] is None and r["ci"][1] is None
 
 
 def test_delay_ratio_is_the_ratio_of_the_two_delays():
     base = np.array([100, 120, 90, 110, 105, 95, 130, 80, 115])
     # delay 3 at batch 1, delay 1.5 at batch 0: the delay is 2x larger at batch 1
-    d = ps.delay_ratio_ci(3 * base, base, 1.5 * base, base, IDX)
+    d = paired.ratio_of_ratios_ci(3 * base, base, 1.5 * base, base, IDX)
     assert d["median"] == pytest.approx(2.0)
     assert d["ci"] == [pytest.approx(2.0), pytest.approx(2.0)]
 
@@ -134,10 +136,10 @@ def test_the_figure_draws_when_no_clock_was_reached(tmp_path):
     study_figure(out).savefig(tmp_path / "f.png")
 
 
-@pytest.mark.parametrize("flags,name", [(["--clip-lr-factor", "0"], "--clip-lr-factor"),
-                                        (["--clip-lr-factor", "nan"], "--clip-lr-factor"),
-                                        (["--seeds", "1"], "--seeds"),
-                                        (["--batches", "64"], "--batches")])
+@pytest.mark.parametrize("flags,name", [(["--clip-lr-factor", "0"], "clip_lr_factor"),
+                                        (["--clip-lr-factor", "nan"], "clip_lr_factor"),
+                                        (["--seeds", "1"], "seeds"),
+                                        (["--batches", "64"], "batches")])
 def test_bad_flags_are_one_line_errors_before_any_simulation(flags, name, tmp_path):
     import subprocess
     import sys
@@ -151,6 +153,23 @@ def test_bad_flags_are_one_line_errors_before_any_simulation(flags, name, tmp_pa
 
 def test_the_adam_slope_against_polyfit_skips_missing_and_infinite_points():
     b, v = [64, 256, 128, 1024, 512], [10.0, 30.0, None, 200.0, float("inf")]
-    assert ps.measured_exponent(b, v) == pytest.approx(
+    assert measured_exponent(b, v) == pytest.approx(
         np.polyfit(np.log([64, 256, 1024]), np.log([10.0, 30.0, 200.0]), 1)[0])
-    assert ps.measured_exponent([64, 128], [5.0, None]) is None
+    assert measured_exponent([64, 128], [5.0, None]) is None
+
+
+@pytest.mark.parametrize("bad", [{}, {"study": {}, "cells": {}}, [],
+                                 {"study": {"seeds": 4, "batches": [64, 512],
+                                            "conventions": []}, "cells": {"sqrt": {}}},
+                                 {"study": {"seeds": 4, "batches": [], "conventions": []},
+                                  "cells": {}}])
+def test_reanswer_of_a_malformed_result_is_a_one_line_value_error(bad):
+    with pytest.raises(ValueError) as e:
+        ps.reanswer(bad)
+    assert "\n" not in str(e.value) and "policy study" in str(e.value)
+
+
+def test_reanswer_refuses_fewer_than_two_seeds():
+    with pytest.raises(ValueError, match="seeds must be an integer >= 2"):
+        ps.reanswer({"study": {"seeds": 0, "batches": [64, 512], "conventions": []},
+                     "cells": {}})

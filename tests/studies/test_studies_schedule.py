@@ -87,16 +87,17 @@ def test_study_bad_input_names_the_parameter():
                      (dict(fail_quantile=0.7), "fail_quantile"), (dict(switches=1), "switches"),
                      (dict(planner="oracle"), "planner"), (dict(carry="keep"), "carry")):
         with pytest.raises(ValueError, match=f"^{name} must be"):
-            ss.ScheduleStudy(**kw)
+            ss.Config(**kw)
 
 
 def test_small_study_switch_zero_is_the_constant_large_run():
     cfg = QuadraticConfig(dim=8, drift_dim=2, target=0.2, drift_threshold=0.05)
-    study = ss.ScheduleStudy(batch_small=8, batch_large=32, lr0=0.02, switches=2,
-                             responses_per_sample=4.0)
-    sweep = SweepConfig(batches=(8, 32), lr0s=(0.02,), seeds=4, budget=1600, n_ckpt=8)
-    out = ss.run(quadratic.MODEL, cfg, OptimConfig(), sweep, study,
-                 ThroughputModel().scaled(4.0), quiet=True)
+    sweep = SweepConfig(seeds=4, budget=1600, n_ckpt=8)
+    study = ss.Config(batch_small=8, batch_large=32, lr0=0.02, switches=2,
+                      responses_per_sample=4.0, sweep=sweep, throughput=ThroughputModel())
+    assert study.grid == SweepConfig(batches=(8, 32), lr0s=(0.02,), seeds=4, budget=1600,
+                                     n_ckpt=8)
+    out = ss.run(quadratic.MODEL, cfg, OptimConfig(), study, quiet=True)
     large = next(r for r in out["runs"] if r["kind"] == "constant_large")
     zero = out["switch_sweep"][0]
     assert zero["switch"] == 0

@@ -66,7 +66,7 @@ def test_time_to_target_config_bad_input():
                      (dict(lr_rules=("sqrt", "sqrt")), "lr_rules"), (dict(delta=0.0), "delta"),
                      (dict(responses_per_sample=-1.0), "responses_per_sample")):
         with pytest.raises(ValueError, match=f"^{name} must be"):
-            tt.TimeToTarget(**kw)
+            tt.Config(**kw)
 
 
 def test_phase_panel_margin_counts_a_censored_progress_clock_as_the_budget():
@@ -86,9 +86,9 @@ def test_phase_panel_margin_counts_a_censored_progress_clock_as_the_budget():
 def test_phase_grid_comes_from_the_model_and_is_checked_before_simulating():
     bandit = MODELS["bandit"]
     cfg, grid, clock = ps.panel_setup(bandit)
-    d = bandit.studies["phase"]
-    assert grid == SweepConfig(**d["sweep"]) and clock == d["failure_clock"] == "fail_n"
-    assert cfg.drift_threshold == d["model"]["drift_threshold"] != BanditConfig().drift_threshold
+    d = bandit.studies.phase
+    assert grid == SweepConfig(**d.sweep) and clock == d.study["failure_clock"] == "fail_n"
+    assert cfg.drift_threshold == d.model["drift_threshold"] != BanditConfig().drift_threshold
     mine = SweepConfig(batches=(64, 128), seeds=3, seed=7, n_ckpt=4)
     assert ps.panel_setup(bandit, cfg, mine, "collapse_n")[1:] == (mine, "collapse_n")
     with pytest.raises(ValueError, match="^batch must be a multiple"):
@@ -98,7 +98,7 @@ def test_phase_grid_comes_from_the_model_and_is_checked_before_simulating():
     with pytest.raises(ValueError, match="^failure_clock must be"):  # the quadratic's has none
         ps.panel_setup(MODELS["quadratic"], None, None, "collapse_n")
     with pytest.raises(ValueError, match="^theory_points must be"):
-        ps.PhaseStudy(theory_points=1)
+        ps.Config(theory_points=1)
 
 
 def test_phase_panel_of_an_extra_failure_clock_uses_that_clock():

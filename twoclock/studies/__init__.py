@@ -1,3 +1,28 @@
-"""The analyses behind the experiment scripts, one module each, where tests reach them: a
-frozen config of the study's own parameters, run(...) -> a JSON-ready result dict, and
-report(result) -> the text the command prints."""
+"""The studies behind the experiment scripts, one module each (`twoclock.studies.protocol`):
+a frozen config, run(model, model_cfg, opt, cfg, *, keep, quiet, engine) -> a JSON-ready
+result, report(result) -> the text the command prints, figure(result); and the registry the
+command line reads (`twoclock.cli.run_study`), listed by hand like `twoclock.models.MODELS`."""
+from twoclock.studies import (bandit_regimes, clipping, headline, phase_study, plan_check,
+                              policy_study, schedule_study, time_to_target)
+
+
+class Registry(dict):
+    """{name: Study}, each also an attribute (STUDIES.schedule)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+STUDIES = Registry((s.name, s) for s in (
+    headline.STUDY,
+    schedule_study.STUDY,
+    time_to_target.STUDY,
+    phase_study.STUDY,
+    clipping.STUDY,
+    bandit_regimes.STUDY,
+    policy_study.STUDY,
+    plan_check.STUDY,
+))

@@ -7,18 +7,19 @@ B_simple = tr(Sigma) / |G|^2 of the skill and the drift block, the drift's resto
 Adam's normaliser. `flat_exponent` fits the exponent p of lr ~ B^p that holds N_fail flat from
 two rules' batch slopes.
 """
-import dataclasses
+from dataclasses import dataclass
 import time
 
 import numpy as np
 
-from twoclock.analysis import report, results
-from twoclock.config import OptimConfig, SweepConfig
-from twoclock.models.bandit import MODEL, BanditConfig, describe_batch
-from twoclock.config import RULE_EXPONENT
+from twoclock.analysis import report as tables, results
+from twoclock.config import RULE_EXPONENT, OptimConfig, SweepConfig, param, require, require_int
 from twoclock.engine.sweep import run_sweep
+from twoclock.models.bandit import EMERGENT
+from twoclock.studies.assemble import assemble
+from twoclock.studies.protocol import Engine, Study
 
-EMERGENT = MODEL.presets["emergent"]
+MODELS = ("bandit",)  # the cases are the bandit's regimes
 UNCLIPPED = {**EMERGENT, "clip_low": None}
 # name -> (bandit overrides, optimizer overrides)
 CASES = {
@@ -34,22 +35,34 @@ BUDGET = {"injected": 100_000, "emergent": 40_000}
 LR0S_EMERGENT = (0.02, 0.04)  # two lr0s: the failure clock's lr exponent at fixed B
 
 
-def run_case(name: str, seeds: int, quiet: bool = True, keep=None) -> dict:
+@dataclass(frozen=True)
+class Config:
+    """Which cases, and how many seeds each."""
+    seeds: int = param(16, "seeds per (case, batch, lr0)")
+    cases: tuple = param(tuple(range(len(CASES))), "case indices: " + "; ".join(
+        f"{i} = {n}" for i, n in enumerate(CASES)))
+
+    def __post_init__(self):
+        require_int("seeds", self.seeds)
+        require(len(self.cases) > 0 and all(isinstance(i, int) and 0 <= i < len(CASES)
+                                            for i in self.cases),
+                "cases", f"indices in [0, {len(CASES) - 1}]", self.cases)
+
+
+def run_case(model, name: str, seeds: int, quiet: bool = True, keep=None) -> dict:
     """One case's result dict (the headline's layout, plus per-entry drift diagnostics)."""
     kw, okw = CASES[name]
-    cfg, opt = BanditConfig(**kw), OptimConfig(**okw)
-    d = MODEL.default_sweep
+    cfg, opt = model.config(**kw), OptimConfig(**okw)
+    d = model.default_sweep
     two = name == "emergent drift, unclipped, sqrt rule"
     sweep = SweepConfig(batches=d["batches"], lr0s=LR0S_EMERGENT if two else d["lr0s"],
                         seeds=seeds, budget=BUDGET[cfg.drift_source])
     t0 = time.perf_counter()
-    res = run_sweep(MODEL, cfg, opt, sweep, quiet=quiet, keep=keep)
-    runs = results.run_entries(res, opt, extra_summaries=("collapse_n",))
-    MODEL.predict(cfg, opt, sweep, res, runs, [])
+    res = run_sweep(model, cfg, opt, sweep, quiet=quiet, keep=keep)
+    runs, _ = assemble(model, cfg, opt, sweep, res, extra=("collapse_n",))
     for r in runs:
         i, j = res.batches.index(r["batch"]), res.lr0s.index(r["lr0"])
         ck = {k: v[j] for k, v in res.ckpt[i].items()}  # [S, C]
-        r.update(describe_batch(cfg, r["batch"]))
         r["drift_diagnostics"] = {k: float(np.mean(ck[k])) for k in (
             "restoring_drift", "adam_rms_drift", "move_drift", "logratio_drift", "clip_frac",
             "clip_frac_active")}
@@ -90,8 +103,13 @@ def flat_exponent(slope: float, q: float, p_rule: float) -> float | None:
     return float((slope + q * p_rule) / q)
 
 
-def run(names, seeds: int, quiet: bool = True, keep=None) -> dict:
-    out = {"cases": {n: run_case(n, seeds, quiet, keep) for n in names},
+def run(model, model_cfg, opt, study: Config, *, keep=None, quiet: bool = True,
+        engine: Engine = Engine()) -> dict:
+    """Every chosen case (each sets its own model and optimizer config: model_cfg and opt are
+    the defaults, unused)."""
+    del model_cfg, opt, engine
+    names = [list(CASES)[i] for i in study.cases]
+    out = {"cases": {n: run_case(model, n, study.seeds, quiet, keep) for n in names},
            "versions": results.versions()}
     for n, c in out["cases"].items():
         c["failure_slope"] = batch_slope(c)
@@ -102,11 +120,12 @@ def run(names, seeds: int, quiet: bool = True, keep=None) -> dict:
     return out
 
 
-def report_text(out: dict) -> str:
+def report(out: dict) -> str:
+    """Per case: both clocks per (batch, lr0), the drift's diagnostics and the flat exponent."""
     lines = []
     for name, case in out["cases"].items():
         lines += [f"\n{name}: {case['seconds']:.0f} s; N_fail ~ B^"
-                  f"{report.fmt_num(case['failure_slope'], '.2f')}", report.clock_table(case)]
+                  f"{tables.fmt_num(case['failure_slope'], '.2f')}", tables.clock_table(case)]
         lines.append("  drift: " + "; ".join(
             f"B {r['batch']}: restoring {r['drift_diagnostics']['restoring_drift']:.3g}, "
             f"Adam rms {r['drift_diagnostics']['adam_rms_drift']:.3g}, "
@@ -115,3 +134,7 @@ def report_text(out: dict) -> str:
             lines.append(f"  N_fail ~ lr^-{case['failure_lr_exponent']:.2f} at fixed B: "
                          f"lr ~ B^{case['flat_exponent']:.2f} holds N_fail flat")
     return "\n".join(lines)
+
+
+STUDY = Study("bandit_regimes", Config, run, report, doc=__doc__, script="bandit_regimes.py",
+              models=MODELS, model_flags=False)

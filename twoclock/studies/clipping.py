@@ -4,7 +4,7 @@ Three claims of the article "大batch反而学得慢？RLVR「双时钟」框架
 ("Larger batches learn slower? The RLVR two-clock framework on batch size and learning-rate
 scaling"): (a) clipping delays the failure clock, more at the largest batch; (b) without
 clipping the progress gap remains; (c) a wider clip buys faster early progress and fails
-earlier. The default regime (`EMERGENT`) is one where clipping binds on the drift: the drift is
+earlier. The default regime (the bandit's `emergent` preset) is one where clipping binds on the drift: the drift is
 emergent (a style reward through the advantage, drift features on train prompts) and each
 rollout batch is used for M = 4 minibatches x E = 2 epochs.
 """
@@ -15,29 +15,35 @@ import numpy as np
 
 from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci, summarize
-from twoclock.config import OptimConfig, SweepConfig, require, require_int
-from twoclock.models.bandit import BanditConfig, describe_batch
+from twoclock.analysis.paired import at_samples, finite_or_none, ratio_ci, ratio_of_ratios_ci
+from twoclock.config import OptimConfig, SweepConfig, param, require, require_int
+from twoclock.engine.sweep import run_sweep
+from twoclock.model import StudyDefaults
+from twoclock.models.bandit import BanditConfig
 from twoclock.models.bandit.theory import (clipped_move_per_batch, drift_logratio_per_batch,
                                            drift_move_per_batch, noise_scale, predicted_delay)
-from twoclock.engine.sweep import run_sweep
-from twoclock.models import MODELS
+from twoclock.studies.protocol import NUMBER_OR_NONE, Engine, Study, option
 
-# The bandit flags whose default differs in this study: the emergent-drift regime.
-EMERGENT = MODELS["bandit"].presets["emergent"]
+MODELS = ("bandit",)  # the study's model: its theory of the clipped drift is the bandit's
 CLIPS = (0.1, 0.2, 0.3, 0.5, None)
 REF_CLIP = 0.2  # the clip of claims (a) and (b): GRPO's usual eps
 
 
 @dataclasses.dataclass(frozen=True)
-class Study:
+class Config:
     """The study's own parameters (the model's are a BanditConfig, the optimizer's OptimConfig)."""
-    batches: tuple = (64, 1024)
-    clips: tuple = CLIPS
-    lr0: float = 0.02
-    seeds: int = 16
-    seed: int = 0
-    budget: int = 40_000
-    early_samples: int = 4096
+    batches: tuple = param((64, 1024), "batches in responses; the claims use the smallest and "
+                                       "the largest")
+    clips: tuple = option(CLIPS, "symmetric clip eps values; 'none' = unclipped (required)",
+                          type=NUMBER_OR_NONE, nargs="+")
+    lr0: float = param(0.02, "base learning rate at --b0")
+    seeds: int = param(16, "seeds per (batch, clip)")
+    seed: int = param(0, "the first seed")
+    budget: int = param(40_000, "responses per run")
+    early_samples: int = param(4096, "responses after which early held-out accuracy is read")
+    regime_map: bool = param(False, "instead: the delay over (batch, eps) and (lr0, eps), "
+                                    "batches 64, 256, 1024 x lr0 0.01, 0.02, 0.04 x the clips "
+                                    "(writes clipping_regime_map)")
 
     def check(self, base: BanditConfig) -> None:
         """ValueError naming the parameter, before anything runs."""
@@ -55,58 +61,65 @@ class Study:
         require(min(self.batches) <= self.early_samples <= self.budget, "early_samples",
                 f"in [{min(self.batches)}, budget = {self.budget}]", self.early_samples)
 
+    def as_dict(self) -> dict:
+        """The study's fields as its JSON's config has them (the choice of output aside)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "regime_map"}
 
-def _finite(v):
-    return float(v) if np.isfinite(v) else None  # inf: no detectable signal
+
+def defaults(model) -> StudyDefaults:
+    """The emergent-drift regime, where clipping binds (the bandit's `emergent` preset)."""
+    return StudyDefaults(model=model.presets["emergent"])
+
+
+def check(model, base, opt, study: Config) -> None:
+    del model, opt
+    study.check(base)
+
+
+def out_name(model, study: Config, given) -> str:
+    del model, given
+    return "clipping_regime_map" if study.regime_map else "clipping"
 
 
 def early_accuracy(ckpt_b: dict, n_early: int, j: int = 0) -> np.ndarray:
     """[S] held-out accuracy at the first checkpoint with samples >= n_early (lr0 index j)."""
-    samples, acc = ckpt_b["samples"][j], ckpt_b["heldout_acc"][j]  # [S, C]
-    i = np.argmax(samples >= n_early, axis=-1)
-    return acc[np.arange(acc.shape[0]), i]
+    return at_samples(ckpt_b, "heldout_acc", n_early, j)
 
 
 def delay_ci(with_S, without_S, idx) -> dict:
-    """Median N_fail(clip) / median N_fail(none) with a paired bootstrap CI over seeds."""
-    a, b = censored(with_S), censored(without_S)
-    with np.errstate(invalid="ignore"):
-        boot = np.median(a[idx], axis=-1) / np.median(b[idx], axis=-1)
-        point = np.median(a) / np.median(b)
-    lo, hi = np.quantile(boot, [0.025, 0.975], method="lower")
-    f = lambda v: float(v) if np.isfinite(v) else None
-    return {"median": f(point), "ci": [f(lo), f(hi)]}
+    """Median N_fail(clip) / median N_fail(none) with a paired bootstrap CI over seeds (a
+    resample with both medians censored leaves its bound undefined)."""
+    return ratio_ci(with_S, without_S, idx, undefined=np.nan)
 
 
 def delay_contrast(hi_with, hi_without, lo_with, lo_without, idx) -> dict:
     """The delay at one batch over the delay at another, [N_fail(clip) / N_fail(none)](hi) /
     [...](lo), with a bootstrap CI that resamples the seeds of all four arrays together."""
-    a, b, c, d = (censored(v) for v in (hi_with, hi_without, lo_with, lo_without))
-    med = lambda x, i=slice(None): np.median(x[i], axis=-1)
-    with np.errstate(invalid="ignore"):
-        boot = (med(a, idx) / med(b, idx)) / (med(c, idx) / med(d, idx))
-        point = (med(a) / med(b)) / (med(c) / med(d))
-    lo, hi = np.quantile(boot, [0.025, 0.975], method="lower")
-    f = lambda v: float(v) if np.isfinite(v) else None
-    return {"median": f(point), "ci": [f(lo), f(hi)]}
+    return ratio_of_ratios_ci(hi_with, hi_without, lo_with, lo_without, idx, undefined=np.nan)
 
 
-def sweep_clips(base, opt, batches, lr0s, clips, seeds, seed, budget, quiet=True,
+def sweep_clips(model, base, opt, batches, lr0s, clips, seeds, seed, budget, quiet=True,
                 keep=None) -> dict:
     """{clip: SweepResult} of batches x lr0s x seeds for each clip (None: unclipped)."""
     sweep = SweepConfig(batches=tuple(sorted(batches)), lr0s=tuple(lr0s), seeds=seeds,
                         budget=budget, seed=seed, n_ckpt=128)
-    return {c: run_sweep(MODELS["bandit"], dataclasses.replace(base, clip_low=c, clip_high=None),
+    return {c: run_sweep(model, dataclasses.replace(base, clip_low=c, clip_high=None),
                          opt, sweep, quiet=quiet, keep=keep) for c in clips}
 
 
-def run(study: Study, base: BanditConfig, opt: OptimConfig, quiet: bool = True,
-        keep=None) -> dict:
-    """Every (batch, clip) entry, the claims, and the theory of the drift's move per batch."""
+def run(model, base: BanditConfig, opt: OptimConfig, study: Config, *, keep=None,
+        quiet: bool = True, engine: Engine = Engine()) -> dict:
+    """Every (batch, clip) entry, the claims, and the theory of the drift's move per batch (or,
+    with study.regime_map, the regime map)."""
+    del engine  # (no store)
     study.check(base)
+    if study.regime_map:
+        return regime_map(model, base, opt, clips=[c for c in study.clips if c is not None],
+                          seeds=study.seeds, seed=study.seed, budget=study.budget,
+                          quiet=quiet, keep=keep)
     t0 = time.perf_counter()
     batches = tuple(sorted(study.batches))
-    res = sweep_clips(base, opt, batches, (study.lr0,), study.clips, study.seeds, study.seed,
+    res = sweep_clips(model, base, opt, batches, (study.lr0,), study.clips, study.seeds, study.seed,
                       study.budget, quiet, keep)
     idx = bootstrap_indices(study.seeds)
     runs = []
@@ -115,7 +128,7 @@ def run(study: Study, base: BanditConfig, opt: OptimConfig, quiet: bool = True,
             ck = {k: v[0] for k, v in r.ckpt[i].items()}  # [S, C]
             lr = float(r.lrs_BxL[i, 0])
             runs.append({
-                "batch": int(B), "clip": c, "lr": lr, **describe_batch(base, B),
+                "batch": int(B), "clip": c, "lr": lr, **model.describe_batch(base, B),
                 "progress_samples": summarize(r.prog_n[i, 0], idx=idx),
                 "failure_samples": summarize(r.fail_n[i, 0], idx=idx),
                 "collapse_samples": summarize(r.extra["collapse_n"][i, 0], idx=idx),
@@ -125,16 +138,16 @@ def run(study: Study, base: BanditConfig, opt: OptimConfig, quiet: bool = True,
                 **{k: float(np.mean(ck[k])) for k in (
                     "clip_frac", "clip_frac_active", "outside_frac", "move_drift",
                     "move_skill", "logratio_drift", "logratio_skill")},
-                "noise_scale_drift": _finite(noise_scale(ck["noise_drift"], ck["signal_drift"])),
+                "noise_scale_drift": finite_or_none(noise_scale(ck["noise_drift"], ck["signal_drift"])),
                 "theory": {"move_drift": clipped_move_per_batch(base, opt, lr, c),
                            "move_drift_unclipped": drift_move_per_batch(base, opt, lr),
                            "logratio_drift": drift_logratio_per_batch(base, opt, lr),
                            "delay": predicted_delay(base, opt, lr, c)},
                 "fail_n": r.fail_n[i, 0].tolist(),
             })
-    out = {"schema": results.SCHEMA, "model": "bandit", "unit": "responses", "runs": runs,
+    out = {"schema": results.SCHEMA, "model": model.name, "unit": model.unit, "runs": runs,
            "config": {"model": dataclasses.asdict(base), "optimizer": dataclasses.asdict(opt),
-                      **{k: v for k, v in dataclasses.asdict(study).items()}},
+                      **study.as_dict()},
            "versions": results.versions()}
     out["config"]["clips"] = list(study.clips)
     out["claims"] = claims(runs, batches, idx)
@@ -189,6 +202,20 @@ def _ratio(d) -> str:
 
 
 def report(out: dict) -> str:
+    """The claims' report, or the regime map's (a result with no runs)."""
+    if "runs" not in out:
+        return regime_report(out)
+    return f"{claims_report(out)}\n\n{len(out['runs']) * out['config']['seeds']} runs in " \
+           f"{out['seconds']:.1f} s"
+
+
+def figure(out: dict):
+    """The claims' figure, or the regime map's."""
+    from twoclock.figures.clipping import claims_figure, regime_map_figure
+    return claims_figure(out) if "runs" in out else regime_map_figure(out)
+
+
+def claims_report(out: dict) -> str:
     """The table of every (batch, clip) entry and the three claims, as printed."""
     cfg = out["config"]
     m = cfg["model"]
@@ -234,14 +261,15 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-def regime_map(base: BanditConfig, opt: OptimConfig, batches=(64, 256, 1024),
+def regime_map(model, base: BanditConfig, opt: OptimConfig, batches=(64, 256, 1024),
                lr0s=(0.01, 0.02, 0.04), clips=(0.1, 0.2, 0.5), seeds: int = 8, seed: int = 0,
                budget: int = 40_000, quiet: bool = True, keep=None) -> dict:
     """The clipping regime map: the delay N_fail(eps) / N_fail(none) (medians over seeds) on
     the grid batch x lr0 x eps, and the predicted boundary eps*(lr(B)) =
     drift_logratio_per_batch, above which (eps > eps*) clipping should not bind."""
     t0 = time.perf_counter()
-    res = sweep_clips(base, opt, batches, lr0s, tuple(clips) + (None,), seeds, seed, budget,
+    res = sweep_clips(model, base, opt, batches, lr0s, tuple(clips) + (None,), seeds, seed,
+                      budget,
                       quiet, keep)
     free = np.median(censored(res[None].fail_n), axis=-1)  # [B, L]
     with np.errstate(invalid="ignore"):
@@ -253,7 +281,7 @@ def regime_map(base: BanditConfig, opt: OptimConfig, batches=(64, 256, 1024),
             "clips": [float(c) for c in clips], "seeds": seeds, "budget": budget,
             "delay": {c: f(d) for c, d in delay.items()}, "eps_star": f(eps_star),
             "failure_unclipped": f(free), "model": dataclasses.asdict(base),
-            "optimizer": dataclasses.asdict(opt), "unit": "responses",
+            "optimizer": dataclasses.asdict(opt), "unit": model.unit,
             "seconds": time.perf_counter() - t0}
 
 
@@ -274,3 +302,8 @@ def regime_report(m: dict) -> str:
             lines.append(f"  B = {b:>5}: " + "  ".join(cells))
     lines.append(f"{m['seconds']:.0f} s")
     return "\n".join(lines)
+
+
+STUDY = Study("clipping", Config, run, report, figure, doc=__doc__, script="clipping.py",
+              models=MODELS, defaults=defaults, out=out_name, check=check,
+              skip_model=("clip_low", "clip_high"))

@@ -5,11 +5,11 @@ the margin N_fail - N_prog (medians) and the fraction of seeds that reach the ta
 before the failure clock. A model whose theory gives the boundary N_fail = N_prog
 (`Model.phase_boundary`: the quadratic's Adam failure clock against its mean-field progress
 clock) adds it to its panel. Each model's grid and configuration come from its
-`Model.studies["phase"]` entry, whose defaults lower the failure threshold so that the
+`Model.studies.phase` entry, whose defaults lower the failure threshold so that the
 boundary crosses the grid (quadratic: 0.2 instead of 1.0; bandit: drift threshold 0.5
 instead of 2).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import time
 
 import numpy as np
@@ -19,24 +19,34 @@ from twoclock.analysis.phase import phase_panel
 from twoclock.config import SweepConfig, param, require
 from twoclock.engine.sweep import run_sweep
 from twoclock.model import Model
+from twoclock.studies.protocol import Engine, Study, option
+
+# the sweep fields a command line may set for every panel at once
+SHARED = ("seeds", "seed", "n_ckpt")
 
 
 @dataclass(frozen=True)
-class PhaseStudy:
-    """Which models, and the theory grid of a model's boundary."""
+class Config:
+    """Which models, the theory grid of a model's boundary, and the panels: (model, model
+    config, SweepConfig, failure clock) each, from `panel_setup` (the command line's)."""
     models: tuple = param(("quadratic", "bandit"), "the models, one panel each")
     theory_points: int = param(9, "theory grid points per axis (a model's boundary)")
+    failure_clock: str | None = option(None, "the panel's failure clock (a single --models "
+                                             "entry): fail_n or one of the model's extra clocks",
+                                       type=str)
+    panels: tuple = field(default=(), metadata={"internal": True})
 
     def __post_init__(self):
         require(isinstance(self.theory_points, int) and 2 <= self.theory_points <= 1000,
                 "theory_points", "an integer in [2, 1000]", self.theory_points)
+        require(self.failure_clock is None or len(self.models) == 1, "--failure-clock",
+                "given with a single --models entry", self.failure_clock)
 
 
-def defaults(model: Model) -> dict:
-    """The model's phase-study entry: {"sweep", "model"[, "failure_clock"]}; ValueError if it
-    has none."""
-    require("phase" in model.studies, "models", "models with a phase-study entry", model.name)
-    return model.studies["phase"]
+def defaults(model: Model):
+    """The model's phase defaults (`Model.studies.phase`; None: not offered); its study part
+    may name the panel's failure clock."""
+    return model.studies.phase
 
 
 def failure_clocks(model: Model) -> tuple:
@@ -49,9 +59,10 @@ def panel_setup(model: Model, cfg=None, sweep: SweepConfig | None = None,
     """(model config, SweepConfig, failure clock) of a model's panel: the given ones, else its
     phase defaults; ValueError for a batch the model cannot split or an unknown clock."""
     d = defaults(model)
-    cfg = cfg if cfg is not None else model.config(**d.get("model", {}))
-    sweep = sweep if sweep is not None else SweepConfig(**d["sweep"])
-    clock = failure_clock or d.get("failure_clock", "fail_n")
+    require(d is not None, "models", "models with phase defaults", model.name)
+    cfg = cfg if cfg is not None else model.config(**d.model)
+    sweep = sweep if sweep is not None else SweepConfig(**d.sweep)
+    clock = failure_clock or d.study.get("failure_clock", "fail_n")
     require(clock in failure_clocks(model), "failure_clock",
             " or ".join(failure_clocks(model)), clock)
     for b in sweep.batches:
@@ -74,18 +85,27 @@ def panel(model: Model, cfg, opt, sweep: SweepConfig, failure_clock: str = "fail
     return out
 
 
-def run(models, opt, study: PhaseStudy, setups: dict | None = None, quiet: bool = False,
-        keep=None) -> dict:
-    """Every model's panel as one JSON-ready dict. setups: {model name: (cfg, sweep,
-    failure clock)} from `panel_setup`, for the models whose grid or config differ from their
-    phase defaults."""
+def check(model, model_cfg, opt, study: Config) -> None:
+    """Before any work: every panel's batches, and its failure clock (ValueError)."""
+    del model, model_cfg, opt
+    for m, cfg, sweep, clock in study.panels:
+        require(clock is None or clock in failure_clocks(m), "--failure-clock",
+                " or ".join(failure_clocks(m)), clock)
+        panel_setup(m, cfg, sweep, clock)
+
+
+def run(model, model_cfg, opt, study: Config, *, keep=None, quiet: bool = False,
+        engine: Engine = Engine()) -> dict:
+    """Every panel of study.panels as one JSON-ready dict (model and model_cfg: the single
+    panel's, or None; the panels say which)."""
+    del model, model_cfg, engine
     t0 = time.perf_counter()
     panels, configs = [], {}
-    for model in models:
-        cfg, sweep, clock = (setups or {}).get(model.name) or panel_setup(model)
-        panels.append(panel(model, cfg, opt, sweep, clock, study.theory_points, quiet, keep))
-        extra = {"failure_clock": clock} if "failure_clock" in defaults(model) else {}
-        configs[model.name] = results.config_dict(model=cfg, sweep=sweep, **extra)
+    for m, mcfg, sweep, clock in study.panels:
+        mcfg, sweep, clock = panel_setup(m, mcfg, sweep, clock)
+        panels.append(panel(m, mcfg, opt, sweep, clock, study.theory_points, quiet, keep))
+        extra = {"failure_clock": clock} if "failure_clock" in defaults(m).study else {}
+        configs[m.name] = results.config_dict(model=mcfg, sweep=sweep, **extra)
     return {"schema": results.SCHEMA, "panels": panels,
             "config": {**configs, **results.config_dict(optimizer=opt)},
             "versions": results.versions(), "seconds": time.perf_counter() - t0}
@@ -105,4 +125,16 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["PhaseStudy", "defaults", "failure_clocks", "panel_setup", "panel", "run", "report"]
+def figure(out: dict):
+    """One heat map per panel (twoclock.figures.style.phase_figure)."""
+    from twoclock.figures.style import phase_figure
+    return phase_figure(out)
+
+
+__all__ = ["Config", "SHARED", "check", "figure", "defaults", "failure_clocks", "panel_setup",
+           "panel", "run", "report"]
+
+
+STUDY = Study("phase", Config, run, report, figure, doc=__doc__, output="phase_diagram",
+              script="phase_diagram.py", defaults=defaults, check=check, several=True,
+              shared=SHARED)

@@ -6,34 +6,36 @@ the planned schedule and a grid of switch points (`twoclock.engine.schedule.run_
 reports samples and hours to target for constant B1, constant B2 and the schedule. A run
 whose failure clock fires before its target counts as never reaching it.
 
-Each model's defaults (`Model.studies["schedule"]`) lower its failure threshold so that the
+Each model's defaults (`Model.studies.schedule`) lower its failure threshold so that the
 failure clock falls between the two batches' progress clocks, after the target at B1 but
 before it at B2: otherwise nothing fails first and no schedule is needed. The quadratic
 model's threshold goes from 1.0 to 0.2, the bandit's drift threshold from 2 to 0.4.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import sys
 import time
 
 import numpy as np
 
 from twoclock.analysis import clocks, results
-from twoclock.config import (CARRY_MODES, Schedule, param, require, require_carry, require_int,
-                             require_positive)
-from twoclock.model import Model, progress_target
-from twoclock.analysis.switch import Clocks, curve_remaining, plan_switch, reached_first, seconds_to
 from twoclock.analysis.report import fmt_samples
+from twoclock.analysis.switch import Clocks, curve_remaining, plan_switch, reached_first, seconds_to
+from twoclock.analysis.throughput import ThroughputModel
+from twoclock.config import (CARRY_MODES, Schedule, SweepConfig, param, require, require_carry,
+                             require_int, require_positive)
 from twoclock.engine.schedule import run_schedule
 from twoclock.engine.sweep import run_sweep
-from twoclock.models import MODELS
+from twoclock.model import Model, progress_target
+from twoclock.studies.protocol import Engine, Study, nested
 
 OBJECTIVES = ("seconds", "samples")
 PLANNERS = ("curves", "fractions")
 
 
 @dataclass(frozen=True)
-class ScheduleStudy:
-    """What the schedule study compares and how it plans."""
+class Config:
+    """What the schedule study compares and how it plans; the sweep's grid is (batch_small,
+    batch_large) x (lr0,)."""
     batch_small: int = param(8, "B1, the batch before the switch")
     batch_large: int = param(256, "B2, the batch after the switch")
     lr0: float = param(1e-2, "base learning rate at b0")
@@ -47,6 +49,8 @@ class ScheduleStudy:
                        choices=CARRY_MODES)
     switches: int = param(7, "switch points in the measured grid")
     responses_per_sample: float = param(32.0, "real responses one simulated sample stands for")
+    sweep: SweepConfig = nested(SweepConfig(), "schedule", skip=("batches", "lr0s"))
+    throughput: ThroughputModel = nested(ThroughputModel(), "throughput model")
 
     def __post_init__(self):
         require_int("batch_small", self.batch_small)
@@ -63,13 +67,19 @@ class ScheduleStudy:
         require_int("switches", self.switches, lo=2)
         require_positive("responses_per_sample", self.responses_per_sample)
 
+    @property
+    def batches(self) -> tuple:
+        return (self.batch_small, self.batch_large)
 
-def defaults(model: Model) -> dict:
-    """The model's schedule-study defaults {"study", "sweep", "model"} (`Model.studies`);
-    ValueError if it has none."""
-    require("schedule" in model.studies, "model", "a model with a schedule-study entry",
-            model.name)
-    return model.studies["schedule"]
+    @property
+    def grid(self) -> SweepConfig:
+        """The sweep at the study's two batches and lr0."""
+        return replace(self.sweep, batches=self.batches, lr0s=(self.lr0,))
+
+
+def defaults(model: Model):
+    """The model's schedule defaults (`Model.studies.schedule`; None: not offered)."""
+    return model.studies.schedule
 
 
 def measured_clocks(batch: int, prog_S, fail_S, fail_quantile: float) -> Clocks:
@@ -109,13 +119,12 @@ def _fin(v):
     return None if v is None or not np.isfinite(v) else float(v)
 
 
-def run(model: Model, model_cfg, opt, sweep, study: ScheduleStudy, thr,
-        quiet: bool = False, keep=None) -> dict:
-    """The whole study as a JSON-ready dict; the sweep's grid is the study's (B1, B2) x lr0."""
+def run(model: Model, model_cfg, opt, study: Config, *, keep=None, quiet: bool = False,
+        engine: Engine = Engine()) -> dict:
+    """The whole study as a JSON-ready dict."""
+    del engine  # (no store: the schedules' runs are short)
     B1, B2, lr0 = study.batch_small, study.batch_large, study.lr0
-    require(tuple(sweep.batches) == (B1, B2) and tuple(sweep.lr0s) == (lr0,), "sweep",
-            f"the grid (batch_small, batch_large) x (lr0,) = ({B1}, {B2}) x ({lr0},)",
-            (sweep.batches, sweep.lr0s))
+    sweep, thr = study.grid, study.throughput.scaled(study.responses_per_sample)
     t0 = time.perf_counter()
     res = run_sweep(model, model_cfg, opt, sweep, quiet=quiet, keep=keep)
     idx = clocks.bootstrap_indices(sweep.seeds)
@@ -208,5 +217,15 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ScheduleStudy", "defaults", "progress_target", "measured_clocks", "median_curve",
+def figure(out: dict):
+    """The three runs' curves and the switch grid (twoclock.figures.style.schedule_figure)."""
+    from twoclock.figures.style import schedule_figure
+    return schedule_figure(out)
+
+
+__all__ = ["Config", "figure", "defaults", "progress_target", "measured_clocks", "median_curve",
            "summarize_run", "switch_grid", "run", "report"]
+
+
+STUDY = Study("schedule", Config, run, report, figure, doc=__doc__, script="schedule.py",
+              defaults=defaults)

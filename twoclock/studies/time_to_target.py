@@ -12,19 +12,24 @@ import time
 import numpy as np
 
 from twoclock.analysis import clocks, results
-from twoclock.config import DELTA, LR_RULES, param, require, require_choice, require_positive
 from twoclock.analysis.switch import reached_first
+from twoclock.analysis.throughput import ThroughputModel
+from twoclock.config import (DELTA, LR_RULES, SweepConfig, param, require, require_choice,
+                             require_positive)
 from twoclock.engine.sweep import run_sweep
+from twoclock.studies.protocol import Engine, Study, nested
 
 
 @dataclass(frozen=True)
-class TimeToTarget:
-    """The rules compared and how time is counted."""
+class Config:
+    """The rules compared and how time is counted; the sweep's grid is its batches x (lr0,)."""
     lr0: float = param(1e-2, "base learning rate at b0")
     lr_rules: tuple = param(("sqrt", "fixed"), "learning-rate rules to compare: fixed | sqrt | "
                                                "linear")
     delta: float = param(DELTA, "critical training batch: N_prog(B)/N_prog(B_min) >= 1 + delta")
     responses_per_sample: float = param(32.0, "real responses one simulated sample stands for")
+    sweep: SweepConfig = nested(SweepConfig(), "sweep", skip=("lr0s",))
+    throughput: ThroughputModel = nested(ThroughputModel(), "throughput model")
 
     def __post_init__(self):
         require_positive("lr0", self.lr0)
@@ -36,13 +41,15 @@ class TimeToTarget:
         require(self.delta > 0, "delta", "> 0", self.delta)
         require_positive("responses_per_sample", self.responses_per_sample)
 
+    @property
+    def batches(self) -> tuple:
+        return self.sweep.batches
 
-def defaults(model) -> dict:
-    """The model's time-to-target defaults {"sweep": ...} (`Model.studies`); ValueError if it
-    has none."""
-    require("time_to_target" in model.studies, "model", "a model with a time-to-target entry",
-            model.name)
-    return model.studies["time_to_target"]
+
+def defaults(model):
+    """The model's time-to-target defaults (`Model.studies.time_to_target`; None: not
+    offered)."""
+    return model.studies.time_to_target
 
 
 def rows(res, rule: str, lr0: float, thr, idx) -> list:
@@ -79,13 +86,13 @@ def summary(runs: list, rules, delta: float, res_first, idx) -> dict:
             "critical_training_batch_ci": crit["ci"]}
 
 
-def run(model, model_cfg, opt, sweep, study: TimeToTarget, thr, quiet: bool = False,
-        keep=None) -> dict:
-    """One sweep per rule (sweep.lr0s == (study.lr0,)); the result as a JSON-ready dict."""
-    require(tuple(sweep.lr0s) == (study.lr0,), "sweep", f"the grid batches x ({study.lr0},)",
-            sweep.lr0s)
+def run(model, model_cfg, opt, study: Config, *, keep=None, quiet: bool = False,
+        engine: Engine = Engine()) -> dict:
+    """One sweep per rule; the result as a JSON-ready dict."""
+    del engine  # (no store)
     t0 = time.perf_counter()
-    sweep = replace(sweep, batches=tuple(sorted(sweep.batches)))
+    sweep = replace(study.sweep, batches=tuple(sorted(study.batches)), lr0s=(study.lr0,))
+    thr = study.throughput.scaled(study.responses_per_sample)
     idx = clocks.bootstrap_indices(sweep.seeds)
     runs, first, opts = [], None, {}
     for rule in study.lr_rules:
@@ -132,4 +139,14 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["TimeToTarget", "defaults", "rows", "summary", "run", "report"]
+def figure(out: dict):
+    """Hours to target against batch per rule; None without a reference time to normalise by."""
+    from twoclock.figures.style import time_to_target_figure
+    return None if out["reference_seconds"] is None else time_to_target_figure(out)
+
+
+__all__ = ["Config", "figure", "defaults", "rows", "summary", "run", "report"]
+
+
+STUDY = Study("time_to_target", Config, run, report, figure, doc=__doc__,
+              script="time_to_target.py", defaults=defaults, skip_optim=("lr_rule",))

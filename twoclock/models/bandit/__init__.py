@@ -69,7 +69,7 @@ running peak - collapse_drop.
 """
 import jax.numpy as jnp
 
-from twoclock.model import Model
+from twoclock.model import Model, PlanCheck, Studies, StudyDefaults
 from twoclock.models.bandit import problem, rollout, surrogate, theory
 from twoclock.models.bandit.config import EMERGENT, BanditConfig, describe_batch
 from twoclock.models.bandit.dynamics import dynamics, pools
@@ -92,20 +92,21 @@ def log_conditions(cfg: BanditConfig) -> tuple:
             (f"drift>={cfg.drift_threshold:g}", "kl>=1.5", "entropy<=0.4"))
 
 
-# per study: this model's defaults there (flags given win)
-STUDIES = {
+# this model's defaults in the studies (flags given win)
+STUDIES = Studies(
     # the drift threshold from 2 to 0.4, so that failure falls between the two batches' targets
-    "schedule": {"study": dict(batch_small=64, batch_large=1024, lr0=0.02,
-                               responses_per_sample=1.0),
-                 "sweep": dict(seeds=16, budget=40_000, n_ckpt=64),
-                 "model": dict(drift_threshold=0.4)},
+    schedule=StudyDefaults(study=dict(batch_small=64, batch_large=1024, lr0=0.02,
+                                      responses_per_sample=1.0),
+                           sweep=dict(seeds=16, budget=40_000, n_ckpt=64),
+                           model=dict(drift_threshold=0.4)),
     # drift threshold 0.5 (the headline's 2) puts the boundary N_fail = N_prog in the grid
-    "phase": {"sweep": dict(batches=(64, 128, 256, 512, 1024), lr0s=(0.01, 0.02, 0.04),
-                            seeds=8, budget=100_000, n_ckpt=8),
-              "model": dict(drift_threshold=0.5), "failure_clock": "fail_n"},
-    "plan_check": {"lr0": 0.02, "pilots": (64, 128, 256), "heldout": (512, 1024),
-                   "budget": 100_000, "log_conditions": log_conditions},
-}
+    phase=StudyDefaults(study=dict(failure_clock="fail_n"),
+                        sweep=dict(batches=(64, 128, 256, 512, 1024), lr0s=(0.01, 0.02, 0.04),
+                                   seeds=8, budget=100_000, n_ckpt=8),
+                        model=dict(drift_threshold=0.5)),
+    plan_check=PlanCheck(lr0=0.02, pilots=(64, 128, 256), heldout=(512, 1024),
+                         budget=100_000, log_conditions=log_conditions),
+)
 
 MODEL = Model(
     name="bandit", config=BanditConfig, dynamics=dynamics, predict=predict,

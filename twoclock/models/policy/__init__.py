@@ -34,7 +34,7 @@ Checkpoints also record the clip fraction, reward, response length, and each dir
 gradient noise scale from per-group gradients (`dynamics.noise_stats`), which `predict` turns
 into a regime and a predicted batch exponent per clock.
 """
-from twoclock.model import Model
+from twoclock.model import Model, PlanCheck, Studies
 from twoclock.models.policy import evaluate, net, surrogate, task, warmup
 from twoclock.models.policy.config import PolicyConfig, describe_batch
 from twoclock.models.policy.dynamics import EXTRA_CLOCKS, dynamics, setup
@@ -57,11 +57,9 @@ def log_conditions(cfg: PolicyConfig) -> tuple:
             ((f"drift>={drift:g}",) if cfg.fail_stat == "null" else ()) + fails)
 
 
-# per study: this model's defaults there
-STUDIES = {
-    "plan_check": {"lr0": 1e-4, "pilots": (32, 64, 128), "heldout": (512, 1024),
-                   "budget": 16_384, "log_conditions": log_conditions},
-}
+# this model's defaults in the studies
+STUDIES = Studies(plan_check=PlanCheck(lr0=1e-4, pilots=(32, 64, 128), heldout=(512, 1024),
+                                       budget=16_384, log_conditions=log_conditions))
 
 MODEL = Model(
     name="policy", config=PolicyConfig, dynamics=dynamics, predict=predict,

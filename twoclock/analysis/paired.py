@@ -1,0 +1,57 @@
+"""Paired bootstrap statistics of per-seed clocks: a function of several seed arrays (two
+cells of one study, say), each resampled by the same rows of the bootstrap indices, with its
+95% CI. NumPy only; the studies' claims (clipping, the policy study) are built from these."""
+import numpy as np
+
+from twoclock.analysis.clocks import censored
+
+
+def finite_or_none(v):
+    """A finite number as a float; inf or nan (no detectable signal) as None."""
+    return float(v) if np.isfinite(v) else None
+
+
+def med(x):
+    """The median over seeds (the last axis)."""
+    return np.median(x, axis=-1)
+
+
+def paired_ci(fn, *x_S, idx, undefined=np.inf) -> dict:
+    """fn of the seed arrays and its bootstrap 95% CI, every array resampled by the same rows
+    of idx (paired). A resample where fn is undefined (nan: inf / inf) counts as `undefined`:
+    inf (beyond every bound) or nan (then a bound it reaches is undefined). inf and nan are
+    reported as None."""
+    xs = [np.asarray(x, np.float64) for x in x_S]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        point = fn(*xs)
+        boot = fn(*(x[idx] for x in xs))
+    if not np.isnan(undefined):
+        boot = np.where(np.isnan(boot), undefined, boot)
+    lo, hi = np.quantile(boot, [0.025, 0.975], method="lower")
+    return {"median": finite_or_none(point), "ci": [finite_or_none(lo), finite_or_none(hi)]}
+
+
+def ratio_ci(x_S, y_S, idx, undefined=np.inf) -> dict:
+    """med(x) / med(y) of two clocks (runs that never crossed as inf), paired."""
+    return paired_ci(lambda a, b: med(a) / med(b), censored(x_S), censored(y_S), idx=idx,
+                     undefined=undefined)
+
+
+def ratio_of_ratios_ci(x1, y1, x0, y0, idx, undefined=np.inf) -> dict:
+    """[med(x1) / med(y1)] / [med(x0) / med(y0)] of four clocks, paired: is the ratio (a
+    delay, say) larger at one batch than at another?"""
+    return paired_ci(lambda a, b, c, d: (med(a) / med(b)) / (med(c) / med(d)),
+                     *map(censored, (x1, y1, x0, y0)), idx=idx, undefined=undefined)
+
+
+def diff_ci(x_S, y_S, idx) -> dict:
+    """med(x) - med(y) of two metrics, paired."""
+    return paired_ci(lambda a, b: med(a) - med(b), x_S, y_S, idx=idx)
+
+
+def at_samples(ck: dict, name: str, n: int, j: int = 0) -> np.ndarray:
+    """[S] checkpointed metric `name` at the first checkpoint with samples >= n (lr0 index
+    j of a cell's checkpoints {name: [L, S, C]})."""
+    s, v = np.asarray(ck["samples"][j]), np.asarray(ck[name][j])
+    i = np.argmax(s >= n, axis=-1)
+    return v[np.arange(v.shape[0]), i]

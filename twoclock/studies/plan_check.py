@@ -1,0 +1,68 @@
+"""Known-answer check of the planner (experiments/plan_check.py): simulate pilot runs at a few
+small batches, plan from them, and score the predictions at held-out larger batches
+(`twoclock.pilot.check`); with `logs`, plan from the pilots' logged curves alone
+(`twoclock.pilot.logs_check`). Each model's pilots are its `Model.studies.plan_check`."""
+from dataclasses import dataclass
+import os
+
+from twoclock.atomic import Refused
+from twoclock.config import param, require_int
+from twoclock.model import StudyDefaults
+from twoclock.pilot import check as pilot_check, logs_check
+from twoclock.studies.protocol import Engine, Study, option
+
+
+@dataclass(frozen=True)
+class Config:
+    """How many pilot and held-out seeds, and whether the plan is made from logs."""
+    pilot_seeds: int | None = option(None, "pilot runs per pilot batch (default 4; with --logs "
+                                           "8)", type=int)
+    seeds: int = param(16, "seeds behind the held-out answers")
+    csv: str | None = option(None, "also write the simulated pilot runs to this CSV", type=str)
+    logs: str | None = option(None, "plan from the pilots' logged curves, written to FILE "
+                                    "(default OUT/plan_check_MODEL_logs.csv)", type=str,
+                              nargs="?", const="", metavar="FILE")
+    n_ckpt: int = param(512, "with --logs: logged points per run")
+
+    def __post_init__(self):
+        require_int("--n-ckpt", self.n_ckpt, lo=2)
+        if self.pilot_seeds is not None:
+            require_int("--pilot-seeds", self.pilot_seeds)
+        require_int("--seeds", self.seeds)
+
+
+def defaults(model):
+    """Offered for the models with pilots to check (`Model.studies.plan_check`)."""
+    return None if model.studies.plan_check is None else StudyDefaults()
+
+
+def out_name(model, cfg: Config, given) -> str:
+    del given
+    return f"plan_check_{model.name}" + ("" if cfg.logs is None else "_logs")
+
+
+def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
+        engine: Engine = Engine()) -> dict:
+    """The check's result; a pilot setting the planner refuses exits 2 (`Refused`)."""
+    del quiet
+    s = model.studies.plan_check
+    try:
+        if cfg.logs is not None:
+            path = cfg.logs or os.path.join(engine.out, f"{out_name(model, cfg, ())}.csv")
+            return logs_check.check(model, model_cfg, opt,
+                                    8 if cfg.pilot_seeds is None else cfg.pilot_seeds,
+                                    cfg.seeds, cfg.n_ckpt, path, keep=keep)
+        return pilot_check.check(model, model_cfg, opt, s.lr0, s.pilots, s.heldout,
+                                 4 if cfg.pilot_seeds is None else cfg.pilot_seeds, cfg.seeds,
+                                 s.budget, cfg.csv, keep=keep)
+    except ValueError as e:
+        raise Refused(str(e)) from None
+
+
+def report(out: dict) -> str:
+    """The planner's errors at the held-out batches, as a table."""
+    return logs_check.table(out) if "log_file" in out else pilot_check.table(out)
+
+
+STUDY = Study("plan_check", Config, run, report, doc=__doc__.split("\n")[0],
+              script="plan_check.py", defaults=defaults, out=out_name)

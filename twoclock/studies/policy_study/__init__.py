@@ -1,0 +1,152 @@
+"""The policy model's study (docs/policy.md): which clocks of a real network keep their batch
+invariance, and what clipping does to them.
+
+Cells (`cells`), each one sweep through the engine's `run_sweep` (resumable from the store):
+- sqrt / fixed: the default config (M = E = 1, eps 0.2) over the batches, lr0 under the sqrt
+  rule, and under the fixed rule the sqrt rule's lr at the smallest batch (the same start);
+- clip_none_M1E1: the sqrt cell unclipped at the smallest and largest batch (at M = E = 1
+  every ratio is 1, so this must equal the sqrt cell);
+- clip_<name>_<convention>: M x E = 4 x 2 at the smallest and largest batch and
+  clip_lr_factor x lr0, eps 0.2, unclipped, and clip-higher (0.2, 0.28), for M fixed
+  (fixed_m) and the minibatch size fixed (fixed_size, M = 4 B / B_min);
+- collapse_<clip>: an unstable lr (unstable_factor x lr0, M x E = 4 x 2), eps 0.2 and
+  unclipped;
+- adam: no sweep; Adam's per-coordinate noise measured at the reference policy and the clocks
+  it predicts under both rules (twoclock.models.policy.adam_noise).
+Every answer (`answers`) is worked out from the cells' per-seed clocks (kept in the JSON), each
+with a paired bootstrap 95% CI over seeds: (1) the progress gap N_prog(B) / N_prog(B_min) per
+batch and the critical batch per rule; (2) each clock's measured batch exponent against the
+theory's, from each direction's measured noise scale; (3) the clipping claims; (4) the
+collapse clock. `report` prints them.
+"""
+import dataclasses
+import time
+
+from twoclock.analysis import results
+from twoclock.analysis.clocks import N_BOOT
+from twoclock.config import param, require, require_int, require_positive
+from twoclock.models.policy import adam_noise
+from twoclock.studies.policy_study.answers import answers, exponent_ci, reanswer
+from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS, DRIFT, PARTS,
+                                                 analyse, cells, check_cells, clock_S,
+                                                 per_seed, rules)
+from twoclock.studies.policy_study.report import report
+from twoclock.studies.protocol import Engine, Study
+
+MODELS = ("policy",)  # the study's model: its cells are the policy's GRPO settings
+# the paired bootstrap holds N_BOOT x seeds indices (8 bytes each): at most 2 GiB of them
+MAX_SEEDS = 2**31 // (8 * N_BOOT)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The study's cells: batches, seeds, budget, the learning rates and which parts run."""
+    batches: tuple = param((64, 128, 256, 512, 1024), "batches in responses; the clipping and "
+                                                      "collapse cells use the smallest and the "
+                                                      "largest")
+    seeds: int = param(16, "seeds per cell")
+    budget: int = param(12_288, "responses per run")
+    lr0: float = param(1e-4, "base learning rate at b0 of the rule cells")
+    unstable_factor: float = param(3.0, "the collapse cells' lr0 / lr0")
+    # the clipping cells' lr0 over lr0: at lr0 itself M x E = 4 x 2 crosses every clock within
+    # 1-3 updates at B 1024, too coarse to compare (docs/policy.md)
+    clip_lr_factor: float = param(0.25, "the clipping cells' lr0 / lr0")
+    early_samples: int = param(2048, "responses after which early held-out accuracy is read")
+    n_ckpt: int = param(64, "checkpoints per run")
+    seed: int = param(0, "base PRNG seed")
+    conventions: tuple = param(CONVENTIONS, "the clipping cells' minibatch conventions: "
+                                            "fixed_m | fixed_size")
+    parts: tuple = param(PARTS, "cells to run: rules (sqrt and fixed), adam, clip, collapse")
+    # runs per compiled chunk: the engine's memory estimate sums every intermediate of an
+    # update, 1.4 GiB per lane at B 1024 where 0.4 GiB is used (docs/policy.md), so 16 lanes
+    # would be refused on a 2-core, 23 GiB machine
+    max_lanes: int = param(8, "runs per compiled chunk")
+
+    def __post_init__(self):
+        require_int("seeds", self.seeds, lo=2)
+        require(self.seeds <= MAX_SEEDS, "seeds", f"<= {MAX_SEEDS} (the paired bootstrap "
+                f"holds {N_BOOT} x seeds indices)", self.seeds)
+        require_int("budget", self.budget, lo=1)
+        require_int("max_lanes", self.max_lanes, lo=1)
+        require_int("early_samples", self.early_samples, lo=1)
+        require_int("n_ckpt", self.n_ckpt, lo=1)
+        for name in ("lr0", "unstable_factor", "clip_lr_factor"):
+            require_positive(name, getattr(self, name))
+        require(len(set(self.batches)) >= 2 and all(
+            isinstance(b, int) and b >= 1 for b in self.batches), "batches",
+            "at least two distinct batches >= 1", self.batches)
+        require(len(self.parts) > 0 and set(self.parts) <= set(PARTS), "parts",
+                "some of " + ", ".join(PARTS), self.parts)
+        require(len(self.conventions) > 0 and set(self.conventions) <= set(CONVENTIONS),
+                "conventions", "some of " + ", ".join(CONVENTIONS), self.conventions)
+
+
+QUICK_OVERRIDES = {"batches": (64, 512), "seeds": 4, "conventions": ("fixed_m",)}
+QUICK = dataclasses.replace(Config(), **QUICK_OVERRIDES)
+PRESETS = {"quick": ("batches 64 and 512, 4 seeds, fixed_m only (~20 min on 2 cores)",
+                     QUICK_OVERRIDES)}
+
+
+def check(model, base, opt, st: Config) -> None:
+    """Before any cell runs: every cell's configs and batches (ValueError)."""
+    del opt
+    check_cells(model, st, base)
+
+
+def out_name(model, st: Config, given) -> str:
+    """policy_study[_quick][_<parts>]: the parts in the name only where they were given."""
+    del model
+    return ("policy_study" + ("_quick" if "quick" in given else "")
+            + ("_" + "_".join(st.parts) if "parts" in given else ""))
+
+
+def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
+        engine: Engine = Engine()) -> dict:
+    """Every cell through run_sweep (each resumable from its store under engine.store), then
+    the answers. base: the model's config the cells start from (opt: unused, the cells set
+    their rules)."""
+    from twoclock.engine.store import Store  # the engine's home, looked up at call time
+    from twoclock.engine.sweep import run_sweep
+    del opt
+    log = (lambda m: None) if quiet else print
+    out, t0 = {"study": dataclasses.asdict(st), "cells": {}}, time.perf_counter()
+    todo = cells(st, base)
+    for k, (name, cfg, opt, sweep) in enumerate(todo):
+        log(f"[policy study] cell {k + 1}/{len(todo)}: {name} "
+            f"({time.perf_counter() - t0:.0f} s so far)")
+        store = None
+        if engine.store is not None:
+            store = Store(engine.store, model.name, results.config_dict(
+                model_name=model.name, model=cfg, optimizer=opt, sweep=sweep, study_cell=name))
+        t = time.perf_counter()
+        res = run_sweep(model, cfg, opt, sweep, quiet=quiet, store=store, resume=True,
+                        max_lanes=st.max_lanes, keep=keep)
+        out["cells"][name] = {**analyse(model, cfg, opt, sweep, res, st.early_samples),
+                              "seconds": time.perf_counter() - t,
+                              "config": results.config_dict(model=cfg, optimizer=opt,
+                                                            sweep=sweep)}
+    if "adam" in st.parts:
+        log("[policy study] adam: per-coordinate noise at the reference policy")
+        t = time.perf_counter()
+        out["adam_noise"] = {**adam_noise.measure(
+            base, rules(st), st.batches,
+            ref_batch=max(st.batches), seed=st.seed), "seconds": time.perf_counter() - t}
+    out["answers"] = answers(out["study"], out["cells"], out.get("adam_noise"))
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def figure(out: dict):
+    """The clocks against batch per rule, and the clipping delays (figures.policy_study)."""
+    from twoclock.figures.policy_study import study_figure
+    return study_figure(out)
+
+
+__all__ = ["Config", "QUICK", "PRESETS", "MODELS", "CLIPS", "CLOCK_KEYS", "DRIFT", "PARTS",
+           "answers", "analyse", "cells", "check", "clock_S", "exponent_ci", "figure",
+           "out_name", "per_seed", "reanswer", "report", "rules", "run"]
+
+
+STUDY = Study("policy_study", Config, run, report, figure, doc=__doc__,
+              script="policy_study.py", models=MODELS, out=out_name, check=check,
+              model_flags=False, presets=PRESETS)

@@ -1,0 +1,95 @@
+"""The policy study's cells: which sweeps it runs (each a model config, an optimizer and a
+SweepConfig), and the per-seed numbers each cell keeps for the answers."""
+import dataclasses
+
+import numpy as np
+
+from twoclock.analysis.paired import at_samples
+from twoclock.config import OptimConfig, SweepConfig
+from twoclock.studies.assemble import assemble
+
+CLOCK_KEYS = {"progress": "prog_n", "null": "null_n", "kl": "kl_n", "entropy": "entropy_n",
+              "collapse": "collapse_n"}
+DRIFT = ("null", "kl", "entropy", "collapse")
+CLIPS = {"eps0.2": (0.2, None), "none": (None, None), "higher": (0.2, 0.28)}
+PARTS = ("rules", "adam", "clip", "collapse")
+CONVENTIONS = ("fixed_m", "fixed_size")
+
+
+def rules(st) -> dict:
+    """{rule: (OptimConfig, lr0)}: the sqrt rule at lr0, and the fixed rule at the sqrt rule's
+    lr at the smallest batch (the same start)."""
+    sqrt, fixed = OptimConfig(lr_rule="sqrt"), OptimConfig(lr_rule="fixed")
+    return {"sqrt": (sqrt, st.lr0),
+            "fixed": (fixed, sqrt.lr(st.lr0, min(st.batches)))}
+
+
+def cells(st, base) -> list:
+    """[(name, model config, OptimConfig, SweepConfig)] of the study (st: its Config; base:
+    the model's config); ValueError for a cell the configs refuse."""
+    sweep = lambda batches, lr0: SweepConfig(batches=tuple(batches), lr0s=(lr0,),
+                                             seeds=st.seeds, budget=st.budget, seed=st.seed,
+                                             n_ckpt=st.n_ckpt)
+    rule = rules(st)
+    sqrt = rule["sqrt"][0]
+    b0, b1 = min(st.batches), max(st.batches)
+    out = []
+    if "rules" in st.parts:
+        out += [(name, base, opt, sweep(st.batches, lr0)) for name, (opt, lr0) in rule.items()]
+    if "clip" in st.parts:
+        out.append(("clip_none_M1E1", dataclasses.replace(base, clip_low=None, clip_high=None),
+                    sqrt, sweep((b0, b1), st.lr0)))
+    lr_clip = st.lr0 * st.clip_lr_factor
+    for conv in (st.conventions if "clip" in st.parts else ()):
+        for name, (cl, ch) in CLIPS.items():
+            cfg = dataclasses.replace(base, minibatches=4, epochs=2, mb_convention=conv,
+                                      mb_ref=b0, clip_low=cl, clip_high=ch)
+            out.append((f"clip_{name}_{conv}", cfg, sqrt, sweep((b0, b1), lr_clip)))
+    for name in (("eps0.2", "none") if "collapse" in st.parts else ()):
+        cl, ch = CLIPS[name]
+        cfg = dataclasses.replace(base, minibatches=4, epochs=2, clip_low=cl, clip_high=ch)
+        out.append((f"collapse_{name}", cfg, sqrt, sweep((b0, b1), st.lr0 * st.unstable_factor)))
+    return out
+
+
+def check_cells(model, st, base) -> None:
+    """Every cell's configs and every batch it runs, as the model splits it (ValueError), so
+    that a cell refuses before any other cell runs."""
+    for _, cfg, _, sweep in cells(st, base):
+        for b in sweep.batches:
+            model.describe_batch(cfg, b)
+
+
+def clock_S(res, clock: str, i: int) -> np.ndarray:
+    key = CLOCK_KEYS[clock]
+    return np.asarray(res.prog_n[i, 0] if key == "prog_n" else res.extra[key][i, 0])
+
+
+def per_seed(cfg, sweep, res, early_samples: int) -> dict:
+    """{batch: {clock: [S] responses (0: never), early_acc, collapsed, stayed_down, ...}}: every
+    per-seed number the answers are worked out from, so they can be again from the JSON."""
+    out = {}
+    for i, b in enumerate(res.batches):
+        ck = res.ckpt[i]
+        acc_end, peak = np.asarray(ck["heldout_acc"][0][:, -1]), np.asarray(ck["peak"][0][:, -1])
+        coll = clock_S(res, "collapse", i)
+        out[str(b)] = {
+            **{c: clock_S(res, c, i).astype(int).tolist() for c in CLOCK_KEYS},
+            "early_acc": at_samples(ck, "heldout_acc",
+                                    min(early_samples, sweep.budget)).tolist(),
+            "final_acc": acc_end.tolist(), "peak_acc": peak.tolist(),
+            "stayed_down": ((coll > 0) & (acc_end <= peak - cfg.collapse_drop)).tolist(),
+            "clip_frac": np.asarray(ck["clip_frac"][0]).mean(-1).tolist()}
+    return out
+
+
+def analyse(model, cfg, opt, sweep, res, early_samples: int) -> dict:
+    """One cell's entries (every extra clock, the model's predictions), its critical batch and
+    its per-seed clocks."""
+    runs, crit = assemble(model, cfg, opt, sweep, res, extra=tuple(res.extra), describe=False)
+    return {"runs": runs, "critical_batch": crit,
+            "per_seed": per_seed(cfg, sweep, res, early_samples)}
+
+
+__all__ = ["CLOCK_KEYS", "DRIFT", "CLIPS", "PARTS", "CONVENTIONS", "rules", "cells",
+           "check_cells", "clock_S", "per_seed", "analyse"]
