@@ -69,14 +69,6 @@ class PlanCheck(NamedTuple):
     budget: int
     log_conditions: Callable | None = None
 
-    # read by name (entry["lr0"], "log_conditions" in entry) by twoclock.pilot.logs_check
-    # until it reads attributes
-    def __getitem__(self, key):
-        return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
-
-    def __contains__(self, key) -> bool:
-        return isinstance(key, str) and getattr(self, key, None) is not None
-
 
 class Studies(NamedTuple):
     """Per study that needs them, a model's defaults there; None: the study is not offered for
@@ -85,19 +77,6 @@ class Studies(NamedTuple):
     phase: StudyDefaults | None = None
     time_to_target: StudyDefaults | None = None
     plan_check: PlanCheck | None = None
-
-    # read by name (studies.get("plan_check", {})) by twoclock.pilot.logs_check until it
-    # reads attributes
-    def get(self, key: str, default=None):
-        value = getattr(self, key, None)
-        return default if value is None else value
-
-    def __getitem__(self, key):
-        if not isinstance(key, str):
-            return tuple.__getitem__(self, key)
-        if getattr(self, key, None) is None:
-            raise KeyError(key)
-        return getattr(self, key)
 
 
 class Model(NamedTuple):

@@ -23,13 +23,13 @@ def log_conditions(model, cfg) -> tuple:
     model's plan_check entry gives its own `log_conditions(cfg)` (the bandit adds KL and
     entropy, the policy model logs held-out accuracy, KL, entropy and the null drift).
     """
-    entry = model.studies.get("plan_check", {})
-    if "log_conditions" in entry:
-        return entry["log_conditions"](cfg)
+    entry = model.studies.plan_check
+    if entry is not None and entry.log_conditions is not None:
+        return entry.log_conditions(cfg)
     from twoclock.model import progress_target  # noqa: PLC0415 (twoclock.model imports JAX)
     if not hasattr(cfg, "drift_threshold"):
         raise ValueError(f"--logs: model {model.name!r} has no drift_threshold in its config; "
-                         "give it studies['plan_check']['log_conditions']")
+                         "give it studies.plan_check.log_conditions")
     return (f"progress_frac<={progress_target(model, cfg):.9g}",
             (f"drift>={cfg.drift_threshold:g}",))
 
@@ -83,12 +83,13 @@ def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 16, n_ckpt
     """Simulate pilots (the 3 smallest of the model's plan_check pilot batches, at its lr0 and
     budget) and held-out runs at 4x and 8x the largest, plan from the pilot log file alone, and
     score every clock at the held-out batches."""
-    from twoclock.config import require_int  # noqa: PLC0415
+    from twoclock.config import require, require_int  # noqa: PLC0415
     require_int("--pilot-seeds", pilot_seeds, 1)
     require_int("--seeds", heldout_seeds, 1)
     require_int("--n-ckpt", n_ckpt, 2)
-    s = model.studies["plan_check"]
-    lr0, pilot_batches, budget = s["lr0"], tuple(sorted(s["pilots"])[:3]), int(s["budget"])
+    s = model.studies.plan_check
+    require(s is not None, "--model", "a model with a plan-check entry", model.name)
+    lr0, pilot_batches, budget = s.lr0, tuple(sorted(s.pilots)[:3]), int(s.budget)
     progress, failures = log_conditions(model, cfg)
     conds = [parse_condition(progress, "--progress")] + \
         [parse_condition(f, "--failure") for f in failures]
@@ -103,7 +104,7 @@ def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 16, n_ckpt
     if missing:
         raise ValueError(f"--logs: model {model.name!r} checkpoints no {', '.join(missing)} "
                          f"(it has {', '.join(sorted(res.ckpt[0]))}); give it "
-                         "studies['plan_check']['log_conditions']")
+                         "studies.plan_check.log_conditions")
     rows = write_logs(res, pilot_batches, range(pilot_seeds), metrics, logs_path)
     t1 = time.perf_counter()
     plan = pl.plan_logs(logs_path, progress, list(failures), predict=held)
