@@ -15,7 +15,8 @@ import pytest
 
 from twoclock import BanditConfig, OptimConfig, QuadraticConfig, SweepConfig
 from twoclock import atomic
-from twoclock.cli import headline as cli, rescue as rescue_mod
+from twoclock.cli import engine_flags, rescue as rescue_mod, run_study
+from twoclock.studies import STUDIES
 from twoclock.analysis import results
 from twoclock import run_sweep
 from twoclock.engine.layout import _duration
@@ -30,19 +31,19 @@ TINY = ["--batches", "4", "8", "--lr0", "1e-2", "--seeds", "3", "--budget", "320
 
 
 def run_main(argv):
-    """cli.main in this process: (exit code, stdout, stderr). Without runtime.setup, whose
+    """The headline's main in this process: (exit code, stdout, stderr). Without runtime.setup, whose
     device count and compilation cache would outlive the call."""
     out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err), mock.patch("twoclock.cli.headline.setup"):
+    with redirect_stdout(out), redirect_stderr(err), mock.patch("twoclock.cli.run_study.setup"):
         try:
-            code = cli.main(list(argv))
+            code = run_study.main(STUDIES.headline, list(argv), "critical_batch.py")
         except SystemExit as e:
             code = e.code
     return code, out.getvalue(), err.getvalue()
 
 
 def never_simulated():
-    return mock.patch("twoclock.cli.headline.run_sweep", side_effect=AssertionError("simulated"))
+    return mock.patch("twoclock.studies.headline.run_sweep", side_effect=AssertionError("simulated"))
 
 
 def strict_load(text: str):
@@ -78,7 +79,7 @@ BAD = [
 
 @pytest.mark.parametrize("args, name", BAD)
 def test_bad_input_is_one_line_exit_2_before_simulating(tmp_path, monkeypatch, args, name):
-    for v in cli.CLUSTER_ENV:
+    for v in engine_flags.CLUSTER_ENV:
         monkeypatch.delenv(v, raising=False)
     (tmp_path / "file").write_text("a file, not a folder")
     (tmp_path / "dir").mkdir()
@@ -92,16 +93,19 @@ def test_bad_input_is_one_line_exit_2_before_simulating(tmp_path, monkeypatch, a
 def test_a_grid_that_cannot_fit_is_refused_with_its_estimate(tmp_path, monkeypatch):
     spec, cfg = get_model("quadratic"), QuadraticConfig(dim=4, drift_dim=2)
     sweep = SweepConfig(batches=(4, 8), lr0s=(1e-2,), seeds=100_000, budget=320, n_ckpt=4)
+    monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", "1P")  # a limit counts the process's memory
     est = check_fits(spec, cfg, OptimConfig(), sweep, 16384, 1)
+    own = est.process_bytes
     # room for the results and a tenth of one default chunk: refused, with a max_lanes that fits
-    monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", str(est.result_bytes + est.chunk_bytes // 10))
+    monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT",
+                       str(own + est.result_bytes + est.chunk_bytes // 10))
     with pytest.raises(atomic.Refused, match=r"cannot fit.*max_lanes \(--max-lanes\) (\d+)") as e:
         check_fits(spec, cfg, OptimConfig(), sweep, 16384, 1)
     lanes = int(e.value.args[0].rsplit("--max-lanes) ", 1)[1].split()[0])
     assert 1 <= lanes < 16384
     assert check_fits(spec, cfg, OptimConfig(), sweep, lanes, 1).fits()
     # no room for the results themselves: no max_lanes helps
-    monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", str(est.result_bytes // 2))
+    monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", str(own + est.result_bytes // 2))
     with pytest.raises(atomic.Refused, match="fewer seeds"):
         check_fits(spec, cfg, OptimConfig(), sweep, 1, 1)
     # the command line: one line with the estimate, nothing compiled

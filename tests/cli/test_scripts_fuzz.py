@@ -112,8 +112,9 @@ EDGE_SCRIPTS = {  # the headline (float32, or float64 with --x64) and two studie
 
 def _main(name):
     if name == "critical_batch":
-        from twoclock.cli.headline import main
-        return main
+        from twoclock.cli.run_study import main
+        from twoclock.studies import STUDIES
+        return lambda argv: main(STUDIES.headline, argv, "critical_batch.py")
     return MODULES[name].main
 
 
@@ -130,7 +131,7 @@ def test_edge_values_exit_0_2_or_3_in_one_line_and_lose_nothing(tmp_path_factory
         argv.append("--x64")
     err = io.StringIO()
     try:
-        with mock.patch("twoclock.cli.headline.setup"), \
+        with mock.patch("twoclock.cli.run_study.setup"), \
                 mock.patch("twoclock.engine.runtime.setup"), contextlib.redirect_stderr(err), \
                 contextlib.redirect_stdout(io.StringIO()):
             try:

@@ -6,7 +6,7 @@ import socket
 import subprocess
 import sys
 
-from twoclock.cli import headline as cli
+from twoclock.cli import engine_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "experiments", "critical_batch.py")
@@ -22,7 +22,7 @@ def free_port() -> int:
 
 
 def test_two_processes_write_the_json_of_one(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in cli.CLUSTER_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in engine_flags.CLUSTER_ENV}
     env.update(XLA_FLAGS="--xla_force_host_platform_device_count=1", JAX_PLATFORMS="cpu")
     port = free_port()
     procs = [subprocess.Popen(

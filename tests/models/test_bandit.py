@@ -11,7 +11,8 @@ from hypothesis import given, strategies as st
 
 from tests.helpers import assert_close
 from twoclock import objectives
-from twoclock.cli import headline as cli
+from twoclock.cli import run_study
+from twoclock.studies import STUDIES
 from twoclock.analysis import clocks
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.cli.flags import add_config_flags, config_from_flags
@@ -200,7 +201,8 @@ def test_cli_flags_round_trip():
         config_from_flags(p.parse_args(["--clip-high", "-1"]), BanditConfig)
     # the headline's --batches: each must be P x G, refused before anything runs
     with pytest.raises(ValueError, match="^batch must be"):
-        cli.build(["--model", "bandit", "--batches", "64", "60"])
+        run_study.parse(STUDIES.headline, ["--model", "bandit", "--batches", "64", "60"],
+                        "critical_batch.py")
 
 
 def random_rollout(cfg, P, seed):
