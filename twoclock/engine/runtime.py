@@ -23,12 +23,11 @@ def use_cpu_cores(n: int | None = None) -> None:
 
 
 def cache_dir() -> str | None:
-    """TWOCLOCK_CACHE_DIR, else $XDG_CACHE_HOME/twoclock/jax (~/.cache/...); None if 'off'."""
-    d = os.environ.get("TWOCLOCK_CACHE_DIR")
-    if d is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        d = os.path.join(base, "twoclock", "jax")
-    return None if d.lower() in ("off", "none", "") else d
+    """JAX's compilation cache by the one cache rule (`twoclock.atomic.cache_dir`):
+    $TWOCLOCK_CACHE_DIR ('off': none), else $XDG_CACHE_HOME/twoclock/jax (~/.cache/...)."""
+    from twoclock.atomic import cache_dir as rule
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return rule("TWOCLOCK_CACHE_DIR", os.path.join(base, "twoclock", "jax"))
 
 
 def setup() -> None:

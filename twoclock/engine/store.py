@@ -10,19 +10,16 @@ line and recomputed. A lock file keeps two runs of one configuration from workin
 at once: the second waits for the first.
 Nothing here deletes a chunk: one is only ever replaced, atomically, by an identical one.
 """
-from contextlib import contextmanager, suppress
-import fcntl
 import hashlib
 import json
 import os
-import socket
 
 import jax
 import jaxlib
 import numpy as np
 import optax
 
-from twoclock.atomic import TMP_PREFIX, atomic_write, one_line
+from twoclock.atomic import atomic_write, checksum, folder_lock, one_line
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # twoclock/
 
@@ -68,16 +65,6 @@ def code_identity(root: str = PACKAGE_DIR) -> dict:
             "jaxlib": jaxlib.__version__, "optax": optax.__version__, "numpy": np.__version__,
             "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind,
             "xla_flags": xla_flags()}
-
-
-def checksum(arrays: dict) -> str:
-    """sha256 over the arrays' names, dtypes, shapes and bytes."""
-    h = hashlib.sha256()
-    for k in sorted(arrays):
-        a = np.ascontiguousarray(arrays[k])
-        h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
 
 
 def _canonical(x):
@@ -144,35 +131,9 @@ class Store:
         atomic_write(self._chunk(i), lambda f: np.savez(f, __identity__=tag, **arrays),
                      binary=True)
 
-    @contextmanager
     def lock(self, log):
         """Hold the store's lock file; if another run holds it, log(...) once and wait. Where
         the lock file cannot be opened (a read-only disk), log(...) once and go on: finished
-        chunks can still be read, and a chunk that cannot be saved is the sweep's to handle."""
-        try:
-            os.makedirs(self.path, exist_ok=True)
-            f = open(os.path.join(self.path, ".lock"), "a+")
-        except OSError as e:
-            log(f"store {self.path}: cannot open its lock ({one_line(e)}); reading it unlocked")
-            yield
-            return
-        with f:
-            locked = True
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                f.seek(0)
-                holder = f.read().strip() or "another run"
-                log(f"store {self.path} is in use ({holder}); waiting for that run to finish")
-                fcntl.flock(f, fcntl.LOCK_EX)
-            except OSError as e:  # a file system without locks: atomic writes still protect
-                log(f"store {self.path}: no file locking here ({e.strerror}); continuing")
-                locked = False
-            with suppress(OSError):  # a full disk: the lock holds without its note
-                if locked:  # the only writer now: a temporary file is what a killed run left
-                    for name in os.listdir(self.path):
-                        if name.startswith(TMP_PREFIX):
-                            os.remove(os.path.join(self.path, name))
-                os.ftruncate(f.fileno(), 0)  # unbuffered: nothing left for close() to fail on
-                os.write(f.fileno(), f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
-            yield  # closing the file releases the lock, also when the process is killed
+        chunks can still be read, and a chunk that cannot be saved is the sweep's to handle
+        (`twoclock.atomic.folder_lock`)."""
+        return folder_lock(self.path, log, f"store {self.path}")

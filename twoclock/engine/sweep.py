@@ -12,6 +12,7 @@ estimated from one traced update, and a sweep that cannot fit is refused.
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 import math
+import os
 import sys
 import time
 from typing import Callable
@@ -27,7 +28,7 @@ from twoclock.engine.layout import Chunk, Estimate, chunk_layout, estimate, n_st
 from twoclock.engine import dtypes
 from twoclock.engine.keys import seed_keys
 from twoclock.engine.runtime import check_devices, fast_rng
-from twoclock.model import Model
+from twoclock.model import Model, shapes_only
 from twoclock.engine.stages import checkpoints, constant_run, make_traced_run
 from twoclock.engine.store import CorruptChunk
 from twoclock.trace import checkpoint_every
@@ -185,9 +186,13 @@ def run_sweep(model: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, qui
     require_choice("codegen", codegen, codegens.CODEGENS)
     dtypes.check(model_cfg, opt, sweep.batches, sweep.lr0s)  # beta2 that rounds to 1, ...
     n_dev = jax.device_count()
-    est = check_fits(spec, model_cfg, opt, sweep, max_lanes, n_dev, analysis_bytes)
+    with shapes_only():  # refused before the model prepares anything (the policy's warm-up)
+        est = check_fits(spec, model_cfg, opt, sweep, max_lanes, n_dev, analysis_bytes)
     choice = codegens.choose(codegen, spec, est)
     _log(f"[{spec.name}] {est.line()} ({choice} codegen)", quiet)
+    if spec.prepare is not None:  # its caches beside the store's chunks (no store: none)
+        spec.prepare(model_cfg, None if store is None else os.path.dirname(store.path),
+                     lambda m: _log(m, quiet))
     config = {"model": spec.name, "model_cfg": model_cfg, "optimizer": opt, "sweep": sweep}
     progress = _Progress(store)
     try:
