@@ -23,7 +23,6 @@ signal while one is pending gets the default action (the process is killed by it
 """
 from contextlib import suppress
 import os
-import _thread
 import signal
 import sys
 import tempfile
@@ -69,7 +68,7 @@ class _Signals:
 
     def __init__(self):
         self.pending = None  # the signal received, once one is
-        self.retrying = False  # a re-delivery is scheduled
+        self.redelivered = False  # the next handle() call is our re-delivery
         self.closing = False  # the rescue is handling the interrupt: nothing more to raise
         self.saved, self.timer = {}, None
 
@@ -93,20 +92,25 @@ class _Signals:
             signal.signal(sig, signal.SIG_DFL if old is None else old)
         self.saved = {}
 
+    def _redeliver(self, signum: int) -> None:
+        self.redelivered = True
+        # a real signal to the main thread: it also wakes a sleep or a wait there
+        signal.pthread_kill(threading.main_thread().ident, signum)
+
     def _again(self, signum: int) -> None:
-        self.retrying = True
-        self.timer = threading.Timer(RETRY_S, _thread.interrupt_main, (signum,))
+        self.timer = threading.Timer(RETRY_S, self._redeliver, (signum,))
         self.timer.daemon = True
         self.timer.start()
 
     def handle(self, signum, frame):
         if self.closing:
             return
-        if self.pending is not None and not self.retrying:  # a second signal: the default
+        ours, self.redelivered = self.redelivered, False
+        if self.pending is not None and not ours:  # a second signal: the default action
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
-        self.pending, self.retrying = signum, False
+        self.pending = signum
         if not safe_to_raise(frame):
             self._again(signum)
             return
