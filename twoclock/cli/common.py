@@ -5,6 +5,7 @@ model flags. Loads no JAX: a command that plans from a CSV stays light.
 import argparse
 from contextlib import contextmanager
 import os
+import re
 import sys
 
 from twoclock.atomic import Refused, check_file, check_folder, check_reusable_folder
@@ -13,8 +14,19 @@ from twoclock.cli.rescue import Rescue
 from twoclock.config import OptimConfig
 
 
+# what argparse takes for a negative number rather than an option: its own -1 and -.5, and
+# also -1e-4, -2.5E3, -inf and -nan, so that `--lr0 -1e-4` reaches the range check
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$",
+                             re.IGNORECASE)
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports bad input as one line and exit code 2 (no usage dump)."""
+    """argparse that reports bad input as one line and exit code 2 (no usage dump), and reads
+    every negative number (`NEGATIVE_NUMBER`) as a value, for nargs flags too."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n")

@@ -43,15 +43,19 @@ def setup() -> None:
 
 def check_devices() -> int:
     """The number of devices; Refused, in one line naming JAX_PLATFORMS, where JAX cannot start
-    the backend it is told to use (JAX_PLATFORMS=gpu on a machine with no GPU)."""
+    the backend it is told to use (JAX_PLATFORMS=gpu or cuda on a machine with no GPU, or a
+    name JAX does not know)."""
     import jax
     try:
         return jax.device_count()
-    except RuntimeError as e:
+    # RuntimeError for gpu; for cuda without its plugin JAX's own `assert` fails (an
+    # AssertionError with no message); anything else is the backend's failure too
+    except Exception as e:
         from twoclock.atomic import Refused, one_line
         told = os.environ.get("JAX_PLATFORMS")
         who = f"JAX_PLATFORMS={told!r}" if told else "JAX's default backend"
-        raise Refused(f"{who} cannot be used on this machine ({one_line(e)})") from None
+        why = one_line(e) if str(e) else "no backend of that name could be started"
+        raise Refused(f"{who} cannot be used on this machine ({why})") from None
 
 
 _FAST_RNG: list = []  # the answer of unrolled_threefry_on_cpu, once asked

@@ -6,13 +6,15 @@ libraries that compute the numbers (jax, jaxlib, optax, numpy), the backend, its
 and XLA_FLAGS, so an edited model, an upgraded JAX or a GPU never finds the CPU's chunks. Each
 chunk is written atomically (twoclock.atomic) and carries its identity (store key, slot, lanes)
 and a sha256 of its arrays; a chunk that is unreadable, misplaced or altered is reported in one
-line and recomputed. A lock file keeps two runs of one configuration from working on the store
+line and recomputed. identity.json is checked on a store instance's first save or load (a
+reused store's too): one missing or edited is named in one line and rewritten. A lock file keeps two runs of one configuration from working on the store
 at once: the second waits for the first.
 Nothing here deletes a chunk: one is only ever replaced, atomically, by an identical one.
 """
 import hashlib
 import json
 import os
+import sys
 
 import jax
 import jaxlib
@@ -93,7 +95,10 @@ class Store:
 
     def load(self, i: int, lanes: dict) -> dict:
         """Chunk i's arrays; CorruptChunk unless it reads, is slot i of this store with these
-        lanes, and matches its checksum."""
+        lanes, and matches its checksum. identity.json is checked on the first load too: one
+        that is missing or edited is named in one line and rewritten (the chunks carry the
+        store's key, so they stay valid); where it cannot be written, the line says so."""
+        self._check_identity(reading=True)
         path = self._chunk(i)
         try:
             with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
@@ -118,14 +123,31 @@ class Store:
         except (OSError, ValueError):
             return False
 
+    def _check_identity(self, reading: bool) -> None:
+        """identity.json (re)written where it is missing, truncated or not this store's, once
+        per instance. reading: a store whose chunks are reused, where a failure to write it
+        is said in one line instead of raised (a read-only store is still read)."""
+        if getattr(self, "_identity_checked", False):
+            return
+        if not self.identity_ok():
+            path = os.path.join(self.path, "identity.json")
+            text = json.dumps(self.identity, indent=1, sort_keys=True)
+            if not reading:  # saving: an OSError (a full disk) is the caller's
+                atomic_write(path, lambda f: f.write(text))
+            else:
+                try:
+                    atomic_write(path, lambda f: f.write(text))
+                    said = "rewritten"
+                except OSError as e:
+                    said = f"cannot be rewritten ({one_line(e)})"
+                print(f"store: {path} is missing or not this store's identity; {said}",
+                      file=sys.stderr, flush=True)
+        self._identity_checked = True
+
     def save(self, i: int, arrays: dict, lanes: dict) -> None:
         """Chunk i, atomically; identity.json is (re)written first where it is missing,
         truncated or not this store's (an OSError, e.g. a full disk, is the caller's)."""
-        if not getattr(self, "_identity_checked", False):
-            if not self.identity_ok():
-                text = json.dumps(self.identity, indent=1, sort_keys=True)
-                atomic_write(os.path.join(self.path, "identity.json"), lambda f: f.write(text))
-            self._identity_checked = True
+        self._check_identity(reading=False)
         meta = {"key": self.key, "slot": i, "lanes": _canonical(lanes), "sha256": checksum(arrays)}
         tag = np.frombuffer(json.dumps(meta).encode(), np.uint8)
         atomic_write(self._chunk(i), lambda f: np.savez(f, __identity__=tag, **arrays),
