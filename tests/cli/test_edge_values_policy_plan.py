@@ -71,7 +71,8 @@ def test_policy_edge_values_are_refused_in_one_line_before_any_work_or_pass(tmp_
 def test_float32_refuses_what_float64_holds_for_the_policy(tmp_path):
     """An oracle for the fuzz above: 1e-300 is 0 in float32 and itself in float64."""
     code, err = _policy([*POLICY, "--warmup-lr", "1e-300", "--out", str(tmp_path)], False)
-    assert code == 2 and "warmup_lr must be finite in float32" in err, err
+    assert code == 2 and "warmup_lr must be finite, and nonzero unless given as 0, in " \
+        "float32" in err, err
     assert _policy([*POLICY, "--warmup-lr", "1e-300", "--out", str(tmp_path)], True)[0] \
         == "reached"
 

@@ -44,13 +44,14 @@ def test_zero_is_taken_as_given_and_a_value_that_rounds_to_zero_is_refused(tmp_p
     float32 but 0. Both messages say so."""
     dtypes.check(QuadraticConfig(dim=4), OptimConfig(eps=0.0), (4,), (1e-2,))  # accepted
     err = _refused(tmp_path, monkeypatch, ["--eps", "1e-300"])
-    assert "eps must be finite in float32, and nonzero unless given as 0" in err
+    assert "eps must be finite, and nonzero unless given as 0, in float32" in err
     assert "(got 1e-300, which is 0.0 in float32)" in err
 
 
 def test_a_nested_configs_floats_are_checked_in_the_simulations_type():
     cfg = PolicyConfig(warmup=WarmupConfig(lr=1e-300))
-    with pytest.raises(Refused, match=r"^warmup_lr must be finite in float32"):
+    with pytest.raises(Refused, match=r"^warmup_lr must be finite, and nonzero unless given "
+                                      r"as 0, in float32"):
         dtypes.check(cfg, OptimConfig(), (64,), (1e-4,))
 
 

@@ -50,7 +50,7 @@ def check(model_cfg, opt, batches, lr0s) -> None:
         x = _cast(v, dt)
         name = np.dtype(dt).name
         if not np.isfinite(x) or (v != 0 and x == 0):
-            raise Refused(f"{label} must be finite in {name}, and nonzero unless given as 0, "
+            raise Refused(f"{label} must be finite, and nonzero unless given as 0, in {name}, "
                           f"{why} (got {v!r}, which is {float(x)!r} in {name}){hint}")
 
     p = opt.exponent
