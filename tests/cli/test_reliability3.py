@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from tests.cli.test_reliability import ROOT, _same, _store, _sweep

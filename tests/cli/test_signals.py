@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from tests.cli.test_reliability import until
 from tests.cli.test_robustness import strict_load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -120,18 +121,6 @@ def test_a_second_signal_gets_the_default_action(tmp_path):
     assert proc.returncode == -signal.SIGTERM and time.monotonic() - t0 < 20
 
 
-def _until(proc, marker: str, deadline: float) -> list:
-    lines = []
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        lines.append(line)
-        if marker in line:
-            return lines
-    raise AssertionError(f"never saw {marker!r}: {lines}")
-
-
 def _script(argv, cwd):
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
@@ -155,7 +144,8 @@ def test_an_interrupt_while_the_policy_compiles_exits_cleanly(tmp_path, sig):
     proc = _script([os.path.join(ROOT, "experiments", "critical_batch.py"), *POLICY_TINY,
                     "--out", str(tmp_path)], tmp_path)
     try:
-        _until(proc, "held-out accuracy", time.monotonic() + 300)
+        until(proc, lambda ln: "held-out accuracy" in ln, time.monotonic() + 300,
+              "the warm-up never finished")
         time.sleep(2)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=300)

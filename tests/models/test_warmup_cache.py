@@ -215,8 +215,8 @@ def test_a_killed_writers_temporary_files_are_removed(tmp_path, counted):
 
 
 def test_the_memory_check_refuses_before_the_warmup_trains(tmp_path, counted, monkeypatch):
-    """TWOCLOCK_MEMORY_LIMIT=1M (20M for the default config) on an uncached config: refused from the estimate (with a
-    stand-in for the warm-up), nothing trained. Before issue 33 the warm-up trained first
+    """TWOCLOCK_MEMORY_LIMIT=1M (20M for the default config) on an uncached config: refused
+    from the estimate (with a stand-in for the warm-up), nothing trained. Before issue 33 the warm-up trained first
     (121 s for the default config) and the sweep was refused after."""
     monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", "1M")
     monkeypatch.setattr("twoclock.engine.sweep._run", lambda *a, **k: pytest.fail("simulated"))
@@ -226,10 +226,10 @@ def test_the_memory_check_refuses_before_the_warmup_trains(tmp_path, counted, mo
     assert counted == [] and not list((tmp_path / "store").rglob("*.npz"))
 
 
-def test_warmup_flags_keep_their_spelling_and_nest(tmp_path, monkeypatch):
+def test_warmup_flags_keep_their_spelling_and_nest(tmp_path):
+    """--warmup-lr sets warmup.lr (the flags of issue 29's flat fields, spelled as before)."""
     from twoclock.cli.headline import build
-    *_, ns = build(["--model", "policy", "--warmup-lr", "1e-3", "--warmup-steps", "7"])
-    model, cfg, *_ = build(["--model", "policy", "--warmup-lr", "1e-3", "--warmup-steps", "7"])
+    _, cfg, *_ = build(["--model", "policy", "--warmup-lr", "1e-3", "--warmup-steps", "7"])
     assert cfg.warmup == WarmupConfig(lr=1e-3, steps=7) and cfg.d_model == 64
     code, _, err = run_main(["--model", "policy", "--warmup-noise", "1.0",
                              "--out", str(tmp_path)])

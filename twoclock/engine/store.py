@@ -7,8 +7,9 @@ and XLA_FLAGS, so an edited model, an upgraded JAX or a GPU never finds the CPU'
 chunk is written atomically (twoclock.atomic) and carries its identity (store key, slot, lanes)
 and a sha256 of its arrays; a chunk that is unreadable, misplaced or altered is reported in one
 line and recomputed. identity.json is checked on a store instance's first save or load (a
-reused store's too): one missing or edited is named in one line and rewritten. A lock file keeps two runs of one configuration from working on the store
-at once: the second waits for the first.
+reused store's too): one missing or edited is named in one line and rewritten. A lock file
+keeps two runs of one configuration from working on the store at once: the second waits for
+the first.
 Nothing here deletes a chunk: one is only ever replaced, atomically, by an identical one.
 """
 import hashlib
