@@ -12,7 +12,7 @@ import pytest
 from twoclock import BanditConfig, OptimConfig, QuadraticConfig
 from twoclock.model import CLOCKS, Model
 from twoclock.models import MODELS, get
-from twoclock.models.policy import PolicyConfig
+from twoclock.models.policy import PolicyConfig, WarmupConfig
 from twoclock.engine.stages import checkpoints, constant_run, make_run
 from twoclock.engine.sweep import program
 from twoclock.trace import checkpoint_every
@@ -23,9 +23,9 @@ SMALL = {  # configurations whose clocks fire within a few dozen updates
     "bandit": (BanditConfig(n_train=32, n_test=32, drift_dim=4, drift_bias=0.5, drift_noise=4.0,
                             drift_threshold=0.3, target=0.5), 32, 0.05),
     "policy": (PolicyConfig(n_train=2048, n_test=64, n_ood=64, d_model=32, n_layers=2,
-                            n_heads=2, d_mlp=64, warmup_noise=0.3, warmup_steps=1500,
-                            warmup_acc=0.25, warmup_eval_every=50, warmup_lr=5e-3, target=0.35,
-                            null_threshold=0.1, noise_every=256), 32, 5e-4),
+                            n_heads=2, d_mlp=64, target=0.35, null_threshold=0.1, noise_every=256,
+                            warmup=WarmupConfig(noise=0.3, steps=1500, acc=0.25, eval_every=50,
+                                                lr=5e-3)), 32, 5e-4),
 }
 N_STEPS, N_CKPT, LANES = 60, 12, 3
 

@@ -9,12 +9,19 @@ Strict JSON: every non-finite float, wherever it sits, becomes null and is liste
 was, under the result's top-level "non_finite" ({JSON pointer: "inf" | "-inf" | "nan"}).
 Output paths are checked before a run (`check_file`, `check_folder`); what is refused before
 simulating raises `Refused`.
+
+Caches follow one rule (`cache_dir`): an environment variable names the folder ('off', 'none'
+or empty: no cache), else the caller's default. A folder written by several runs is held with
+`folder_lock`, under which a temporary file is what a killed writer left behind, and removed.
 """
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, is_dataclass
+import fcntl
+import hashlib
 import json
 import math
 import os
+import socket
 import tempfile
 
 import numpy as np
@@ -59,6 +66,66 @@ def atomic_write(path: str, write, binary: bool = False) -> str:
     return path
 
 
+def cache_dir(env: str, default: str | None) -> str | None:
+    """The one rule for where a cache lives: $env where set ('off', 'none' or empty: no cache),
+    else default (None: no cache)."""
+    d = os.environ.get(env)
+    if d is None:
+        return default
+    return None if d.strip().lower() in ("off", "none", "") else d
+
+
+def checksum(arrays: dict) -> str:
+    """sha256 over the arrays' names, dtypes, shapes and bytes."""
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def stale_temp(name: str) -> bool:
+    """A temporary file of atomic_write, or of the policy warm-up's writer before it used
+    atomic_write (<key>.npz.<pid>.tmp)."""
+    return name.startswith(TMP_PREFIX) or (name.endswith(".tmp") and ".npz." in name)
+
+
+@contextmanager
+def folder_lock(folder: str, log, what: str):
+    """Hold folder/.lock; if another run holds it, log(...) once and wait. Where the lock file
+    cannot be opened (a read-only disk), log(...) once and go on unlocked. Once held, the
+    temporary files in folder are a killed writer's and are removed. what names the folder
+    in the lines (e.g. "store PATH")."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        f = open(os.path.join(folder, ".lock"), "a+")
+    except OSError as e:
+        log(f"{what}: cannot open its lock ({one_line(e)}); reading it unlocked")
+        yield
+        return
+    with f:
+        locked = True
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another run"
+            log(f"{what} is in use ({holder}); waiting for that run to finish")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        except OSError as e:  # a file system without locks: atomic writes still protect
+            log(f"{what}: no file locking here ({e.strerror}); continuing")
+            locked = False
+        with suppress(OSError):  # a full disk: the lock holds without its note
+            if locked:  # the only writer now: a temporary file is what a killed run left
+                for name in os.listdir(folder):
+                    if stale_temp(name):
+                        os.remove(os.path.join(folder, name))
+            os.ftruncate(f.fileno(), 0)  # unbuffered: nothing left for close() to fail on
+            os.write(f.fileno(), f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        yield  # closing the file releases the lock, also when the process is killed
+
+
 class Refused(ValueError):
     """Input refused before simulating: a bad value, an unwritable path, a grid that cannot fit."""
 
@@ -73,6 +140,16 @@ def check_folder(folder: str, what: str) -> None:
     except OSError as e:
         raise Refused(f"{what} must be a folder this process can write in (got {folder!r}: "
                       f"{e.strerror or e})") from None
+
+
+def check_reusable_folder(folder: str, what: str) -> None:
+    """check_folder, except that a folder that exists but cannot be written is accepted: what
+    it holds (a store's finished chunks, a cache) is still read, and new files stay in memory."""
+    try:
+        check_folder(folder, what)
+    except Refused:
+        if not os.path.isdir(folder):
+            raise
 
 
 def check_file(path: str, what: str) -> None:

@@ -6,6 +6,8 @@ says, per update, which clock's condition held. The engine (`twoclock.engine.sta
 into first crossings, checkpoints and a `Trace`, for a constant batch (one stage) and for a
 schedule (two stages) alike, so neither the clocks nor the result files depend on the model.
 """
+from contextlib import contextmanager
+from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, NamedTuple
 
@@ -94,6 +96,10 @@ class Model(NamedTuple):
     presets: named model-config overrides (a regime worth a name).
     phase_boundary(cfg, opt, batches, lr0s, budget): the theory's grid log(N_fail / N_prog)
     for the phase diagram, or None where the model's theory does not give one.
+    prepare(cfg, store_root, log): make what dynamics needs and takes long (the policy's
+    warm-up), caching it under store_root (None: no store); the engine calls it after its
+    memory check, before compiling. prepare(None, store_root, None) only checks its cache
+    folder (Refused), at start-up. None: nothing to prepare.
     """
     name: str
     config: type
@@ -114,6 +120,25 @@ class Model(NamedTuple):
     studies: Studies = Studies()
     presets: Mapping = MappingProxyType({})
     phase_boundary: Callable | None = None
+    prepare: Callable | None = None
+
+
+_SHAPES_ONLY = ContextVar("twoclock_shapes_only", default=False)
+
+
+@contextmanager
+def shapes_only():
+    """While the engine only traces shapes (its estimate): a model may stand in for what its
+    `prepare` has not made yet, as no number of that trace is used."""
+    token = _SHAPES_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _SHAPES_ONLY.reset(token)
+
+
+def only_shapes() -> bool:
+    return _SHAPES_ONLY.get()
 
 
 def progress_target(model: Model, cfg) -> float:

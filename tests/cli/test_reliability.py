@@ -203,17 +203,24 @@ def test_sigterm_inside_a_rescue_keeps_the_finished_chunks(tmp_path):
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is put back
 
 
-def _first_chunk(proc, deadline: float) -> list:
-    """stderr lines until the first finished chunk's line."""
+def until(proc, seen, deadline: float, what: str) -> list:
+    """proc's stderr lines until one for which seen(line) holds; AssertionError naming what
+    if none comes before the deadline."""
     lines = []
     while time.monotonic() < deadline:
         line = proc.stderr.readline()
         if not line:
             break
         lines.append(line)
-        if "streams" in line and "updates in" in line:
+        if seen(line):
             return lines
-    raise AssertionError(f"no chunk finished: {lines}")
+    raise AssertionError(f"{what}: {lines}")
+
+
+def _first_chunk(proc, deadline: float) -> list:
+    """stderr lines until the first finished chunk's line."""
+    return until(proc, lambda ln: "streams" in ln and "updates in" in ln, deadline,
+                 "no chunk finished")
 
 
 @pytest.mark.parametrize("sig, store", [(signal.SIGINT, True), (signal.SIGTERM, False)])

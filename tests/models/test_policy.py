@@ -10,7 +10,8 @@ import pytest
 
 from twoclock import objectives as obj
 from twoclock.config import OptimConfig
-from twoclock.models.policy import MODEL, PolicyConfig, evaluate, net, surrogate, task, warmup
+from twoclock.models.policy import (MODEL, PolicyConfig, WarmupConfig, evaluate, net, surrogate,
+                                    task, warmup)
 from twoclock.models.policy.dynamics import make_rollout, setup
 
 # a tiny enumerable case: one prompt token, answers of 2 tokens over a vocabulary of 3
@@ -20,9 +21,8 @@ CHI2_999_DOF8 = 26.124  # the 0.999 quantile of chi-square with 8 degrees of fre
 
 # the contract test's small configuration (its warm-up is shared with the tests here)
 SMALL = PolicyConfig(n_train=2048, n_test=64, n_ood=64, d_model=32, n_layers=2, n_heads=2,
-                     d_mlp=64, warmup_noise=0.3, warmup_steps=1500, warmup_acc=0.25,
-                     warmup_eval_every=50, warmup_lr=5e-3, target=0.3, null_threshold=0.1,
-                     noise_every=256)
+                     d_mlp=64, target=0.3, null_threshold=0.1, noise_every=256,
+                     warmup=WarmupConfig(noise=0.3, steps=1500, acc=0.25, eval_every=50, lr=5e-3))
 
 
 def tiny_params(seed, scale=1.0):
@@ -223,7 +223,7 @@ def test_warmup_reaches_its_stated_accuracy_and_entropy_and_is_cached():
         mask = np.arange(task.ANSWER_LEN)[None] <= test.n_digits[:, None]
         p_ok = p_ok + np.exp(np.sum(lp * mask, axis=1))
     acc = p_ok.mean()
-    assert acc >= SMALL.warmup_acc and abs(acc - info["heldout_acc"]) < 1e-4
+    assert acc >= SMALL.warmup.acc and abs(acc - info["heldout_acc"]) < 1e-4
     assert info["entropy"] > 1.0
     again, _ = warmup.load_or_train(SMALL)
     for a, b in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(again)):
@@ -291,7 +291,7 @@ def test_exact_statistics_against_numpy():
 
 @pytest.mark.parametrize("kw,name", [
     ({"n_heads": 3}, "n_heads"), ({"clip_low": 1.5}, "clip_low"),
-    ({"advantage": "ppo"}, "advantage"), ({"warmup_noise": 1.0}, "warmup_noise"),
+    ({"advantage": "ppo"}, "advantage"), ({"warmup": 0.6}, "warmup"),
     ({"n_train": 9000}, "n_train"), ({"group": 1}, "group"),
     ({"mb_convention": "verl"}, "mb_convention"), ({"kl_estimator": "k2"}, "kl_estimator"),
     ({"target": 1.0}, "target"), ({"n_ood": 901}, "n_ood"),

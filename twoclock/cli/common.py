@@ -5,16 +5,28 @@ model flags. Loads no JAX: a command that plans from a CSV stays light.
 import argparse
 from contextlib import contextmanager
 import os
+import re
 import sys
 
-from twoclock.atomic import Refused, check_file, check_folder
+from twoclock.atomic import Refused, check_file, check_folder, check_reusable_folder
 from twoclock.cli.flags import add_config_flags, config_from_flags
 from twoclock.cli.rescue import Rescue
 from twoclock.config import OptimConfig
 
 
+# what argparse takes for a negative number rather than an option: its own -1 and -.5, and
+# also -1e-4, -2.5E3, -inf and -nan, so that `--lr0 -1e-4` reaches the range check
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$",
+                             re.IGNORECASE)
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports bad input as one line and exit code 2 (no usage dump)."""
+    """argparse that reports bad input as one line and exit code 2 (no usage dump), and reads
+    every negative number (`NEGATIVE_NUMBER`) as a value, for nargs flags too."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -50,8 +62,9 @@ def json_path(ns, name: str) -> str:
 
 def check_outputs(ns, name: str, prog: str | None = None) -> None:
     """Before simulating: exit 2 with one line unless the JSON path, the figure folder (unless
-    --no-figure) and the store folder (where used) can be written; a store folder that exists
-    but cannot be written is accepted, for the finished chunks it holds."""
+    --no-figure), the store folder (where used) and the model's cache folders (Model.prepare)
+    can be written; a store or cache folder that exists but cannot be written is accepted, for
+    what it holds."""
     prog = prog or os.path.basename(sys.argv[0])
     try:
         check_file(json_path(ns, name), "--json" if ns.json else f"--out ({name}.json)")
@@ -59,15 +72,17 @@ def check_outputs(ns, name: str, prog: str | None = None) -> None:
             check_folder(ns.out, "--out")
             for ext in ("pdf", "png"):
                 check_file(os.path.join(ns.out, f"{name}.{ext}"), "the figure")
+        root = None
         if hasattr(ns, "no_store") and not ns.no_store:  # the store: --store, or OUT/store
-            folder = ns.store or os.path.join(ns.out, "store")
-            try:
-                check_folder(folder, "--store" if ns.store else "--out (its store/)")
-            except Refused:
-                # an existing folder this process cannot write (a read-only disk): its
-                # finished chunks are still read, and new ones stay in memory (the sweep says so)
-                if not os.path.isdir(folder):
-                    raise
+            root = ns.store or os.path.join(ns.out, "store")
+            # a read-only one is accepted: its finished chunks are still read, and new ones
+            # stay in memory (the sweep says so)
+            check_reusable_folder(root, "--store" if ns.store else "--out (its store/)")
+        if isinstance(getattr(ns, "model", None), str):  # the model's caches (by its rules)
+            from twoclock.models import get as get_model
+            model = get_model(ns.model)
+            if model.prepare is not None:
+                model.prepare(None, root, None)
     except Refused as e:
         fail(prog, str(e))
 

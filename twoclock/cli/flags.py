@@ -1,7 +1,9 @@
 """Command-line flags generated from the frozen configs: one spelling per field, help from its
-metadata, values validated by the config itself (one-line errors)."""
+metadata, values validated by the config itself (one-line errors). A field that is itself a
+config (the policy's `warmup: WarmupConfig`) gives one flag per field of it, prefixed with the
+field's name: --warmup-lr sets warmup.lr."""
 import argparse
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, is_dataclass
 import types
 import typing
 
@@ -33,9 +35,15 @@ def dest(cls, name: str) -> str:
     return f"{cls.__name__}.{name}"
 
 
+def _nested(f) -> bool:
+    """A field whose value is a config of its own (its default a dataclass instance)."""
+    return is_dataclass(f.default) and not isinstance(f.default, type)
+
+
 def add_config_flags(group, cls, rename: dict | None = None, skip=(),
-                     defaults: dict | None = None):
-    """One flag per field of cls: --field-name (or --rename[field]), help from the metadata.
+                     defaults: dict | None = None, prefix: str = "", where: str = ""):
+    """One flag per field of cls: --field-name (or --rename[field]), help from the metadata;
+    a nested config's fields as --field-subfield.
 
     A flag left out keeps the config's default (or defaults[field], shown in the help).
     """
@@ -43,26 +51,40 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
     for f in fields(cls):
         if f.name in skip:
             continue
-        flag = "--" + rename.get(f.name, f.name).replace("_", "-")
+        if _nested(f):
+            add_config_flags(group, type(f.default), prefix=f"{prefix}{f.name}_",
+                             where=f"{where}{cls.__name__}.{f.name}/",
+                             defaults=asdict_shallow(defaults.get(f.name, f.default)))
+            continue
+        flag = "--" + (prefix + rename.get(f.name, f.name)).replace("_", "-")
         shown = defaults.get(f.name, f.default)
         help_ = f"{f.metadata.get('help', f.name)} (default {shown})"
         if f.type in (bool, "bool"):
-            group.add_argument(flag, dest=dest(cls, f.name), action="store_true",
+            group.add_argument(flag, dest=where + dest(cls, f.name), action="store_true",
                                default=argparse.SUPPRESS, help=help_)
             continue
         kind, nargs = _kind(f)
-        group.add_argument(flag, dest=dest(cls, f.name), type=kind, nargs=nargs,
-                           default=argparse.SUPPRESS, metavar=rename.get(f.name, f.name).upper(),
-                           help=help_)
+        group.add_argument(flag, dest=where + dest(cls, f.name), type=kind, nargs=nargs,
+                           default=argparse.SUPPRESS,
+                           metavar=(prefix + rename.get(f.name, f.name)).upper(), help=help_)
 
 
-def config_from_flags(ns, cls, defaults: dict | None = None, **overrides):
+def asdict_shallow(cfg) -> dict:
+    """A config's fields as a dict, nested configs left as they are."""
+    return {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+
+
+def config_from_flags(ns, cls, defaults: dict | None = None, where: str = "", **overrides):
     """cls built from the flags add_config_flags added: given flags, then `defaults`, then the
     config's own defaults; overrides win. ValueError (from the config) names a bad value."""
     kw = dict(defaults or {})
     for f in fields(cls):
-        if hasattr(ns, dest(cls, f.name)):  # given on the command line
-            v = getattr(ns, dest(cls, f.name))
+        if _nested(f):
+            inner = kw.get(f.name, f.default)
+            kw[f.name] = config_from_flags(ns, type(inner), asdict_shallow(inner),
+                                           f"{where}{cls.__name__}.{f.name}/")
+        elif hasattr(ns, where + dest(cls, f.name)):  # given on the command line
+            v = getattr(ns, where + dest(cls, f.name))
             kw[f.name] = tuple(v) if isinstance(v, list) else v
     kw.update(overrides)
     return cls(**kw)

@@ -8,11 +8,18 @@ instead, as bad input does elsewhere. `r.note_result(out)` and `r.note_written(p
 that the result dict exists and that its file is on disk.
 
 Ctrl-C (SIGINT) and SIGTERM (what `timeout`, SLURM and `kill` send) are treated alike: while a
-rescue is open SIGTERM raises `Terminated`, a KeyboardInterrupt, so that the sweep hands over
-its finished chunks, an atomic write in progress removes its temporary file, and the rescue
-saves the clocks, says in one line how many chunks were kept (and, with a store, that
---resume continues), and exits 128 + the signal's number: 130 for SIGINT, 143 for SIGTERM, as
-a shell reports a process killed by that signal.
+rescue is open either raises a KeyboardInterrupt (`Terminated` for SIGTERM), so that the sweep
+hands over its finished chunks, an atomic write in progress removes its temporary file, and
+the rescue saves the clocks, says in one line how many chunks were kept (and, with a store,
+that --resume continues), and exits 128 + the signal's number: 130 for SIGINT, 143 for
+SIGTERM, as a shell reports a process killed by that signal.
+
+Where the signal lands matters. Raised inside JAX's own Python (its garbage-collection
+callback, where Python prints "Exception ignored" and goes on; the code around an XLA compile,
+where it crashed the interpreter at exit), the exception is lost or harmful; so the handler
+records the signal there and re-delivers it to the main thread every RETRY_S seconds until it
+lands in the program's own code (or code that code called), and raises it there. A second
+signal while one is pending gets the default action (the process is killed by it).
 """
 from contextlib import suppress
 import os
@@ -29,12 +36,85 @@ EXIT_AFTER_SIMULATION = 3  # simulated, then failed: the clocks are in the .part
 EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM  # 130, 143
 
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+RETRY_S = 0.02  # a signal that landed inside JAX is re-delivered this often
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the program is, like Ctrl-C's KeyboardInterrupt."""
 
 
-def _raise_terminated(signum, frame):
-    raise Terminated()
+def _in(path: str, package: str) -> bool:
+    return f"{os.sep}{package}{os.sep}" in path
+
+
+def safe_to_raise(frame) -> bool:
+    """Whether an exception raised at frame reaches the program: False where the innermost
+    frame that is JAX's or the program's own is JAX's (its callbacks, its compile path)."""
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # twoclock/
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if path.startswith(ours + os.sep) or path == script:
+            return True
+        if _in(path, "jax") or _in(path, "jaxlib"):
+            return False
+        frame = frame.f_back
+    return True
+
+
+class _Signals:
+    """SIGINT and SIGTERM raised where it is safe (see the module doc), while installed."""
+
+    def __init__(self):
+        self.pending = None  # the signal received, once one is
+        self.redelivered = False  # the next handle() call is our re-delivery
+        self.closing = False  # the rescue is handling the interrupt: nothing more to raise
+        self.saved, self.timer = {}, None
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():  # signals reach only it
+            return
+        for sig in SIGNALS:
+            old = signal.getsignal(sig)
+            if old is signal.SIG_IGN:  # started with it ignored (nohup, `&`): keep that
+                continue
+            self.saved[sig] = old
+            signal.signal(sig, self.handle)
+
+    def restore(self) -> None:
+        self.closing = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer.join()  # a re-delivery already made reaches handle() (closing) first
+        for sig, old in self.saved.items():
+            # None: a handler set outside Python, not ours to restore
+            signal.signal(sig, signal.SIG_DFL if old is None else old)
+        self.saved = {}
+
+    def _redeliver(self, signum: int) -> None:
+        self.redelivered = True
+        # a real signal to the main thread: it also wakes a sleep or a wait there
+        signal.pthread_kill(threading.main_thread().ident, signum)
+
+    def _again(self, signum: int) -> None:
+        self.timer = threading.Timer(RETRY_S, self._redeliver, (signum,))
+        self.timer.daemon = True
+        self.timer.start()
+
+    def handle(self, signum, frame):
+        if self.closing:
+            return
+        ours, self.redelivered = self.redelivered, False
+        if self.pending is not None and not ours:  # a second signal: the default action
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        self.pending = signum
+        if not safe_to_raise(frame):
+            self._again(signum)
+            return
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 class Rescue:
@@ -121,16 +201,12 @@ class Rescue:
         sys.exit(EXIT_AFTER_SIMULATION)
 
     def __enter__(self) -> "Rescue":
-        self._sigterm = False  # False: not ours to restore (None: a handler set outside Python)
-        if threading.current_thread() is threading.main_thread():  # signals reach only it
-            self._sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
+        self._signals = _Signals()
+        self._signals.install()
         return self
 
     def __exit__(self, kind, error, tb) -> bool:
-        if self._sigterm is not False:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if self._sigterm is None
-                          else self._sigterm)
-            self._sigterm = False
+        self._signals.restore()
         if error is None or isinstance(error, (SystemExit, GeneratorExit)):
             return False
         if isinstance(error, KeyboardInterrupt):

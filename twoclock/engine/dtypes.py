@@ -4,10 +4,15 @@ A sweep runs in float32 unless x64 is on. `--beta2 0.99999999` is in [0, 1), but
 float32, so Adam's second moment never moves and every run is censored; `--b0 1e-300` is > 0,
 but the scaled learning rate lr0 (B / b0)^p overflows to inf. `check(...)` works out what the
 simulation will compute from the configuration (every batch's learning rate, Adam's betas and
-eps after the square-root companions, each model field and its square) in that type and raises
-`Refused`, one line naming the parameter, where a value would become inf, 0 or 1.
+eps after the square-root companions, each model field and its square, a nested config's
+fields too) in that type and raises `Refused`, one line naming the parameter, where a value
+would become inf, 0 or 1.
+
+The rule for zero: a value given as 0 is exactly 0 in every type and is taken as given (where
+its range allows it: `--eps 0`, no epsilon); a nonzero value that rounds to 0 (`--eps 1e-300`
+in float32) is refused, as it would silently be another value than the one asked for.
 """
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 import math
 
 import jax
@@ -45,8 +50,8 @@ def check(model_cfg, opt, batches, lr0s) -> None:
         x = _cast(v, dt)
         name = np.dtype(dt).name
         if not np.isfinite(x) or (v != 0 and x == 0):
-            raise Refused(f"{label} must be finite and nonzero in {name}, {why} (got {v!r}, "
-                          f"which is {float(x)!r} in {name}){hint}")
+            raise Refused(f"{label} must be finite, and nonzero unless given as 0, in {name}, "
+                          f"{why} (got {v!r}, which is {float(x)!r} in {name}){hint}")
 
     p = opt.exponent
     for b in batches:
@@ -67,8 +72,18 @@ def check(model_cfg, opt, batches, lr0s) -> None:
             finite(f"eps (at batch {b})" if opt.malladi else "eps", eps) if eps else None
     if opt.name == "momentum" and not _cast(opt.momentum, dt) < 1:
         raise Refused(f"momentum must round below 1 in {kind} (got {opt.momentum!r}){hint}")
-    for f in fields(model_cfg):
-        v = getattr(model_cfg, f.name)
-        if isinstance(v, float) and v != 0:
-            finite(f.name, v)
-            finite(f"{f.name}^2 (a variance, or a square the model computes)", v * v)
+    for name, v in _floats(model_cfg):
+        if v != 0:
+            finite(name, v)
+            finite(f"{name}^2 (a variance, or a square the model computes)", v * v)
+
+
+def _floats(cfg, prefix: str = ""):
+    """(name, value) of every float field, a nested config's as prefix_field (its flag's
+    spelling: warmup_lr for --warmup-lr)."""
+    for f in fields(cfg):
+        v = getattr(cfg, f.name)
+        if is_dataclass(v) and not isinstance(v, type):
+            yield from _floats(v, f"{prefix}{f.name}_")
+        elif isinstance(v, float):
+            yield prefix + f.name, v

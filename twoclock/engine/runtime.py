@@ -23,12 +23,11 @@ def use_cpu_cores(n: int | None = None) -> None:
 
 
 def cache_dir() -> str | None:
-    """TWOCLOCK_CACHE_DIR, else $XDG_CACHE_HOME/twoclock/jax (~/.cache/...); None if 'off'."""
-    d = os.environ.get("TWOCLOCK_CACHE_DIR")
-    if d is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        d = os.path.join(base, "twoclock", "jax")
-    return None if d.lower() in ("off", "none", "") else d
+    """JAX's compilation cache by the one cache rule (`twoclock.atomic.cache_dir`):
+    $TWOCLOCK_CACHE_DIR ('off': none), else $XDG_CACHE_HOME/twoclock/jax (~/.cache/...)."""
+    from twoclock.atomic import cache_dir as rule
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return rule("TWOCLOCK_CACHE_DIR", os.path.join(base, "twoclock", "jax"))
 
 
 def setup() -> None:
@@ -44,15 +43,19 @@ def setup() -> None:
 
 def check_devices() -> int:
     """The number of devices; Refused, in one line naming JAX_PLATFORMS, where JAX cannot start
-    the backend it is told to use (JAX_PLATFORMS=gpu on a machine with no GPU)."""
+    the backend it is told to use (JAX_PLATFORMS=gpu or cuda on a machine with no GPU, or a
+    name JAX does not know)."""
     import jax
     try:
         return jax.device_count()
-    except RuntimeError as e:
+    # RuntimeError for gpu; for cuda without its plugin JAX's own `assert` fails (an
+    # AssertionError with no message); anything else is the backend's failure too
+    except Exception as e:
         from twoclock.atomic import Refused, one_line
         told = os.environ.get("JAX_PLATFORMS")
         who = f"JAX_PLATFORMS={told!r}" if told else "JAX's default backend"
-        raise Refused(f"{who} cannot be used on this machine ({one_line(e)})") from None
+        why = one_line(e) if str(e) else "no backend of that name could be started"
+        raise Refused(f"{who} cannot be used on this machine ({why})") from None
 
 
 _FAST_RNG: list = []  # the answer of unrolled_threefry_on_cpu, once asked

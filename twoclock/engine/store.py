@@ -6,23 +6,23 @@ libraries that compute the numbers (jax, jaxlib, optax, numpy), the backend, its
 and XLA_FLAGS, so an edited model, an upgraded JAX or a GPU never finds the CPU's chunks. Each
 chunk is written atomically (twoclock.atomic) and carries its identity (store key, slot, lanes)
 and a sha256 of its arrays; a chunk that is unreadable, misplaced or altered is reported in one
-line and recomputed. A lock file keeps two runs of one configuration from working on the store
-at once: the second waits for the first.
+line and recomputed. identity.json is checked on a store instance's first save or load (a
+reused store's too): one missing or edited is named in one line and rewritten. A lock file
+keeps two runs of one configuration from working on the store at once: the second waits for
+the first.
 Nothing here deletes a chunk: one is only ever replaced, atomically, by an identical one.
 """
-from contextlib import contextmanager, suppress
-import fcntl
 import hashlib
 import json
 import os
-import socket
+import sys
 
 import jax
 import jaxlib
 import numpy as np
 import optax
 
-from twoclock.atomic import TMP_PREFIX, atomic_write, one_line
+from twoclock.atomic import atomic_write, checksum, folder_lock, one_line
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # twoclock/
 
@@ -70,16 +70,6 @@ def code_identity(root: str = PACKAGE_DIR) -> dict:
             "xla_flags": xla_flags()}
 
 
-def checksum(arrays: dict) -> str:
-    """sha256 over the arrays' names, dtypes, shapes and bytes."""
-    h = hashlib.sha256()
-    for k in sorted(arrays):
-        a = np.ascontiguousarray(arrays[k])
-        h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
-
-
 def _canonical(x):
     return json.loads(json.dumps(x, sort_keys=True))
 
@@ -106,7 +96,10 @@ class Store:
 
     def load(self, i: int, lanes: dict) -> dict:
         """Chunk i's arrays; CorruptChunk unless it reads, is slot i of this store with these
-        lanes, and matches its checksum."""
+        lanes, and matches its checksum. identity.json is checked on the first load too: one
+        that is missing or edited is named in one line and rewritten (the chunks carry the
+        store's key, so they stay valid); where it cannot be written, the line says so."""
+        self._check_identity(reading=True)
         path = self._chunk(i)
         try:
             with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
@@ -131,48 +124,39 @@ class Store:
         except (OSError, ValueError):
             return False
 
+    def _check_identity(self, reading: bool) -> None:
+        """identity.json (re)written where it is missing, truncated or not this store's, once
+        per instance. reading: a store whose chunks are reused, where a failure to write it
+        is said in one line instead of raised (a read-only store is still read)."""
+        if getattr(self, "_identity_checked", False):
+            return
+        if not self.identity_ok():
+            path = os.path.join(self.path, "identity.json")
+            text = json.dumps(self.identity, indent=1, sort_keys=True)
+            if not reading:  # saving: an OSError (a full disk) is the caller's
+                atomic_write(path, lambda f: f.write(text))
+            else:
+                try:
+                    atomic_write(path, lambda f: f.write(text))
+                    said = "rewritten"
+                except OSError as e:
+                    said = f"cannot be rewritten ({one_line(e)})"
+                print(f"store: {path} is missing or not this store's identity; {said}",
+                      file=sys.stderr, flush=True)
+        self._identity_checked = True
+
     def save(self, i: int, arrays: dict, lanes: dict) -> None:
         """Chunk i, atomically; identity.json is (re)written first where it is missing,
         truncated or not this store's (an OSError, e.g. a full disk, is the caller's)."""
-        if not getattr(self, "_identity_checked", False):
-            if not self.identity_ok():
-                text = json.dumps(self.identity, indent=1, sort_keys=True)
-                atomic_write(os.path.join(self.path, "identity.json"), lambda f: f.write(text))
-            self._identity_checked = True
+        self._check_identity(reading=False)
         meta = {"key": self.key, "slot": i, "lanes": _canonical(lanes), "sha256": checksum(arrays)}
         tag = np.frombuffer(json.dumps(meta).encode(), np.uint8)
         atomic_write(self._chunk(i), lambda f: np.savez(f, __identity__=tag, **arrays),
                      binary=True)
 
-    @contextmanager
     def lock(self, log):
         """Hold the store's lock file; if another run holds it, log(...) once and wait. Where
         the lock file cannot be opened (a read-only disk), log(...) once and go on: finished
-        chunks can still be read, and a chunk that cannot be saved is the sweep's to handle."""
-        try:
-            os.makedirs(self.path, exist_ok=True)
-            f = open(os.path.join(self.path, ".lock"), "a+")
-        except OSError as e:
-            log(f"store {self.path}: cannot open its lock ({one_line(e)}); reading it unlocked")
-            yield
-            return
-        with f:
-            locked = True
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                f.seek(0)
-                holder = f.read().strip() or "another run"
-                log(f"store {self.path} is in use ({holder}); waiting for that run to finish")
-                fcntl.flock(f, fcntl.LOCK_EX)
-            except OSError as e:  # a file system without locks: atomic writes still protect
-                log(f"store {self.path}: no file locking here ({e.strerror}); continuing")
-                locked = False
-            with suppress(OSError):  # a full disk: the lock holds without its note
-                if locked:  # the only writer now: a temporary file is what a killed run left
-                    for name in os.listdir(self.path):
-                        if name.startswith(TMP_PREFIX):
-                            os.remove(os.path.join(self.path, name))
-                os.ftruncate(f.fileno(), 0)  # unbuffered: nothing left for close() to fail on
-                os.write(f.fileno(), f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
-            yield  # closing the file releases the lock, also when the process is killed
+        chunks can still be read, and a chunk that cannot be saved is the sweep's to handle
+        (`twoclock.atomic.folder_lock`)."""
+        return folder_lock(self.path, log, f"store {self.path}")

@@ -12,6 +12,7 @@ estimated from one traced update, and a sweep that cannot fit is refused.
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 import math
+import os
 import sys
 import time
 from typing import Callable, NamedTuple
@@ -27,7 +28,7 @@ from twoclock.engine.estimate import Estimate, estimate
 from twoclock.engine.layout import groups, listed, n_steps_for
 from twoclock.engine.keys import seed_keys
 from twoclock.engine.runtime import check_devices, fast_rng
-from twoclock.model import Model
+from twoclock.model import Model, shapes_only
 from twoclock.engine.stages import checkpoints, constant_run, make_traced_run
 from twoclock.engine.store import CorruptChunk
 from twoclock.trace import checkpoint_every
@@ -189,11 +190,15 @@ def run_sweep(model: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, qui
     require_int("max_lanes", max_lanes)
     require_choice("codegen", codegen, codegens.CODEGENS)
     dtypes.check(model_cfg, opt, sweep.batches, sweep.lr0s)  # beta2 that rounds to 1, ...
-    est, grouped = _fitted(model, model_cfg, opt, sweep, max_lanes, jax.device_count(),
-                           analysis_bytes)
+    with shapes_only():  # refused before the model prepares anything (the policy's warm-up)
+        est, grouped = _fitted(model, model_cfg, opt, sweep, max_lanes, jax.device_count(),
+                               analysis_bytes)
     run = _Settings(model, model_cfg, opt, sweep, listed(grouped),
                     codegens.choose(codegen, model, est), quiet, resume)
     _log(f"[{model.name}] {est.line()} ({run.codegen} codegen)", quiet)
+    if model.prepare is not None:  # its caches beside the store's chunks (no store: none)
+        model.prepare(model_cfg, None if store is None else os.path.dirname(store.path),
+                      lambda m: _log(m, quiet))
     config = {"model": model.name, "model_cfg": model_cfg, "optimizer": opt, "sweep": sweep}
     progress = _Progress(store)
     try:

@@ -13,8 +13,9 @@ runs on 2-D arrays.
 
 Warm-up (`warmup`). Cross-entropy on noisy labels (60% wrong sums by default, END_B on half)
 until the exact held-out accuracy first reaches 0.3, which keeps the token entropy above 1 nat
-(a sharp start gives GRPO nothing to learn from). Trained once per warm-up config and cached as
-an .npz keyed by its sha256. Its params are the reference policy pi_ref and every run's start.
+(a sharp start gives GRPO nothing to learn from). Trained once per warm-up config (`prepare`,
+which the engine calls before a sweep) and cached as a checksummed .npz keyed by its sha256.
+Its params are the reference policy pi_ref and every run's start.
 
 GRPO (`surrogate`, `dynamics`). One update = one rollout batch of B responses: P = B / G
 train prompts, G responses each, rewards from the verifier, group advantages (grpo | drgrpo |
@@ -36,8 +37,8 @@ into a regime and a predicted batch exponent per clock.
 """
 from twoclock.model import Model, PlanCheck, Studies
 from twoclock.models.policy import evaluate, net, surrogate, task, warmup
-from twoclock.models.policy.config import PolicyConfig, describe_batch
-from twoclock.models.policy.dynamics import EXTRA_CLOCKS, dynamics, setup
+from twoclock.models.policy.config import PolicyConfig, WarmupConfig, describe_batch
+from twoclock.models.policy.dynamics import EXTRA_CLOCKS, dynamics, prepare, setup
 from twoclock.models.policy.predict import predict
 
 
@@ -68,7 +69,9 @@ MODEL = Model(
     default_sweep=dict(batches=(64, 128, 256, 512), lr0s=(1e-4,), seeds=4, budget=16_384),
     static_batch=True, unit="responses", batch_unit="responses per update",
     extra_clocks=EXTRA_CLOCKS, progress_label="held-out error / initial error",
-    title="policy (transformer, GRPO)", progress_target=progress_target, studies=STUDIES)
+    title="policy (transformer, GRPO)", progress_target=progress_target, studies=STUDIES,
+    prepare=prepare)
 
-__all__ = ["MODEL", "EXTRA_CLOCKS", "PolicyConfig", "describe_batch", "dynamics", "evaluate",
-           "net", "predict", "progress_target", "setup", "surrogate", "task", "warmup"]
+__all__ = ["MODEL", "EXTRA_CLOCKS", "PolicyConfig", "WarmupConfig", "describe_batch", "dynamics",
+           "evaluate", "net", "predict", "prepare", "progress_target", "setup", "surrogate",
+           "task", "warmup"]

@@ -15,6 +15,34 @@ N_OOD = 900
 
 
 @dataclass(frozen=True)
+class WarmupConfig:
+    """The supervised warm-up (twoclock.models.policy.warmup); its own fields, hashed with the
+    network and the pools, name its cache file."""
+    noise: float = param(0.6, 'warm-up: fraction of labels replaced by a wrong sum')
+    end_b: float = param(0.5, 'warm-up: fraction of labels ending in END_B')
+    lr: float = param(3e-3, 'warm-up: Adam learning rate')
+    batch: int = param(256, 'warm-up: examples per step')
+    steps: int = param(3000, 'warm-up: most steps')
+    acc: float = param(0.3, 'warm-up: stop at the first evaluation with held-out accuracy >= '
+                            'this')
+    eval_every: int = param(25, 'warm-up: steps between evaluations')
+    seed: int = param(0, 'warm-up: seed of the init and the labels')
+
+    def __post_init__(self):
+        # named as their flags are (--warmup-noise, ...)
+        require(finite(self.noise) and 0 <= self.noise < 1, "warmup_noise", "in [0, 1)",
+                self.noise)
+        require(finite(self.end_b) and 0 <= self.end_b <= 1, "warmup_end_b", "in [0, 1]",
+                self.end_b)
+        require_positive("warmup_lr", self.lr)
+        require_int("warmup_batch", self.batch)
+        require_int("warmup_steps", self.steps)
+        require_fraction("warmup_acc", self.acc)
+        require_int("warmup_eval_every", self.eval_every)
+        require_int("warmup_seed", self.seed, lo=0)
+
+
+@dataclass(frozen=True)
 class PolicyConfig(GRPOConfig):
     """A tiny transformer policy on 2-digit addition, warmed up by SFT, trained by GRPO: the
     GRPO fields (twoclock.models.grpo), then its own."""
@@ -26,15 +54,7 @@ class PolicyConfig(GRPOConfig):
     n_layers: int = param(2, 'transformer layers')
     n_heads: int = param(4, 'attention heads')
     d_mlp: int = param(256, 'MLP hidden width')
-    warmup_noise: float = param(0.6, 'warm-up: fraction of labels replaced by a wrong sum')
-    warmup_end_b: float = param(0.5, 'warm-up: fraction of labels ending in END_B')
-    warmup_lr: float = param(3e-3, 'warm-up: Adam learning rate')
-    warmup_batch: int = param(256, 'warm-up: examples per step')
-    warmup_steps: int = param(3000, 'warm-up: most steps')
-    warmup_acc: float = param(0.3, 'warm-up: stop at the first evaluation with held-out '
-                                   'accuracy >= this')
-    warmup_eval_every: int = param(25, 'warm-up: steps between evaluations')
-    warmup_seed: int = param(0, 'warm-up: seed of the init and the labels')
+    warmup: WarmupConfig = param(WarmupConfig(), 'the supervised warm-up (flags --warmup-*)')
     loss_agg: str = param(
         "seq_sum",
         "token aggregation: seq_sum (sum over a response's tokens / ANSWER_LEN, mean over "
@@ -83,16 +103,8 @@ class PolicyConfig(GRPOConfig):
         require(self.d_model % self.n_heads == 0, "n_heads",
                 f"a divisor of d_model = {self.d_model}", self.n_heads)
         require_int("d_mlp", self.d_mlp)
-        require(finite(self.warmup_noise) and 0 <= self.warmup_noise < 1, "warmup_noise",
-                "in [0, 1)", self.warmup_noise)
-        require(finite(self.warmup_end_b) and 0 <= self.warmup_end_b <= 1, "warmup_end_b",
-                "in [0, 1]", self.warmup_end_b)
-        require_positive("warmup_lr", self.warmup_lr)
-        require_int("warmup_batch", self.warmup_batch)
-        require_int("warmup_steps", self.warmup_steps)
-        require_fraction("warmup_acc", self.warmup_acc)
-        require_int("warmup_eval_every", self.warmup_eval_every)
-        require_int("warmup_seed", self.warmup_seed, lo=0)
+        require(isinstance(self.warmup, WarmupConfig), "warmup", "a WarmupConfig",
+                type(self.warmup).__name__)
         require_choice("loss_agg", self.loss_agg, LOSS_AGGS)
         require_choice("mb_convention", self.mb_convention, MB_CONVENTIONS)
         require_int("mb_ref", self.mb_ref)

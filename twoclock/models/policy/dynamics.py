@@ -12,6 +12,7 @@ B_simple in responses (McCandlish et al. 2018), and drive = mean(d) says which w
 surrogate pushes the statistic.
 """
 import functools
+import sys
 from typing import NamedTuple
 
 import jax
@@ -20,7 +21,7 @@ import numpy as np
 
 from twoclock import objectives as obj
 from twoclock.config import OptimConfig
-from twoclock.model import Dynamics, RunState, initial_clocks
+from twoclock.model import Dynamics, RunState, initial_clocks, only_shapes
 from twoclock.models.grpo import inner_scan, optimizer_step
 from twoclock.models.policy import evaluate, net, task, warmup
 from twoclock.models.policy.config import PolicyConfig
@@ -42,19 +43,45 @@ class Setup(NamedTuple):
     start: dict        # held-out {acc, kl, entropy, null} and ood_acc at the reference
 
 
-@functools.lru_cache(maxsize=8)
+def prepare(cfg: PolicyConfig | None, store_root: str | None = warmup.DEFAULT_ROOT,
+            log=None) -> None:
+    """Model.prepare: the warm-up loaded or trained (`warmup.prepare`), before a sweep; with
+    cfg None only its cache folder checked (`warmup.check`)."""
+    warmup.check(store_root)  # a cache path that is a file: refused before training
+    if cfg is not None:
+        warmup.prepare(cfg, store_root, log)
+
+
 def setup(cfg: PolicyConfig) -> Setup:
-    """The warm-up (trained once, cached) and the pools as arrays, per config."""
-    ref, info = warmup.load_or_train(cfg)
+    """The warm-up and the pools as arrays, per config. The warm-up is the one `prepare`
+    made; while the engine only traces shapes (its memory estimate, `only_shapes`) an
+    unprepared one has a stand-in; a caller that never prepared it gets it prepared here,
+    with its lines on stderr."""
+    if warmup.ready(cfg) is None:
+        if only_shapes():
+            return _setup(cfg, stand_in=True)
+        warmup.prepare(cfg, log=lambda m: print(m, file=sys.stderr, flush=True))
+    return _setup(cfg, stand_in=False)
+
+
+@functools.lru_cache(maxsize=8)
+def _setup(cfg: PolicyConfig, stand_in: bool) -> Setup:
+    ref, info = warmup.stand_in(cfg) if stand_in else warmup.ready(cfg)
     arch = warmup.arch_of(cfg)
     train, test, ood = task.make_pools(cfg.n_train, cfg.n_test, cfg.pool_seed)
     pick = np.random.default_rng(cfg.pool_seed).permutation(ood.total.shape[0])[:cfg.n_ood]
     ood = task.Pool(*(v[np.sort(pick)] for v in ood))
     with jax.ensure_compile_time_eval():
         train, test, ood = (evaluate.as_jax(p) for p in (train, test, ood))
-        logref = evaluate.pool_logp(ref, arch, test)
-        start = {k: float(v) for k, v in evaluate.stats_from_logp(logref, None, test).items()}
-        start["ood_acc"] = float(evaluate.accuracy(ref, arch, ood))
+        if stand_in:  # shapes only: nothing computed
+            shape = jax.eval_shape(lambda: evaluate.pool_logp(ref, arch, test))
+            logref = jnp.zeros(shape.shape, shape.dtype)
+            start = dict.fromkeys(("acc", "kl", "entropy", "null", "ood_acc"), 0.5)
+        else:
+            logref = evaluate.pool_logp(ref, arch, test)
+            start = {k: float(v) for k, v in
+                     evaluate.stats_from_logp(logref, None, test).items()}
+            start["ood_acc"] = float(evaluate.accuracy(ref, arch, ood))
     return Setup(arch, ref, info, train, test, ood, logref, start)
 
 

@@ -1,45 +1,72 @@
 """The supervised warm-up: the reference policy that GRPO starts from, trained once per config.
 
 Cross-entropy on the train pool's answers with noisy labels (each minibatch redraws them: with
-probability warmup_noise a wrong sum, and END_B with probability warmup_end_b), Adam, until the
-exact held-out accuracy first reaches warmup_acc at an evaluation (every warmup_eval_every
-steps) or warmup_steps run out. The noise keeps the policy uncertain (token entropy ~1 nat or
+probability warmup.noise a wrong sum, and END_B with probability warmup.end_b), Adam, until the
+exact held-out accuracy first reaches warmup.acc at an evaluation (every warmup.eval_every
+steps) or warmup.steps run out. The noise keeps the policy uncertain (token entropy ~1 nat or
 more): a sharp start gives GRPO groups whose rewards are all equal, and nothing to learn from.
 
-Deterministic given its config (its fields below). The params are cached as an .npz under
-`cache_dir()` named by a sha256 of those fields, and reloaded by later runs.
+Deterministic given the network, the pools and its `WarmupConfig` (`identity`). `prepare`
+loads or trains it where the caller sees it (the engine calls it, through `Model.prepare`,
+after a sweep's memory check and before it compiles); `ready` is what this process prepared.
+The params are cached as <folder>/<key>.npz, key a sha256 of the identity; the folder follows
+the one cache rule (`twoclock.atomic.cache_dir`): $TWOCLOCK_POLICY_CACHE, else
+<store root>/policy_warmup, and no cache without a store. As the store's chunks do, each file
+carries its key and a sha256 of its arrays: one that is unreadable, foreign, altered or of
+other shapes is named in one line and trained again. It is written through atomic_write under
+the folder's lock (which removes a killed writer's temporary files); a cache that cannot be
+written keeps the trained params in memory, with one line saying so.
 """
+from dataclasses import asdict
 import hashlib
-import io
 import json
 import os
+import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from twoclock.atomic import (atomic_write, cache_dir, check_reusable_folder, checksum,
+                             folder_lock, one_line)
 from twoclock.models.policy import evaluate, net, task
 
-VERSION = 1  # bump when the warm-up's code changes its result
+VERSION = 2  # bump when the warm-up's code changes its result (2: the file carries a checksum)
 CACHE_ENV = "TWOCLOCK_POLICY_CACHE"
-FIELDS = ("n_train", "n_test", "pool_seed", "d_model", "n_layers", "n_heads", "d_mlp",
-          "warmup_noise", "warmup_end_b", "warmup_lr", "warmup_batch", "warmup_steps",
-          "warmup_acc", "warmup_eval_every", "warmup_seed")
+FOLDER = "policy_warmup"  # under the store's root
+DEFAULT_ROOT = os.path.join("results", "store")  # the command line's default store root
+_READY: dict = {}  # key -> (flat NumPy params, info): the warm-ups prepared in this process
 
 
-def cache_dir() -> str:
-    """$TWOCLOCK_POLICY_CACHE, else results/store/policy_warmup under the working directory."""
-    return os.environ.get(CACHE_ENV) or os.path.join("results", "store", "policy_warmup")
+class CorruptCache(Exception):
+    """A cached warm-up that cannot be trusted; the message names the file and why."""
 
 
-def warmup_config(cfg) -> dict:
-    return {"version": VERSION, **{f: getattr(cfg, f) for f in FIELDS}}
+def identity(cfg) -> dict:
+    """What decides the warm-up's params: the network, the pools and the WarmupConfig."""
+    return {"version": VERSION, "arch": arch_of(cfg)._asdict(),
+            "pools": {"n_train": cfg.n_train, "n_test": cfg.n_test, "pool_seed": cfg.pool_seed},
+            "warmup": asdict(cfg.warmup)}
 
 
 def key_of(cfg) -> str:
-    blob = json.dumps(warmup_config(cfg), sort_keys=True).encode()
+    blob = json.dumps(identity(cfg), sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:20]
+
+
+def folder(store_root: str | None) -> str | None:
+    """The cache folder: $TWOCLOCK_POLICY_CACHE, else store_root/policy_warmup (None: none)."""
+    return cache_dir(CACHE_ENV, None if store_root is None else os.path.join(store_root, FOLDER))
+
+
+def check(store_root: str | None) -> None:
+    """At start-up: Refused unless the cache folder can be written, or exists (a read-only
+    cache is read, and a warm-up trained here stays in memory)."""
+    where = folder(store_root)
+    if where is not None:
+        check_reusable_folder(where, f"the policy warm-up cache (${CACHE_ENV}, else the "
+                                     f"store's {FOLDER}/)")
 
 
 def arch_of(cfg) -> net.Arch:
@@ -48,13 +75,13 @@ def arch_of(cfg) -> net.Arch:
 
 def train(cfg, log=None) -> tuple:
     """(params as a dict of NumPy arrays, info {steps, acc, entropy, ...}): the warm-up itself."""
-    arch = arch_of(cfg)
+    arch, w = arch_of(cfg), cfg.warmup
     train_pool, test_pool, _ = task.make_pools(cfg.n_train, cfg.n_test, cfg.pool_seed)
     test_j = evaluate.as_jax(test_pool)
-    params = net.init(arch, jax.random.PRNGKey(cfg.warmup_seed))
-    tx = optax.adam(cfg.warmup_lr)
+    params = net.init(arch, jax.random.PRNGKey(w.seed))
+    tx = optax.adam(w.lr)
     state = tx.init(params)
-    rng = np.random.default_rng(cfg.warmup_seed)
+    rng = np.random.default_rng(w.seed)
 
     def loss(p, prompt, lab, nd):
         logp = net.answer_logp(p, arch, prompt, lab)
@@ -70,18 +97,18 @@ def train(cfg, log=None) -> tuple:
 
     stats_fn = jax.jit(lambda p: evaluate.pool_stats(p, arch, test_j))
     n, done, st = cfg.n_train, 0, None
-    while done < cfg.warmup_steps:
-        idx = rng.integers(0, n, cfg.warmup_batch)
+    while done < w.steps:
+        idx = rng.integers(0, n, w.batch)
         sub = task.Pool(*(v[idx] for v in train_pool))
-        lab, nd = task.noisy_labels(sub, cfg.warmup_noise, cfg.warmup_end_b, rng)
+        lab, nd = task.noisy_labels(sub, w.noise, w.end_b, rng)
         params, state, val = step(params, state, sub.prompt, lab, nd)
         done += 1
-        if done % cfg.warmup_eval_every == 0 or done == cfg.warmup_steps:
+        if done % w.eval_every == 0 or done == w.steps:
             st = {k: float(v) for k, v in stats_fn(params).items()}
             if log:
                 log(f"warm-up step {done}: loss {float(val):.3f} held-out acc {st['acc']:.3f} "
                     f"entropy {st['entropy']:.3f}")
-            if st["acc"] >= cfg.warmup_acc:
+            if st["acc"] >= w.acc:
                 break
     info = {"steps": done, "heldout_acc": st["acc"], "entropy": st["entropy"],
             "null": st["null"], "n_params": net.n_params(params)}
@@ -109,24 +136,111 @@ def unflatten(flat: dict) -> dict:
     return out
 
 
-def load_or_train(cfg, log=None) -> tuple:
-    """(params pytree of jnp arrays in the default float type, info): from the cache if there,
-    else trained and written there (atomically: a temporary file, then os.replace)."""
-    path = os.path.join(cache_dir(), key_of(cfg) + ".npz")
-    if os.path.exists(path):
-        with np.load(path) as z:
-            flat = {k: z[k] for k in z.files if k != "__info__"}
-            info = json.loads(str(z["__info__"]))
+def shapes(cfg) -> dict:
+    """The flat params' shapes of this network (traced, nothing computed)."""
+    tree = jax.eval_shape(lambda: net.init(arch_of(cfg), jax.random.PRNGKey(0)))
+    return {k: tuple(v.shape) for k, v in flatten(tree).items()}
+
+
+def load(path: str, cfg) -> tuple:
+    """(flat params, info) of the cache file at path; FileNotFoundError if there is none;
+    CorruptCache unless it reads, is this warm-up's, matches its checksum and its shapes."""
+    try:
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
+            flat = {k: z[k] for k in z.files}
+        meta = json.loads(bytes(flat.pop("__info__")).decode())
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(path) from None
+    except Exception as e:  # BadZipFile, EOFError, pickle refusal, a missing entry, ...
+        raise CorruptCache(f"{path} is unreadable ({one_line(e)})") from None
+    key = meta.get("key") if isinstance(meta, dict) else None
+    if key != key_of(cfg):
+        raise CorruptCache(f"{path} holds warm-up {key}, not {key_of(cfg)}")
+    if checksum(flat) != meta.get("sha256"):
+        raise CorruptCache(f"{path} does not match its checksum")
+    if {k: v.shape for k, v in flat.items()} != shapes(cfg):
+        raise CorruptCache(f"{path} holds arrays of other shapes than this network's")
+    return flat, meta["info"]
+
+
+def save(path: str, flat: dict, info: dict, cfg) -> None:
+    """The cache file, atomically, with its key, identity and checksum (OSError: the caller's)."""
+    meta = {"key": key_of(cfg), "identity": identity(cfg), "sha256": checksum(flat),
+            "info": info}
+    tag = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    atomic_write(path, lambda f: np.savez(f, __info__=tag, **flat), binary=True)
+
+
+def _warn(msg: str) -> None:
+    print(f"policy warm-up: {msg}", file=sys.stderr, flush=True)
+
+
+def prepare(cfg, store_root: str | None = DEFAULT_ROOT, log=None) -> tuple:
+    """(flat params, info) of cfg's warm-up: from this process, else from the cache folder
+    (see `folder`), else trained and written there; log(line) says which (warnings: stderr)."""
+    key = key_of(cfg)
+    if key in _READY:
+        return _READY[key]
+    say = log or (lambda m: None)
+    where = folder(store_root)
+    if where is None:
+        out = _train(cfg, key, say)
     else:
-        flat, info = train(cfg, log)
-        info["config"] = warmup_config(cfg)
-        buf = io.BytesIO()
-        np.savez(buf, __info__=np.asarray(json.dumps(info)), **flat)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(buf.getvalue())
-        os.replace(tmp, path)
+        with folder_lock(where, say, f"policy warm-up cache {where}"):
+            out = _load_or_train(cfg, os.path.join(where, key + ".npz"), key, say)
+    _READY[key] = out
+    return out
+
+
+def _train(cfg, key: str, say) -> tuple:
+    say(f"policy warm-up {key}: training (at most {cfg.warmup.steps} steps)")
+    flat, info = train(cfg)
+    say(f"policy warm-up {key}: {info['steps']} steps, held-out accuracy "
+        f"{info['heldout_acc']:.3f}, entropy {info['entropy']:.3f}")
+    return flat, info
+
+
+def _load_or_train(cfg, path: str, key: str, say) -> tuple:
+    try:
+        flat, info = load(path, cfg)
+        say(f"policy warm-up {key}: loaded from {path}")
+        return flat, info
+    except FileNotFoundError:
+        pass
+    except CorruptCache as e:
+        _warn(f"{e}; training it again")
+    flat, info = _train(cfg, key, say)
+    try:
+        save(path, flat, info, cfg)
+    except OSError as e:
+        _warn(f"cannot write {path} ({one_line(e)}); the trained warm-up stays in memory for "
+              "this run")
+    return flat, info
+
+
+def ready(cfg) -> tuple | None:
+    """(params pytree of jnp arrays in the default float type, info) of cfg's warm-up if this
+    process prepared it, else None."""
+    if key_of(cfg) not in _READY:
+        return None
+    flat, info = _READY[key_of(cfg)]
+    return _as_params(flat), info
+
+
+def stand_in(cfg) -> tuple:
+    """The untrained init in the warm-up's place, for tracing shapes only (the memory
+    estimate before the warm-up is prepared): same shapes, numbers never used."""
+    flat = {k: np.zeros(shape, np.float32) for k, shape in shapes(cfg).items()}
+    return _as_params(flat), {"stand_in": True}
+
+
+def _as_params(flat: dict) -> dict:
     dtype = jnp.result_type(float)
     # cast by NumPy: a float64 -> float32 cast by JAX would compile a program
-    return unflatten({k: jnp.asarray(np.asarray(v, dtype)) for k, v in flat.items()}), info
+    return unflatten({k: jnp.asarray(np.asarray(v, dtype)) for k, v in flat.items()})
+
+
+def load_or_train(cfg, store_root: str | None = DEFAULT_ROOT, log=None) -> tuple:
+    """(params pytree of jnp arrays in the default float type, info): `prepare`, then `ready`."""
+    prepare(cfg, store_root, log)
+    return ready(cfg)

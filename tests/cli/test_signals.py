@@ -1,0 +1,185 @@
+"""Signals are never swallowed (issue 33 items 1-2): wherever SIGINT or SIGTERM lands, a rescue
+exits 130 / 143 with its one line and the partial file, and a second signal gets the default
+action. Real signals to real processes.
+
+Where a signal lands is made certain with two stand-ins: JAX's garbage-collection callback
+(`jax._src.lib._xla_gc_callback`, the place issue 33 found the exception swallowed) calling a
+proxy that sends the signal from inside it, and a function whose code is compiled under a path
+inside a `jax/` folder (code the handler treats as JAX's). The policy's own cases (a compile
+interrupted, the study's second cell) run the real scripts and are slow."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.cli.test_reliability import until
+from tests.cli.test_robustness import strict_load
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": ROOT}
+
+GC_CHILD = """
+import gc, os, signal, sys, time
+import jax, jax._src.lib as lib
+from twoclock.cli.rescue import Rescue
+real = lib._jax
+
+class Proxy:  # the gc callback calls _jax.collect_garbage(): the signal comes from in there
+    fired = False
+    def __getattr__(self, name):
+        return getattr(real, name)
+    def collect_garbage(self):
+        if not Proxy.fired:
+            Proxy.fired = True
+            os.kill(os.getpid(), signal.SIGTERM)
+        real.collect_garbage()
+
+with Rescue("child", sys.argv[1]) as r:
+    r.keep("one simulation", {"prog_n": [1, 2]})
+    lib._jax = Proxy()
+    gc.collect()  # the signal lands in JAX's gc callback
+    lib._jax = real
+    time.sleep(2)
+print("finished")
+"""
+
+SPIN_CHILD = """
+import sys, time
+from twoclock.cli.rescue import Rescue
+code = ("def spin(t):\\n    import time\\n    end = time.monotonic() + t\\n"
+        "    print('ready', flush=True)\\n"
+        "    while time.monotonic() < end:\\n        pass\\n")
+scope = {}
+exec(compile(code, "/opt/site/jax/_src/spin.py", "exec"), scope)  # "JAX's" code
+with Rescue("child", sys.argv[1]) as r:
+    scope["spin"](float(sys.argv[2]))
+    print("left", flush=True)
+    time.sleep(5)
+print("finished")
+"""
+
+
+def _child(code: str, *args, **kw):
+    return subprocess.Popen([sys.executable, "-c", code, *args], cwd=ROOT, env=ENV, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def test_a_signal_inside_jaxs_gc_callback_is_not_swallowed(tmp_path):
+    """Before issue 33: "Exception ignored in: <function _xla_gc_callback>", then the program
+    ran to its end and exited 0."""
+    path = tmp_path / "r.json"
+    proc = _child(GC_CHILD, str(path))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, (proc.returncode, err)
+    assert "finished" not in out and "Exception ignored" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "interrupted by SIGTERM after 1 finished simulation" in lines[0]
+    (sim,) = strict_load((tmp_path / "r.partial.json").read_text())["simulations"]
+    assert sim["clocks"] == {"prog_n": [1, 2]}
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".tmp-")]
+
+
+def _ready(proc) -> float:
+    assert proc.stdout.readline().strip() == "ready"
+    return time.monotonic()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_inside_jax_waits_until_jax_returns(tmp_path, sig):
+    """Held while the program is in JAX's code (no raise there), raised as soon as it is back
+    in its own: 128 + the signal, after the spin, before the sleep ends."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # see test_reliability
+    try:
+        proc = _child(SPIN_CHILD, str(tmp_path / "r.json"), "1.5")
+    finally:
+        signal.signal(signal.SIGINT, before)
+    t0 = _ready(proc)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - t0
+    assert proc.returncode == 128 + sig, (proc.returncode, err)
+    assert 1.4 < took < 4.5, took  # the spin's 1.5 s, not the 5 s sleep after it
+    name = "SIGINT" if sig == signal.SIGINT else "SIGTERM"
+    assert err.strip() == (f"child: interrupted by {name} before any simulation finished; "
+                           "nothing to save"), err
+
+
+def test_a_second_signal_gets_the_default_action(tmp_path):
+    """A program stuck in JAX's code with a signal pending: a second SIGTERM kills it (the
+    shell's 143). Before issue 33 the first one raised inside JAX's code."""
+    proc = _child(SPIN_CHILD, str(tmp_path / "r.json"), "30")
+    t0 = _ready(proc)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert proc.poll() is None  # held: the program is still in "JAX"
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM and time.monotonic() - t0 < 20
+
+
+def _script(argv, cwd):
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen([sys.executable, *argv], cwd=cwd, env=ENV, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+POLICY_TINY = ["--model", "policy", "--batches", "16", "--seeds", "1", "--budget", "32",
+               "--n-train", "256", "--n-test", "32", "--n-ood", "32", "--d-model", "16",
+               "--n-heads", "2", "--d-mlp", "32", "--warmup-steps", "4",
+               "--warmup-eval-every", "2", "--warmup-batch", "32", "--no-figure"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_while_the_policy_compiles_exits_cleanly(tmp_path, sig):
+    """Sent 2 s after the warm-up's last line, while the first chunk compiles. Before issue
+    33: the right line, then a segfault (exit 139)."""
+    proc = _script([os.path.join(ROOT, "experiments", "critical_batch.py"), *POLICY_TINY,
+                    "--out", str(tmp_path)], tmp_path)
+    try:
+        until(proc, lambda ln: "held-out accuracy" in ln, time.monotonic() + 300,
+              "the warm-up never finished")
+        time.sleep(2)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + sig, (proc.returncode, err)
+    lines = [ln for ln in err.splitlines() if "interrupted" in ln]
+    assert len(lines) == 1 and "before any simulation finished; nothing to save" in lines[0]
+
+
+@pytest.mark.slow
+def test_sigterm_in_the_policy_studys_second_cell_saves_the_first(tmp_path):
+    """The reproduction of issue 33 item 1: `kill -TERM` at "cell 2/2". Before: swallowed
+    (the study ran to its end and exited 0, or needed SIGKILL)."""
+    argv = [os.path.join(ROOT, "experiments", "policy_study.py"), "--seeds", "2", "--budget",
+            "256", "--batches", "64", "128", "--parts", "rules", "--no-figure", "--out", "k"]
+    proc = subprocess.Popen([sys.executable, *argv], cwd=tmp_path, env=ENV, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 1500
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            if "cell 2/2" in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, (proc.returncode, err)
+    lines = [ln for ln in err.splitlines() if "interrupted" in ln]
+    assert len(lines) == 1 and "interrupted by SIGTERM after 1 finished simulation" in lines[0]
+    partial = json.loads((tmp_path / "k" / "policy_study_rules.partial.json").read_text())
+    assert len(partial["simulations"]) == 1
+    (store,) = [d for d in (tmp_path / "k" / "store").iterdir() if d.name.startswith("policy-")]
+    assert len(list(store.glob("chunk-*.npz"))) == 2  # the first cell's two chunks
+    assert not list(tmp_path.rglob(".tmp-*"))
