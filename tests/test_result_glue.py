@@ -16,6 +16,7 @@ from twoclock.models.bandit import BanditConfig
 from twoclock.models.bandit import theory as bt
 from twoclock.models.quadratic import theory as qt
 from twoclock.scaling import companions
+from twoclock.studies.assemble import assemble
 
 QCFG = QuadraticConfig(dim=8, drift_dim=4, drift_bias=0.2, target=0.3, drift_threshold=0.5,
                        sigma=3.0)  # noisy enough that the median and mean crossings differ
@@ -23,12 +24,10 @@ QSWEEP = SweepConfig(batches=(32, 4, 16), lr0s=(1e-2, 3e-2), seeds=5, budget=320
 
 
 def _headline(opt, cfg=QCFG, sweep=QSWEEP):
-    """The headline's pipeline (twoclock.cli.headline): sweep, entries, critical batches, theory."""
-    spec = MODELS["quadratic"]
-    res = run_sweep(spec, cfg, opt, sweep, quiet=True)
-    runs = results.run_entries(res, opt)
-    crit = results.critical_batches(res)
-    spec.predict(cfg, opt, sweep, res, runs, crit)
+    """The headline's pipeline (twoclock.studies.assemble): sweep, entries, critical batches,
+    theory."""
+    res = run_sweep(MODELS["quadratic"], cfg, opt, sweep, quiet=True)
+    runs, crit = assemble(MODELS["quadratic"], cfg, opt, sweep, res, extra=(), describe=False)
     return res, runs, crit
 
 

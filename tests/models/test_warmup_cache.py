@@ -228,8 +228,10 @@ def test_the_memory_check_refuses_before_the_warmup_trains(tmp_path, counted, mo
 
 def test_warmup_flags_keep_their_spelling_and_nest(tmp_path):
     """--warmup-lr sets warmup.lr (the flags of issue 29's flat fields, spelled as before)."""
-    from twoclock.cli.headline import build
-    _, cfg, *_ = build(["--model", "policy", "--warmup-lr", "1e-3", "--warmup-steps", "7"])
+    from twoclock.cli.run_study import parse
+    from twoclock.studies import STUDIES
+    _, cfg, *_ = parse(STUDIES.headline, ["--model", "policy", "--warmup-lr", "1e-3",
+                                          "--warmup-steps", "7"], "critical_batch.py")
     assert cfg.warmup == WarmupConfig(lr=1e-3, steps=7) and cfg.d_model == 64
     code, _, err = run_main(["--model", "policy", "--warmup-noise", "1.0",
                              "--out", str(tmp_path)])
