@@ -52,6 +52,8 @@ NOISE = f"{ORACLES} -k noise -m slow"
 PTHEORY = f"{M}test_policy_theory.py"
 PSTUDY = f"{S}test_policy_study_stats.py"
 CENSOR = f"{P}test_logs_censoring.py"
+QORACLES = f"{M}test_quadratic_oracles.py"
+FLAGS = "tests/cli/test_flags_reach_outputs.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -348,6 +350,52 @@ BUGS = [
      "out.append(Clock(at, i is not None,", "out.append(Clock(at, True,", CENSOR),
     ("logs: failed runs counted as every run", "trivial", "twoclock/pilot/logs.py",
      '"failed_runs": int(sum(c.crossed for c in fl))', '"failed_runs": len(fl)', CENSOR),
+    # ------------------------------------------------------------------ issue 34: still open
+    ("quadratic: gradient noise not rotated with the curvature", "glue",
+     "twoclock/models/quadratic/dynamics.py",
+     "g_x = from_eig(h_D * to_eig(theta[:D]) + z[:D])",
+     "g_x = from_eig(h_D * to_eig(theta[:D])) + z[:D]", QORACLES),
+    ("quadratic: drift norm as the block's RMS", "trivial",
+     "twoclock/models/quadratic/dynamics.py",
+     'jnp.mean(d) if cfg.drift_stat == "mean" else jnp.linalg.norm(d)',
+     'jnp.mean(d) if cfg.drift_stat == "mean" else jnp.sqrt(jnp.mean(d * d))', QORACLES),
+    ("bandit: drift RMS as the norm", "trivial", "twoclock/models/bandit/dynamics.py",
+     "jnp.sqrt(jnp.mean(w_d * w_d, axis=-1))", "jnp.sqrt(jnp.sum(w_d * w_d, axis=-1))",
+     f"{QORACLES} -k bandit"),
+    ("SGD failure clock: momentum's 1 - mu lost", "trivial", "twoclock/models/quadratic/drift.py",
+     "return B * cfg.drift_threshold * (1.0 - mu) / (float(opt.lr(lr0, B)) * cfg.drift_bias)",
+     "return B * cfg.drift_threshold / (float(opt.lr(lr0, B)) * cfg.drift_bias)",
+     f"{QORACLES} -k failure_column"),
+    ("SGD failure clock at lr0, not the batch's lr", "trivial",
+     "twoclock/models/quadratic/drift.py",
+     "return B * cfg.drift_threshold * (1.0 - mu) / (float(opt.lr(lr0, B)) * cfg.drift_bias)",
+     "return B * cfg.drift_threshold * (1.0 - mu) / (float(lr0) * cfg.drift_bias)",
+     f"{QORACLES} -k failure_column"),
+    ("rotation: QR's signs not fixed (not Haar)", "trivial", "twoclock/models/quadratic/problem.py",
+     "return q * np.sign(np.diag(r))", "return q", f"{QORACLES} -k sgd_update"),
+    ("rotated start loss in the wrong basis", "trivial", "twoclock/models/quadratic/problem.py",
+     "e0 = x0 if q is None else q.T @ x0", "e0 = x0 if q is None else q @ x0",
+     f"{QORACLES} -k sgd_update"),
+    ("SGD progress column at lr0 (the slow oracle)", "glue",
+     "twoclock/models/quadratic/predict.py",
+     't = theory.median_steps(cfg, opt, B, r["lr"], steps)',
+     't = theory.median_steps(cfg, opt, B, r["lr0"], steps)',
+     f"{QORACLES} -k 'progress_column and sqrt and sgd' -m slow"),
+    # ------------------------------------------------------------------ issue 34: flags
+    ("--delta recorded but not used for the critical batch", "glue", "twoclock/cli/headline.py",
+     "crit = results.critical_batches(res, delta=ns.delta)",
+     "crit = results.critical_batches(res)", f"{FLAGS} -k delta -m slow"),
+    ("--drift-noise used by the theory only", "glue", "twoclock/models/quadratic/dynamics.py",
+     "jnp.full((Dd,), cfg.drift_noise, dtype)", "jnp.full((Dd,), 1.0, dtype)",
+     f"{FLAGS} -k drift-noise -m slow"),
+    ("--margin not used for the recommendation", "glue", "twoclock/pilot/plan.py",
+     "rec = recommend(est, margin, objective=", "rec = recommend(est, 0.1, objective=",
+     f"{FLAGS} -k margin"),
+    ("--level not used for the progress bands", "glue", "twoclock/pilot/plan.py",
+     "prog_band = pf.envelope(pfit, plausible, pred_B, level)",
+     "prog_band = pf.envelope(pfit, plausible, pred_B, 0.95)", f"{FLAGS} -k level"),
+    ("--smooth not passed to the log planner", "glue", "experiments/plan.py",
+     "ns.level, ns.smooth, ns.col)", "ns.level, None, ns.col)", f"{FLAGS} -k smoothing"),
 ]
 
 
