@@ -252,6 +252,19 @@ def test_rollout_reference_is_the_warm_up_and_behaviour_is_the_sampler(monkeypat
 
 # ---------------------------------------------------------------------------- "every k" rules
 
+def _exact_accuracy(params, arch, pool):
+    """P(verified) in NumPy: both accepted answers (END_A, END_B after the digits) teacher-forced
+    as one batch of 2N, their probabilities summed per problem."""
+    n = len(pool.total)
+    ans = np.concatenate([pool.answer, pool.answer])
+    ans[np.arange(n, 2 * n), pool.n_digits] = task.END_B
+    lp = np.asarray(surrogate.token_logp(params, arch, jnp.asarray(np.tile(pool.prompt, (2, 1))),
+                                         jnp.asarray(ans)), np.float64)
+    keep = np.arange(task.ANSWER_LEN)[None] <= np.tile(pool.n_digits, 2)[:, None]
+    p = np.exp(np.sum(lp * keep, axis=1))
+    return float(np.mean(p[:n] + p[n:]))
+
+
 @pytest.mark.parametrize("steps,every,acc,want", [
     (7, 3, 0.999, [3, 6, 7]),  # not a multiple: the last step is evaluated too
     (7, 3, 1e-9, [3])])        # the first evaluation already reaches warmup_acc: stop there
@@ -264,16 +277,8 @@ def test_warmup_evaluates_every_k_steps_and_the_last(steps, every, acc, want):
     assert seen == want and info["steps"] == want[-1]
     params = warmup.unflatten({k: jnp.asarray(v) for k, v in flat.items()})
     _, test, _ = task.make_pools(cfg.n_train, cfg.n_test, cfg.pool_seed)
-    arch = warmup.arch_of(cfg)
-    p_ok = 0.0
-    for end in (task.END_A, task.END_B):
-        ans = test.answer.copy()
-        ans[np.arange(len(ans)), test.n_digits] = end
-        lp = np.asarray(surrogate.token_logp(params, arch, jnp.asarray(test.prompt),
-                                             jnp.asarray(ans)), np.float64)
-        p_ok = p_ok + np.exp(np.sum(lp * (np.arange(task.ANSWER_LEN)[None]
-                                          <= test.n_digits[:, None]), axis=1))
-    assert abs(p_ok.mean() - info["heldout_acc"]) < 1e-5 * max(p_ok.mean(), 1e-3)
+    acc = _exact_accuracy(params, warmup.arch_of(cfg), test)
+    assert abs(acc - info["heldout_acc"]) < 1e-5 * max(acc, 1e-3)
 
 
 def _fresh_by_hand(t0, t1, B, every):
