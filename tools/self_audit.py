@@ -43,6 +43,17 @@ LOGS = (f"{P}test_pilot_glue.py {P}test_pilot_logs.py "
         "-k 'not command and not figure and not bad_logs'")
 GLUE = "tests/test_result_glue.py"
 ATOMIC = f"{A}test_report.py {A}test_results_values.py"
+# issue 34: the policy's glue, its theory, its study's statistics, the log planner's censoring
+ORACLES = f"{M}test_policy_oracles.py"
+ROLLOUT = f"{ORACLES} -k rollout"
+SURROGATE = f"{ORACLES} -k 'kl_penalty or loss_and'"
+WARMUP = f"{ORACLES} -k warmup"
+NOISE = f"{ORACLES} -k noise -m slow"
+PTHEORY = f"{M}test_policy_theory.py"
+PSTUDY = f"{S}test_policy_study_stats.py"
+CENSOR = f"{P}test_logs_censoring.py"
+QORACLES = f"{M}test_quadratic_oracles.py"
+FLAGS = "tests/cli/test_flags_reach_outputs.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -201,34 +212,219 @@ BUGS = [
     ("bandit: configured drift scale c_d / b", "trivial", "twoclock/models/bandit/theory.py",
      "cfg.drift_noise / cfg.drift_bias**2", "cfg.drift_noise / cfg.drift_bias",
      f"{GLUE} {M}test_bandit.py -k noise"),
+    # ------------------------------------------------------------------ issue 34: policy glue
+    ("rollout: prompts tiled, not repeated G times", "glue", "twoclock/models/policy/dynamics.py",
+     "idx_B = jnp.repeat(jax.random.randint(kp, (P,), 0, n_train), G)",
+     "idx_B = jnp.tile(jax.random.randint(kp, (P,), 0, n_train), G)", ROLLOUT),
+    ("rollout: rewards grouped G x P", "glue", "twoclock/models/policy/dynamics.py",
+     "xp=jnp).astype(dtype).reshape(P, G)", "xp=jnp).astype(dtype).reshape(G, P).T", ROLLOUT),
+    ("rollout: KL reference is the behaviour policy", "glue",
+     "twoclock/models/policy/dynamics.py",
+     "logref = (token_logp(s.ref, s.arch, prompt, resp) if cfg.kl_coef > 0",
+     "logref = (token_logp(w, s.arch, prompt, resp) if cfg.kl_coef > 0", ROLLOUT),
+    ("rollout: dynamic sampling's keep tiled over the rows", "glue",
+     "twoclock/models/policy/dynamics.py",
+     "keep = jnp.repeat(~zero_P if cfg.dynamic_sampling else jnp.ones(P, bool), G)",
+     "keep = jnp.tile(~zero_P if cfg.dynamic_sampling else jnp.ones(P, bool), G)", ROLLOUT),
+    ("GRPO advantages centred over the prompts' axis", "glue", "twoclock/objectives.py",
+     "centred = r_PxG - jnp.mean(r_PxG, axis=-1, keepdims=True)",
+     "centred = r_PxG - jnp.mean(r_PxG, axis=0, keepdims=True)", ROLLOUT),
+    ("GRPO advantages with the sample std (ddof 1)", "trivial", "twoclock/objectives.py",
+     "jnp.std(r_PxG, axis=-1, keepdims=True)", "jnp.std(r_PxG, axis=-1, keepdims=True, ddof=1)",
+     ROLLOUT),
+    ("k3 KL estimator with its arguments swapped", "trivial",
+     "twoclock/models/policy/surrogate.py", "d = logref - logp", "d = logp - logref", SURROGATE),
+    ("KL penalty measured against the behaviour policy", "glue",
+     "twoclock/models/policy/surrogate.py",
+     "cfg.kl_coef * kl_penalty(logp, ro.logref, cfg.kl_estimator)",
+     "cfg.kl_coef * kl_penalty(logp, ro.logp_old, cfg.kl_estimator)", SURROGATE),
+    ("seq_mean: a response's mean over the length bound", "trivial",
+     "twoclock/models/policy/surrogate.py",
+     "per = jnp.sum(ro.mask * j, axis=1) / jnp.maximum(jnp.sum(ro.mask, axis=1), 1.0)",
+     "per = jnp.sum(ro.mask * j, axis=1) / j.shape[1]", SURROGATE),
+    ("seq_sum: dropped groups counted in the mean", "trivial",
+     "twoclock/models/policy/surrogate.py",
+     "(j.shape[1] * jnp.maximum(jnp.sum(ro.keep), 1.0))", "(j.shape[1] * j.shape[0])",
+     SURROGATE),
+    ("group objectives: rows split G-major", "glue", "twoclock/models/policy/surrogate.py",
+     "split = lambda v: v.reshape((-1, group) + v.shape[1:])",
+     "split = lambda v: v.reshape((group, -1) + v.shape[1:])", SURROGATE),
+    ("fixed_size: M = B / mb_ref, the minibatches dropped", "trivial",
+     "twoclock/models/policy/config.py",
+     "return max(1, self.minibatches * batch // self.mb_ref)",
+     "return max(1, batch // self.mb_ref)", f"{ORACLES} -k minibatch"),
+    ("fixed_size: M = M mb_ref / B (inverted)", "trivial", "twoclock/models/policy/config.py",
+     "return max(1, self.minibatches * batch // self.mb_ref)",
+     "return max(1, self.minibatches * self.mb_ref // batch)", f"{ORACLES} -k minibatch"),
+    ("verifier: an end token anywhere after the digits", "narrow",
+     "twoclock/models/policy/task.py", "end_ok = xp.any((pos == nd) & is_end, axis=1)",
+     "end_ok = xp.any((pos >= nd) & is_end, axis=1)", f"{ORACLES} -k verifier"),
+    ("verifier: only END_A ends an answer", "trivial", "twoclock/models/policy/task.py",
+     "is_end = (resp_NxA == END_A) | (resp_NxA == END_B)\n    digits_ok",
+     "is_end = resp_NxA == END_A\n    digits_ok", f"{ORACLES} -k verifier"),
+    # ------------------------------------------------------------------ issue 34: every k
+    ("warm-up: the last step evaluated only on a multiple", "narrow",
+     "twoclock/models/policy/warmup.py",
+     "if done % cfg.warmup_eval_every == 0 or done == cfg.warmup_steps:",
+     "if done % cfg.warmup_eval_every == 0:", WARMUP),
+    ("warm-up: evaluated one step after each multiple", "narrow",
+     "twoclock/models/policy/warmup.py",
+     "if done % cfg.warmup_eval_every == 0 or done == cfg.warmup_steps:",
+     "if done % cfg.warmup_eval_every == 1 or done == cfg.warmup_steps:", WARMUP),
+    ("noise: a chunk ending on a multiple not measured", "narrow",
+     "twoclock/models/policy/dynamics.py", "((t0 - 1) * B) // cfg.noise_every",
+     "(t0 * B) // cfg.noise_every", NOISE),
+    ("noise: the first chunk not measured", "narrow", "twoclock/models/policy/dynamics.py",
+     "| (t0 == 1)", "| (t0 == 0)", NOISE),
+    ("noise: measured at the updated policy", "glue", "twoclock/models/policy/dynamics.py",
+     "noise_stats(w_last, ro_last, cfg, s)", "noise_stats(w, ro_last, cfg, s)", NOISE),
+    # ------------------------------------------------------------------ issue 34: adam_noise
+    ("Adam walk: the group factor lost", "trivial", "twoclock/models/policy/adam_noise.py",
+     "np.sqrt(group * np.var(x_P, ddof=1) / batch)", "np.sqrt(np.var(x_P, ddof=1) / batch)",
+     PTHEORY),
+    ("Adam normaliser: eps inside the root", "trivial", "twoclock/models/policy/adam_noise.py",
+     "1.0 / (np.sqrt(self.mu2 + self.sig2 / batch) + eps)",
+     "1.0 / np.sqrt(self.mu2 + self.sig2 / batch + eps)", PTHEORY),
+    ("moments: mu^2's bias over G, not the groups measured", "trivial",
+     "twoclock/models/policy/adam_noise.py", "np.maximum(m ** 2 - var / Pt, 0.0)",
+     "np.maximum(m ** 2 - var / group, 0.0)", PTHEORY),
+    ("moments: sigma^2 per group, not per response", "trivial",
+     "twoclock/models/policy/adam_noise.py", "0.0), group * var)", "0.0), var)", PTHEORY),
+    ("Adam clocks: lr0 at every batch", "trivial", "twoclock/models/policy/adam_noise.py",
+     "lr = opt.lr(lr0, int(b))", "lr = lr0", PTHEORY),
+    ("Adam KL clock: the 2 of (1/2) a n^2 lost", "trivial",
+     "twoclock/models/policy/adam_noise.py", "np.sqrt(2 * th / a)", "np.sqrt(th / a)", PTHEORY),
+    ("Adam KL clock: 4 a theta for 8 a theta in the root", "trivial",
+     "twoclock/models/policy/adam_noise.py", "np.sqrt(c ** 2 + 8 * a * th)",
+     "np.sqrt(c ** 2 + 4 * a * th)", PTHEORY),
+    ("Adam walk clock: theta for theta^2", "trivial", "twoclock/models/policy/adam_noise.py",
+     '("walk", th ** 2 / sd ** 2)', '("walk", th / sd ** 2)', PTHEORY),
+    ("Adam acc clock: distance from 0, not from the start", "glue",
+     "twoclock/models/policy/adam_noise.py",
+     'theta = {"acc": cfg.target - s.start["acc"], "entropy"',
+     'theta = {"acc": cfg.target, "entropy"', PTHEORY),
+    ("Adam KL walk: the G / B factor as 1 / B", "trivial", "twoclock/models/policy/adam_noise.py",
+     "G / b * float(np.mean(", "1 / b * float(np.mean(", PTHEORY),
+    ("signal share: B_i <= B counted", "narrow", "twoclock/models/policy/adam_noise.py",
+     "(b_i < b)", "(b_i <= b)", PTHEORY),
+    # ------------------------------------------------------------------ issue 34: policy study
+    ("study: 90% intervals", "trivial", "twoclock/studies/policy_study.py",
+     'lo, hi = np.quantile(boot, [0.025, 0.975], method="lower")',
+     'lo, hi = np.quantile(boot, [0.05, 0.95], method="lower")', PSTUDY),
+    ("study: the fixed rule starts at lr0", "glue", "twoclock/studies/policy_study.py",
+     '"fixed": (fixed, sqrt.lr(st.lr0, min(st.batches)))', '"fixed": (fixed, st.lr0)', PSTUDY),
+    ("study: clipping cells' mb_ref the largest batch", "glue",
+     "twoclock/studies/policy_study.py", "mb_ref=b0, clip_low=cl", "mb_ref=b1, clip_low=cl",
+     PSTUDY),
+    ("study: clipping cells at lr0", "glue", "twoclock/studies/policy_study.py",
+     "lr_clip = st.lr0 * st.clip_lr_factor", "lr_clip = st.lr0", PSTUDY),
+    ("study: every rule's gap against the sqrt cell", "glue", "twoclock/studies/policy_study.py",
+     'ratio_ci(per[b]["progress"], per[b0]["progress"], idx)',
+     'ratio_ci(per[b]["progress"], c["sqrt"]["per_seed"][b0]["progress"], idx)', PSTUDY),
+    ("study: clipping delay against clip-higher", "glue", "twoclock/studies/policy_study.py",
+     'ratio_ci(ps(n("eps0.2"), b, k), ps(n("none"), b, k), idx)',
+     'ratio_ci(ps(n("eps0.2"), b, k), ps(n("higher"), b, k), idx)', PSTUDY),
+    ("study: clip-higher's failure against unclipped", "glue", "twoclock/studies/policy_study.py",
+     'ps(n("higher"), b, k), ps(n("eps0.2"), b, k), idx) for k in DRIFT}',
+     'ps(n("higher"), b, k), ps(n("none"), b, k), idx) for k in DRIFT}', PSTUDY),
+    ("study: collapse clock's zeros as crossings", "trivial", "twoclock/studies/policy_study.py",
+     'median_ci(censored(ps(cell, b, "collapse")),', 'median_ci(ps(cell, b, "collapse"),', PSTUDY),
+    ("study: exponent over uncensored clocks", "trivial", "twoclock/studies/policy_study.py",
+     "x = {b: censored(per_batch[b][clock]) for b in bs}",
+     "x = {b: np.asarray(per_batch[b][clock], float) for b in bs}", PSTUDY),
+    # ------------------------------------------------------------------ issue 34: log planner
+    ("logs: a censored failure as failing at its last log", "trivial", "twoclock/pilot/logs.py",
+     "take(lambda i: fail[i].samples if fail[i].crossed else math.inf),",
+     "take(lambda i: fail[i].samples),", CENSOR),
+    ("logs: the latest failure condition at each batch", "trivial", "twoclock/pilot/logs.py",
+     'k = min(range(len(outs)), key=lambda k: _inf(outs[k]["estimates"][j]["failure"]))',
+     'k = max(range(len(outs)), key=lambda k: _inf(outs[k]["estimates"][j]["failure"]))',
+     CENSOR),
+    ("logs: a run fails at its latest condition", "trivial", "twoclock/pilot/logs.py",
+     'r["failure_samples"] = min(got) if got else None',
+     'r["failure_samples"] = max(got) if got else None', CENSOR),
+    ("logs: a run's censored condition reported as a failure", "glue", "twoclock/pilot/logs.py",
+     'r["failures"] = {f.text: (fl[i].samples if fl[i].crossed else None)',
+     'r["failures"] = {f.text: (fl[i].samples)', CENSOR),
+    ("logs: every clock marked crossed", "trivial", "twoclock/pilot/logs.py",
+     "out.append(Clock(at, i is not None,", "out.append(Clock(at, True,", CENSOR),
+    ("logs: failed runs counted as every run", "trivial", "twoclock/pilot/logs.py",
+     '"failed_runs": int(sum(c.crossed for c in fl))', '"failed_runs": len(fl)', CENSOR),
+    # ------------------------------------------------------------------ issue 34: still open
+    ("quadratic: gradient noise not rotated with the curvature", "glue",
+     "twoclock/models/quadratic/dynamics.py",
+     "g_x = from_eig(h_D * to_eig(theta[:D]) + z[:D])",
+     "g_x = from_eig(h_D * to_eig(theta[:D])) + z[:D]", QORACLES),
+    ("quadratic: drift norm as the block's RMS", "trivial",
+     "twoclock/models/quadratic/dynamics.py",
+     'jnp.mean(d) if cfg.drift_stat == "mean" else jnp.linalg.norm(d)',
+     'jnp.mean(d) if cfg.drift_stat == "mean" else jnp.sqrt(jnp.mean(d * d))', QORACLES),
+    ("bandit: drift RMS as the norm", "trivial", "twoclock/models/bandit/dynamics.py",
+     "jnp.sqrt(jnp.mean(w_d * w_d, axis=-1))", "jnp.sqrt(jnp.sum(w_d * w_d, axis=-1))",
+     f"{QORACLES} -k bandit"),
+    ("SGD failure clock: momentum's 1 - mu lost", "trivial", "twoclock/models/quadratic/drift.py",
+     "return B * cfg.drift_threshold * (1.0 - mu) / (float(opt.lr(lr0, B)) * cfg.drift_bias)",
+     "return B * cfg.drift_threshold / (float(opt.lr(lr0, B)) * cfg.drift_bias)",
+     f"{QORACLES} -k failure_column"),
+    ("SGD failure clock at lr0, not the batch's lr", "trivial",
+     "twoclock/models/quadratic/drift.py",
+     "return B * cfg.drift_threshold * (1.0 - mu) / (float(opt.lr(lr0, B)) * cfg.drift_bias)",
+     "return B * cfg.drift_threshold * (1.0 - mu) / (float(lr0) * cfg.drift_bias)",
+     f"{QORACLES} -k failure_column"),
+    ("rotation: QR's signs not fixed (not Haar)", "trivial", "twoclock/models/quadratic/problem.py",
+     "return q * np.sign(np.diag(r))", "return q", f"{QORACLES} -k sgd_update"),
+    ("rotated start loss in the wrong basis", "trivial", "twoclock/models/quadratic/problem.py",
+     "e0 = x0 if q is None else q.T @ x0", "e0 = x0 if q is None else q @ x0",
+     f"{QORACLES} -k sgd_update"),
+    ("SGD progress column at lr0 (the slow oracle)", "glue",
+     "twoclock/models/quadratic/predict.py",
+     't = theory.median_steps(cfg, opt, B, r["lr"], steps)',
+     't = theory.median_steps(cfg, opt, B, r["lr0"], steps)',
+     f"{QORACLES} -k 'progress_column and sqrt and sgd' -m slow"),
+    # ------------------------------------------------------------------ issue 34: flags
+    ("--delta recorded but not used for the critical batch", "glue", "twoclock/cli/headline.py",
+     "crit = results.critical_batches(res, delta=ns.delta)",
+     "crit = results.critical_batches(res)", f"{FLAGS} -k delta -m slow"),
+    ("--drift-noise used by the theory only", "glue", "twoclock/models/quadratic/dynamics.py",
+     "jnp.full((Dd,), cfg.drift_noise, dtype)", "jnp.full((Dd,), 1.0, dtype)",
+     f"{FLAGS} -k drift-noise -m slow"),
+    ("--margin not used for the recommendation", "glue", "twoclock/pilot/plan.py",
+     "rec = recommend(est, margin, objective=", "rec = recommend(est, 0.1, objective=",
+     f"{FLAGS} -k margin"),
+    ("--level not used for the progress bands", "glue", "twoclock/pilot/plan.py",
+     "prog_band = pf.envelope(pfit, plausible, pred_B, level)",
+     "prog_band = pf.envelope(pfit, plausible, pred_B, 0.95)", f"{FLAGS} -k level"),
+    ("--smooth not passed to the log planner", "glue", "experiments/plan.py",
+     "ns.level, ns.smooth, ns.col)", "ns.level, None, ns.col)", f"{FLAGS} -k smoothing"),
 ]
 
 
 def _selection(sel: str, root: str) -> list:
-    """pytest arguments of a selection, leaving out files the copy does not have: a `-k` applies
-    to the file before it, so each file with its own -k runs as its own group."""
+    """pytest arguments of a selection, leaving out files the copy does not have: a `-k` (or
+    `-m`) applies to the file before it, so each file with its own -k runs as its own group."""
     groups, cur = [], None
     words = shlex.split(sel)
     i = 0
     while i < len(words):
         w = words[i]
-        if w == "-k":
-            cur[1] = words[i + 1]
+        if w in ("-k", "-m"):  # -m: a marker expression ('slow': a test left out by default)
+            cur[1 if w == "-k" else 2] = words[i + 1]
             i += 2
             continue
-        cur = [w, None]
+        cur = [w, None, None]
         groups.append(cur)
         i += 1
-    return [(f, k) for f, k in groups if os.path.exists(os.path.join(root, f.split("::")[0]))]
+    return [(f, k, m) for f, k, m in groups
+            if os.path.exists(os.path.join(root, f.split("::")[0]))]
 
 
 def _pytest(root: str, groups: list, timeout: float) -> tuple:
     """(status, seconds, last line) of the groups run in turn, stopping at the first failure."""
     t0 = time.perf_counter()
     last = ""
-    for f, k in groups:
+    for f, k, m in groups:
         cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", f] + \
-              (["-k", k] if k else [])
+              (["-k", k] if k else []) + (["-m", m] if m else [])
         left = timeout - (time.perf_counter() - t0)
         try:
             r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=max(left, 1),
@@ -263,6 +459,7 @@ def main() -> int:
             seen, groups = set(), []
             for n in chosen:
                 for g in _selection(BUGS[n - 1][5], root):
+                    g = tuple(g)
                     if g not in seen:
                         seen.add(g)
                         groups.append(g)
