@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from twoclock.config import OptimConfig
-from twoclock.models.policy import PolicyConfig, net, surrogate, task, warmup
+from twoclock.models.policy import PolicyConfig, WarmupConfig, net, surrogate, task, warmup
 from twoclock.models.policy.dynamics import dynamics, make_rollout, noise_stats, setup
 
 # a tiny net on the real task: its warm-up takes seconds; P != G at every batch used here
 CFG = PolicyConfig(n_train=256, n_test=16, n_ood=16, d_model=8, n_layers=1, n_heads=2,
-                   d_mlp=16, warmup_steps=4, warmup_eval_every=2, warmup_batch=16, group=3,
+                   d_mlp=16, warmup=WarmupConfig(steps=4, eval_every=2, batch=16), group=3,
                    noise_every=24)
 # an enumerable toy net: one prompt token, answers of 2 tokens over a vocabulary of 3
 TOY = net.Arch(vocab=3, seq_len=3, d_model=8, n_layers=1, n_heads=2, d_mlp=16)
@@ -115,7 +115,7 @@ def _np_objective(lp, lp_old, lp_ref, adv, eps_low, eps_high, kl_coef, est):
     j = np.minimum(ratio * a, np.clip(ratio, 1 - eps_low, 1 + eps_high) * a)
     d = lp_ref - lp
     k = (lp - lp_ref) if est == "k1" else np.exp(d) - d - 1
-    return j - kl_coef * k
+    return j - kl_coef * ratio * k  # ratio-corrected: E_old[rho k] = KL(pi || pi_ref)
 
 
 def _np_aggregate(j, mask, keep, agg):
@@ -132,7 +132,7 @@ def _np_aggregate(j, mask, keep, agg):
 def test_kl_penalty_is_measured_against_the_reference_policy(est):
     """KL penalty on, the current policy moved from the behaviour policy, and both far from the
     reference: the per-token objective against a NumPy transcription of
-    min(rho A, clip(rho) A) - c k(log pi, log pi_ref); measured against the behaviour policy
+    min(rho A, clip(rho) A) - c rho k(log pi, log pi_ref); measured against the behaviour policy
     or zero, or with the estimator's arguments swapped, it differs."""
     resp, mask, adv, keep = _toy_batch()
     old, ref = toy_params(1), toy_params(2, scale=2.0)
@@ -271,7 +271,8 @@ def _exact_accuracy(params, arch, pool):
 def test_warmup_evaluates_every_k_steps_and_the_last(steps, every, acc, want):
     """The steps at which the warm-up evaluates (its log lines), by hand; its recorded accuracy
     is that of the params it returns (recomputed in NumPy: both end tokens teacher-forced)."""
-    cfg = dataclasses.replace(CFG, warmup_steps=steps, warmup_eval_every=every, warmup_acc=acc)
+    cfg = dataclasses.replace(CFG, warmup=WarmupConfig(steps=steps, eval_every=every, acc=acc,
+                                                         batch=16))
     seen = []
     flat, info = warmup.train(cfg, log=lambda m: seen.append(int(m.split()[2].rstrip(":"))))
     assert seen == want and info["steps"] == want[-1]

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from twoclock.config import OptimConfig
-from twoclock.models.policy import PolicyConfig, adam_noise, warmup
+from twoclock.models.policy import PolicyConfig, WarmupConfig, adam_noise, warmup
 from twoclock.models.policy.dynamics import setup
 
 # the tiny warm-up of tests/models/test_policy_oracles.py (a few seconds)
 CFG = PolicyConfig(n_train=256, n_test=16, n_ood=16, d_model=8, n_layers=1, n_heads=2,
-                   d_mlp=16, warmup_steps=4, warmup_eval_every=2, warmup_batch=16, group=3,
+                   d_mlp=16, warmup=WarmupConfig(steps=4, eval_every=2, batch=16), group=3,
                    noise_every=24, target=0.4, null_threshold=0.25, kl_threshold=0.3,
                    entropy_threshold=0.7)
 

@@ -168,7 +168,7 @@ def test_cells_are_configured_as_documented():
     fixed rule starts at the sqrt rule's lr at B 32 (2e-3 sqrt(32 / 8) = 4e-3); the clipping
     cells run M x E = 4 x 2 at lr0 / 2 with mb_ref = the smallest batch; the collapse cells at
     4 lr0."""
-    st = ps.Study(batches=(32, 128, 256), seeds=3, budget=1000, lr0=2e-3, clip_lr_factor=0.5,
+    st = ps.Config(batches=(32, 128, 256), seeds=3, budget=1000, lr0=2e-3, clip_lr_factor=0.5,
                   unstable_factor=4.0, conventions=("fixed_m", "fixed_size"))
     got = {n: (cfg, opt, sw) for n, cfg, opt, sw in ps.cells(st, PolicyConfig())}
     assert list(got) == ["sqrt", "fixed", "clip_none_M1E1"] + [
