@@ -6,7 +6,6 @@ RUNS.csv has one row per pilot run: batch, lr, progress_samples, failure_samples
 the run did not fail) and optionally budget, seconds_per_update, seed. With no CSV the plan
 runs on the published GRPO time-to-target table shipped in twoclock/data.
 """
-from dataclasses import fields
 import sys
 
 from twoclock.cli.common import (OneLineParser, add_output_args, check_outputs, fail, json_path,
@@ -17,29 +16,20 @@ from twoclock.figures import pilot as pilot_figure, pilot_logs as logs_figure
 from twoclock.pilot import logs as pilot_logs, report as pilot_report
 from twoclock.pilot.config import PlanConfig, plan
 
-# written by hand: add_config_flags makes no positional argument, no repeated (append) flag,
-# and reads `str | None` as a number-or-none
-BY_HAND = ("runs", "logs", "progress", "failure", "col", "smooth")
+FROM_LOGS = ("logs",) + PlanConfig.LOGS_ONLY  # their own group in --help
 
 
 def main(argv=None) -> int:
     p = OneLineParser(prog="plan.py", description=__doc__)
-    help_ = {f.name: f.metadata["help"] for f in fields(PlanConfig)}
-    p.add_argument("runs", nargs="?", help=help_["runs"])
-    add_config_flags(p, PlanConfig, skip=BY_HAND)
-    g = p.add_argument_group("from logs (one row per logged step: run, batch, lr, samples, "
-                             "metrics; CSV or JSON Lines)")
-    g.add_argument("--logs", help=help_["logs"])
-    g.add_argument("--progress", help=help_["progress"])
-    g.add_argument("--failure", action="append", default=[], help=help_["failure"])
-    g.add_argument("--col", action="append", default=[], metavar="NAME=COLUMN",
-                   help=help_["col"])
-    g.add_argument("--smooth", metavar="ema:T|window:W", help=help_["smooth"])
+    add_config_flags(p, PlanConfig, skip=FROM_LOGS)
+    add_config_flags(p.add_argument_group("from logs (one row per logged step: run, batch, lr, "
+                                          "samples, metrics; CSV or JSON Lines)"),
+                     PlanConfig, skip=tuple(f for f in PlanConfig.__dataclass_fields__
+                                            if f not in FROM_LOGS))
     add_output_args(p, "plan")
     ns = p.parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        cfg = config_from_flags(ns, PlanConfig, **{k: tuple(v) if isinstance(v, list) else v
-                                                   for k, v in vars(ns).items() if k in BY_HAND})
+        cfg = config_from_flags(ns, PlanConfig)
     except ValueError as e:
         fail("plan.py", str(e))
     check_outputs(ns, "plan", "plan.py")

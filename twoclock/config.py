@@ -20,6 +20,16 @@ def param(default, help: str, choices=None):
     return field(default=default, metadata=meta)
 
 
+def option(default, help: str, **argparse_kw):
+    """A config field whose flag argparse cannot derive from its type (an optional path, a
+    repeated flag, a positional argument): argparse_kw says how (type, nargs, const, metavar,
+    action; positional=True for an argument without --)."""
+    return field(default=default, metadata={"help": help, "argparse": argparse_kw})
+
+
+NUMBER_OR_NONE = "a number or none"  # an `option` type: a float, or None for 'none'
+
+
 def require(ok: bool, name: str, allowed: str, value) -> None:
     """Raise ValueError('<name> must be <allowed> (got <value>)') unless ok."""
     if not ok:

@@ -7,6 +7,8 @@ from dataclasses import MISSING, fields, is_dataclass
 import types
 import typing
 
+from twoclock.config import NUMBER_OR_NONE
+
 
 def float_or_none(text: str):
     """A float, or None for 'none' (an unclipped surrogate, say)."""
@@ -23,7 +25,7 @@ def _kind(f):
     t = f.type if not isinstance(f.type, str) else eval(f.type, vars(typing))  # noqa: S307
     args = typing.get_args(t)
     if typing.get_origin(t) in (typing.Union, types.UnionType) and type(None) in args:
-        return float_or_none, None
+        return (str, None) if str in args else (float_or_none, None)
     if t is tuple:
         elem = type(f.default[0]) if f.default is not MISSING and f.default else float
         return elem, "+"
@@ -59,6 +61,16 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
         flag = "--" + (prefix + rename.get(f.name, f.name)).replace("_", "-")
         shown = defaults.get(f.name, f.default)
         help_ = f"{f.metadata.get('help', f.name)} (default {shown})"
+        if "argparse" in f.metadata:  # a field's `option`: how argparse reads it
+            kw = {"metavar": f.name.upper(), **f.metadata["argparse"]}
+            if kw.get("type") == NUMBER_OR_NONE:
+                kw["type"] = float_or_none
+            # a positional argument's name is its destination
+            name = ((where + dest(cls, f.name),) if kw.pop("positional", False) else
+                    (flag,))
+            kw.update({} if name[0] != flag else {"dest": where + dest(cls, f.name)})
+            group.add_argument(*name, default=argparse.SUPPRESS, help=help_, **kw)
+            continue
         if f.type in (bool, "bool"):
             group.add_argument(flag, dest=where + dest(cls, f.name), action="store_true",
                                default=argparse.SUPPRESS, help=help_)

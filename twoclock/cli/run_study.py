@@ -10,10 +10,10 @@ import sys
 from twoclock.cli.common import (OneLineParser, add_output_args, guard, model_config,
                                  parsed, publish)
 from twoclock.cli.engine_flags import add_engine_args, check_engine_args, engine_from_args
-from twoclock.cli.flags import add_config_flags, config_from_flags, dest, float_or_none
+from twoclock.cli.flags import add_config_flags, config_from_flags, dest
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.engine.runtime import setup
-from twoclock.studies.protocol import NUMBER_OR_NONE, Study, applies, output_name
+from twoclock.studies.protocol import Study, applies, output_name
 
 
 def _nested(cls) -> list:
@@ -24,16 +24,7 @@ def _nested(cls) -> list:
 
 def add_study_flags(group, cls, defaults) -> None:
     """The flags of cls's own fields: generated, or as a field's `option` says."""
-    special = [f for f in fields(cls) if "argparse" in f.metadata]
-    for f in special:
-        kw = {"metavar": f.name.upper(), **f.metadata["argparse"]}
-        if kw.get("type") == NUMBER_OR_NONE:
-            kw["type"] = float_or_none
-        group.add_argument("--" + f.name.replace("_", "-"), dest=dest(cls, f.name),
-                           default=argparse.SUPPRESS,
-                           help=f"{f.metadata['help']} (default {defaults.get(f.name, f.default)})",
-                           **kw)
-    skip = ({f.name for f in special} | {f.name for f, _, _ in _nested(cls)} |
+    skip = ({f.name for f, _, _ in _nested(cls)} |
             {f.name for f in fields(cls) if f.metadata.get("internal")})
     add_config_flags(group, cls, skip=tuple(skip), defaults=defaults)
 

@@ -2,7 +2,7 @@
 published GRPO table) or the curves their trainer logged, and the plan's settings."""
 from dataclasses import dataclass
 
-from twoclock.config import param
+from twoclock.config import option, param
 from twoclock.pilot import logs as pilot_logs, report
 from twoclock.pilot.plan import check_settings
 
@@ -10,17 +10,19 @@ from twoclock.pilot.plan import check_settings
 @dataclass(frozen=True)
 class PlanConfig:
     """A plan's input and settings; ValueError (one line naming the flag) when inconsistent."""
-    runs: str | None = param(None, "pilot-run CSV (default: the published GRPO table)")
+    runs: str | None = option(None, "pilot-run CSV (default: the published GRPO table)",
+                              positional=True, nargs="?", metavar="RUNS.csv")
     predict: tuple = param((), "batches to predict and plan over (none: the pilot batches)")
     margin: float = param(0.1, "fraction of the failure clock that must be left at the target")
     level: float = param(0.95, "confidence level of the bands")
     logs: str | None = param(None, "per-step log file of the pilot runs (instead of RUNS.csv)")
     progress: str | None = param(None, "the target, e.g. 'heldout_acc>=0.7'")
-    failure: tuple = param((), "a failure clock, e.g. 'kl>=0.5' (repeat for several: each is "
-                               "fitted; the earliest sets the plan)")
-    col: tuple = param((), "read NAME (run, batch, lr, samples, a metric) from COLUMN")
-    smooth: str | None = param(None, "smooth each curve first (T, W in samples; docs/plan.md "
-                                     "states the bias)")
+    failure: tuple = option((), "a failure clock, e.g. 'kl>=0.5' (repeat for several: each is "
+                                "fitted; the earliest sets the plan)", action="append")
+    col: tuple = option((), "read NAME (run, batch, lr, samples, a metric) from COLUMN",
+                        action="append", metavar="NAME=COLUMN")
+    smooth: str | None = option(None, "smooth each curve first (T, W in samples; docs/plan.md "
+                                      "states the bias)", metavar="ema:T|window:W")
 
     LOGS_ONLY = ("progress", "failure", "col", "smooth")  # flags that read a log file
 

@@ -16,13 +16,14 @@ import numpy as np
 from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci, summarize
 from twoclock.analysis.paired import at_samples, finite_or_none, ratio_ci, ratio_of_ratios_ci
-from twoclock.config import OptimConfig, SweepConfig, param, require, require_int
+from twoclock.config import (NUMBER_OR_NONE, OptimConfig, SweepConfig, option, param, require,
+                             require_int)
 from twoclock.engine.sweep import run_sweep
 from twoclock.model import StudyDefaults
 from twoclock.models.bandit import BanditConfig
 from twoclock.models.bandit.theory import (clipped_move_per_batch, drift_logratio_per_batch,
                                            drift_move_per_batch, noise_scale, predicted_delay)
-from twoclock.studies.protocol import NUMBER_OR_NONE, Engine, Study, option
+from twoclock.studies.protocol import Engine, Study
 
 MODELS = ("bandit",)  # the study's model: its theory of the clipped drift is the bandit's
 CLIPS = (0.1, 0.2, 0.3, 0.5, None)

@@ -16,10 +16,10 @@ import numpy as np
 
 from twoclock.analysis import results
 from twoclock.analysis.phase import phase_panel
-from twoclock.config import SweepConfig, param, require
+from twoclock.config import SweepConfig, option, param, require
 from twoclock.engine.sweep import run_sweep
 from twoclock.model import Model
-from twoclock.studies.protocol import Engine, Study, option
+from twoclock.studies.protocol import Engine, Study
 
 # the sweep fields a command line may set for every panel at once
 SHARED = ("seeds", "seed", "n_ckpt")

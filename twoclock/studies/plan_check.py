@@ -6,10 +6,10 @@ from dataclasses import dataclass
 import os
 
 from twoclock.atomic import Refused
-from twoclock.config import param, require_int
+from twoclock.config import option, param, require_int
 from twoclock.model import StudyDefaults
 from twoclock.pilot import check as pilot_check, logs_check
-from twoclock.studies.protocol import Engine, Study, option
+from twoclock.studies.protocol import Engine, Study
 
 
 @dataclass(frozen=True)

@@ -27,16 +27,6 @@ def nested(default, group: str, rename: dict | None = None, skip: tuple = ()):
                                                        "skip": tuple(skip)}})
 
 
-def option(default, help: str, **argparse_kw):
-    """A config field whose flag argparse cannot derive from its type (an optional path, an
-    optional count, a flag with an optional value): argparse_kw says how (type, nargs, const,
-    metavar)."""
-    return field(default=default, metadata={"help": help, "argparse": argparse_kw})
-
-
-NUMBER_OR_NONE = "a number or none"  # an `option` type: a float, or None for 'none'
-
-
 class Engine(NamedTuple):
     """How a study's sweeps use the engine: the command's engine flags (only studies that
     offer them read more than `store`)."""
