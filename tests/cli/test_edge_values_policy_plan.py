@@ -155,7 +155,6 @@ def test_plan_logs_edge_values_exit_0_or_2_in_one_line(tmp_path_factory, float32
 GAPS = [["--predict", "5e-324"], ["--smooth", "ema:5e-324"]]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 33: plan.py --logs warns on a subnormal value")
 @pytest.mark.parametrize("edge", GAPS)
 def test_plan_logs_subnormal_values_are_one_line(tmp_path, edge):
     code, err = _plan(["--logs", EXAMPLE, *PLAN, *edge, "--out", str(tmp_path), "--no-figure",

@@ -280,7 +280,7 @@ BAD = {  # name: (header, rows, extra argv, needles)
                                        ["line 1", "'samples' is read from two columns "
                                         "('samples' and 'ent')"]),
     "--predict above 2^53": (HEAD, _rows(), ["--predict", "1e30"],
-                             ["--predict must be batches > 0 and at most 2^53", "1e+30"]),
+                             ["--predict must be batches in [1, 2^53]", "1e+30"]),
     "batch above 2^53": (HEAD, _with(_rows(), 2, "batch", "1e30"), [],
                          ["line 4, column batch", "at most 2^53", "'1e30'"]),
 }
@@ -316,7 +316,7 @@ def test_predict_above_2_53_is_refused_for_runs_csv_too(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         _plan_main()(["--predict", "512", "1e30", "--out", str(tmp_path), "--no-figure"])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and err.count("\n") == 1 and "at most 2^53" in err, err
+    assert e.value.code == 2 and err.count("\n") == 1 and "[1, 2^53]" in err, err
     assert not os.listdir(tmp_path)
 
 

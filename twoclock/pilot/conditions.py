@@ -66,8 +66,10 @@ def parse_smooth(text):
         width = float(w)
     except ValueError:
         width = math.nan
-    if kind not in ("ema", "window") or not (math.isfinite(width) and width > 0):
-        raise PilotError(f"--smooth {text!r}: expected ema:T or window:W with T, W > 0 in samples")
+    # narrower than one sample smooths nothing (and a subnormal width overflows)
+    if kind not in ("ema", "window") or not (math.isfinite(width) and width >= 1):
+        raise PilotError(f"--smooth {text!r}: expected ema:T or window:W with T, W >= 1 "
+                         "in samples")
     return kind, width
 
 

@@ -52,8 +52,8 @@ def check_settings(predict, margin: float, level: float) -> None:
     require(0 <= margin < 1, "margin", "in [0, 1)", margin)
     require(0 < level < 1, "level", "in (0, 1)", level)
     for b in predict or ():
-        require(math.isfinite(b) and 0 < b <= MAX_BATCH, "--predict",
-                "batches > 0 and at most 2^53, counts of samples", b)
+        require(math.isfinite(b) and 1 <= b <= MAX_BATCH, "--predict",
+                "batches in [1, 2^53], counts of samples", b)
 
 
 def _number(raw: str, where: str, empty_ok: bool):
