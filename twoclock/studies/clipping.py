@@ -37,14 +37,14 @@ class Config:
                                        "the largest")
     clips: tuple = option(CLIPS, "symmetric clip eps values; 'none' = unclipped (required)",
                           type=NUMBER_OR_NONE, nargs="+")
+    regime_map: bool = param(False, "instead: the delay over (batch, eps) and (lr0, eps), "
+                                    "batches 64, 256, 1024 x lr0 0.01, 0.02, 0.04 x the clips "
+                                    "(writes clipping_regime_map)")
     lr0: float = param(0.02, "base learning rate at --b0")
     seeds: int = param(16, "seeds per (batch, clip)")
     seed: int = param(0, "the first seed")
     budget: int = param(40_000, "responses per run")
     early_samples: int = param(4096, "responses after which early held-out accuracy is read")
-    regime_map: bool = param(False, "instead: the delay over (batch, eps) and (lr0, eps), "
-                                    "batches 64, 256, 1024 x lr0 0.01, 0.02, 0.04 x the clips "
-                                    "(writes clipping_regime_map)")
 
     def check(self, base: BanditConfig) -> None:
         """ValueError naming the parameter, before anything runs."""
