@@ -15,6 +15,7 @@ import os
 import pkgutil
 
 import jax
+import pytest
 from hypothesis import HealthCheck, settings
 
 import paper_figures
@@ -40,3 +41,17 @@ PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 settings.load_profile(PROFILE)
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
+
+
+_SLOW_LIST = os.path.join(os.path.dirname(__file__), "slow_in_ci.txt")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config, items):
+    """Mark `slow` the default run's tests listed in tests/slow_in_ci.txt (each took >= 3 s on 2
+    cores): .ci/run runs them after the README's command, whose budget is 7 minutes."""
+    with open(_SLOW_LIST) as f:
+        slow = {line.strip() for line in f if line.strip() and not line.startswith("#")}
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
