@@ -121,10 +121,10 @@ def test_a_second_signal_gets_the_default_action(tmp_path):
     assert proc.returncode == -signal.SIGTERM and time.monotonic() - t0 < 20
 
 
-def _script(argv, cwd):
+def _script(argv, cwd, env=None):
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return subprocess.Popen([sys.executable, *argv], cwd=cwd, env=ENV, text=True,
+        return subprocess.Popen([sys.executable, *argv], cwd=cwd, env=env or ENV, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     finally:
         signal.signal(signal.SIGINT, before)
@@ -141,8 +141,10 @@ POLICY_TINY = ["--model", "policy", "--batches", "16", "--seeds", "1", "--budget
 def test_an_interrupt_while_the_policy_compiles_exits_cleanly(tmp_path, sig):
     """Sent 2 s after the warm-up's last line, while the first chunk compiles. Before issue
     33: the right line, then a segfault (exit 139)."""
+    # no compilation cache: a cached program would finish its chunk within the 2 s
+    env = {**ENV, "TWOCLOCK_CACHE_DIR": "off"}
     proc = _script([os.path.join(ROOT, "experiments", "critical_batch.py"), *POLICY_TINY,
-                    "--out", str(tmp_path)], tmp_path)
+                    "--out", str(tmp_path)], tmp_path, env)
     try:
         until(proc, lambda ln: "held-out accuracy" in ln, time.monotonic() + 300,
               "the warm-up never finished")
@@ -153,7 +155,11 @@ def test_an_interrupt_while_the_policy_compiles_exits_cleanly(tmp_path, sig):
         proc.kill()
     assert proc.returncode == 128 + sig, (proc.returncode, err)
     lines = [ln for ln in err.splitlines() if "interrupted" in ln]
-    assert len(lines) == 1 and "before any simulation finished; nothing to save" in lines[0]
+    assert len(lines) == 1, err
+    # the signal lands while the chunk compiles (nothing saved) or, on a fast machine, just
+    # after it finished (its clocks saved): either way one line and the signal's exit code
+    if "nothing to save" not in lines[0]:
+        assert "after 1 of 1 chunks; their clocks are saved" in lines[0], lines[0]
 
 
 @pytest.mark.slow
