@@ -79,7 +79,8 @@ def main() -> int:
                 continue
             open(p, "w").write(src.replace(old, new))
             try:
-                r = subprocess.run(f"{sys.executable} -m pytest -x -q -p no:cacheprovider {test}",
+                r = subprocess.run(f"{sys.executable} -m pytest -x -q -p no:cacheprovider "
+                                   f"-m 'slow or not slow' {test}",
                                    shell=True, cwd=root, capture_output=True, text=True,
                                    env={**os.environ, "PYTHONPATH": root})
             finally:

@@ -118,7 +118,8 @@ TESTS = {
         "tests/models/test_bandit.py::test_drift_noise_and_signal_are_the_configured_ones",
         "tests/models/test_bandit_drift.py::test_clipping_binds_below_the_predicted_boundary_only"],
 }
-PYTEST = f"{sys.executable} -m pytest -x -q -p no:cacheprovider -p mutation_no_shrink"
+PYTEST = (f"{sys.executable} -m pytest -x -q -p no:cacheprovider -p mutation_no_shrink "
+          "-m 'slow or not slow'")  # the slow-listed checks kill mutants too
 
 
 def copy_tree(dst: str, ref: str | None) -> None:
