@@ -19,7 +19,10 @@ callback, where Python prints "Exception ignored" and goes on; the code around a
 where it crashed the interpreter at exit), the exception is lost or harmful; so the handler
 records the signal there and re-delivers it to the main thread every RETRY_S seconds until it
 lands in the program's own code (or code that code called), and raises it there. A second
-signal while one is pending gets the default action (the process is killed by it).
+signal while one is pending gets the default action (the process is killed by it). The
+re-delivery is a signal of its own (RETRY_SIGNAL), not the received one again: two deliveries
+of one signal number can merge into one, and a user's second Ctrl-C must never be taken for
+our re-delivery.
 """
 from contextlib import suppress
 import os
@@ -37,7 +40,10 @@ EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM  # 130, 14
 
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+HERE = os.path.abspath(__file__)
 RETRY_S = 0.02  # a signal that landed inside JAX is re-delivered this often
+# a real-time signal where the platform has them (nothing sends it by default), else SIGUSR2
+RETRY_SIGNAL = (signal.SIGRTMIN + 2) if hasattr(signal, "SIGRTMIN") else signal.SIGUSR2
 
 
 class Terminated(KeyboardInterrupt):
@@ -55,6 +61,9 @@ def safe_to_raise(frame) -> bool:
     script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else None
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
+        if path == HERE:  # a handler of ours (a re-delivery handled inside handle()): look past
+            frame = frame.f_back
+            continue
         if path.startswith(ours + os.sep) or path == script:
             return True
         if _in(path, "jax") or _in(path, "jaxlib"):
@@ -68,9 +77,8 @@ class _Signals:
 
     def __init__(self):
         self.pending = None  # the signal received, once one is
-        self.redelivered = False  # the next handle() call is our re-delivery
         self.closing = False  # the rescue is handling the interrupt: nothing more to raise
-        self.saved, self.timer = {}, None
+        self.saved, self.retrier, self.stop = {}, None, threading.Event()
 
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():  # signals reach only it
@@ -81,40 +89,51 @@ class _Signals:
                 continue
             self.saved[sig] = old
             signal.signal(sig, self.handle)
+        if self.saved:
+            self.saved[RETRY_SIGNAL] = signal.getsignal(RETRY_SIGNAL)
+            signal.signal(RETRY_SIGNAL, self.retry)
 
     def restore(self) -> None:
         self.closing = True
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer.join()  # a re-delivery already made reaches handle() (closing) first
+        self.stop.set()
+        if self.retrier is not None:
+            self.retrier.join()  # no re-delivery is sent after this
         for sig, old in self.saved.items():
+            if sig == RETRY_SIGNAL and old in (None, signal.SIG_DFL):
+                old = signal.SIG_IGN  # a re-delivery still in flight must not kill (its default)
             # None: a handler set outside Python, not ours to restore
             signal.signal(sig, signal.SIG_DFL if old is None else old)
         self.saved = {}
 
-    def _redeliver(self, signum: int) -> None:
-        self.redelivered = True
-        # a real signal to the main thread: it also wakes a sleep or a wait there
-        signal.pthread_kill(threading.main_thread().ident, signum)
+    def _redeliver(self) -> None:
+        main = threading.main_thread().ident
+        while not self.stop.wait(RETRY_S):
+            # a real signal to the main thread: it also wakes a sleep or a wait there
+            signal.pthread_kill(main, RETRY_SIGNAL)
 
-    def _again(self, signum: int) -> None:
-        self.timer = threading.Timer(RETRY_S, self._redeliver, (signum,))
-        self.timer.daemon = True
-        self.timer.start()
+    def _raise_if_safe(self, frame) -> None:
+        if not safe_to_raise(frame):
+            if self.retrier is None:
+                self.retrier = threading.Thread(target=self._redeliver, daemon=True)
+                self.retrier.start()
+            return
+        self.stop.set()
+        raise Terminated() if self.pending == signal.SIGTERM else KeyboardInterrupt()
 
     def handle(self, signum, frame):
         if self.closing:
             return
-        ours, self.redelivered = self.redelivered, False
-        if self.pending is not None and not ours:  # a second signal: the default action
+        if self.pending is not None:  # a second signal: the default action
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
         self.pending = signum
-        if not safe_to_raise(frame):
-            self._again(signum)
+        self._raise_if_safe(frame)
+
+    def retry(self, signum, frame):
+        if self.closing or self.pending is None or self.stop.is_set():
             return
-        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        self._raise_if_safe(frame)
 
 
 class Rescue:
