@@ -1,6 +1,6 @@
-"""The edge-value fuzz of test_scripts_fuzz.py extended (issue 33 item 9) to the policy model,
-in float32 and float64, and to `plan.py --logs`, on a log written at float64 and at float32
-precision. Promise: exit 0 with strict JSON, or 2 with one line and nothing written, or 3 with
+"""The edge-value fuzz of test_scripts_fuzz.py extended (issue 33 item 9) to the policy model
+and to `experiments/policy_study.py`, in float32 and float64, and to `plan.py --logs`, on a
+log written at float64 and at float32 precision. Promise: exit 0 with strict JSON, or 2 with one line and nothing written, or 3 with
 one line and the clocks kept; for the policy, a refusal comes before its warm-up or sweep."""
 import contextlib
 import csv
@@ -94,6 +94,77 @@ def test_policy_edge_values_that_pass_run_to_strict_json(tmp_path_factory, edge,
         json.loads(path.read_text(), parse_constant=lambda t: pytest.fail(f"token {t}"))
     else:
         assert len(err.strip().splitlines()) == 1, err
+
+
+# ------------------------------------------------------------------- policy_study.py
+
+STUDY = ["--seeds", "2", "--budget", "256", "--batches", "64", "128", "--no-figure", "--quiet"]
+# valid for the study's own ranges; some of them not for its cells (an lr that is 0 or inf in
+# the simulation's type, a checkpoint grid finer than the updates, more seeds than fit)
+STUDY_EDGES = [("--lr0", "1e-300"), ("--lr0", "5e-324"), ("--lr0", "3.5e38"),
+               ("--lr0", "1e300"), ("--unstable-factor", "1e300"),
+               ("--unstable-factor", "1e-320"), ("--clip-lr-factor", "1e-46"),
+               ("--clip-lr-factor", "1e39"), ("--early-samples", str(2**62)),
+               ("--early-samples", "1"), ("--n-ckpt", str(10**9)), ("--budget", str(2**62)),
+               ("--budget", "1"), ("--seeds", str(10**8)), ("--batches", "64", str(2**53)),
+               ("--batches", "1", "2"), ("--batches", "64", "63"), ("--seed", str(2**64)),
+               ("--seed", "-1"), ("--max-lanes", str(10**9))]
+STUDY_PARTS = [("rules",), ("clip",), ("collapse",), ("adam",), ("rules", "clip", "collapse",
+                                                                 "adam")]
+
+
+def _study(argv, x64: bool):
+    """(exit code or 'reached', stderr) of policy_study.py's main in this process, stopped
+    where its first warm-up, sweep or Adam measurement would start."""
+    from twoclock.cli import run_study
+    from twoclock.studies import STUDIES
+
+    def stop(*a, **k):
+        raise Reached()
+    err = io.StringIO()
+    jax.config.update("jax_enable_x64", x64)
+    with mock.patch("twoclock.models.policy.warmup.train", stop), \
+            mock.patch("twoclock.engine.sweep.check_fits", stop), \
+            mock.patch("twoclock.models.policy.adam_noise.measure", stop), \
+            mock.patch("twoclock.cli.run_study.setup"), \
+            contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = run_study.main(STUDIES.policy_study, list(argv), "policy_study.py")
+        except Reached:
+            return "reached", ""
+        except SystemExit as e:
+            code = e.code
+        finally:
+            jax.config.update("jax_enable_x64", False)
+    return code, err.getvalue()
+
+
+@settings(max_examples=40)
+@given(st.sampled_from(STUDY_EDGES), st.sampled_from(STUDY_PARTS), st.booleans())
+def test_policy_study_edge_values_are_refused_in_one_line_before_any_work_or_pass(
+        tmp_path_factory, edge, parts, x64):
+    tmp = tmp_path_factory.mktemp("sedge")
+    code, err = _study([*STUDY, *edge, "--parts", *parts, "--out", str(tmp)], x64)
+    if code == "reached":
+        return
+    assert code == 2, (edge, parts, x64, code, err)
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert not list(tmp.rglob("*.json"))
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_the_study_refuses_an_lr_its_cells_would_run_as_zero(tmp_path, x64):
+    """An oracle for the fuzz above, by hand: lr0 1e-300 x (64 / 8)^0.5 is 0 in float32, the
+    type learning rates are passed in with x64 too; unstable_factor 1e-320 x lr0 1e-4 is 1e-324,
+    0 even in float64, and only the collapse cells use it."""
+    argv = [*STUDY, "--out", str(tmp_path)]
+    code, err = _study([*argv, "--lr0", "1e-300", "--parts", "rules"], x64)
+    assert code == 2 and "lr0 1e-300 x (64 / b0 8)^0.5" in err and "in float32" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert _study([*argv, "--unstable-factor", "1e-320", "--parts", "rules"], x64)[0] == \
+        "reached"
+    code, err = _study([*argv, "--unstable-factor", "1e-320", "--parts", "collapse"], x64)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
 
 
 # ------------------------------------------------------------------------- plan.py --logs

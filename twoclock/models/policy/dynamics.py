@@ -59,13 +59,15 @@ def setup(cfg: PolicyConfig) -> Setup:
     with its lines on stderr."""
     if warmup.ready(cfg) is None:
         if only_shapes():
-            return _setup(cfg, stand_in=True)
+            return _setup(cfg, True, jax.config.jax_enable_x64)
         warmup.prepare(cfg, log=lambda m: print(m, file=sys.stderr, flush=True))
-    return _setup(cfg, stand_in=False)
+    return _setup(cfg, False, jax.config.jax_enable_x64)
 
 
+# keyed by x64 too: the pools' log-probabilities are in the float type of the call that made
+# them, and a float32 Setup in a float64 scan fails its carry's types
 @functools.lru_cache(maxsize=8)
-def _setup(cfg: PolicyConfig, stand_in: bool) -> Setup:
+def _setup(cfg: PolicyConfig, stand_in: bool, x64: bool) -> Setup:
     ref, info = warmup.stand_in(cfg) if stand_in else warmup.ready(cfg)
     arch = warmup.arch_of(cfg)
     train, test, ood = task.make_pools(cfg.n_train, cfg.n_test, cfg.pool_seed)
