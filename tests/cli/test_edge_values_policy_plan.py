@@ -220,9 +220,9 @@ def test_plan_logs_edge_values_exit_0_or_2_in_one_line(tmp_path_factory, float32
     assert not list(tmp.glob("*.json"))
 
 
-# found by this fuzz, left to the owners of experiments/plan.py and twoclock/pilot: a
-# subnormal batch or smoothing scale passes the parse-time checks and then warns (B / b_ref
-# underflows to 0 before its log; T overflows a division), several stderr lines
+# found by this fuzz: a subnormal batch or smoothing scale used to pass the parse-time checks
+# and then warn over several lines (B / b_ref underflowed to 0 before its log; T overflowed a
+# division); both are refused at parse time now (--predict >= 1, --smooth T, W >= 1)
 GAPS = [["--predict", "5e-324"], ["--smooth", "ema:5e-324"]]
 
 
