@@ -2,6 +2,8 @@
 and 6): the --rotate D x D constants in memory and time, --n-ckpt clamped to the updates,
 TWOCLOCK_MEMORY_LIMIT with units (garbage refused in one line), JAX_PLATFORMS naming a backend
 the machine lacks, and the store key's backend and XLA_FLAGS."""
+import dataclasses
+import math
 import os
 import shutil
 import subprocess
@@ -25,14 +27,35 @@ def _est(cfg, sweep=SWEEP):
     return check_fits(QUAD, cfg, OptimConfig(), sweep, 1024, jax.device_count())
 
 
-def test_the_rotation_is_in_the_estimate():
+def _priced(monkeypatch, cfg, sweep, step=math.inf, dot=math.inf, read=math.inf):
+    """The estimate's seconds with each of its three rates set (bytes per second)."""
+    for name, rate in (("BYTES_PER_SECOND", step), ("DOT_BYTES_PER_SECOND", dot),
+                       ("CONST_READ_BYTES_PER_SECOND", read)):
+        monkeypatch.setitem(getattr(estimate, name), jax.default_backend(), rate)
+    return _est(cfg, sweep).seconds
+
+
+@pytest.mark.parametrize("lr0s", [(1e-2,), (1e-2, 2e-2)])
+def test_the_rotation_is_in_the_estimate(monkeypatch, lr0s):
     """dim 300 with --rotate: three 300 x 300 float32 constants (the rotation and the noise
-    factors) and their D^2 multiply-adds per update. Before issue 24 the estimate counted only
-    [D] intermediates: the same memory and ~1.1x the time of the unrotated model."""
-    plain, rot = _est(QuadraticConfig(dim=300)), _est(QuadraticConfig(dim=300, rotate=True))
+    factors) in memory; in time, by hand, each update's three products with them: D^2
+    multiply-adds per lr0 of each lane, and each constant read once per update of a chunk
+    whatever its lanes (they share it). Before issue 24 the estimate counted only [D]
+    intermediates; before issue 33 the products ran at the elementwise rate and the reads
+    were not counted (4.2x the measured time of --dim 3000 at 16 seeds)."""
+    sweep = dataclasses.replace(SWEEP, lr0s=lr0s)
+    rotated = QuadraticConfig(dim=300, rotate=True)
+    plain, rot = _est(QuadraticConfig(dim=300), sweep), _est(rotated, sweep)
     assert getattr(rot, "program_bytes", 0) >= estimate.CONST_COPIES * 3 * 300 * 300 * 4
     assert plain.program_bytes == 0 and "program constants" in rot.line()
-    assert rot.seconds > 10 * plain.seconds
+    D, n_dev = 300, jax.device_count()
+    updates = {8: 100, 16: 50}  # budget 800 at each batch
+    lane_updates = sum(-(-sweep.seeds // n_dev) * n for n in updates.values())
+    chunk_updates = sum(updates.values())
+    assert _priced(monkeypatch, rotated, sweep, dot=1.0) == \
+        lane_updates * 3 * len(lr0s) * D * D * 4
+    assert _priced(monkeypatch, rotated, sweep, read=1.0) == chunk_updates * 3 * D * D * 4
+    assert _priced(monkeypatch, QuadraticConfig(dim=300), sweep, dot=1.0, read=1.0) == 0
 
 
 def test_n_ckpt_is_clamped_to_the_updates(monkeypatch):

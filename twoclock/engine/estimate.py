@@ -3,7 +3,8 @@
 One update of the largest batch is traced (jax.make_jaxpr; nothing is compiled). Its outputs
 give each lane's clocks and checkpoints; the bytes of all its intermediates, a quarter of which
 is an upper estimate of XLA's temporaries (measured against `memory_analysis()` on both
-models), give the working set; the same bytes over a measured rate give the time. The sums run
+models), give the working set; the same bytes over a measured rate, with each matrix
+product's multiply-adds and large constant operands over theirs, give the time. The sums run
 over the layout's groups (every chunk of a group has one shape), so the estimate of 10^7
 chunks takes what the estimate of one does.
 """
@@ -25,6 +26,15 @@ from twoclock.trace import checkpoint_every
 # run 0.376 and 1.42 s, predicted 0.375 and 1.50 s; the bandit's headline runs in half its
 # prediction). Elsewhere the progress bar's ETA is what counts.
 BYTES_PER_SECOND = {"cpu": 3.7e10}
+# A matrix product runs at its own rate: its multiply-adds (in bytes of its operands' type)
+# per second per device, and, where one operand is a large constant of the program (the
+# quadratic's --rotate D x D factors), that operand's bytes read from memory once per update
+# of a chunk, whatever its lanes (they share it). Fitted on --rotate --dim 3000 at 1, 2 and 8
+# lanes per device (4.9, 8.8 and 16.0 ms per chunk update; predicted 6.1, 7.6, 16.2) and
+# checked on --dim 1500 (4.1 ms; predicted 4.2): docs/performance.md.
+DOT_BYTES_PER_SECOND = {"cpu": 2.23e11}
+CONST_READ_BYTES_PER_SECOND = {"cpu": 2.35e10}
+LARGE_CONST_BYTES = 2**18  # a constant from this size is counted as the program's own
 
 
 @dataclass(frozen=True)
@@ -99,19 +109,25 @@ def _walk_bytes(jaxpr) -> int:
     return total
 
 
-def _dot_bytes(jaxpr) -> int:
-    """Multiply-adds of every dot_general in a jaxpr (sub-programs included), in bytes of its
-    operands' type: a matrix-vector product with a D x D constant (the quadratic's --rotate)
-    makes only [D] intermediates but D^2 multiply-adds, which _walk_bytes would miss."""
-    total = 0
+def _dot_bytes(jaxpr, large: frozenset = frozenset()) -> tuple[int, int]:
+    """(multiply-adds, bytes of large-constant operands) of every dot_general in a jaxpr
+    (sub-programs included), the first in bytes of its operands' type: a matrix-vector
+    product with a D x D constant (the quadratic's --rotate) makes only [D] intermediates but
+    D^2 multiply-adds, which _walk_bytes would miss, and reads the D^2 constant. large: the
+    (shape, dtype) of the program's large constants."""
+    macs = read = 0
     for e in jaxpr.eqns:
         if e.primitive.name == "dot_general":
             (lc, _), _ = e.params["dimension_numbers"]
             lhs, out = e.invars[0].aval, e.outvars[0].aval
             contracted = int(np.prod([lhs.shape[i] for i in lc]))
-            total += int(np.prod(out.shape)) * contracted * lhs.dtype.itemsize
-        total += sum(_dot_bytes(q) for q in _sub_jaxprs(e))
-    return total
+            macs += int(np.prod(out.shape)) * contracted * lhs.dtype.itemsize
+            read += sum(int(np.prod(v.aval.shape)) * v.aval.dtype.itemsize for v in e.invars
+                        if (tuple(v.aval.shape), v.aval.dtype) in large)
+        for q in _sub_jaxprs(e):
+            m, r = _dot_bytes(q, large)
+            macs, read = macs + m, read + r
+    return macs, read
 
 
 # the bytes of a program's constants (the quadratic's D x D rotation and noise factors) held at
@@ -130,11 +146,13 @@ def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, group
     key = np.zeros(2, np.uint32)  # a raw key's shape; PRNGKey(0) would compile a program
     closed, out = jax.make_jaxpr(one, return_shape=True)(np.float32(b), lr_L, key)
     step = _walk_bytes(closed.jaxpr)
-    work = step + _dot_bytes(closed.jaxpr)  # what one update costs in time
-    consts = sum(int(np.asarray(c).nbytes) for c in closed.consts if hasattr(c, "shape"))
+    arrays = [np.asarray(c) for c in closed.consts if hasattr(c, "shape")]
+    consts = sum(int(c.nbytes) for c in arrays)
+    large = frozenset((c.shape, c.dtype) for c in arrays if c.nbytes >= LARGE_CONST_BYTES)
+    macs, read = _dot_bytes(closed.jaxpr, large)
     per_ckpt = sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out.ckpt))  # C = 1
     clocks_bytes = sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out)) - per_ckpt
-    chunk_bytes = result_bytes = run_updates = cost = 0
+    chunk_bytes = result_bytes = run_updates = lane_updates = chunk_updates = 0
     for g in groups:  # every chunk of a group has its lanes; together they hold its streams
         n_c = checkpoints(g.n_steps, checkpoint_every(g.n_steps, sweep.n_ckpt))
         lane = clocks_bytes + per_ckpt * n_c  # one lane's output on the host
@@ -145,16 +163,22 @@ def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, group
         chunk_bytes = max(chunk_bytes, g.lanes * (2 * dev + step // 4 + 4 * (nL + 3)))
         result_bytes += 2 * g.streams * lane  # chunks kept, then assembled
         run_updates += g.streams * nL * g.n_steps  # padded lanes are no runs
-        cost += g.n_chunks * math.ceil(g.lanes / n_dev) * g.n_steps * work
-    rate = BYTES_PER_SECOND.get(jax.default_backend())
+        lane_updates += g.n_chunks * math.ceil(g.lanes / n_dev) * g.n_steps
+        chunk_updates += g.n_chunks * g.n_steps
+    rates = [r.get(jax.default_backend()) for r in (BYTES_PER_SECOND, DOT_BYTES_PER_SECOND,
+                                                    CONST_READ_BYTES_PER_SECOND)]
+    seconds = None
+    if None not in rates:  # a lane's update, then the constants its chunk reads once
+        seconds = (lane_updates * (step / rates[0] + macs / rates[1])
+                   + chunk_updates * read / rates[2])
     device = None
     if jax.default_backend() != "cpu":
         with suppress(Exception):  # memory_stats is optional for a backend
             device = int(jax.devices()[0].memory_stats()["bytes_limit"]) * n_dev
     programs = {(g.n_steps, g.static_batch) if spec.static_batch else g.lanes for g in groups}
     # every compiled program is kept (and so are its constants) until the sweep ends
-    program_bytes = CONST_COPIES * consts * len(programs) if consts >= 2**18 else 0
+    program_bytes = CONST_COPIES * consts * len(programs) if consts >= LARGE_CONST_BYTES else 0
     return Estimate(len(sweep.batches) * len(sweep.lr0s) * sweep.seeds,
                     sum(g.n_chunks for g in groups), run_updates, chunk_bytes, result_bytes,
-                    None if rate is None else cost / rate, memory_limit(), device,
+                    seconds, memory_limit(), device,
                     len(programs), int(analysis_bytes), program_bytes, held_bytes())
