@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from jax.scipy.special import ndtr
 from scipy.integrate import quad
 
@@ -81,6 +81,15 @@ def test_first_passage_median_matches_simulation_momentum(dim, alpha, sigma, mu,
     # The same domain for heavy-ball momentum (lr h / (1 - mu) from 1/8), whose coordinates'
     # losses oscillate with complex roots: the copula's components are 3-dimensional there.
     _check_passage(dim, alpha, sigma, "momentum", mu, batch, lrh, near_floor)
+
+
+@pytest.mark.xfail(strict=True, reason="the truncated family's late pocket (docs/theory.md): "
+                   "+10.5%, outside 5% and 3 SE")
+def test_first_passage_late_pocket_found_by_the_thorough_profile():
+    """Moderate steps, momentum 0.75, B 1, 0.70 x the floor: the prediction is 21 updates, the
+    1024-seed median 19.0 (SE 0.50). Strict: a theory that fixes it fails here, and the docs'
+    accuracy statement is then to be updated."""
+    _check_passage(16, 1.0, 0.71875, "momentum", 0.75, 1, 0.69921875, 0.703125)
 
 
 @pytest.mark.parametrize("dim, alpha, sigma, batch, lr, near_floor", [
@@ -168,6 +177,12 @@ def test_adam_step_law_matches_monte_carlo():
             assert abs((x * x).mean() - r2[i]) <= 4 * se2 + 1e-9, (t, (x * x).mean(), r2[i], se2)
 
 
+# each range's absolute error: a tail range whose integral is ~1e-20 cannot be had to a relative
+# 1e-11 (quad's roundoff warning, the thorough profile at log_ratio 1, beta2 0.999, t 348),
+# and 1e-15 of the whole is what the 1e-9 comparison needs (|mu| = 0.1: the answers are >= 1e-3)
+EPS_ABS = 1e-15
+
+
 def _step_law_by_quad(t, b1, b2, mu, s2):
     """E[m_hat / sqrt(v_hat)] and E[m_hat^2 / v_hat] at update t from the direct sums over all t
     ages, integrated over lam by adaptive quadrature on ranges scaled to E[g^2]."""
@@ -183,12 +198,13 @@ def _step_law_by_quad(t, b1, b2, mu, s2):
     sc = 1.0 / (mu * mu + s2)
     cuts = (0.0, 1.0, 3.0, 10.0, 100.0, 1e4, np.inf)
     r = sum(quad(lambda x: 2 / np.sqrt(np.pi) * tilted(x * x)[1], a * np.sqrt(sc), c * np.sqrt(sc),
-                 limit=200, epsabs=0, epsrel=1e-11)[0] for a, c in zip(cuts[:-1], cuts[1:]))
-    r2 = sum(quad(lambda lam: tilted(lam)[2], a * sc, c * sc, limit=200, epsabs=0,
+                 limit=200, epsabs=EPS_ABS, epsrel=1e-11)[0] for a, c in zip(cuts[:-1], cuts[1:]))
+    r2 = sum(quad(lambda lam: tilted(lam)[2], a * sc, c * sc, limit=200, epsabs=EPS_ABS,
                   epsrel=1e-11)[0] for a, c in zip(cuts[:-1], cuts[1:]))
     return r, r2
 
 
+@example(1.0, 0.999, 348)  # the oracle's tail range where quad gave up a relative 1e-11
 @given(st.floats(-6.0, 2.0), st.sampled_from([0.99, 0.999]), st.integers(257, 5000))
 def test_adam_step_law_series_matches_direct_sums(log_ratio, beta2, t):
     # Past update 256 the step law is a series; it must hold from pure noise down to the
