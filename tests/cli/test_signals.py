@@ -49,7 +49,15 @@ print("finished")
 
 SPIN_CHILD = """
 import sys, time
+import twoclock.cli.rescue as R
 from twoclock.cli.rescue import Rescue
+handle = R._Signals.handle
+def held(self, signum, frame):  # says when the first signal is pending: no timing guesses
+    first = self.pending is None
+    handle(self, signum, frame)
+    if first:
+        print("held", flush=True)
+R._Signals.handle = held
 code = ("def spin(t):\\n    import time\\n    end = time.monotonic() + t\\n"
         "    print('ready', flush=True)\\n"
         "    while time.monotonic() < end:\\n        pass\\n")
@@ -114,7 +122,8 @@ def test_a_second_signal_gets_the_default_action(tmp_path):
     proc = _child(SPIN_CHILD, str(tmp_path / "r.json"), "30")
     t0 = _ready(proc)
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.5)
+    assert proc.stdout.readline().strip() == "held"
+    time.sleep(0.2)
     assert proc.poll() is None  # held: the program is still in "JAX"
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
@@ -143,14 +152,14 @@ def test_a_second_signal_is_never_taken_for_a_re_delivery(tmp_path):
     them, eight times: each is killed by it. Before the re-delivery had a signal of its own,
     a second signal merged with one and was lost (1 to 2 in 8 exited 143 after the spin)."""
     child = SPIN_CHILD.replace("from twoclock.cli.rescue import Rescue",
-                               "import twoclock.cli.rescue as R\nR.RETRY_S = 0.0002\n"
-                               "from twoclock.cli.rescue import Rescue")
+                               "R.RETRY_S = 0.0002\nfrom twoclock.cli.rescue import Rescue")
     codes = []
     for i in range(8):
         proc = _child(child, str(tmp_path / "r.json"), "20")
         _ready(proc)
         proc.send_signal(signal.SIGTERM)
-        time.sleep(0.2 + 0.01 * i)
+        assert proc.stdout.readline().strip() == "held"  # pending, re-delivered every 0.2 ms
+        time.sleep(0.1 + 0.01 * i)
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
         codes.append(proc.returncode)
