@@ -1,7 +1,7 @@
 """The edge-value fuzz of test_scripts_fuzz.py extended (issue 33 item 9) to the policy model
 and to `experiments/policy_study.py`, in float32 and float64, and to `plan.py --logs`, on a
-log written at float64 and at float32 precision. Promise: exit 0 with strict JSON, or 2 with one line and nothing written, or 3 with
-one line and the clocks kept; for the policy, a refusal comes before its warm-up or sweep."""
+log written at float64 and at float32 precision. Promise: exit 0 with strict JSON, or 2 with
+one line and nothing written, or 3 with one line and the clocks kept; for the policy, a refusal comes before its warm-up or sweep."""
 import contextlib
 import csv
 import io

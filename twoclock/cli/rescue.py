@@ -131,7 +131,7 @@ class _Signals:
         self._raise_if_safe(frame)
 
     def retry(self, signum, frame):
-        if self.closing or self.pending is None or self.stop.is_set():
+        if self.pending is None or self.stop.is_set():  # stop: raised already, or closing
             return
         self._raise_if_safe(frame)
 

@@ -169,8 +169,9 @@ def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, group
                                                     CONST_READ_BYTES_PER_SECOND)]
     seconds = None
     if None not in rates:  # a lane's update, then the constants its chunk reads once
-        seconds = (lane_updates * (step / rates[0] + macs / rates[1])
-                   + chunk_updates * read / rates[2])
+        step_rate, dot_rate, read_rate = rates
+        seconds = (lane_updates * (step / step_rate + macs / dot_rate)
+                   + chunk_updates * read / read_rate)
     device = None
     if jax.default_backend() != "cpu":
         with suppress(Exception):  # memory_stats is optional for a backend
