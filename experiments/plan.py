@@ -16,7 +16,7 @@ from twoclock.figures import pilot as pilot_figure, pilot_logs as logs_figure
 from twoclock.pilot import logs as pilot_logs, report as pilot_report
 from twoclock.pilot.config import PlanConfig, plan
 
-FROM_LOGS = ("logs",) + PlanConfig.LOGS_ONLY  # their own group in --help
+FROM_LOGS = PlanConfig.LOGS_GROUP  # their own group in --help
 
 
 def main(argv=None) -> int:

@@ -87,7 +87,7 @@ def test_bandit_run_has_the_quadratic_schema_plus_its_extras(tmp_path):
 
 
 EXPERIMENTS = ["critical_batch", "schedule", "time_to_target", "phase_diagram", "clipping",
-               "bandit_regimes", "policy_study", "plan_check"]
+               "bandit_regimes", "policy_study", "plan_check", "plan_calibration"]
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)

@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 SCRIPTS = ("schedule", "time_to_target", "phase_diagram", "clipping", "bandit_regimes", "plan",
-           "plan_check")
+           "plan_check", "plan_calibration")
 FLAGS = ("--seeds", "--budget", "--seed", "--n-ckpt", "--lr0", "--batches", "--beta1",
          "--beta2", "--margin", "--level", "--predict")
 BAD = ("abc", "-1", "nan", "inf")  # invalid for every one of FLAGS

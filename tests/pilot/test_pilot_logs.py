@@ -256,9 +256,10 @@ BAD = {  # name: (header, rows, extra argv, needles)
                                    ["line 42, column batch", "schedules are not pilots"]),
     "lr changes within a run": (HEAD, _with(_rows(), 10, "lr", "0.02"), [],
                                 ["line 12, column lr", "schedules are not pilots"]),
-    "no run meets the condition": (HEAD, _rows(), ["--failure", "kl>=5"],
+    # a target no run reaches (a failure no run shows is censored instead: test_pilot_forms)
+    "no run meets the condition": (HEAD, _rows(), ["--progress", "kl>=5"],
                                    # the highest: run b's last row, 8000 / 5010 = 1.59681
-                                   ["line 163, column kl", "no run ever meets --failure 'kl>=5'",
+                                   ["line 163, column kl", "no run ever meets --progress 'kl>=5'",
                                     "highest logged value, 1.59681"]),
     "malformed condition": (HEAD, _rows(), ["--failure", "kl>>0.5"],
                             ["--failure 'kl>>0.5': not a condition"]),

@@ -123,15 +123,25 @@ def parse_several(study: Study, argv, prog: str) -> tuple:
     p = OneLineParser(prog=prog, description=study.doc,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     add_study_flags(p.add_argument_group("study"), study.config, {})
-    g = p.add_argument_group("sweep (each model's defaults for the study)")
-    add_config_flags(g, SweepConfig, rename={"lr0s": "lr0"},
-                     defaults=study.defaults(one).sweep if one else None)
+    if study.sweep:
+        g = p.add_argument_group("sweep (each model's defaults for the study)")
+        add_config_flags(g, SweepConfig, rename={"lr0s": "lr0"},
+                         defaults=study.defaults(one).sweep if one else None)
     if one is not None:
         add_model_args(p, study, one, study.defaults(one).model)
     else:
         add_optim_args(p, study)
     add_output_args(p, output_name(study, one, study.config()))
     ns = p.parse_args(argv)
+    if not study.sweep:  # the models bring their own runs: (model, model config) panels
+        opt = config_from_flags(ns, OptimConfig)
+        cfg = study_config(ns, study.config, {})
+        cfg = replace(cfg, panels=tuple(
+            (m, model_config(ns, m, (), study.defaults(m).model) if one is not None
+             else m.config(**study.defaults(m).model)) for m in models))
+        if study.check is not None:
+            study.check(one, cfg.panels[0][1] if one else None, opt, cfg)
+        return one, cfg.panels[0][1] if one else None, opt, cfg, ns
     if one is None:
         alone = sorted(given(ns, SweepConfig) - set(study.shared))
         if alone:

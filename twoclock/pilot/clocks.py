@@ -32,15 +32,15 @@ def crossing(s, v, cond: Condition):
     """(samples, index) of the first logged crossing, linear in samples between the point
     before and the first that meets cond; (last sample, None) when no point meets it (censored);
     (s[0], 0) when the first point already does (no crossing was observed)."""
-    s, v = np.asarray(s, np.float64), np.asarray(v, np.float64)
-    hit = np.flatnonzero(cond.met(v))
+    s, v = np.asarray(s, np.float64), cond.curve(v)  # (relative conditions: from the extreme)
+    hit = np.flatnonzero(cond.holds(v))
     if hit.size == 0:
         return float(s[-1]), None
     i = int(hit[0])
     if i == 0:
         return float(s[0]), 0
     s0, s1, v0, v1 = s[i - 1], s[i], v[i - 1], v[i]
-    frac = 1.0 if v1 == v0 else min(max((cond.threshold - v0) / (v1 - v0), 0.0), 1.0)
+    frac = 1.0 if v1 == v0 else min(max((cond.level - v0) / (v1 - v0), 0.0), 1.0)
     return float(s0 + frac * (s1 - s0)), i
 
 
@@ -53,9 +53,11 @@ class Clock:
     interval: float | None = None  # samples between the logged points it was interpolated in
 
 
-def clocks(logs: Logs, cond: Condition, how=None) -> list:
+def clocks(logs: Logs, cond: Condition, how=None, need_one: bool = True) -> list:
     """The condition's clock in every run; PilotError when a run meets it at its first logged
-    point (no crossing seen: the threshold is too easy, or the logging starts too late)."""
+    point (no crossing seen: the threshold is too easy, or the logging starts too late), and
+    with need_one when no run meets it at all (a target never reached; a failure no pilot
+    shows is censored in every run instead, and the plan bounds it)."""
     out = []
     for r in logs.runs:
         ok = np.isfinite(r.metrics[cond.metric])
@@ -67,7 +69,7 @@ def clocks(logs: Logs, cond: Condition, how=None) -> list:
                              f"logged point ({v[0]:g} at samples {s[0]:g}): no crossing to time")
         out.append(Clock(at, i is not None, None if i is None else int(r.line_R[ok][i]),
                          None if i is None else float(s[i] - s[i - 1])))
-    if not any(c.crossed for c in out):
+    if need_one and not any(c.crossed for c in out):
         up = cond.op in (">=", ">")
         reach, line = max((((v if up else -v), int(ln)) for r in logs.runs
                            for v, ln in zip(r.metrics[cond.metric], r.line_R) if np.isfinite(v)))

@@ -10,32 +10,66 @@ from twoclock.pilot.plan import PilotError
 
 _OPS = {">=": np.greater_equal, "<=": np.less_equal, ">": np.greater, "<": np.less}
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_COND = re.compile(rf"^\s*([^<>=!\s](?:[^<>=!]*[^<>=!\s])?)\s*(>=|<=|>|<)\s*({_NUM})\s*$")
+_COND = re.compile(rf"^\s*([^<>=!\s](?:[^<>=!]*[^<>=!\s])?)\s*(>=|<=|>|<)\s*"
+                   rf"(?:(peak)\s*-\s*|(trough)\s*\+\s*)?({_NUM})\s*$")
 
 
 @dataclass(frozen=True)
 class Condition:
-    """metric op threshold, e.g. heldout_acc >= 0.7; `flag` is where it came from."""
+    """metric op threshold, e.g. heldout_acc >= 0.7; or relative to the run's running extreme,
+    heldout_acc <= peak - 0.1 (ref 'peak': a fall of 0.1 below the best so far) and
+    loss >= trough + 0.5 (ref 'trough'); `flag` is where it came from."""
     metric: str
     op: str
     threshold: float
     flag: str
+    ref: str | None = None
 
     @property
     def text(self) -> str:
-        return f"{self.metric}{self.op}{self.threshold:g}"
+        rel = {"peak": "peak-", "trough": "trough+"}.get(self.ref, "")
+        return f"{self.metric}{self.op}{rel}{self.threshold:g}"
+
+    def curve(self, v):
+        """What the condition compares: the values, or their distance from the running peak
+        (<= 0) or trough (>= 0)."""
+        v = np.asarray(v, np.float64)
+        if self.ref == "peak":
+            return v - np.maximum.accumulate(v)
+        if self.ref == "trough":
+            return v - np.minimum.accumulate(v)
+        return v
+
+    @property
+    def level(self) -> float:
+        """The threshold on `curve`."""
+        return -self.threshold if self.ref == "peak" else self.threshold
+
+    def holds(self, curve):
+        """The condition on values already passed through `curve`."""
+        return _OPS[self.op](curve, self.level)
 
     def met(self, v):
-        return _OPS[self.op](v, self.threshold)
+        return self.holds(self.curve(v))
 
 
 def parse_condition(text: str, flag: str) -> Condition:
-    """'kl>=0.5' -> Condition; PilotError (one line) for anything else ('kl>>0.5', 'kl=0.5')."""
+    """'kl>=0.5', 'heldout_acc<=peak-0.1' -> Condition; PilotError (one line) for anything
+    else ('kl>>0.5', 'kl=0.5', 'acc>=peak-0.1': a fall is timed by <=, a rise by >=)."""
     m = _COND.match(text)
     if m is None:
         raise PilotError(f"{flag} {text!r}: not a condition; expected METRIC>=X, METRIC<=X, "
-                         "METRIC>X or METRIC<X (e.g. 'kl>=0.5')")
-    return Condition(m.group(1), m.group(2), float(m.group(3)), flag)
+                         "METRIC>X, METRIC<X, METRIC<=peak-X or METRIC>=trough+X "
+                         "(e.g. 'kl>=0.5', 'heldout_acc<=peak-0.1')")
+    metric, op, peak, trough, x = m.groups()
+    ref = "peak" if peak else ("trough" if trough else None)
+    if ref is not None:
+        want = "<" if ref == "peak" else ">"
+        if not op.startswith(want) or not float(x) > 0:
+            raise PilotError(f"{flag} {text!r}: a fall below the running peak is "
+                             "METRIC<=peak-X and a rise above the running trough "
+                             "METRIC>=trough+X, with X > 0")
+    return Condition(metric, op, float(x), flag, ref)
 
 
 def parse_columns(items) -> dict:

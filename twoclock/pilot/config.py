@@ -23,8 +23,17 @@ class PlanConfig:
                         action="append", metavar="NAME=COLUMN")
     smooth: str | None = option(None, "smooth each curve first (T, W in samples; docs/plan.md "
                                       "states the bias)", metavar="ema:T|window:W")
+    clip: str | None = option(None, "the logged clipped share of tokens (e.g. clip_frac): "
+                                    "predict the batch where clipping starts to bind",
+                              metavar="METRIC")
+    clip_bind: float = param(0.02, "with --clip: the share at which clipping binds")
+    clip_steps: str = param("fixed", "with --clip: optimizer steps per rollout batch: fixed "
+                                     "(minibatches x epochs the same at every batch) or "
+                                     "per_batch (a fixed minibatch size)",
+                            choices=("fixed", "per_batch"))
 
-    LOGS_ONLY = ("progress", "failure", "col", "smooth")  # flags that read a log file
+    LOGS_ONLY = ("progress", "failure", "col", "smooth", "clip")  # flags that read a log file
+    LOGS_GROUP = ("logs",) + LOGS_ONLY + ("clip_bind", "clip_steps")  # their --help group
 
     def __post_init__(self):
         given = [f for f in self.LOGS_ONLY if getattr(self, f)]
@@ -43,7 +52,8 @@ def plan(cfg: PlanConfig) -> dict:
     predict = cfg.predict or None  # none given: the pilot batches
     if cfg.logs is not None:
         return pilot_logs.plan_logs(cfg.logs, cfg.progress, list(cfg.failure), predict,
-                                    cfg.margin, cfg.level, cfg.smooth, list(cfg.col))
+                                    cfg.margin, cfg.level, cfg.smooth, list(cfg.col),
+                                    cfg.clip, cfg.clip_bind, cfg.clip_steps)
     return report.plan_file(cfg.runs, predict, cfg.margin, cfg.level)
 
 

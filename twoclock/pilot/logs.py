@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from twoclock.pilot import plan as pilot, report
+from twoclock.pilot import clipping, plan as pilot, report
 from twoclock.pilot.clocks import Clock, clocks, crossing, smooth
 from twoclock.pilot.conditions import Condition, parse_columns, parse_condition, parse_smooth
 from twoclock.pilot.plan import PilotError, PilotRuns
@@ -138,19 +138,26 @@ def _logs_block(path, logs, how, pc, prog, fcs, fails) -> dict:
 
 
 def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 0.1,
-              level: float = 0.95, smoothing=None, columns=None) -> dict:
+              level: float = 0.95, smoothing=None, columns=None, clip=None,
+              clip_bind: float = 0.02, clip_steps: str = "fixed") -> dict:
     """Read the log, find the clocks, and plan: pilot.plan once per failure condition (each its
-    own fit and row); the recommendation takes, at each batch, the earliest failure clock."""
+    own fit and row); the recommendation takes, at each batch, the earliest failure clock.
+    clip: the logged clipped-share metric, whose onset (clip_bind) is predicted."""
     pilot.check_settings(predict, margin, level)
     if not failures:
         raise PilotError("--failure: give at least one failure condition (e.g. 'kl>=0.5')")
+    if not (0 < clip_bind < 1):
+        raise PilotError(f"--clip-bind: must be in (0, 1), a share of tokens (got {clip_bind:g})")
+    if clip_steps not in clipping.STEPS:
+        raise PilotError(f"--clip-steps: {' or '.join(clipping.STEPS)} (got {clip_steps!r})")
     pc = parse_condition(progress, "--progress")
     fcs = [parse_condition(f, "--failure") for f in failures]
     how = parse_smooth(smoothing)
-    logs = read_logs(path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs])),
+    logs = read_logs(path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs]
+                                               + ([clip] if clip else []))),
                      parse_columns(columns))
     prog = clocks(logs, pc, how)
-    fails = [clocks(logs, f, how) for f in fcs]
+    fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{path} (logged curves)"
     outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level) for fl in fails]
     first = outs[0]
@@ -158,7 +165,11 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
     predictions = _predictions(outs, fcs)
     # the plan's one failure fit: the condition that fails first at the largest batch
     last = [f.text for f in fcs].index(predictions[-1]["failure_clock"])
+    rule = first["fit"]["rule"]
     return {
+        "clip_onset": None if not clip else clipping.clip_onset(
+            logs.runs, prog, clip, clip_bind, [p["batch"] for p in predictions], rule,
+            clip_steps, level),
         "predictions": predictions,
         "critical_batch": first["critical_batch"],  # every plan fits the same progress clocks
         "failure_exponent": {**outs[last]["failure_exponent"], "clock": fcs[last].text},
@@ -175,6 +186,9 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
             "fit": o["fit"]["failure"], "curves": o["curves"]["failure_samples"],
             "predictions": [{"batch": p["batch"], "failure_samples": p["failure_samples"]}
                             for p in o["predictions"]],
+            "form": o["fit"]["failure_form"],
+            "no_failure_before": [{"batch": p["batch"], "samples": p["no_failure_before"]}
+                                  for p in o["predictions"]],
             "failed_runs": int(sum(c.crossed for c in fl))} for f, o, fl in zip(fcs, outs, fails)],
         "logs": _logs_block(path, logs, how, pc, prog, fcs, fails)}
 
@@ -211,6 +225,21 @@ def table(out: dict) -> str:
                      + "; ".join(f"B {p['batch']:g}: " + report.ci(p["failure_samples"], "{:.0f}")
                                  if p["failure_samples"]["median"] is not None else
                                  f"B {p['batch']:g}: -" for p in f["predictions"]))
+        form = f.get("form")
+        if form is not None:
+            lines.append(f"    form: {form['why']}")
+        elif f["failed_runs"] == 0:
+            lines.append("    no pilot failed: no failure expected before " + "; ".join(
+                f"B {b['batch']:g}: {b['samples']:.0f}" for b in f["no_failure_before"])
+                + " samples (the shortest run, or its length / progress clock times the "
+                "progress clock, whichever is less; assumes drift per sample does not grow "
+                "with B)")
+    co = out.get("clip_onset")
+    if co is not None:
+        lines += ["", "clipping: " + co["reading"]]
+        if co["predictions"]:
+            lines.append("  predicted " + co["metric"] + ": " + "; ".join(
+                f"B {p['batch']:g}: {p['share']:.3g}" for p in co["predictions"]))
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from twoclock.config import require
-from twoclock.pilot import fit as pf
+from twoclock.pilot import fit as pf, forms
 from twoclock.analysis.switch import Clocks, plan_switch
 
 REQUIRED = ("batch", "lr", "progress_samples", "failure_samples")
@@ -197,6 +197,20 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
                          f"{', '.join(f'{b:g}' for b in distinct)})")
     pfit, plausible, sse, why = pf.choose_progress(B, prog, rule["p"])
     ffit = pf.fit_failure(B, fail, runs.censor_R()[on])
+    # the form errors are small differences of fits: sorted runs make them independent of the
+    # rows' order to the last bit
+    o = np.lexsort((fail, prog, B))
+    prate = forms.progress_rate(B[o], prog[o], rule["p"])
+    finfo = forms.failure_forms(B[o], fail[o], runs.censor_R()[on][o], prog[o], level,
+                                rule["p"])
+    lo_b, hi_b = float(B.min()), float(B.max())
+
+    def prog_band(bs):  # the plausible forms' envelope, widened by the procedure's form error
+        return forms.widen(pf.envelope(pfit, plausible, bs, level),
+                           forms.sigma(prate, bs, lo_b, hi_b), level)
+
+    def fail_band(bs):
+        return forms.failure_band(finfo, prog_band(bs), bs, level)
     has_t = np.isfinite(runs.spu_R)
     if has_t.any() and np.unique(runs.batch_R[has_t]).size < 2:
         raise PilotError(f"{runs.source}, column seconds_per_update: needs step times at >= 2 "
@@ -204,9 +218,7 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     tmodel = pf.fit_step_times(runs.batch_R[has_t], runs.spu_R[has_t]) if has_t.any() else None
     cand = sorted(set(float(b) for b in distinct) | set(float(b) for b in (predict or ())))
     pred_B = sorted(set(float(b) for b in predict)) if predict else cand
-    prog_band = pf.envelope(pfit, plausible, pred_B, level)
-    fail_band = (pf.band(ffit, pred_B, level) if ffit is not None
-                 else [{"median": None, "ci": [None, None]} for _ in pred_B])
+    bound = _no_failure_bound(B, prog, fail, runs.censor_R()[on], pfit, pred_B)
 
     def spu(b):  # measured step time where runs measured one, else the fitted roofline
         m = _measured(runs.spu_R, has_t & (runs.batch_R == b))
@@ -214,18 +226,18 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
 
     lr_of = lambda b: rule["lr0"] * (b / rule["b0"]) ** rule["p"]
     predictions = []
-    for b, pb, fb in zip(pred_B, prog_band, fail_band):
+    for b, pb, fb, nb in zip(pred_B, prog_band(pred_B), fail_band(pred_B), bound):
         s = spu(b)
         hours = None if s is None else {
             "median": pb["median"] * s / b / 3600,
             "ci": [None if v is None else v * s / b / 3600 for v in pb["ci"]]}
         predictions.append({"batch": b, "lr": lr_of(b), "progress_samples": pb,
-                            "failure_samples": fb, "seconds_per_update": s,
-                            "hours_to_target": hours})
+                            "failure_samples": fb, "no_failure_before": nb,
+                            "seconds_per_update": s, "hours_to_target": hours})
     grid = np.geomspace(min(cand + [float(runs.batch_R.min())]), max(cand), 41).tolist()
-    curves = {"batch": grid, "progress_samples": pf.envelope(pfit, plausible, grid, level),
-              "failure_samples": None if ffit is None else pf.band(ffit, grid, level)}
-    est = _estimates(runs, on, cand, pfit, ffit, spu)
+    curves = {"batch": grid, "progress_samples": prog_band(grid),
+              "failure_samples": None if finfo["chosen"] is None else fail_band(grid)}
+    est = _estimates(runs, on, cand, pfit, lambda b: fail_band([b])[0]["median"], spu)
     rec = recommend(est, margin, objective="seconds" if tmodel is not None else "samples")
     fit_only = recommend([{**e, "progress": e["progress_fit"], "failure": e["failure_fit"]}
                           for e in est], margin, rec["objective"], schedules=False)
@@ -241,15 +253,19 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
             "progress": {"form": pfit.form, "asymptote_exponent": pfit.a, "why": why,
                          "sse_log": sse, "band_forms": [f.form for f in plausible],
                          "n_min": math.exp(pfit.log_n_min), "dof": pfit.dof, "delta": pf.DELTA},
+            "progress_form_error": _form_error(prate),
             "failure": None if ffit is None else {
                 "f_ref": math.exp(ffit.log_f_ref), "b_ref": ffit.b_ref, "exponent": ffit.q,
                 "dof": ffit.dof, "censored_active": ffit.censored_active},
+            "failure_form": _failure_form(finfo),
             "throughput": None if tmodel is None else {
                 "gen_latency": tmodel.gen_latency, "critical_gen_batch":
                 tmodel.critical_gen_batch, "knee": tmodel.knee},
             "level": level, "margin": margin,
-            "bands": "Student-t; progress: profile likelihood over the plausible forms, "
-                     "failure: covariance of the log-log line"},
+            "bands": "Student-t sampling error (progress: profile likelihood over the "
+                     "plausible forms; failure: covariance of the log-log line, or of the "
+                     "mean log ratio to progress), each widened by its form's "
+                     "leave-one-end-out error growing with the distance in log B"},
         "curves": curves,
         "estimates": [{k: (None if isinstance(v, float) and math.isinf(v) else v)
                        for k, v in e.items()} for e in est],  # inf (never fails) -> null
@@ -278,7 +294,39 @@ def _drift_reading(exp: dict, n_failed: int) -> str:
     return "exponent < 0: larger batches drift more per sample (fail sooner)"
 
 
-def _estimates(runs, on, cand, pfit, ffit, spu) -> list:
+def _form_error(loo: dict) -> dict:
+    return {"curvature": loo["rate"], "left_out": loo["errors"]}
+
+
+def _failure_form(info: dict) -> dict | None:
+    """What the plan says of the failure clock's form: chosen, plausible, why, each form's
+    parameters and leave-one-end-out error."""
+    if info["chosen"] is None:
+        return None
+    out = {"chosen": info["chosen"], "plausible": info["plausible"], "why": info["why"]}
+    for name, f in info["forms"].items():
+        fit = f["fit"]
+        par = ({"exponent": fit.q} if name == "power" else
+               {"ratio_to_progress": math.exp(fit.log_k), "ratio_slope": fit.slope}
+               if name == "coupled" else
+               {"form": fit.form, "critical_batch": fit.critical(0.95)["batch"]})
+        out[name] = {**par, "form_error": _form_error(f["loo"])}
+    return out
+
+
+def _no_failure_bound(B, prog, fail, censor, pfit, pred_B) -> list:
+    """Where no on-rule run failed: per predicted batch, the samples before which no failure
+    is expected, min(shortest run, rho N_prog(B)), rho the smallest run length / progress
+    clock: the first holds if drift per sample does not grow with B (exponent >= 0), the
+    second if the failure is tied to progress. None where a run failed."""
+    if np.isfinite(fail).any():
+        return [None] * len(pred_B)
+    rho = float(np.min(censor / prog))
+    n_prog = np.exp(pfit.log_median(pred_B))
+    return [float(min(np.min(censor), rho * n)) for n in n_prog]
+
+
+def _estimates(runs, on, cand, pfit, fail_median, spu) -> list:
     """Per candidate batch: the clocks the plan uses. Where on-rule runs exist at a batch their
     median is the estimate (fewest assumptions; the smooth forms miss a sharp knee); the fits
     fill the batches without runs. Both are kept."""
@@ -286,7 +334,8 @@ def _estimates(runs, on, cand, pfit, ffit, spu) -> list:
     for b in cand:
         at = on & (runs.batch_R == b)
         pf_med = pf.band(pfit, [b], 0.5)[0]["median"]
-        ff_med = math.inf if ffit is None else pf.band(ffit, [b], 0.5)[0]["median"]
+        ff_med = fail_median(b)
+        ff_med = math.inf if ff_med is None else ff_med
         p_meas, f_meas = _measured(runs.prog_R, at), _measured(runs.fail_R, at)
         s = spu(b)
         out.append({"batch": b, "progress": p_meas if p_meas is not None else pf_med,

@@ -71,6 +71,8 @@ class Study(NamedTuple):
     # sweep flags only `shared` apply to every model
     several: bool = False
     shared: tuple = ()
+    sweep: bool = True  # several: offer sweep flags (False: each model brings its own runs,
+    #                     and the panels are (model, model config))
 
 
 def output_name(study: Study, model, cfg, given=frozenset()) -> str:

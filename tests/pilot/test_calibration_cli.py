@@ -1,0 +1,50 @@
+"""The calibration command end to end on the quadratic: its table agrees with its own rows,
+the simulated logs are read back only under the same fingerprint, and a changed model
+configuration simulates anew."""
+import importlib.util
+import json
+import os
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def _main():
+    spec = importlib.util.spec_from_file_location(
+        "plan_calibration_script", os.path.join(ROOT, "experiments", "plan_calibration.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.main
+
+
+def test_calibration_on_the_quadratic(tmp_path, capsys):
+    argv = ["--models", "quadratic", "--out", str(tmp_path), "--no-figure"]
+    assert _main()(argv) == 0
+    out = json.loads((tmp_path / "plan_calibration.json").read_text())
+    rows = out["rows"]
+    # 6 designs x 2 held-out batches x 2 clocks (progress, drift)
+    assert len(rows) == 24 and {r["batch"] for r in rows} == {128, 256}
+    assert {r["design"] for r in rows} == {f"{n} batches, {s}" for n in (3, 4)
+                                           for s in ("8 seeds", "4 seeds (a)", "4 seeds (b)")}
+    cov = {(c["model"], c["kind"]): c for c in out["coverage"]}
+    for kind in ("progress", "failure"):
+        mine = [r for r in rows if r["kind"] == kind and r["levels"]["0.95"]["covered"] is not None]
+        assert cov[("quadratic", kind)]["scored"] == len(mine)
+        for lvl in ("0.5", "0.8", "0.95"):
+            got = sum(r["levels"][lvl]["covered"] for r in mine) / len(mine)
+            assert cov[("quadratic", kind)]["coverage"][lvl] == got
+    # a band at a higher level contains the one at a lower level
+    for r in rows:
+        lo50, hi50 = r["levels"]["0.5"]["ci"]
+        lo95, hi95 = r["levels"]["0.95"]["ci"]
+        assert lo95 <= lo50 and (hi95 is None or hi95 >= hi50), r
+    assert not out["simulations"]["quadratic"]["reused"]
+    capsys.readouterr()
+    # the same command reads the logs back, and gives the same rows
+    assert _main()(argv) == 0
+    again = json.loads((tmp_path / "plan_calibration.json").read_text())
+    assert again["simulations"]["quadratic"]["reused"] and again["rows"] == rows
+    assert "read back" in capsys.readouterr().out
+    # another model configuration is another simulation
+    assert _main()([*argv, "--sigma", "1.5"]) == 0
+    third = json.loads((tmp_path / "plan_calibration.json").read_text())
+    assert not third["simulations"]["quadratic"]["reused"]

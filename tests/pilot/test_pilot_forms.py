@@ -1,0 +1,234 @@
+"""Failure-clock forms, the model-form error in the bands, relative (collapse) conditions, the
+bound where no pilot failed, the clipping onset and the calibration's coverage
+(twoclock.pilot.forms, .conditions, .clipping, .calibrate), each against a hand computation."""
+import csv
+import math
+
+import numpy as np
+import pytest
+
+from tests.helpers import assert_close
+from twoclock.pilot import calibrate, clipping, forms, logs as pl
+from twoclock.pilot import fit as pf
+from twoclock.pilot.plan import PilotError, PilotRuns, plan
+
+
+# ---------------------------------------------------------------------------- relative conditions
+
+def test_a_fall_below_the_running_peak_is_interpolated_between_logged_points():
+    s = [0, 100, 200, 300, 400]
+    c = pl.parse_condition("acc<=peak-0.1875", "--failure")
+    assert c.text == "acc<=peak-0.1875" and c.ref == "peak"
+    # peak 0.75 at 200; 0.625 at 300 is 0.125 below, 0.5 at 400 is 0.25 below: the fall of
+    # 0.1875 is half-way, at 350 (binary fractions: exact)
+    assert pl.crossing(s, [0.25, 0.5, 0.75, 0.625, 0.5], c) == (350.0, 4)
+    # the peak is the running one, not the run's best: 0.5 then 0.25 falls 0.25 by 100, the
+    # 0.1875 three quarters of the way (a global peak, 0.75, would time it at 0)
+    assert pl.crossing(s, [0.5, 0.25, 0.75, 0.75, 0.75], c) == (75.0, 1)
+    # a curve that only rises never falls below its peak: censored at its last sample
+    assert pl.crossing(s, [0.1, 0.2, 0.3, 0.4, 0.5], c) == (400.0, None)
+
+
+def test_a_rise_above_the_running_trough_mirrors_the_fall():
+    c = pl.parse_condition("loss>=trough+0.5", "--failure")
+    # trough 1.0 at 100; 1.25 at 200 (+0.25), 2.0 at 300 (+1.0): +0.5 a third of the way
+    at, i = pl.crossing([0, 100, 200, 300], [2.0, 1.0, 1.25, 2.0], c)
+    assert i == 3 and abs(at - (200 + 100 / 3)) < 1e-9
+
+
+@pytest.mark.parametrize("text", ["acc>=peak-0.1", "acc<=trough+0.1", "acc<=peak-0",
+                                  "acc<=peak+0.1", "acc<=peak-"])
+def test_relative_conditions_in_the_wrong_direction_are_refused(text):
+    with pytest.raises(PilotError, match="--failure"):
+        pl.parse_condition(text, "--failure")
+
+
+# ---------------------------------------------------------------------------- forms
+
+def _runs(B, prog, fail, budget=None):
+    B = np.asarray(B, np.float64)
+    return PilotRuns(B, 1e-3 * np.sqrt(B / B.min()), np.asarray(prog, np.float64),
+                     np.asarray(fail, np.float64),
+                     np.full(B.size, math.inf if budget is None else budget),
+                     np.full(B.size, math.nan), tuple(str(i) for i in range(B.size)))
+
+
+def _knee(B, n_min=1000.0, b_crit=100.0):
+    """The saturation form under the sqrt rule: N_min (1 + 0.44 B / B_crit)^(1/2)."""
+    return n_min * np.sqrt(1 + (1.2 ** 2 - 1) * np.asarray(B, np.float64) / b_crit)
+
+
+def test_a_failure_clock_tied_to_progress_is_found_and_extrapolated_with_it():
+    """N_fail = 3 N_prog in every run (progress on a knee, with multiplicative noise that the
+    ratio cancels): the coupled form's leave-one-end-out error is 0, it is chosen, log k is
+    log 3 exactly, and its prediction is 3 x the progress prediction at every batch."""
+    rng = np.random.default_rng(0)
+    B = np.repeat([32.0, 64.0, 128.0, 256.0], 4)
+    prog = _knee(B) * np.exp(0.05 * rng.standard_normal(B.size))
+    out = plan(_runs(B, prog, 3.0 * prog), predict=[1024.0, 2048.0])
+    ff = out["fit"]["failure_form"]
+    assert ff["chosen"] == "coupled", ff["why"]
+    assert_close(ff["coupled"]["ratio_to_progress"], 3.0, rtol=1e-12, atol=0, what="k")
+    assert ff["coupled"]["form_error"]["curvature"] < 1e-12
+    for p in out["predictions"]:
+        assert_close(p["failure_samples"]["median"], 3.0 * p["progress_samples"]["median"],
+                     rtol=1e-12, atol=0, what=f"coupled median at {p['batch']}")
+
+
+def test_a_power_law_failure_clock_is_not_taken_for_progress():
+    """N_fail = 20 000 (B / 64)^0.5 exactly while progress follows a knee: the power law's
+    left-out ends are predicted exactly, the coupled form's are not."""
+    rng = np.random.default_rng(1)
+    B = np.repeat([32.0, 64.0, 128.0, 256.0], 4)
+    prog = _knee(B) * np.exp(0.05 * rng.standard_normal(B.size))
+    out = plan(_runs(B, prog, 20_000.0 * np.sqrt(B / 64)), predict=[2048.0])
+    ff = out["fit"]["failure_form"]
+    assert ff["chosen"] == "power" and ff["power"]["form_error"]["curvature"] < 1e-9, ff["why"]
+    assert_close(out["predictions"][0]["failure_samples"]["median"],
+                 20_000.0 * math.sqrt(2048 / 64), rtol=1e-9, atol=0, what="power median")
+
+
+def test_coupled_fit_by_hand_with_a_censored_run():
+    """log ratios of the failed runs: log 2, log 4 -> mean log sqrt(8); a censored run whose
+    level (ratio 8) lies above that pushes it: mean of log 2, log 4, log 8 = log 4."""
+    cf = forms.fit_coupled([1.0, 2.0, 4.0], [200.0, 400.0, math.inf], [0, 0, 800.0],
+                           [100.0, 100.0, 100.0])
+    assert cf.censored_active == 1
+    assert_close(cf.log_k, math.log(4.0), rtol=0, atol=1e-12, what="log k")
+    # standard error: sd of (log 2, log 4, log 8) with ddof 1 is log 2, over sqrt(3)
+    assert_close(cf.se, math.log(2.0) / math.sqrt(3), rtol=1e-12, atol=0, what="se")
+
+
+def test_the_leave_one_end_out_curvature_by_hand():
+    """Batches 1, 2, 4: leaving out 1 (nearest 2, range to 4: log 2) a prediction 0.1 high at
+    distance log 2 implies k = 2 * 0.1 / (log 2 * 2 log 2); leaving out 4 the same with -0.1.
+    The form error at B = 16 (distance log 4 past 4, full range log 4) is k/2 * d (d + r)."""
+    B = np.array([1.0, 1.0, 2.0, 2.0, 4.0, 4.0])
+    loo = forms.loo_rate(B, lambda keep, b: (0.1 if b == 1.0 else -0.1, 0.03),
+                         lambda b: (0.0, 0.04))
+    assert [e["noise"] for e in loo["errors"]] == pytest.approx([0.05, 0.05], rel=1e-12)
+    L = math.log(2.0)
+    k = 2 * 0.1 / (L * 2 * L)
+    assert_close(loo["rate"], k, rtol=1e-12, atol=0, what="curvature")
+    assert_close(forms.sigma(loo, [16.0], 1.0, 4.0)[0], 0.5 * k * (2 * L) * (4 * L),
+                 rtol=1e-12, atol=0, what="sigma at 16")
+    assert forms.sigma(loo, [2.0, 3.0], 1.0, 4.0).tolist() == [0.0, 0.0]  # inside: none
+
+
+def test_widen_grows_each_half_width_in_quadrature():
+    band = [{"median": 100.0, "ci": [80.0, 125.0]}]
+    out = forms.widen(band, [0.1], 0.95)[0]
+    z = 1.959963984540054
+    assert_close(out["ci"][0], 100 * math.exp(-math.hypot(math.log(1.25), z * 0.1)),
+                 rtol=1e-12, atol=0, what="low")
+    assert_close(out["ci"][1], 100 * math.exp(math.hypot(math.log(1.25), z * 0.1)),
+                 rtol=1e-12, atol=0, what="high")
+    assert forms.widen(band, [0.0], 0.95)[0]["ci"] == pytest.approx([80.0, 125.0], rel=1e-12)
+
+
+def test_the_bands_carry_the_form_error_beyond_the_pilots():
+    """Progress that bends past the pilots' reach is what a wrong form misses: the band at 8x
+    the largest pilot is wider than the fit's own sampling band by the left-out error."""
+    rng = np.random.default_rng(2)
+    B = np.repeat([32.0, 64.0, 128.0], 8)
+    prog = 1000.0 * (B / 32) ** (0.1 * np.log2(B / 16)) * np.exp(0.03 * rng.standard_normal(B.size))
+    out = plan(_runs(B, prog, 5 * prog), predict=[1024.0])
+    pfit, plaus, _, _ = pf.choose_progress(B, prog, 0.5)
+    samp = pf.envelope(pfit, plaus, [1024.0], 0.95)[0]["ci"]
+    got = out["predictions"][0]["progress_samples"]["ci"]
+    assert out["fit"]["progress_form_error"]["curvature"] > 0
+    assert got[0] < samp[0] and got[1] > samp[1], (got, samp)
+
+
+# ---------------------------------------------------------------------------- no failure seen
+
+def test_no_failure_in_any_pilot_gives_the_bound_that_follows(tmp_path):
+    """No run crosses kl>=5: the plan goes on, and at each predicted batch no failure is
+    expected before min(shortest run, rho N_prog(B)), rho = min run length / progress clock
+    (every run logs to 8000; the slowest progress clock is 1450, so rho = 8000 / 1450)."""
+    from tests.pilot.test_pilot_logs import HEAD, _rows, _write
+    path = _write(tmp_path / "l.csv", HEAD, _rows())
+    out = pl.plan_logs(path, "acc>=1", ["kl>=5"], predict=[64, 128])
+    f = out["failures"][0]
+    assert f["failed_runs"] == 0 and f["form"] is None
+    for b, p in zip(f["no_failure_before"], out["predictions"]):
+        n_prog = p["progress_samples"]["median"]
+        assert_close(b["samples"], min(8000.0, 8000.0 / 1450.0 * n_prog), rtol=1e-12, atol=0,
+                     what=f"bound at {b['batch']}")
+    assert "no failure expected before" in pl.table(out)
+
+
+# ---------------------------------------------------------------------------- clipping onset
+
+def test_clipping_onset_by_hand(tmp_path):
+    """share = 0.001 (lr / 0.01)^2 under the sqrt rule from lr 0.01 at B 8, so share =
+    0.001 B / 8: it passes 0.02 at B = 160; with a fixed minibatch size (steps ~ B) the move
+    is lr B, share = 0.001 (lr B / 0.08)^2 ... = 0.001 (B / 8)^3, passing 0.02 at 8 * 20^(1/3)."""
+    from tests.pilot.test_pilot_logs import PILOTS
+    rows = []
+    for run, b, lr, P, F, E, last in PILOTS:
+        for s in range(0, last + 1, 100):
+            rows.append([run, b, f"{lr:.10g}", s, s / P, s / F, 0.001 * (lr / 0.01) ** 2])
+    path = tmp_path / "l.csv"
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([["run", "batch", "lr", "samples", "acc", "kl", "clip"]] + rows)
+    out = pl.plan_logs(str(path), "acc>=1", ["kl>=1"], predict=[64, 128], clip="clip")
+    co = out["clip_onset"]
+    assert_close(co["slope"]["value"], 2.0, rtol=1e-6, atol=0, what="slope")
+    assert_close(co["binds_at"], 160.0, rtol=1e-6, atol=0, what="bind batch")
+    assert_close([p["share"] for p in co["predictions"]], [0.008, 0.016], rtol=1e-6, atol=0,
+                 what="predicted shares")
+    assert "passes 0.02 at B ~ 160" in pl.table(out)
+    per = pl.plan_logs(str(path), "acc>=1", ["kl>=1"], predict=[64], clip="clip",
+                       clip_steps="per_batch")["clip_onset"]
+    # share = 0.001 (B/8) = c (lr B)^b with lr B ~ B^1.5: b = 2/3; passes 0.02 at B = 160 still
+    assert_close(per["slope"]["value"], 2 / 3, rtol=1e-6, atol=0, what="per-batch slope")
+    assert_close(per["binds_at"], 160.0, rtol=1e-6, atol=0, what="per-batch bind")
+
+
+def test_a_clip_share_that_stays_zero_has_no_onset(tmp_path):
+    from tests.pilot.test_pilot_logs import PILOTS
+    rows = [[run, b, f"{lr:.10g}", s, s / P, s / F, 0.0] for run, b, lr, P, F, E, last in PILOTS
+            for s in range(0, last + 1, 100)]
+    path = tmp_path / "l.csv"
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([["run", "batch", "lr", "samples", "acc", "kl", "clip"]] + rows)
+    co = pl.plan_logs(str(path), "acc>=1", ["kl>=1"], clip="clip")["clip_onset"]
+    assert co["binds_at"] is None and "no trend" in co["reading"]
+
+
+def test_clip_settings_are_refused_in_one_line(tmp_path):
+    from tests.pilot.test_pilot_logs import HEAD, _rows, _write
+    path = _write(tmp_path / "l.csv", HEAD, _rows())
+    with pytest.raises(PilotError, match="--clip-bind"):
+        pl.plan_logs(path, "acc>=1", ["kl>=1"], clip="kl", clip_bind=1.5)
+    with pytest.raises(PilotError, match="--clip-steps"):
+        pl.plan_logs(path, "acc>=1", ["kl>=1"], clip="kl", clip_steps="sometimes")
+    assert clipping.STEPS == ("fixed", "per_batch")
+
+
+# ---------------------------------------------------------------------------- calibration
+
+def test_coverage_counts_by_hand():
+    def row(model, kind, cov95, cov50, err, hw):
+        return {"model": model, "kind": kind, "levels": {
+            "0.5": {"covered": cov50, "rel_error": err, "half_width": hw / 3},
+            "0.8": {"covered": cov95, "rel_error": err, "half_width": hw / 2},
+            "0.95": {"covered": cov95, "rel_error": err, "half_width": hw}}}
+    rows = [row("a", "progress", True, True, 0.1, 0.2), row("a", "progress", True, False, -0.2, 0.4),
+            row("a", "failure", False, False, 0.3, 0.1),
+            {"model": "a", "kind": "failure", "levels": {str(v): {"covered": None, "rel_error": None,
+                                                                  "half_width": None}
+                                                         for v in calibrate.LEVELS}}]
+    got = {(c["model"], c["kind"]): c for c in calibrate.coverage(rows)}
+    assert got[("a", "progress")]["scored"] == 2
+    assert got[("a", "progress")]["coverage"] == {"0.5": 0.5, "0.8": 1.0, "0.95": 1.0}
+    assert got[("a", "all")]["scored"] == 3 and got[("all", "all")]["coverage"]["0.95"] == 2 / 3
+    assert got[("a", "all")]["median_half_width"] == pytest.approx(0.2)
+    assert got[("a", "progress")]["within_15pct"] == 0.5
+
+
+def test_the_calibration_designs_are_disjoint_seed_sets_and_nested_batches():
+    seeds = [set(s) for _, s in calibrate.SEED_SETS]
+    assert seeds[0] == set(range(8)) and seeds[1] | seeds[2] == set(range(8, 16))
+    assert not seeds[1] & seeds[2]

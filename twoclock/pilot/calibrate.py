@@ -1,0 +1,232 @@
+"""The planner's bands calibrated on this project's models (`plan_check.py --calibrate`).
+
+Per model with a plan-check entry: simulate 16 seeds at four pilot batches (its three plan-check
+pilots and half the smallest) and at 4x and 8x the largest, write the curves as log files, and
+plan from six pilot designs: 3 or 4 pilot batches, with seeds 0-7, 8-11 or 12-15 (8 seeds, and
+two disjoint sets of 4). Every clock the model logs is scored at both held-out batches against
+the median of the 16 held-out seeds' own logged clocks, at the levels 50%, 80% and 95%.
+
+The simulated logs are kept beside the result with the fingerprint of what made them (the
+configurations and the simulation's source: twoclock/models, twoclock/engine and the core
+modules); a later run with the same fingerprint reads them instead of simulating again, and
+any other fingerprint simulates anew. The engine is imported only to simulate: importing this
+module loads no JAX.
+"""
+import csv
+import hashlib
+import json
+import math
+import os
+import time
+
+import numpy as np
+
+from twoclock.atomic import atomic_write
+from twoclock.pilot import clocks as pc, logs as pl, logs_check, reader
+from twoclock.pilot.conditions import parse_condition
+
+LEVELS = (0.5, 0.8, 0.95)
+SEEDS = 16
+SEED_SETS = (("8 seeds", range(0, 8)), ("4 seeds (a)", range(8, 12)),
+             ("4 seeds (b)", range(12, 16)))
+CORE = ("config.py", "model.py", "trace.py", "objectives.py", "scaling.py", "atomic.py")
+
+
+def batches(model) -> tuple:
+    """(three pilots, four pilots, held-out batches) of a model's plan-check entry."""
+    p3 = tuple(sorted(model.studies.plan_check.pilots)[:3])
+    p4 = (max(1, p3[0] // 2),) + p3
+    return p3, p4, (4 * p3[-1], 8 * p3[-1])
+
+
+def simulation_fingerprint(model, cfg, opt, n_ckpt: int) -> str:
+    """sha256 of what the simulated logs depend on: configurations, batches, seeds, and the
+    source of the simulation (models, engine, core modules)."""
+    from twoclock.analysis import results  # noqa: PLC0415
+    from twoclock.engine.store import PACKAGE_DIR, source_fingerprint  # noqa: PLC0415
+    s = model.studies.plan_check
+    _, p4, held = batches(model)
+    h = hashlib.sha256(json.dumps(results.config_dict(
+        model_name=model.name, model=cfg, optimizer=opt, lr0=s.lr0, budget=s.budget,
+        batches=sorted(set(p4) | set(held)), seeds=SEEDS, n_ckpt=n_ckpt), sort_keys=True,
+        default=str).encode())
+    for part in ("models", "engine"):
+        h.update(source_fingerprint(os.path.join(PACKAGE_DIR, part)).encode())
+    for name in CORE:
+        with open(os.path.join(PACKAGE_DIR, name), "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def simulated_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, keep=None,
+                   quiet: bool = False) -> dict:
+    """{pilots, heldout, seconds, reused}: the model's simulated log files in folder, made
+    now or read back when their fingerprint matches."""
+    s = model.studies.plan_check
+    _, p4, held = batches(model)
+    progress, failures = logs_check.log_conditions(model, cfg)
+    metrics = list(dict.fromkeys(parse_condition(c, "--failure").metric
+                                 for c in (progress, *failures)))
+    base = os.path.join(folder, f"plan_calibration_{model.name}")
+    paths = {"pilots": base + "_pilots.csv", "heldout": base + "_heldout.csv"}
+    stamp = base + ".fingerprint.json"
+    fp = simulation_fingerprint(model, cfg, opt, n_ckpt)
+    try:
+        with open(stamp) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        old = {}
+    if old.get("fingerprint") == fp and all(os.path.exists(p) for p in paths.values()):
+        if not quiet:
+            print(f"{model.name}: simulated logs read back from {base}_*.csv (same fingerprint)")
+        return {**paths, "seconds": old.get("seconds"), "reused": True, "metrics": metrics}
+    t0 = time.perf_counter()
+    res = logs_check.simulate(model, cfg, opt, sorted(set(p4) | set(held)), s.lr0, SEEDS,
+                              int(s.budget), n_ckpt, keep=keep)
+    secs = time.perf_counter() - t0
+    for key, bs in (("pilots", p4), ("heldout", held)):
+        tmp = paths[key] + ".tmp"
+        logs_check.write_logs(res, bs, range(SEEDS), metrics, tmp)
+        os.replace(tmp, paths[key])
+    atomic_write(stamp, lambda f: json.dump({"fingerprint": fp, "seconds": secs}, f))
+    return {**paths, "seconds": secs, "reused": False, "metrics": metrics}
+
+
+def _subset(path: str, out: str, keep_batches, seeds) -> None:
+    """The rows of the runs at keep_batches with seeds in `seeds` (run names B{b}-s{s})."""
+    want = {f"B{b}-s{s}" for b in keep_batches for s in seeds}
+    with open(path, newline="") as f, open(out, "w", newline="") as g:
+        r, w = csv.reader(f), csv.writer(g)
+        w.writerow(next(r))
+        for row in r:
+            if row[0] in want:
+                w.writerow(row)
+
+
+def _score(pred: dict, true) -> dict:
+    m, (lo, hi) = pred["median"], pred["ci"]
+    if true is None or m is None:
+        return {"predicted": m, "ci": pred["ci"], "rel_error": None, "covered": None,
+                "half_width": None}
+    return {"predicted": m, "ci": pred["ci"], "rel_error": m / true - 1,
+            "covered": bool((lo or 0) <= true <= (math.inf if hi is None else hi)),
+            "half_width": None if hi is None or lo is None else (hi - lo) / 2 / m}
+
+
+def score_model(model, cfg, logs: dict, folder: str) -> list:
+    """Every (design, held-out batch, clock) of a model: measured, and per level the
+    prediction, band, error, coverage and half-width share."""
+    p3, p4, held = batches(model)
+    progress, failures = logs_check.log_conditions(model, cfg)
+    conds = [parse_condition(progress, "--progress")] + \
+        [parse_condition(f, "--failure") for f in failures]
+    hlogs = reader.read_logs(logs["heldout"], tuple(logs["metrics"]))
+    truth = {}
+    for c in conds:
+        found = pc.clocks(hlogs, c)
+        for b in held:
+            at = [k for k, r in enumerate(hlogs.runs) if r.batch == b]
+            m = float(np.median([found[k].samples if found[k].crossed else math.inf
+                                 for k in at]))
+            truth[(c.text, b)] = m if math.isfinite(m) else None
+    rows = []
+    for nb, bs in (("3 batches", p3), ("4 batches", p4)):
+        for sname, seeds in SEED_SETS:
+            path = os.path.join(folder, f"plan_calibration_{model.name}_design.csv")
+            _subset(logs["pilots"], path, bs, seeds)
+            plans = {lvl: pl.plan_logs(path, progress, list(failures), predict=list(held),
+                                       level=lvl) for lvl in LEVELS}
+            os.remove(path)
+            first = plans[LEVELS[-1]]
+            forms = {f["condition"]: (f["form"] or {}).get("chosen") for f in first["failures"]}
+            for b in held:
+                for c in conds:
+                    row = {"model": model.name, "design": f"{nb}, {sname}",
+                           "pilots": list(bs), "batch": b,
+                           "times_largest_pilot": b // bs[-1], "clock": c.text,
+                           "kind": "progress" if c is conds[0] else "failure",
+                           "form": (first["fit"]["progress"]["form"] if c is conds[0]
+                                    else forms.get(c.text)),
+                           "measured": truth[(c.text, b)], "levels": {}}
+                    for lvl, plan in plans.items():
+                        row["levels"][str(lvl)] = _score(_prediction(plan, c, conds, b),
+                                                         truth[(c.text, b)])
+                    rows.append(row)
+    return rows
+
+
+def _prediction(plan, c, conds, b) -> dict:
+    if c is conds[0]:
+        return next(p for p in plan["predictions"] if p["batch"] == b)["progress_samples"]
+    f = next(f for f in plan["failures"] if f["condition"] == c.text)
+    return next(p for p in f["predictions"] if p["batch"] == b)["failure_samples"]
+
+
+def coverage(rows) -> list:
+    """Per (model, clock kind) and in all: scored predictions, coverage at each level, and
+    the median half-width share at 95%."""
+    models = list(dict.fromkeys(r["model"] for r in rows)) + ["all"]
+    groups = {(m, k): [] for m in models for k in ("progress", "failure", "all")}
+    for r in rows:
+        for key in ((r["model"], r["kind"]), (r["model"], "all"), ("all", r["kind"]),
+                    ("all", "all")):
+            groups[key].append(r)
+    out = []
+    for (model, kind), rs in groups.items():
+        scored = [r for r in rs if r["levels"][str(LEVELS[-1])]["covered"] is not None]
+        hw = [r["levels"][str(LEVELS[-1])]["half_width"] for r in scored]
+        hw = [h for h in hw if h is not None]
+        within = [abs(r["levels"][str(LEVELS[-1])]["rel_error"]) <= 0.15 for r in scored]
+        out.append({"model": model, "kind": kind, "scored": len(scored),
+                    "coverage": {str(lvl): (sum(r["levels"][str(lvl)]["covered"]
+                                                for r in scored) / len(scored)
+                                            if scored else None) for lvl in LEVELS},
+                    "median_half_width": float(np.median(hw)) if hw else None,
+                    "within_15pct": sum(within) / len(within) if within else None})
+    return out
+
+
+def calibrate(panels, opt, folder: str, n_ckpt: int = 512, keep=None, quiet: bool = False):
+    """The calibration over panels (model, model config): rows and coverage."""
+    rows, sims = [], {}
+    for m, cfg in panels:
+        logs = simulated_logs(m, cfg, opt, folder, n_ckpt, keep, quiet)
+        sims[m.name] = {"seconds": logs["seconds"], "reused": logs["reused"],
+                        "pilots": list(batches(m)[1]), "heldout": list(batches(m)[2]),
+                        "log_files": [logs["pilots"], logs["heldout"]]}
+        rows += score_model(m, cfg, logs, folder)
+    return {"calibration": True, "levels": list(LEVELS), "seeds": SEEDS, "n_ckpt": n_ckpt,
+            "simulations": sims, "rows": rows, "coverage": coverage(rows)}
+
+
+def table(out: dict) -> str:
+    """The coverage table, then every scored prediction at 95%."""
+    lv = [str(v) for v in out["levels"]]
+    lines = ["planner calibration: pilots from simulated logs, answers the medians of "
+             f"{out['seeds']} held-out seeds' logged clocks at 4x and 8x the largest pilot",
+             f"{'model':<10} {'clocks':<9} {'scored':>6} " + " ".join(
+                 f"{'cov ' + str(round(100 * float(v))) + '%':>8}" for v in lv)
+             + f" {'median half-width':>18} {'within 15%':>10}"]
+    for c in out["coverage"]:
+        cov = " ".join(f"{'-' if c['coverage'][v] is None else format(c['coverage'][v], '.2f'):>8}"
+                       for v in lv)
+        hw = "-" if c["median_half_width"] is None else f"{100 * c['median_half_width']:.1f}%"
+        w = "-" if c["within_15pct"] is None else f"{c['within_15pct']:.2f}"
+        lines.append(f"{c['model']:<10} {c['kind']:<9} {c['scored']:>6} {cov} {hw:>18} {w:>10}")
+    lines.append(f"{'model':<10} {'design':<24} {'B':>5} {'clock':<26} {'form':<10} "
+                 f"{'measured':>9} {'predicted':>9} {'95% band':>20} {'error':>7} in")
+    for r in out["rows"]:
+        d = r["levels"][lv[-1]]
+        head = (f"{r['model']:<10} {r['design']:<24} {r['batch']:>5} {r['clock']:<26} "
+                f"{str(r['form']):<10}")
+        if d["rel_error"] is None:
+            lines.append(f"{head} censored or not fitted")
+            continue
+        band = "[" + ", ".join("-" if v is None else f"{v:.0f}" for v in d["ci"]) + "]"
+        lines.append(f"{head} {r['measured']:>9.0f} {d['predicted']:>9.0f} {band:>20} "
+                     f"{100 * d['rel_error']:>+6.1f}% {'yes' if d['covered'] else 'no'}")
+    return "\n".join(lines)
+
+
+__all__ = ["LEVELS", "SEED_SETS", "batches", "simulation_fingerprint", "simulated_logs",
+           "score_model", "coverage", "calibrate", "table"]

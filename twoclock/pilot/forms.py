@@ -1,0 +1,269 @@
+"""Failure-clock forms chosen from the pilots, and the model-form error every band carries
+(numpy only, no JAX; the method and its calibration: docs/plan.md, "Forms and form error").
+
+A failure clock follows one of two forms:
+  power:    N_fail(B) = F_ref (B / B_ref)^q, a noise-driven drift (twoclock.pilot.fit);
+  coupled:  N_fail(B) = k N_prog(B), a clock of learning: the failure metric is read at a fixed
+            point of the progress curve, so the ratio of a run's two clocks does not depend on B.
+            log k is the mean of the runs' log(N_fail / N_prog); a censored run enters one-sidedly
+            (a hinge, as in the power law). The test of the form is the slope of log(N_fail /
+            N_prog) on log B, with its CI: 0 inside it means the pilots do not rule it out.
+
+Form error. A band that carries only the sampling error of a fitted form is overconfident
+whenever the form is wrong, and a wrong form errs more the farther it extrapolates. So each
+form is refitted without the pilot batch at either end of the range and asked to predict it:
+the error per unit of log B over those two predictions (their root mean square) is the form's
+rate, and at a batch a distance d (in log B) outside the pilots the band's half-width in log N
+grows to hypot(sampling half-width, z rate d), z the normal quantile of the level.
+"""
+from dataclasses import dataclass
+import math
+from statistics import NormalDist
+
+import numpy as np
+
+from twoclock.pilot import fit as pf
+
+FAILURE_FORMS = ("power", "coupled", "knee")
+# a form whose leave-one-end-out curvature is within this of the best form's stays plausible
+# (its band is pooled): below ~0.05 per log unit squared they are indistinguishable at pilot
+# noise
+PLAUSIBLE_RATE = (2.0, 0.05)  # (factor, additive slack)
+
+
+def z_quantile(level: float) -> float:
+    return NormalDist().inv_cdf((1 + level) / 2)
+
+
+def distance(B, lo: float, hi: float) -> np.ndarray:
+    """How far each B lies outside [lo, hi], in log B (0 inside)."""
+    lb = np.log(np.atleast_1d(np.asarray(B, np.float64)))
+    return np.maximum(0.0, np.maximum(lb - math.log(hi), math.log(lo) - lb))
+
+
+@dataclass(frozen=True)
+class CoupledFit:
+    """log N_fail(B) = log_k + log N_prog(B): log_k the (censoring-aware) mean log ratio."""
+    log_k: float
+    se: float  # standard error of log_k
+    dof: int
+    censored_active: int
+    slope: dict  # {"value", "ci"}: log(N_fail / N_prog) against log B; None where < 2 batches
+
+    def log_interval_k(self, level: float) -> float:
+        """The half-width of log k at `level` (Student-t)."""
+        return pf.t_quantile((1 + level) / 2, self.dof) * self.se
+
+
+def fit_coupled(B, fail, censor_at, prog, level: float = 0.95) -> CoupledFit | None:
+    """The ratio form from each run's own two clocks; None when fewer than two runs failed."""
+    B, fail = np.asarray(B, np.float64), np.asarray(fail, np.float64)
+    lvl, prog = np.asarray(censor_at, np.float64), np.asarray(prog, np.float64)
+    obs = np.isfinite(fail)
+    if obs.sum() < 2:
+        return None
+    y = np.log(np.where(obs, fail, lvl) / prog)
+    active = np.zeros_like(obs)
+    for _ in range(50):  # censored runs whose level lies above the fitted ratio push it up
+        m = float(np.mean(y[obs | active]))
+        new = ~obs & (m < y)
+        if np.array_equal(new, active):
+            break
+        active = new
+    use = obs | active
+    n = int(use.sum())
+    sd = float(np.std(y[use], ddof=1)) if n > 1 else 0.0
+    slope = None
+    x = np.log(B[use])
+    if np.unique(x).size >= 2 and n >= 3:
+        A = np.stack([np.ones(n), x], axis=1)
+        coef, *_ = np.linalg.lstsq(A, y[use], rcond=None)
+        dof = n - 2
+        s2 = float(np.sum((y[use] - A @ coef) ** 2)) / max(dof, 1)
+        se = math.sqrt(s2 * np.linalg.pinv(A.T @ A)[1, 1])
+        t = pf.t_quantile((1 + level) / 2, max(dof, 1))
+        slope = {"value": float(coef[1]), "ci": [float(coef[1] - t * se),
+                                                  float(coef[1] + t * se)]}
+    return CoupledFit(m, sd / math.sqrt(n), max(n - 1, 1), int(active.sum()), slope)
+
+
+def _log_median(x_R):
+    """(log of the median, its standard error) over runs (inf: censored, counted as later;
+    the error from the finite ones, 1.2533 sd / sqrt(n) for a median); None when the median
+    is censored."""
+    x_R = np.asarray(x_R, np.float64)
+    m = float(np.median(x_R))
+    if not (math.isfinite(m) and m > 0):
+        return None
+    y = np.log(x_R[np.isfinite(x_R)])
+    return math.log(m), (1.2533 * float(np.std(y, ddof=1)) / math.sqrt(y.size)
+                         if y.size > 1 else 0.0)
+
+
+def _fit_sd(fit, b: float) -> float:
+    """The standard error of a fit's log prediction at b: the covariance's for the power law,
+    the one-sigma profile interval's half-width over its t quantile for the progress form."""
+    if isinstance(fit, pf.FailureFit):
+        x = math.log(b / fit.b_ref)
+        J = np.array([1.0, x])
+        return float(math.sqrt(J @ fit.cov @ J))
+    lo, hi = fit.log_interval([b], 0.6827)
+    return float((hi[0] - lo[0]) / 2 / pf.t_quantile(0.84135, fit.dof))
+
+
+def loo_rate(B_R, predict, measure) -> dict:
+    """{rate, errors}: refit without each end batch and predict it (predict(mask, b) -> (log N,
+    standard error) or None), against measure(b) ((log N, standard error) or None). rate: the
+    curvature of log N in log B the errors imply, RMS over both ends (`sigma`); each error's
+    `noise` is the sampling error it could be (reported, not subtracted)."""
+    u = np.unique(B_R)
+    errs = []
+    for b, near, far in ((u[0], u[1], u[-1]), (u[-1], u[-2], u[0])) if u.size >= 3 else ():
+        p, m = predict(B_R != b, float(b)), measure(float(b))
+        if p is None or m is None:
+            continue
+        d, r = abs(math.log(b / near)), abs(math.log(far / near))
+        errs.append({"batch": float(b), "error": p[0] - m[0], "noise": math.hypot(p[1], m[1]),
+                     "distance": d, "range": r})
+    # the whole error, not the part sampling leaves unexplained: subtracting the noise made
+    # the bands cover 64% at 95% on the bandit's KL, whose bend lies beyond the pilots
+    rate = (math.sqrt(np.mean([(2 * e["error"] / (e["distance"] * (e["distance"] + e["range"])))
+                               ** 2 for e in errs])) if errs else None)
+    return {"rate": rate, "errors": errs}
+
+
+def sigma(loo: dict, B, lo: float, hi: float) -> np.ndarray:
+    """The form error in log N at each B: a form that misses a curvature k of log N in log B,
+    fitted over a range r and extrapolated a distance d beyond it, errs by about
+    k d (d + r) / 2, which is how a left-out end batch (distance d_j, range r_j) measured k."""
+    d = distance(B, lo, hi)
+    return 0.5 * (loo["rate"] or 0.0) * d * (d + math.log(hi / lo))
+
+
+def widen(band: list, sigma_B, level: float) -> list:
+    """[{median, ci}] with each half-width in log N grown to hypot(half-width, z sigma)."""
+    z = z_quantile(level)
+    out = []
+    for b, s in zip(band, np.atleast_1d(sigma_B)):
+        m, (lo, hi) = b["median"], b["ci"]
+        if m is None:
+            out.append(b)
+            continue
+        lm, extra = math.log(m), z * float(s)
+        lo2 = None if lo is None else pf._exp(lm - math.hypot(lm - math.log(lo), extra))
+        hi2 = None if hi is None else pf._exp(lm + math.hypot(math.log(hi) - lm, extra))
+        out.append({"median": m, "ci": [lo2, hi2]})
+    return out
+
+
+def union(bands: list) -> list:
+    """The first band's medians with the union of all the bands' intervals."""
+    out = [{"median": b["median"], "ci": list(b["ci"])} for b in bands[0]]
+    for other in bands[1:]:
+        for o, x in zip(out, other):
+            lo, hi = o["ci"]
+            o["ci"] = [None if None in (lo, x["ci"][0]) else min(lo, x["ci"][0]),
+                       None if None in (hi, x["ci"][1]) else max(hi, x["ci"][1])]
+    return out
+
+
+def progress_rate(B, prog, p: float) -> dict:
+    """The progress procedure's own leave-one-end-out rate (the form chosen anew each time)."""
+    return loo_rate(B, lambda k, b: _predict(pf.choose_progress(B[k], prog[k], p)[0], b),
+                    lambda b: _log_median(prog[B == b]))
+
+
+def _predict(fit, b: float):
+    """(log prediction, its standard error) of a fit at b; None for no fit."""
+    return None if fit is None else (float(fit.log_median([b])[0]), _fit_sd(fit, b))
+
+
+def _coupled_band(cf, prog_band, level):
+    """k N_prog's band: the progress band (its form error included) shifted by log k, widened
+    by the sampling error of log k."""
+    k, hw = math.exp(cf.log_k), cf.log_interval_k(level)
+    out = []
+    for b in prog_band:
+        m, (lo, hi) = b["median"], b["ci"]
+        lm = math.log(m)
+        out.append({"median": k * m, "ci": [
+            None if lo is None else pf._exp(cf.log_k + lm - math.hypot(lm - math.log(lo), hw)),
+            None if hi is None else pf._exp(cf.log_k + lm + math.hypot(math.log(hi) - lm, hw))]})
+    return out
+
+
+def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.5) -> dict:
+    """Both forms of a failure clock on the on-rule runs, each with its leave-one-end-out rate;
+    the chosen form (the smaller rate), the plausible ones, and why. No forms where too few
+    runs failed."""
+    B, fail = np.asarray(B, np.float64), np.asarray(fail, np.float64)
+    censor, prog = np.asarray(censor, np.float64), np.asarray(prog, np.float64)
+    measure = lambda b: _log_median(fail[B == b])
+    forms = {}
+    ff = pf.fit_failure(B, fail, censor)
+    if ff is not None:
+        def pred_power(k, b):
+            return _predict(pf.fit_failure(B[k], fail[k], censor[k]), b)
+        forms["power"] = {"fit": ff, "loo": loo_rate(B, pred_power, measure)}
+    cf = fit_coupled(B, fail, censor, prog, level)
+    if cf is not None:
+        def pred_coupled(k, b):  # the ratio's own error: times the measured progress at b
+            c, pm = fit_coupled(B[k], fail[k], censor[k], prog[k]), _log_median(prog[B == b])
+            return None if c is None or pm is None else (c.log_k + pm[0], math.hypot(c.se, pm[1]))
+        forms["coupled"] = {"fit": cf, "loo": loo_rate(B, pred_coupled, measure)}
+    if np.isfinite(fail).all():  # a knee of its own (the progress form): no run censored
+        pk = p_rule
+        forms["knee"] = {"fit": pf.choose_progress(B, fail, pk)[0],
+                         "loo": loo_rate(B, lambda k, b: _predict(pf.choose_progress(
+                             B[k], fail[k], pk)[0], b), measure)}
+    out = {"forms": forms, "range": (float(B.min()), float(B.max())), "chosen": None,
+           "plausible": [], "why": "fewer than two failed runs: no form fitted"}
+    if not forms:
+        return out
+    rate = {f: v["loo"]["rate"] for f, v in forms.items()}
+    known = {f: r for f, r in rate.items() if r is not None}
+    if known:
+        chosen = min(known, key=known.get)
+        fac, add = PLAUSIBLE_RATE
+        plausible = [f for f in forms if rate[f] is None or rate[f] <= fac * known[chosen] + add]
+    else:  # no end batch could be predicted: keep both, prefer the power law
+        chosen = "power" if "power" in forms else "coupled"
+        plausible = list(forms)
+    plausible = [chosen] + [f for f in plausible if f != chosen]
+    return {**out, "chosen": chosen, "plausible": plausible,
+            "why": _why(forms, chosen, plausible, cf)}
+
+
+def form_band(info: dict, form: str, prog_band: list, B, level: float) -> list:
+    """One form's band at B (prog_band: the progress band there), its form error included."""
+    f = info["forms"][form]
+    base = (_coupled_band(f["fit"], prog_band, level) if form == "coupled"
+            else pf.band(f["fit"], B, level))
+    return widen(base, sigma(f["loo"], B, *info["range"]), level)
+
+
+def failure_band(info: dict, prog_band: list, B, level: float) -> list:
+    """The chosen form's medians with the union of the plausible forms' bands; None medians
+    where no form was fitted."""
+    if info["chosen"] is None:
+        return [{"median": None, "ci": [None, None]} for _ in np.atleast_1d(B)]
+    return union([form_band(info, f, prog_band, B, level) for f in info["plausible"]])
+
+
+def _why(forms, chosen, plausible, cf) -> str:
+    rates = ", ".join(f"{f} {'-' if v['loo']['rate'] is None else format(v['loo']['rate'], '.3g')}"
+                      for f, v in forms.items())
+    s = f"{chosen}: the smallest leave-one-end-out curvature error ({rates})"
+    if cf is not None and cf.slope is not None:
+        lo, hi = cf.slope["ci"]
+        s += (f"; log(N_fail/N_prog) vs log B slope {cf.slope['value']:.3g} [{lo:.3g}, {hi:.3g}]"
+              + (" includes 0: tied to progress is not ruled out" if lo <= 0 <= hi else
+                 " excludes 0: not a fixed multiple of progress"))
+    if len(plausible) > 1:
+        s += "; the band spans " + " and ".join(plausible)
+    return s
+
+
+__all__ = ["FAILURE_FORMS", "CoupledFit", "fit_coupled", "loo_rate", "widen", "union",
+           "distance", "sigma", "progress_rate", "failure_forms", "form_band", "failure_band",
+           "z_quantile"]

@@ -1,0 +1,41 @@
+"""The planner's bands calibrated from logs on this project's models.
+
+Per model with a plan-check entry, simulated pilots in six designs (3 or
+4 pilot batches; 8 seeds, or two disjoint sets of 4), every logged clock scored at 4x and 8x
+the largest pilot at the levels 50/80/95% (`twoclock.pilot.calibrate`; docs/plan.md);
+experiments/plan_calibration.py is its command."""
+from dataclasses import dataclass, field
+
+from twoclock.config import param, require_int
+from twoclock.model import StudyDefaults
+from twoclock.pilot import calibrate
+from twoclock.studies.protocol import Engine, Study
+
+
+@dataclass(frozen=True)
+class Config:
+    """Which models (each at its defaults unless a single one is given with its flags), and
+    the logged points per run; the panels (model, model config) are the command line's."""
+    models: tuple = param(("quadratic", "bandit", "policy"), "the models, each a calibration "
+                                                              "of its own")
+    n_ckpt: int = param(512, "logged points per simulated run")
+    panels: tuple = field(default=(), metadata={"internal": True})
+
+    def __post_init__(self):
+        require_int("--n-ckpt", self.n_ckpt, lo=2)
+
+
+def defaults(model):
+    """Offered for the models with pilots to check (`Model.studies.plan_check`)."""
+    return None if model.studies.plan_check is None else StudyDefaults()
+
+
+def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
+        engine: Engine = Engine()) -> dict:
+    """The calibration's rows and coverage table; the simulated logs kept under --out."""
+    del model, model_cfg
+    return calibrate.calibrate(cfg.panels, opt, engine.out, cfg.n_ckpt, keep, quiet)
+
+
+STUDY = Study("plan_calibration", Config, run, calibrate.table, doc=__doc__.split("\n")[0],
+              script="plan_calibration.py", defaults=defaults, several=True, sweep=False)
