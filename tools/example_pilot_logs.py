@@ -1,8 +1,9 @@
 """Regenerate twoclock/data/example_pilot_logs.csv: `python tools/example_pilot_logs.py [PATH]`.
 
-Simulated pilots of the bandit (defaults, Adam, sqrt rule from lr0 = 0.02) at B = 64, 128, 256
-responses, 4 seeds each, each logged at 128 checkpoints over 50 000 responses: held-out
-accuracy, KL to the reference, entropy and the drift statistic (twoclock.pilot.logs_check.example).
+Simulated pilots of the bandit (defaults but 2 minibatches per rollout batch, Adam, sqrt rule from
+lr0 = 0.02) at B = 64, 128, 256 responses, 4 seeds each, each logged at 128 checkpoints over
+50 000 responses: held-out accuracy, KL to the reference, entropy, the drift statistic and the
+clipped share of samples (twoclock.pilot.logs_check.example).
 The simulation is deterministic, so the file is reproduced bit for bit on one platform.
 """
 import os

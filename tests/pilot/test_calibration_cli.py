@@ -48,3 +48,25 @@ def test_calibration_on_the_quadratic(tmp_path, capsys):
     assert _main()([*argv, "--sigma", "1.5"]) == 0
     third = json.loads((tmp_path / "plan_calibration.json").read_text())
     assert not third["simulations"]["quadratic"]["reused"]
+
+
+def test_the_calibrations_first_design_is_the_check_from_logs(tmp_path):
+    """plan_check --logs (3 pilot batches x 8 seeds, 16 held-out seeds) and the calibration's
+    '3 batches, 8 seeds' design simulate the same runs and plan from the same pilots: the same
+    predictions, bands and answers at 95%."""
+    from twoclock.config import OptimConfig
+    from twoclock.engine.runtime import setup
+    from twoclock.models import get
+    from twoclock.pilot import calibrate, logs_check
+    setup()
+    m = get("quadratic")
+    cfg, opt = m.config(), OptimConfig()
+    check = logs_check.check(m, cfg, opt, logs_path=str(tmp_path / "logs.csv"))
+    cal = calibrate.calibrate([(m, cfg)], opt, str(tmp_path), quiet=True)
+    first = {(r["batch"], r["clock"]): r for r in cal["rows"] if r["design"] == "3 batches, 8 seeds"}
+    assert len(first) == len(check["heldout"]) == 4
+    for h in check["heldout"]:
+        r = first[(h["batch"], h["clock"])]
+        d = r["levels"]["0.95"]
+        assert d["predicted"] == h["vs_logged"]["predicted"] and d["ci"] == h["vs_logged"]["ci"]
+        assert r["measured"] == h["vs_logged"]["measured"]

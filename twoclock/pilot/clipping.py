@@ -56,7 +56,8 @@ def clip_onset(runs, prog, metric: str, bind: float, pred_B, rule: dict, steps: 
     a, b = float(coef[0]), float(coef[1])
     out["slope"] = {"value": b, "ci": [b - t * se, b + t * se]}
     lr_of = lambda B: rule["lr0"] * (B / rule["b0"]) ** rule["p"]
-    out["predictions"] = [{"batch": float(B), "share": math.exp(a + b * log_move(B, lr_of(B)))}
+    out["predictions"] = [{"batch": float(B),  # a share: at most 1
+                           "share": min(1.0, math.exp(a + b * log_move(B, lr_of(B))))}
                           for B in pred_B]
     # log share = a + b (c0 + s log B), c0 the move's intercept in log B
     c0 = log_move(1.0, lr_of(1.0))

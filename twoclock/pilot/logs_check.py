@@ -180,14 +180,14 @@ def table(out: dict) -> str:
 
 
 def example(path: str, model, seeds: int = 4) -> int:
-    """Write twoclock/data/example_pilot_logs.csv from `model` (the bandit: its defaults),
-    pilots at B = 64, 128, 256 (sqrt rule, lr0 0.02), `seeds` each, 128 checkpoints over
-    50 000 responses. Rows."""
+    """Write twoclock/data/example_pilot_logs.csv from `model` (the bandit: its defaults but 2
+    minibatches per rollout batch, so that the ratio clip can bind), pilots at B = 64, 128, 256
+    (sqrt rule, lr0 0.02), `seeds` each, 128 checkpoints over 50 000 responses. Rows."""
     from twoclock import config  # noqa: PLC0415
-    cfg = model.config()
+    cfg = model.config(minibatches=2)
     res = simulate(model, cfg, config.OptimConfig(), (64, 128, 256), 0.02, seeds, 50_000, 128)
     return write_logs(res, (64, 128, 256), range(seeds),
-                      ["heldout_acc", "kl", "entropy", "drift"], path)
+                      ["heldout_acc", "kl", "entropy", "drift", "clip_frac"], path)
 
 
 __all__ = ["log_conditions", "simulate", "write_logs", "check", "table", "example"]

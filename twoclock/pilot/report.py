@@ -38,8 +38,15 @@ def table(out: dict) -> str:
                  f"critical batch: none within reach (progress flat up to {cb['ci'][0]:g})")
     fe = out["failure_exponent"]
     lines.append("failure clock: " + ("no fit; " if fe["value"] is None else
-                 f"N_fail ~ B^q, q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, {fe['ci'][1]:.3g}]; ")
-                 + fe["reading"])
+                 f"as a power law N_fail ~ B^q, q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, "
+                 f"{fe['ci'][1]:.3g}]; ") + fe["reading"])
+    ff = f.get("failure_form")
+    if ff is not None:
+        lines.append(f"failure clock's form: {ff['why']}")
+    pe = f.get("progress_form_error")
+    if pe is not None and pe["curvature"] is not None:
+        lines.append(f"form error: the bands past the pilots carry each form's leave-one-end-out "
+                     f"error (progress: curvature {pe['curvature']:.3g} per log B squared)")
     t = f["throughput"]
     if t is not None:
         lines.append(f"throughput: roofline fitted to step times (t_lat {t['gen_latency']:.4g} s,"
