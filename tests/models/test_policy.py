@@ -322,3 +322,18 @@ def test_predicted_exponents_and_the_measured_slope():
     b = [64, 128, 256, 512]
     np.testing.assert_allclose(measured_exponent(b, [3.0 * x ** 0.37 for x in b]), 0.37)
     assert measured_exponent(b, [None, None, 5.0, None]) is None
+
+
+@pytest.mark.slow
+def test_fixed_size_at_its_reference_batch_is_fixed_m_bit_for_bit():
+    """The policy study borrows fixed_size's smallest-batch runs from fixed_m's: at
+    B = mb_ref both take M = 4 minibatches x E = 2, and the convention's name sets no number."""
+    m = dataclasses.replace(SMALL, minibatches=4, epochs=2, mb_convention="fixed_m")
+    a = _small_run(m, n_steps=3)
+    b = _small_run(dataclasses.replace(m, mb_convention="fixed_size", mb_ref=32), n_steps=3)
+    for k in ("heldout_acc", "kl", "entropy", "null", "reward", "clip_frac"):
+        np.testing.assert_array_equal(a.ckpt[k], b.ckpt[k], err_msg=k)
+    # and away from mb_ref it is another run (M = 2 at B = 32 for mb_ref 64): the test can
+    # tell them apart
+    c = _small_run(dataclasses.replace(m, mb_convention="fixed_size", mb_ref=64), n_steps=3)
+    assert not np.array_equal(a.ckpt["kl"], c.ckpt["kl"])

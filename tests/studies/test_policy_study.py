@@ -1,11 +1,13 @@
 """The policy study's answers, worked out from per-seed clocks (numpy only: no sweep is run).
 Expected values come from hand computations and np.polyfit, never from the study's code."""
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
 from twoclock.analysis import paired
+from twoclock.models.policy import PolicyConfig
 from twoclock.models.policy.predict import measured_exponent
 from twoclock.studies import policy_study as ps
 
@@ -173,3 +175,23 @@ def test_reanswer_refuses_fewer_than_two_seeds():
     with pytest.raises(ValueError, match="seeds must be an integer >= 2"):
         ps.reanswer({"study": {"seeds": 0, "batches": [64, 512], "conventions": []},
                      "cells": {}})
+
+
+def test_fixed_size_cells_borrow_the_smallest_batch_from_fixed_m():
+    st = ps.Config()
+    cells = {name: sweep.batches for name, _, _, sweep in ps.cells(st, PolicyConfig())}
+    for clip in ps.CLIPS:
+        assert cells[f"clip_{clip}_fixed_m"] == (64, 1024)
+        assert cells[f"clip_{clip}_fixed_size"] == (1024,)
+    # one convention alone runs both batches
+    alone = ps.cells(dataclasses.replace(st, conventions=("fixed_size",)), PolicyConfig())
+    assert {sw.batches for name, _, _, sw in alone if "fixed_size" in name} == {(64, 1024)}
+    # lending copies the per-seed clocks and entries of that batch, marked
+    out = {"clip_none_fixed_m": _cell((64, 1024), 4, 1.0), "clip_none_fixed_size": _cell((1024,), 4, 3.0)}
+    from twoclock.studies.policy_study.cells import lend
+    lend(out, st)
+    got = out["clip_none_fixed_size"]
+    assert list(got["per_seed"]) == ["64", "1024"] and got["borrowed"] == {"64": "clip_none_fixed_m"}
+    assert got["per_seed"]["64"] == out["clip_none_fixed_m"]["per_seed"]["64"]
+    assert got["per_seed"]["1024"] == _cell((1024,), 4, 3.0)["per_seed"]["1024"]
+    assert [r["batch"] for r in got["runs"]] == [64, 1024]

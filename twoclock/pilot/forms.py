@@ -117,7 +117,11 @@ def loo_rate(B_R, predict, measure) -> dict:
     curvature of log N in log B the errors imply, RMS over both ends (`sigma`); each error's
     `noise` is the sampling error it could be (reported, not subtracted)."""
     u = np.unique(B_R)
-    errs = []
+    errs, every = [], []
+    for b in u[1:-1] if u.size >= 3 else ():  # interior batches: for choosing a form only
+        p, m = predict(B_R != b, float(b)), measure(float(b))
+        if p is not None and m is not None:
+            every.append({"batch": float(b), "error": p[0] - m[0]})
     for b, near, far in ((u[0], u[1], u[-1]), (u[-1], u[-2], u[0])) if u.size >= 3 else ():
         p, m = predict(B_R != b, float(b)), measure(float(b))
         if p is None or m is None:
@@ -125,11 +129,12 @@ def loo_rate(B_R, predict, measure) -> dict:
         d, r = abs(math.log(b / near)), abs(math.log(far / near))
         errs.append({"batch": float(b), "error": p[0] - m[0], "noise": math.hypot(p[1], m[1]),
                      "distance": d, "range": r})
+        every.append({"batch": float(b), "error": p[0] - m[0]})
     # the whole error, not the part sampling leaves unexplained: subtracting the noise made
     # the bands cover 64% at 95% on the bandit's KL, whose bend lies beyond the pilots
     rate = (math.sqrt(np.mean([(2 * e["error"] / (e["distance"] * (e["distance"] + e["range"])))
                                ** 2 for e in errs])) if errs else None)
-    return {"rate": rate, "errors": errs}
+    return {"rate": rate, "errors": errs, "all": every}
 
 
 def sigma(loo: dict, B, lo: float, hi: float) -> np.ndarray:
@@ -223,7 +228,7 @@ def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
     rate = {f: v["loo"]["rate"] for f, v in forms.items()}
     known = {f: r for f, r in rate.items() if r is not None}
     if known:
-        chosen = min(known, key=known.get)
+        chosen = min(known, key=lambda f: (_score(forms[f]), known[f]))
         fac, add = PLAUSIBLE_RATE
         plausible = [f for f in forms if rate[f] is None or rate[f] <= fac * known[chosen] + add]
     else:  # no end batch could be predicted: keep both, prefer the power law
@@ -232,6 +237,19 @@ def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
     plausible = [chosen] + [f for f in plausible if f != chosen]
     return {**out, "chosen": chosen, "plausible": plausible,
             "why": _why(forms, chosen, plausible, cf)}
+
+
+def _score(form: dict) -> float:
+    """The form's choice: the RMS log error of predicting every pilot batch left out, the
+    interior ones too (a form that bends wrongly between the pilots misses the middle)."""
+    e = [x["error"] for x in form["loo"].get("all", ())]
+    return math.sqrt(np.mean(np.square(e))) if e else math.inf
+
+
+def tied_to_progress(cf) -> bool:
+    """Whether the pilots leave a constant N_fail / N_prog standing: the slope of its log on
+    log B has a CI that includes 0."""
+    return cf is not None and cf.slope is not None and cf.slope["ci"][0] <= 0 <= cf.slope["ci"][1]
 
 
 def form_band(info: dict, form: str, prog_band: list, B, level: float) -> list:
@@ -253,7 +271,10 @@ def failure_band(info: dict, prog_band: list, B, level: float) -> list:
 def _why(forms, chosen, plausible, cf) -> str:
     rates = ", ".join(f"{f} {'-' if v['loo']['rate'] is None else format(v['loo']['rate'], '.3g')}"
                       for f, v in forms.items())
-    s = f"{chosen}: the smallest leave-one-end-out curvature error ({rates})"
+    s = (f"{chosen}: " + ("N_fail / N_prog is constant within the pilots' CI, and the one-"
+                          "parameter form is kept while it is" if chosen == "coupled" and
+                          tied_to_progress(cf) else "the smallest leave-one-end-out error")
+         + f" (curvature errors: {rates})")
     if cf is not None and cf.slope is not None:
         lo, hi = cf.slope["ci"]
         s += (f"; log(N_fail/N_prog) vs log B slope {cf.slope['value']:.3g} [{lo:.3g}, {hi:.3g}]"

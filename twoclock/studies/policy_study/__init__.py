@@ -8,7 +8,8 @@ Cells (`cells`), each one sweep through the engine's `run_sweep` (resumable from
   every ratio is 1, so this must equal the sqrt cell);
 - clip_<name>_<convention>: M x E = 4 x 2 at the smallest and largest batch and
   clip_lr_factor x lr0, eps 0.2, unclipped, and clip-higher (0.2, 0.28), for M fixed
-  (fixed_m) and the minibatch size fixed (fixed_size, M = 4 B / B_min);
+  (fixed_m) and the minibatch size fixed (fixed_size, M = 4 B / B_min; at B_min these are
+  fixed_m's runs, borrowed rather than run twice);
 - collapse_<clip>: an unstable lr (unstable_factor x lr0, M x E = 4 x 2), eps 0.2 and
   unclipped;
 - adam: no sweep; Adam's per-coordinate noise measured at the reference policy and the clocks
@@ -28,7 +29,7 @@ from twoclock.config import param, require, require_int, require_positive
 from twoclock.models.policy import adam_noise
 from twoclock.studies.policy_study.answers import answers, exponent_ci, reanswer
 from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS, DRIFT, PARTS,
-                                                 analyse, cells, check_cells, clock_S,
+                                                 analyse, cells, check_cells, clock_S, lend,
                                                  per_seed, rules)
 from twoclock.studies.policy_study.report import report
 from twoclock.studies.protocol import Engine, Study
@@ -125,6 +126,7 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
                               "seconds": time.perf_counter() - t,
                               "config": results.config_dict(model=cfg, optimizer=opt,
                                                             sweep=sweep)}
+    lend(out["cells"], st)
     if "adam" in st.parts:
         log("[policy study] adam: per-coordinate noise at the reference policy")
         t = time.perf_counter()

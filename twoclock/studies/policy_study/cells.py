@@ -44,12 +44,36 @@ def cells(st, base) -> list:
         for name, (cl, ch) in CLIPS.items():
             cfg = dataclasses.replace(base, minibatches=4, epochs=2, mb_convention=conv,
                                       mb_ref=b0, clip_low=cl, clip_high=ch)
-            out.append((f"clip_{name}_{conv}", cfg, sqrt, sweep((b0, b1), lr_clip)))
+            # at b0 = mb_ref, fixed_size runs fixed_m's runs (M = 4 either way): borrowed
+            runs = (b1,) if f"clip_{name}_{conv}" in borrowed(st) else (b0, b1)
+            out.append((f"clip_{name}_{conv}", cfg, sqrt, sweep(runs, lr_clip)))
     for name in (("eps0.2", "none") if "collapse" in st.parts else ()):
         cl, ch = CLIPS[name]
         cfg = dataclasses.replace(base, minibatches=4, epochs=2, clip_low=cl, clip_high=ch)
         out.append((f"collapse_{name}", cfg, sqrt, sweep((b0, b1), st.lr0 * st.unstable_factor)))
     return out
+
+
+def borrowed(st) -> dict:
+    """{cell: (batch, cell it takes that batch's runs from)}: with both conventions, the
+    fixed_size clipping cells at the smallest batch (mb_ref) are fixed_m's runs, the same
+    config but for the convention's name, which sets no number there (M = 4 either way)."""
+    if "clip" not in st.parts or not set(CONVENTIONS) <= set(st.conventions):
+        return {}
+    return {f"clip_{name}_fixed_size": (min(st.batches), f"clip_{name}_fixed_m")
+            for name in CLIPS}
+
+
+def lend(cells_out: dict, st) -> None:
+    """Fill each borrowing cell's smallest batch from the cell it borrows from (per-seed clocks
+    and result entries), marked `borrowed`."""
+    for name, (b, src) in borrowed(st).items():
+        if name not in cells_out or src not in cells_out:
+            continue
+        cell, other = cells_out[name], cells_out[src]
+        cell["per_seed"] = {str(b): other["per_seed"][str(b)], **cell["per_seed"]}
+        cell["runs"] = [r for r in other["runs"] if r["batch"] == b] + cell["runs"]
+        cell["borrowed"] = {str(b): src}
 
 
 def check_cells(model, st, base) -> None:
@@ -92,4 +116,4 @@ def analyse(model, cfg, opt, sweep, res, early_samples: int) -> dict:
 
 
 __all__ = ["CLOCK_KEYS", "DRIFT", "CLIPS", "PARTS", "CONVENTIONS", "rules", "cells",
-           "check_cells", "clock_S", "per_seed", "analyse"]
+           "borrowed", "lend", "check_cells", "clock_S", "per_seed", "analyse"]
