@@ -187,8 +187,9 @@ def test_cells_are_configured_as_documented():
                                ("higher", (0.2, 0.28))):
             cfg, opt, sw = got[f"clip_{name}_{conv}"]
             assert (cfg.minibatches, cfg.epochs, cfg.mb_convention, cfg.mb_ref) == (4, 2, conv, 32)
-            assert (cfg.clip_low, cfg.clip_high, opt.lr_rule, sw.batches) == (cl, ch, "sqrt",
-                                                                              (32, 256))
+            # fixed_size's smallest batch is fixed_m's runs, borrowed (cells.borrowed)
+            assert (cfg.clip_low, cfg.clip_high, opt.lr_rule, sw.batches) == (
+                cl, ch, "sqrt", (32, 256) if conv == "fixed_m" else (256,))
             assert sw.lr0s[0] == pytest.approx(1e-3, rel=1e-12)
     assert got["clip_eps0.2_fixed_size"][0].n_minibatches(256) == 32  # 4 x 256 / 32
     for name, cl in (("eps0.2", 0.2), ("none", None)):
