@@ -113,6 +113,32 @@ def test_clip_higher_is_asymmetric():
     assert np.asarray(obj.clipped_mask(r, a, 0.2, 0.2)).tolist() == [True, False, False, True]
 
 
+def test_the_dual_clip_by_hand():
+    """verl's dual clip at c = 3 on the band (0.8, 1.2), per sample by hand:
+    A -1, r 4: min(-4, -1.2) = -4, max(-4, -3) = -3 (bound, no gradient); A -1, r 2: -2 (c A is
+    lower); A -1, r 0.5: min(-0.5, -0.8) = -0.8; A 2, r 4: min(8, 2.4) = 2.4 (a positive
+    advantage is never dual-clipped, though c A = 6 is larger); A -2, r 3.5: max(-7, -6) = -6.
+    Unclipped (no band), A -1, r 4: max(-4, -3) = -3."""
+    r = jnp.asarray([4.0, 2.0, 0.5, 4.0, 3.5])
+    a = jnp.asarray([-1.0, -1.0, -1.0, 2.0, -2.0])
+    assert_close(obj.ppo_objective(r, a, 0.2, None, 3.0), [-3.0, -2.0, -0.8, 2.4, -6.0],
+                 rtol=1e-6, atol=0, what="dual-clipped surrogate")
+    assert_close(obj.ppo_objective(r, a, 0.2, None), [-4.0, -2.0, -0.8, 2.4, -7.0], rtol=1e-6,
+                 atol=0, what="without the dual clip")
+    assert_close(obj.ppo_objective(r, a, None, None, 3.0), [-3.0, -2.0, -0.5, 8.0, -6.0],
+                 rtol=1e-6, atol=0, what="dual clip alone")
+    assert np.asarray(obj.clipped_mask(r, a, 0.2, None, 3.0)).tolist() == [
+        True, False, True, True, True]
+    assert np.asarray(obj.clipped_mask(r, a, None, None, 3.0)).tolist() == [
+        True, False, False, False, True]
+    # d j / d r: 0 where bound, A on the live branch r A, 0 on the band's clipped branch
+    g = jax.grad(lambda r: jnp.sum(obj.ppo_objective(r, a, 0.2, None, 3.0)))(r)
+    assert_close(g, [0.0, -1.0, 0.0, 0.0, 0.0], rtol=0, atol=0, what="dual-clip gradient")
+    j, m = obj.log_ratio_objective(jnp.log(r), jnp.zeros(5), a, 0.2, None, 3.0)
+    assert_close(j, [-3.0, -2.0, -0.8, 2.4, -6.0], rtol=1e-6, atol=0, what="from log ratios")
+    assert np.asarray(m).tolist() == [True, False, True, True, True]
+
+
 def test_clip_band_defaults_the_high_edge_to_the_low_one():
     assert obj.clip_band(None, None) is None
     assert obj.clip_band(0.2) == (0.8, 1.2)

@@ -257,6 +257,22 @@ def test_closed_form_group_gradients_equal_autodiff_of_the_surrogate(K, G, el, e
     assert_close(out_P, out_ref, rtol=0, atol=1e-6, what="outside-band fraction")
 
 
+def test_dual_clip_closed_form_gradients_equal_autodiff_and_bind():
+    """With the dual clip c = 1.2, group_grads (whose clip mask must stop the samples with
+    A < 0 and ratio > c) = jax.grad(group_loss) (whose objective is max(., c A)); on these draws
+    the dual clip binds, so the clip fraction exceeds the band's alone."""
+    base = BanditConfig(n_train=16, n_test=16, responses=6, n_correct=2, group=6, drift_dim=3,
+                        drift_train_scale=0.5, clip_low=0.3, advantage="drgrpo")
+    cfg = dataclasses.replace(base, clip_ratio_c=1.2)
+    draws = random_rollout(cfg, 8, 3)
+    (g, clip_P, _), (auto, clip_ref, _) = grads_both_ways(cfg)(*draws)
+    assert_close(g, auto, rtol=1e-4, atol=1e-5, what="per-group gradient")
+    assert_close(clip_P, clip_ref, rtol=0, atol=1e-6, what="clip fraction")
+    (g0, clip0, _), _ = grads_both_ways(base)(*draws)
+    assert float(np.sum(clip_P)) > float(np.sum(clip0))
+    assert float(np.max(np.abs(np.asarray(g) - np.asarray(g0)))) > 1e-4
+
+
 def test_inverse_cdf_sampler_draws_the_policy():
     logp = jax.nn.log_softmax(jnp.asarray([[0.0, 1.0, -2.0, 0.5], [3.0, 0.0, 0.0, -1.0]]))
     n = 40_000

@@ -151,10 +151,12 @@ def test_kl_penalty_gradient_is_that_of_each_tokens_exact_kl(estimator):
         assert max(float(jnp.max(jnp.abs(b))) for b in jax.tree_util.tree_leaves(want)) > 1e-2
 
 
-@pytest.mark.parametrize("clip_low,clip_high", [(0.2, None), (0.1, 0.3)])
-def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high):
+@pytest.mark.parametrize("clip_low,clip_high,clip_c", [(0.2, None, None), (0.1, 0.3, None),
+                                                      (0.2, None, 1.1)])
+def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high, clip_c):
     """The surrogate's clipped-token counts at moved parameters against NumPy's count of
-    A > 0 and ratio > 1 + clip_high, or A < 0 and ratio < 1 - clip_low, over kept tokens."""
+    A > 0 and ratio > 1 + clip_high, or A < 0 and ratio < 1 - clip_low, over kept tokens; with
+    the dual clip c, also A < 0 and ratio > c (which adds tokens here)."""
     old, new = tiny_params(7), tiny_params(8, scale=1.0)
     new = jax.tree_util.tree_map(lambda a, b: 0.8 * a + 0.2 * b, old, new)
     rng = np.random.default_rng(0)
@@ -164,7 +166,7 @@ def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high):
     adv = rng.normal(size=B).astype(np.float32)
     keep = jnp.asarray((rng.random(B) < 0.8).astype(np.float32))
     ro = rollout_of(old, prompt, resp, adv, keep)
-    cfg = PolicyConfig(clip_low=clip_low, clip_high=clip_high)
+    cfg = PolicyConfig(clip_low=clip_low, clip_high=clip_high, clip_ratio_c=clip_c)
     _, (n_clip, n_tok, n_clip_act, n_act) = surrogate.loss(new, ro, cfg, TINY)
     ratio = np.exp(np.asarray(surrogate.token_logp(new, TINY, prompt, resp), np.float64)
                    - np.asarray(ro.logp_old, np.float64))
@@ -172,6 +174,10 @@ def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high):
     a = adv[:, None]
     clipped = ((a > 0) & (ratio > 1 + eh)) | ((a < 0) & (ratio < 1 - clip_low))
     k = np.asarray(keep)[:, None] * np.ones((1, 2))
+    if clip_c is not None:
+        dual = (a < 0) & (ratio > clip_c)
+        assert np.sum(dual * k) > 0 and not np.any(dual & clipped)
+        clipped = clipped | dual
     assert 0 < np.sum(clipped * k) < np.sum(k)
     assert float(n_clip) == np.sum(clipped * k) and float(n_tok) == np.sum(k)
     assert float(n_clip_act) == np.sum(clipped * k) and float(n_act) == np.sum(k)

@@ -37,6 +37,10 @@ class GRPOConfig:
         None, "ratio clip: the band's high edge 1 + clip_high (default clip_low; larger: "
               "DAPO's clip-higher)")
     kl_coef: float = param(0.0, 'KL(pi || pi_ref) penalty')
+    clip_ratio_c: float | None = param(
+        None, "dual clip (verl's clip_ratio_c): for A < 0 the objective is max(the clipped "
+              "one, c A), so a ratio past c stops pushing a negative-advantage sample down "
+              "(c > 1; 'none': off)")
 
     def __post_init__(self):
         require_int("group", self.group, lo=2)
@@ -53,6 +57,9 @@ class GRPOConfig:
             require_positive("clip_high", self.clip_high)
         require(finite(self.kl_coef) and self.kl_coef >= 0, "kl_coef", "a finite number >= 0",
                 self.kl_coef)
+        if self.clip_ratio_c is not None:
+            require(finite(self.clip_ratio_c) and self.clip_ratio_c > 1, "clip_ratio_c",
+                    "a finite number > 1 or none", self.clip_ratio_c)
 
     def n_minibatches(self, batch: int | None = None) -> int:
         """M at rollout batch B (here `minibatches` whatever B; a model may tie it to B)."""

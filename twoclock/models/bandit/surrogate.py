@@ -43,7 +43,7 @@ def group_loss(w, ro: Rollout, cfg: BanditConfig):
     logp_K = jax.nn.log_softmax(ro.z0 + ro.phi @ w)
     logp_G = logp_K[ro.a]
     j_G, clipped_G = obj.log_ratio_objective(logp_G, ro.logp_old, ro.adv, cfg.clip_low,
-                                             cfg.clip_high)
+                                             cfg.clip_high, cfg.clip_ratio_c)
     rho_G = jax.lax.stop_gradient(jnp.exp(logp_G - ro.logp_old))
     pi_K = jax.lax.stop_gradient(jnp.exp(logp_K))
     dphi_G = ro.phi[ro.a][:, Ds:] - (pi_K @ ro.phi[:, Ds:])[None]
@@ -73,7 +73,7 @@ def group_grads(w, ro: Rollout, cfg: BanditConfig, logp_PxK=None):
         logp_PxK = logp_of(w, ro.z0, ro.phi)
     logp_G = jnp.take_along_axis(logp_PxK, ro.a, axis=-1)
     rho_G = jnp.exp(logp_G - ro.logp_old)
-    clipped_G = obj.clipped_mask(rho_G, ro.adv, cfg.clip_low, cfg.clip_high)
+    clipped_G = obj.clipped_mask(rho_G, ro.adv, cfg.clip_low, cfg.clip_high, cfg.clip_ratio_c)
     c_G = jnp.where(clipped_G, 0.0, rho_G * ro.adv)             # d j_g / d log pi(a_g)
     onehot_GxK = jax.nn.one_hot(ro.a, K, dtype=rho_G.dtype)
     c_K = jnp.einsum("...g,...gk->...k", c_G, onehot_GxK)

@@ -43,7 +43,8 @@ def token_logp(params, arch: net.Arch, prompt, resp):
 def token_objective(logp, ro: Rollout, cfg):
     """(j [B, A] to maximise, clipped bool [B, A]) of tokens with log-probabilities logp."""
     adv = jnp.broadcast_to(ro.adv[:, None], logp.shape)
-    j, clipped = obj.log_ratio_objective(logp, ro.logp_old, adv, cfg.clip_low, cfg.clip_high)
+    j, clipped = obj.log_ratio_objective(logp, ro.logp_old, adv, cfg.clip_low, cfg.clip_high,
+                                         cfg.clip_ratio_c)
     if cfg.kl_coef > 0:
         j = j - cfg.kl_coef * obj.sampled_kl(logp, ro.logp_old, ro.logref, cfg.kl_estimator)
     return j, clipped
