@@ -22,7 +22,7 @@ import numpy as np
 from twoclock import objectives as obj
 from twoclock.config import OptimConfig
 from twoclock.model import Dynamics, RunState, initial_clocks, only_shapes
-from twoclock.models.grpo import inner_scan, optimizer_step
+from twoclock.models.grpo import epoch_orders, inner_scan, optimizer_step
 from twoclock.models.policy import evaluate, net, task, warmup
 from twoclock.models.policy.config import PolicyConfig
 from twoclock.models.policy.surrogate import Rollout, group_objectives, loss, token_logp
@@ -121,6 +121,18 @@ def make_rollout(cfg: PolicyConfig, s: Setup, B: int):
     return rollout
 
 
+def epoch_order(cfg: PolicyConfig, B: int, key):
+    """The rows [E, B] each epoch reads (`grpo.epoch_orders`, whole groups), drawn from
+    fold_in(key, 2) of the update's key (the rollout's jax.random.split(key) is fold_in(key,
+    0) and fold_in(key, 1)), or None where the config does not reshuffle (every epoch reuses
+    one split)."""
+    if not cfg.reshuffles(B):
+        return None
+    P = cfg.prompts(B)
+    bits = jax.random.bits(jax.random.fold_in(key, 2), (cfg.epochs - 1, P))
+    return epoch_orders(bits, cfg.group)
+
+
 def noise_stats(w, ro: Rollout, cfg: PolicyConfig, s: Setup) -> dict:
     """noise_d, signal_d, drive_d for each direction d of NOISE_DIRS (see the module doc)."""
     G = cfg.group
@@ -180,7 +192,8 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
                 w, opt_state = optimizer_step(tx, w0, opt_state, g)
             else:
                 w, opt_state, cnt_S = inner_scan(tx, w0, opt_state, ro, M, S,
-                                                 lambda w, mb: grad(w, mb, cfg, s.arch))
+                                                 lambda w, mb: grad(w, mb, cfg, s.arch),
+                                                 epoch_order(cfg, B, k))
                 cnt = tuple(jnp.sum(c) for c in cnt_S)
             st["clip_frac"] = cnt[0] / jnp.maximum(cnt[1], 1.0)
             st["clip_frac_active"] = cnt[2] / jnp.maximum(cnt[3], 1.0)
