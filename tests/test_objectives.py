@@ -60,6 +60,13 @@ def test_the_bessel_corrected_std_by_hand_at_group_4():
                  atol=0, what="population std")
     assert_close(obj.advantages(r, "grpo_bessel", 0.0), [[1.5, -0.5, -0.5, -0.5]], rtol=1e-6,
                  atol=0, what="Bessel-corrected std")
+    # r = (1, 0, 0, 1): centred +-1/2, population std 1/2, Bessel's sqrt(1 / 3)
+    r2 = jnp.asarray([[1.0, 0.0, 0.0, 1.0]], jnp.float32)
+    assert_close(obj.advantages(r2, "grpo", 0.0), [[1.0, -1.0, -1.0, 1.0]], rtol=1e-6, atol=0,
+                 what="population std, two right")
+    h = 0.5 / np.sqrt(1 / 3)  # 0.8660...
+    assert_close(obj.advantages(r2, "grpo_bessel", 0.0), [[h, -h, -h, h]], rtol=1e-6, atol=0,
+                 what="Bessel-corrected std, two right")
     # the default eps sits in the denominator: 0.75 / (0.5 + 1e-6)
     assert_close(obj.advantages(r, "grpo_bessel")[0, 0], 0.75 / 0.500001, rtol=1e-6, atol=0,
                  what="with eps")
@@ -196,8 +203,9 @@ def test_sampled_kl_has_the_gradient_of_the_exact_kl(estimator, on_policy, seed)
 
 def test_the_uncorrected_estimators_have_the_wrong_gradients():
     """The oracle tells the old penalty from the new: without the ratio, on-policy, k1's
-    expected gradient is 0 and k3's is grad KL(pi_ref || pi), both away from grad KL(pi ||
-    pi_ref) on this case."""
+    expected gradient is 0 and k3's is grad KL(pi_ref || pi) (TRL's and verl's low-variance
+    penalty), both away from grad KL(pi || pi_ref) on this case; k2's is grad KL(pi ||
+    pi_ref) on-policy only."""
     with jax.enable_x64(True):
         theta, _, logref = _softmax_kl_case(5, 0)
         k1 = lambda lp, lo, lr: lp - lr
@@ -209,6 +217,32 @@ def test_the_uncorrected_estimators_have_the_wrong_gradients():
         assert_close(g3, _exact_kl_grad(theta, logref, reverse=True), rtol=1e-9, atol=1e-12,
                      what="plain k3")
         assert np.max(np.abs(want)) > 0.1 and np.max(np.abs(g3 - want)) > 0.05
+        # k2 = (log r)^2 / 2 (verl's "mse"), no ratio: on-policy its gradient is the right one,
+        # E_pi[log(pi / pi_ref) grad log pi] = grad KL(pi || pi_ref); off-policy it is not
+        k2 = lambda lp, lo, lr: 0.5 * (lp - lr) ** 2
+        assert_close(_expected_penalty_grad(theta, theta, logref, k2), want, rtol=1e-9,
+                     atol=1e-12, what="plain k2 on-policy")
+        _, theta_old, _ = _softmax_kl_case(5, 0)
+        off = _expected_penalty_grad(theta, theta_old, logref, k2)
+        assert np.max(np.abs(off - want)) > 0.05
+
+
+def test_kl_in_the_reward_by_hand_at_group_4():
+    """r = (1, 0, 0, 1), log pi_old - log pi_ref = (0.2, -0.4, 0, 0.6), coefficient 1/2: the
+    rewards become (0.9, 0.2, 0, 0.7), mean 0.45, so Dr. GRPO's advantages are (0.45, -0.25,
+    -0.45, 0.25) instead of (0.5, -0.5, -0.5, 0.5); the population std is sqrt(0.53 / 4) =
+    0.36401, GRPO's (1.23624, -0.68680, -1.23624, 0.68680). No gradient reaches the
+    log-probabilities."""
+    r = jnp.asarray([[1.0, 0.0, 0.0, 1.0]])
+    lp_old, lp_ref = jnp.asarray([[-1.0, -1.6, -1.2, -0.6]]), jnp.full((1, 4), -1.2)
+    shaped = obj.kl_penalised_rewards(r, lp_old, lp_ref, 0.5)
+    assert_close(shaped, [[0.9, 0.2, 0.0, 0.7]], rtol=0, atol=1e-6, what="penalised rewards")
+    assert_close(obj.advantages(shaped, "drgrpo"), [[0.45, -0.25, -0.45, 0.25]], rtol=0,
+                 atol=1e-6, what="Dr. GRPO")
+    assert_close(obj.advantages(shaped, "grpo", 0.0), [[1.23624, -0.68680, -1.23624, 0.68680]],
+                 rtol=1e-5, atol=0, what="GRPO")
+    g = jax.grad(lambda lp: jnp.sum(obj.kl_penalised_rewards(r, lp, lp_ref, 0.5) ** 2))(lp_old)
+    assert not np.any(np.asarray(g))
 
 
 @given(st.integers(2, 10), st.integers(0, 10_000))

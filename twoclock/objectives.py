@@ -97,6 +97,18 @@ def sampled_kl(logp, logp_old, logref, estimator: str = "k3"):
     return jnp.exp(logp - logp_old) * k
 
 
+def kl_penalised_rewards(r, logp_old, logref, coef: float):
+    """r - coef (log pi_old(y) - log pi_ref(y)): the KL penalty in the reward, from each
+    response's log-probabilities (a sequence's: the sum over its tokens) under the behaviour
+    and the reference policy, with no gradient through them.
+
+    The k1 estimate, because in a reward only the score function carries the gradient:
+    E_pi[grad log pi(y) (log pi(y) - log pi_ref(y))] = grad KL(pi || pi_ref) on-policy, over
+    whole sequences; k3's r - log r - 1 there would add E_pi[grad log pi(y) pi_ref(y) / pi(y)]
+    = -grad KL(pi_ref || pi)."""
+    return r - coef * jax.lax.stop_gradient(logp_old - logref)
+
+
 def kl(logp_K: jax.Array, logq_K: jax.Array) -> jax.Array:
     """Exact KL(p || q) over the last axis, from log-probabilities."""
     return jnp.sum(jnp.exp(logp_K) * (logp_K - logq_K), axis=-1)

@@ -20,7 +20,8 @@ from twoclock.engine.keys import seed_keys
 from twoclock.models.bandit import MODEL, BanditConfig, describe_batch
 from twoclock.models.bandit.problem import (Pool, accuracy, initial_pass_rates, logp_of,
                                             make_problem, policy_metrics)
-from twoclock.models.bandit.rollout import sample_responses
+from twoclock.models.bandit.dynamics import pools
+from twoclock.models.bandit.rollout import make_rollout, sample_responses
 from twoclock.models.bandit.surrogate import Rollout, group_grads, group_loss
 from twoclock.models.bandit.theory import (drift_noise_scale, noise_scale, noise_scales,
                                            predicted_failure_samples)
@@ -286,6 +287,33 @@ def test_dual_clip_closed_form_gradients_equal_autodiff_and_bind():
     (g0, clip0, _), _ = grads_both_ways(base)(*draws)
     assert float(np.sum(clip_P)) > float(np.sum(clip0))
     assert float(np.max(np.abs(np.asarray(g) - np.asarray(g0)))) > 1e-4
+
+
+def test_kl_in_the_reward_moves_the_advantage_as_by_hand():
+    """kl_in reward, kl_coef 0.5, Dr. GRPO, a policy away from the reference: on the same
+    draw, the advantage moves by -0.5 (k - mean_G k), k = log pi_old(a) - log pi_ref(a) of each
+    sampled response (NumPy, from the pool's logits); the loss then has no KL term, and the
+    default (kl_in loss) keeps the verifier's advantage."""
+    base = BanditConfig(n_train=16, n_test=16, responses=6, n_correct=2, group=4, drift_dim=3,
+                        advantage="drgrpo", kl_coef=0.5)
+    cfg = dataclasses.replace(base, kl_in="reward")
+    train = pools(cfg)[0]
+    w = jnp.asarray(np.random.default_rng(0).normal(size=cfg.skill_dim + 3), jnp.float32)
+    key = jax.random.PRNGKey(4)
+    (ro0, _, _), (ro, _, _) = (make_rollout(c, 32, train)[0](w, make_rollout(c, 32, train)[1](
+        key)) for c in (base, cfg))
+    assert np.array_equal(np.asarray(ro0.a), np.asarray(ro.a))
+    z = np.asarray(ro.z0, np.float64) + np.asarray(ro.phi, np.float64) @ np.asarray(w, np.float64)
+    lse = lambda v: v - np.log(np.sum(np.exp(v), axis=-1, keepdims=True))
+    a = np.asarray(ro.a)
+    k = (np.take_along_axis(lse(z), a, 1)
+         - np.take_along_axis(lse(np.asarray(ro.z0, np.float64)), a, 1))
+    assert np.abs(k).max() > 0.1
+    want = np.asarray(ro0.adv, np.float64) - 0.5 * (k - k.mean(axis=1, keepdims=True))
+    assert_close(ro.adv, want, rtol=1e-4, atol=1e-5, what="advantage with the KL in the reward")
+    loss = lambda c: float(group_loss(w, jax.tree_util.tree_map(lambda v: v[0], ro), c)[0])
+    assert loss(cfg) == loss(dataclasses.replace(cfg, kl_coef=0.0))
+    assert loss(dataclasses.replace(cfg, kl_in="loss")) != loss(cfg)
 
 
 def test_inverse_cdf_sampler_draws_the_policy():

@@ -19,13 +19,13 @@ from twoclock.models.policy import PolicyConfig
 # the GRPO fields and their defaults, as both models have always spelled them (flags, JSON keys)
 SHARED = {"group": 8, "advantage": "grpo", "adv_eps": 1e-6, "minibatches": 1, "epochs": 1,
           "clip_low": 0.2, "clip_high": None, "kl_coef": 0.0, "clip_ratio_c": None,
-          "reshuffle": False}
+          "kl_in": "loss", "reshuffle": False}
 FLAGS = ["--group", "4", "--advantage", "grpo_bessel", "--adv-eps", "1e-5", "--minibatches", "2",
          "--epochs", "3", "--clip-low", "0.1", "--clip-high", "0.3", "--kl-coef", "0.5",
-         "--clip-ratio-c", "3", "--reshuffle"]
+         "--clip-ratio-c", "3", "--kl-in", "reward", "--reshuffle"]
 GIVEN = {"group": 4, "advantage": "grpo_bessel", "adv_eps": 1e-5, "minibatches": 2, "epochs": 3,
          "clip_low": 0.1, "clip_high": 0.3, "kl_coef": 0.5, "clip_ratio_c": 3.0,
-         "reshuffle": True}
+         "kl_in": "reward", "reshuffle": True}
 
 
 @pytest.mark.parametrize("cls", [GRPOConfig, BanditConfig, PolicyConfig])
@@ -44,7 +44,8 @@ def test_both_models_keep_the_shared_fields_flags_and_defaults(cls):
     (dict(minibatches=0), "minibatches"), (dict(epochs=0), "epochs"),
     (dict(clip_low=1.0), "clip_low"), (dict(clip_low=None, clip_high=0.2), "clip_high"),
     (dict(kl_coef=-1.0), "kl_coef"), (dict(clip_ratio_c=1.0), "clip_ratio_c"),
-    (dict(clip_ratio_c=float("inf")), "clip_ratio_c"), (dict(reshuffle=1), "reshuffle")])
+    (dict(clip_ratio_c=float("inf")), "clip_ratio_c"), (dict(reshuffle=1), "reshuffle"),
+    (dict(kl_in="advantage"), "kl_in")])
 @pytest.mark.parametrize("cls", [GRPOConfig, BanditConfig, PolicyConfig])
 def test_the_shared_validation_names_the_field(cls, kw, name):
     with pytest.raises(ValueError, match=f"^{name} must be [^\n]*$"):

@@ -71,6 +71,49 @@ def test_surrogate_gradient_is_the_exact_policy_gradient(advantage, factor):
         np.testing.assert_allclose(a, np.asarray(b), rtol=2e-4, atol=2e-6)
 
 
+def test_kl_in_the_reward_has_the_gradient_of_the_sequence_kl():
+    """kl_in reward, RLOO, G = 2, on-policy: E[grad surrogate] over all 81 groups (weighted by
+    pi(y1) pi(y2)) equals grad (E_pi[r] - beta KL(pi || pi_ref)) / A_len, the KL of whole
+    answers enumerated over the 9 of them, by autodiff. The rewards get -beta (log pi(y) -
+    log pi_ref(y)) here in NumPy; the loss must add no penalty of its own. The KL in the loss
+    (k3, ratio-corrected) has each token's KL at its sampled prefix as its gradient, which on
+    this case is not the sequence KL's: the prefix's own probability moves too."""
+    params, ref = tiny_params(0), tiny_params(3, 1.5)
+    beta = 0.7
+    r_Y = np.array([1, 0, 0, 0, 1, 0, 1, 1, 0], np.float64)
+    lp_Y, lr_Y = (np.asarray(seq_logp(p, ALL_Y), np.float64) for p in (params, ref))
+    pairs = np.array(list(itertools.product(range(9), repeat=2)))  # [81, 2]
+    resp = jnp.asarray(ALL_Y[pairs.reshape(-1)])
+    prompt = jnp.zeros((resp.shape[0], 1), jnp.int32)
+    w = np.exp(lp_Y)[pairs[:, 0]] * np.exp(lp_Y)[pairs[:, 1]]
+
+    def expected_grad(cfg, score_Y):
+        adv = obj.advantages(jnp.asarray(score_Y[pairs], jnp.float32), "rloo").reshape(-1)
+        ro = rollout_of(params, prompt, resp, adv)._replace(
+            logref=surrogate.token_logp(ref, TINY, prompt, resp))
+        per = jax.jit(jax.vmap(lambda g: jax.grad(lambda p: surrogate.loss(
+            p, jax.tree_util.tree_map(lambda v: v.reshape((81, 2) + v.shape[1:])[g], ro), cfg,
+            TINY)[0])(params)))(jnp.arange(81))
+        return [np.tensordot(w, np.asarray(g, np.float64), 1)
+                for g in jax.tree_util.tree_leaves(per)]
+
+    def objective(p):
+        lp = seq_logp(p, ALL_Y)
+        return jnp.sum(jnp.exp(lp) * (r_Y - beta * (lp - jnp.asarray(lr_Y, jnp.float32))))
+
+    want = [np.asarray(v, np.float64) for v in
+            jax.tree_util.tree_leaves(jax.grad(lambda p: -objective(p) / 2)(params))]
+    in_reward = PolicyConfig(advantage="rloo", clip_low=None, loss_agg="seq_sum",
+                             kl_coef=beta, kl_in="reward")
+    got = expected_grad(in_reward, r_Y - beta * (lp_Y - lr_Y))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
+    assert max(np.abs(b).max() for b in want) > 1e-2
+    in_loss = dataclasses.replace(in_reward, kl_in="loss")
+    diff = max(np.abs(a - b).max() for a, b in zip(expected_grad(in_loss, r_Y), want))
+    assert diff > 1e-2, diff
+
+
 def test_kv_cache_sampler_matches_the_softmax():
     """20 000 draws of the 9 answers against their exact probabilities (full forward):
     Pearson's chi-square with k = 8 degrees of freedom below its 0.999 quantile 26.12."""

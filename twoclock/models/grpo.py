@@ -21,6 +21,12 @@ ADVANTAGE_HELP = (
     "grpo: (r - mean) / (std + eps) with the population std over the group (ddof 0; the "
     "default, kept so that results do not change) | grpo_bessel: the same with the "
     "Bessel-corrected std (ddof 1, as TRL and verl) | drgrpo | rloo")
+KL_PLACES = ("loss", "reward")
+KL_IN_HELP = (
+    "where the KL penalty enters: loss (a penalty term of the surrogate) | reward (r - kl_coef "
+    "* (log pi_old(y) - log pi_ref(y)) per response, the k1 estimate at the behaviour policy "
+    "with no gradient through it, before the group advantage; its score-function gradient is "
+    "that of the sequence KL(pi || pi_ref))")
 
 
 @dataclass(frozen=True)
@@ -41,9 +47,10 @@ class GRPOConfig:
         None, "dual clip (verl's clip_ratio_c): for A < 0 the objective is max(the clipped "
               "one, c A), so a ratio past c stops pushing a negative-advantage sample down "
               "(c > 1; 'none': off)")
+    kl_in: str = param("loss", KL_IN_HELP, choices=KL_PLACES)
     reshuffle: bool = param(
         False, "each epoch after the first splits the prompts into minibatches anew, drawn from "
-               "the update's key (default: every epoch reuses the first epoch's split)")
+               "the update's own randomness (default: every epoch reuses the first split)")
 
     def __post_init__(self):
         require_int("group", self.group, lo=2)
@@ -63,7 +70,18 @@ class GRPOConfig:
         if self.clip_ratio_c is not None:
             require(finite(self.clip_ratio_c) and self.clip_ratio_c > 1, "clip_ratio_c",
                     "a finite number > 1 or none", self.clip_ratio_c)
+        require_choice("kl_in", self.kl_in, KL_PLACES)
         require(isinstance(self.reshuffle, bool), "reshuffle", "True or False", self.reshuffle)
+
+    @property
+    def kl_in_loss(self) -> bool:
+        """A KL penalty term in the loss: kl_coef > 0 and kl_in 'loss'."""
+        return self.kl_coef > 0 and self.kl_in == "loss"
+
+    @property
+    def kl_in_reward(self) -> bool:
+        """A KL penalty in the reward: kl_coef > 0 and kl_in 'reward'."""
+        return self.kl_coef > 0 and self.kl_in == "reward"
 
     def n_minibatches(self, batch: int | None = None) -> int:
         """M at rollout batch B (here `minibatches` whatever B; a model may tie it to B)."""

@@ -92,12 +92,16 @@ def make_rollout(cfg: BanditConfig, batch: int, train: Pool):
         logp_PxK = logp_of(w, z0, phi)
         a_PxG = sample_responses(logp_PxK, u_PxG)
         r_PxG = jnp.take_along_axis(R, a_PxG, axis=1)
+        logp_old = jnp.take_along_axis(logp_PxK, a_PxG, axis=1)
+        score = r_PxG
         if cfg.shaping > 0:  # a non-verifier reward enters through the advantage
             s_PxG = jnp.take_along_axis(phi[..., Ds:] @ v_d, a_PxG, axis=1)
-            adv = obj.advantages(r_PxG + cfg.shaping * s_PxG, cfg.advantage, cfg.adv_eps)
-        else:
-            adv = obj.advantages(r_PxG, cfg.advantage, cfg.adv_eps)
-        logp_old = jnp.take_along_axis(logp_PxK, a_PxG, axis=1)
+            score = score + cfg.shaping * s_PxG
+        if cfg.kl_in_reward:
+            score = obj.kl_penalised_rewards(score, logp_old,
+                                             jnp.take_along_axis(logref, a_PxG, axis=1),
+                                             cfg.kl_coef)
+        adv = obj.advantages(score, cfg.advantage, cfg.adv_eps)
         zero_adv = jnp.mean(obj.zero_advantage_groups(r_PxG).astype(dtype))
         return Rollout(z0, phi, logref, a_PxG, adv, xi, logp_old), logp_PxK, zero_adv
 

@@ -52,7 +52,7 @@ def group_loss(w, ro: Rollout, cfg: BanditConfig):
     if cfg.drift_source == "emergent":  # no shaping signal: the drift is the policy's own
         shaping = 0.0
     loss = -(jnp.mean(j_G) + shaping)
-    if cfg.kl_coef > 0:
+    if cfg.kl_in_loss:
         loss = loss + cfg.kl_coef * obj.kl(logp_K, ro.logref)
     return loss, (jnp.mean(clipped_G.astype(loss.dtype)), 1.0 - jnp.mean(keep_G))
 
@@ -85,7 +85,7 @@ def group_grads(w, ro: Rollout, cfg: BanditConfig, logp_PxK=None):
                   - jnp.einsum("...k,...kd->...d", pi_K, phi_d)[..., None, :])
     keep_G = shaping_keep(rho_G, ro.xi, dphi_G, cfg)
     gl_K = -(c_K - jnp.sum(c_K, axis=-1, keepdims=True) * pi_K) / G
-    if cfg.kl_coef > 0:
+    if cfg.kl_in_loss:
         dlog = logp_PxK - ro.logref
         kl_ = jnp.sum(pi_K * dlog, axis=-1, keepdims=True)
         gl_K = gl_K + cfg.kl_coef * pi_K * (dlog - kl_)

@@ -107,13 +107,18 @@ def make_rollout(cfg: PolicyConfig, s: Setup, B: int):
         resp, _ = net.sample(w, s.arch, prompt, task.ANSWER_LEN, ks)
         r_PxG = task.verify(resp, s.train.answer[idx_B], s.train.n_digits[idx_B],
                             xp=jnp).astype(dtype).reshape(P, G)
-        adv = obj.advantages(r_PxG, cfg.advantage, cfg.adv_eps).reshape(B)
-        zero_P = obj.zero_advantage_groups(r_PxG)
-        keep = jnp.repeat(~zero_P if cfg.dynamic_sampling else jnp.ones(P, bool), G)
         logp_old = jax.lax.stop_gradient(token_logp(w, s.arch, prompt, resp))
         logref = (token_logp(s.ref, s.arch, prompt, resp) if cfg.kl_coef > 0
                   else jnp.zeros_like(logp_old))
         mask = task.response_mask(resp, jnp).astype(dtype)
+        score = r_PxG
+        if cfg.kl_in_reward:  # the response's log-probabilities: sums over its tokens
+            seq = lambda lp: jnp.sum(mask * lp, axis=1).reshape(P, G)
+            score = obj.kl_penalised_rewards(r_PxG, seq(logp_old), seq(logref), cfg.kl_coef)
+        adv = obj.advantages(score, cfg.advantage, cfg.adv_eps).reshape(B)
+        # the verifier's own zero-variance groups (DAPO's dynamic sampling reads accuracy)
+        zero_P = obj.zero_advantage_groups(r_PxG)
+        keep = jnp.repeat(~zero_P if cfg.dynamic_sampling else jnp.ones(P, bool), G)
         ro = Rollout(prompt, resp, mask, adv, keep.astype(dtype), logp_old, logref)
         return ro, {"reward": jnp.mean(r_PxG), "resp_len": jnp.mean(jnp.sum(mask, axis=1)),
                     "zero_adv_frac": jnp.mean(zero_P.astype(dtype))}
