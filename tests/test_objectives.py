@@ -205,7 +205,7 @@ def test_the_uncorrected_estimators_have_the_wrong_gradients():
     """The oracle tells the old penalty from the new: without the ratio, on-policy, k1's
     expected gradient is 0 and k3's is grad KL(pi_ref || pi) (TRL's and verl's low-variance
     penalty), both away from grad KL(pi || pi_ref) on this case; k2's is grad KL(pi ||
-    pi_ref) on-policy only."""
+    pi_ref) on-policy only. As a reward, k1 has the right gradient and k3 does not."""
     with jax.enable_x64(True):
         theta, _, logref = _softmax_kl_case(5, 0)
         k1 = lambda lp, lo, lr: lp - lr
@@ -225,6 +225,15 @@ def test_the_uncorrected_estimators_have_the_wrong_gradients():
         _, theta_old, _ = _softmax_kl_case(5, 0)
         off = _expected_penalty_grad(theta, theta_old, logref, k2)
         assert np.max(np.abs(off - want)) > 0.05
+        # in the reward, an estimate f(y) at the behaviour policy (no gradient) acts through
+        # the score function, E_pi[grad log pi(y) f(y)] = grad sum_y pi(y) f(y), f held:
+        # k1's is grad KL(pi || pi_ref), k3's grad KL(pi || pi_ref) - grad KL(pi_ref || pi)
+        as_reward = lambda k: (lambda lp, lo, lr: jnp.exp(lp - lo) * k(lo, lo, lr))
+        assert_close(_expected_penalty_grad(theta, theta, logref, as_reward(k1)), want,
+                     rtol=1e-9, atol=1e-12, what="k1 in the reward")
+        assert_close(_expected_penalty_grad(theta, theta, logref, as_reward(k3)),
+                     want - _exact_kl_grad(theta, logref, reverse=True), rtol=1e-9, atol=1e-12,
+                     what="k3 in the reward")
 
 
 def test_kl_in_the_reward_by_hand_at_group_4():

@@ -18,9 +18,10 @@ from twoclock.objectives import ADVANTAGES
 
 
 ADVANTAGE_HELP = (
-    "grpo: (r - mean) / (std + eps) with the population std over the group (ddof 0; the "
-    "default, kept so that results do not change) | grpo_bessel: the same with the "
-    "Bessel-corrected std (ddof 1, as TRL and verl) | drgrpo | rloo")
+    "grpo: (r - mean) / (std + eps) with the population std over the group (ddof 0) | "
+    "grpo_bessel: the same with the Bessel-corrected std (ddof 1, TRL's and verl's), "
+    "sqrt((G - 1) / G) times grpo's | drgrpo | rloo. grpo stays the default so that results "
+    "compare with this project's published tables (docs/policy.md, GRPO conventions)")
 KL_PLACES = ("loss", "reward")
 KL_IN_HELP = (
     "where the KL penalty enters: loss (a penalty term of the surrogate) | reward (r - kl_coef "
