@@ -60,6 +60,13 @@ def test_the_bessel_corrected_std_by_hand_at_group_4():
                  atol=0, what="population std")
     assert_close(obj.advantages(r, "grpo_bessel", 0.0), [[1.5, -0.5, -0.5, -0.5]], rtol=1e-6,
                  atol=0, what="Bessel-corrected std")
+    # r = (1, 0, 0, 1): centred +-1/2, population std 1/2, Bessel's sqrt(1 / 3)
+    r2 = jnp.asarray([[1.0, 0.0, 0.0, 1.0]], jnp.float32)
+    assert_close(obj.advantages(r2, "grpo", 0.0), [[1.0, -1.0, -1.0, 1.0]], rtol=1e-6, atol=0,
+                 what="population std, two right")
+    h = 0.5 / np.sqrt(1 / 3)  # 0.8660...
+    assert_close(obj.advantages(r2, "grpo_bessel", 0.0), [[h, -h, -h, h]], rtol=1e-6, atol=0,
+                 what="Bessel-corrected std, two right")
     # the default eps sits in the denominator: 0.75 / (0.5 + 1e-6)
     assert_close(obj.advantages(r, "grpo_bessel")[0, 0], 0.75 / 0.500001, rtol=1e-6, atol=0,
                  what="with eps")
@@ -111,6 +118,32 @@ def test_clip_higher_is_asymmetric():
     # A > 0 at 1.25 < 1.28 is live; A < 0 only clips below 0.8
     assert m.tolist() == [False, False, False, True]
     assert np.asarray(obj.clipped_mask(r, a, 0.2, 0.2)).tolist() == [True, False, False, True]
+
+
+def test_the_dual_clip_by_hand():
+    """verl's dual clip at c = 3 on the band (0.8, 1.2), per sample by hand:
+    A -1, r 4: min(-4, -1.2) = -4, max(-4, -3) = -3 (bound, no gradient); A -1, r 2: -2 (c A is
+    lower); A -1, r 0.5: min(-0.5, -0.8) = -0.8; A 2, r 4: min(8, 2.4) = 2.4 (a positive
+    advantage is never dual-clipped, though c A = 6 is larger); A -2, r 3.5: max(-7, -6) = -6.
+    Unclipped (no band), A -1, r 4: max(-4, -3) = -3."""
+    r = jnp.asarray([4.0, 2.0, 0.5, 4.0, 3.5])
+    a = jnp.asarray([-1.0, -1.0, -1.0, 2.0, -2.0])
+    assert_close(obj.ppo_objective(r, a, 0.2, None, 3.0), [-3.0, -2.0, -0.8, 2.4, -6.0],
+                 rtol=1e-6, atol=0, what="dual-clipped surrogate")
+    assert_close(obj.ppo_objective(r, a, 0.2, None), [-4.0, -2.0, -0.8, 2.4, -7.0], rtol=1e-6,
+                 atol=0, what="without the dual clip")
+    assert_close(obj.ppo_objective(r, a, None, None, 3.0), [-3.0, -2.0, -0.5, 8.0, -6.0],
+                 rtol=1e-6, atol=0, what="dual clip alone")
+    assert np.asarray(obj.clipped_mask(r, a, 0.2, None, 3.0)).tolist() == [
+        True, False, True, True, True]
+    assert np.asarray(obj.clipped_mask(r, a, None, None, 3.0)).tolist() == [
+        True, False, False, False, True]
+    # d j / d r: 0 where bound, A on the live branch r A, 0 on the band's clipped branch
+    g = jax.grad(lambda r: jnp.sum(obj.ppo_objective(r, a, 0.2, None, 3.0)))(r)
+    assert_close(g, [0.0, -1.0, 0.0, 0.0, 0.0], rtol=0, atol=0, what="dual-clip gradient")
+    j, m = obj.log_ratio_objective(jnp.log(r), jnp.zeros(5), a, 0.2, None, 3.0)
+    assert_close(j, [-3.0, -2.0, -0.8, 2.4, -6.0], rtol=1e-6, atol=0, what="from log ratios")
+    assert np.asarray(m).tolist() == [True, False, True, True, True]
 
 
 def test_clip_band_defaults_the_high_edge_to_the_low_one():
@@ -170,8 +203,9 @@ def test_sampled_kl_has_the_gradient_of_the_exact_kl(estimator, on_policy, seed)
 
 def test_the_uncorrected_estimators_have_the_wrong_gradients():
     """The oracle tells the old penalty from the new: without the ratio, on-policy, k1's
-    expected gradient is 0 and k3's is grad KL(pi_ref || pi), both away from grad KL(pi ||
-    pi_ref) on this case."""
+    expected gradient is 0 and k3's is grad KL(pi_ref || pi) (TRL's and verl's low-variance
+    penalty), both away from grad KL(pi || pi_ref) on this case; k2's is grad KL(pi ||
+    pi_ref) on-policy only. As a reward, k1 has the right gradient and k3 does not."""
     with jax.enable_x64(True):
         theta, _, logref = _softmax_kl_case(5, 0)
         k1 = lambda lp, lo, lr: lp - lr
@@ -183,6 +217,41 @@ def test_the_uncorrected_estimators_have_the_wrong_gradients():
         assert_close(g3, _exact_kl_grad(theta, logref, reverse=True), rtol=1e-9, atol=1e-12,
                      what="plain k3")
         assert np.max(np.abs(want)) > 0.1 and np.max(np.abs(g3 - want)) > 0.05
+        # k2 = (log r)^2 / 2 (verl's "mse"), no ratio: on-policy its gradient is the right one,
+        # E_pi[log(pi / pi_ref) grad log pi] = grad KL(pi || pi_ref); off-policy it is not
+        k2 = lambda lp, lo, lr: 0.5 * (lp - lr) ** 2
+        assert_close(_expected_penalty_grad(theta, theta, logref, k2), want, rtol=1e-9,
+                     atol=1e-12, what="plain k2 on-policy")
+        _, theta_old, _ = _softmax_kl_case(5, 0)
+        off = _expected_penalty_grad(theta, theta_old, logref, k2)
+        assert np.max(np.abs(off - want)) > 0.05
+        # in the reward, an estimate f(y) at the behaviour policy (no gradient) acts through
+        # the score function, E_pi[grad log pi(y) f(y)] = grad sum_y pi(y) f(y), f held:
+        # k1's is grad KL(pi || pi_ref), k3's grad KL(pi || pi_ref) - grad KL(pi_ref || pi)
+        as_reward = lambda k: (lambda lp, lo, lr: jnp.exp(lp - lo) * k(lo, lo, lr))
+        assert_close(_expected_penalty_grad(theta, theta, logref, as_reward(k1)), want,
+                     rtol=1e-9, atol=1e-12, what="k1 in the reward")
+        assert_close(_expected_penalty_grad(theta, theta, logref, as_reward(k3)),
+                     want - _exact_kl_grad(theta, logref, reverse=True), rtol=1e-9, atol=1e-12,
+                     what="k3 in the reward")
+
+
+def test_kl_in_the_reward_by_hand_at_group_4():
+    """r = (1, 0, 0, 1), log pi_old - log pi_ref = (0.2, -0.4, 0, 0.6), coefficient 1/2: the
+    rewards become (0.9, 0.2, 0, 0.7), mean 0.45, so Dr. GRPO's advantages are (0.45, -0.25,
+    -0.45, 0.25) instead of (0.5, -0.5, -0.5, 0.5); the population std is sqrt(0.53 / 4) =
+    0.36401, GRPO's (1.23624, -0.68680, -1.23624, 0.68680). No gradient reaches the
+    log-probabilities."""
+    r = jnp.asarray([[1.0, 0.0, 0.0, 1.0]])
+    lp_old, lp_ref = jnp.asarray([[-1.0, -1.6, -1.2, -0.6]]), jnp.full((1, 4), -1.2)
+    shaped = obj.kl_penalised_rewards(r, lp_old, lp_ref, 0.5)
+    assert_close(shaped, [[0.9, 0.2, 0.0, 0.7]], rtol=0, atol=1e-6, what="penalised rewards")
+    assert_close(obj.advantages(shaped, "drgrpo"), [[0.45, -0.25, -0.45, 0.25]], rtol=0,
+                 atol=1e-6, what="Dr. GRPO")
+    assert_close(obj.advantages(shaped, "grpo", 0.0), [[1.23624, -0.68680, -1.23624, 0.68680]],
+                 rtol=1e-5, atol=0, what="GRPO")
+    g = jax.grad(lambda lp: jnp.sum(obj.kl_penalised_rewards(r, lp, lp_ref, 0.5) ** 2))(lp_old)
+    assert not np.any(np.asarray(g))
 
 
 @given(st.integers(2, 10), st.integers(0, 10_000))

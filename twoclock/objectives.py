@@ -45,32 +45,42 @@ def clip_band(clip_low: float | None, clip_high: float | None = None):
     return 1 - clip_low, 1 + (clip_low if clip_high is None else clip_high)
 
 
-def clipped_mask(ratio, adv, clip_low: float | None, clip_high: float | None = None):
-    """bool: samples on the clipped branch of PPO's min, whose gradient is zero.
+def clipped_mask(ratio, adv, clip_low: float | None, clip_high: float | None = None,
+                 clip_c: float | None = None):
+    """bool: samples on a clipped branch of the surrogate, whose gradient is zero.
 
-    A > 0 and ratio > 1 + clip_high, or A < 0 and ratio < 1 - clip_low; none unclipped.
+    A > 0 and ratio > 1 + clip_high, or A < 0 and ratio < 1 - clip_low (none unclipped); with
+    the dual clip c, also A < 0 and ratio > c.
     """
+    shape = jnp.broadcast_shapes(jnp.shape(ratio), jnp.shape(adv))
     band = clip_band(clip_low, clip_high)
-    if band is None:
-        return jnp.zeros(jnp.broadcast_shapes(jnp.shape(ratio), jnp.shape(adv)), bool)
-    lo, hi = band
-    return ((adv > 0) & (ratio > hi)) | ((adv < 0) & (ratio < lo))
+    out = jnp.zeros(shape, bool)
+    if band is not None:
+        lo, hi = band
+        out = ((adv > 0) & (ratio > hi)) | ((adv < 0) & (ratio < lo))
+    if clip_c is not None:
+        out = out | ((adv < 0) & (ratio > clip_c))
+    return out
 
 
-def ppo_objective(ratio, adv, clip_low: float | None, clip_high: float | None = None):
+def ppo_objective(ratio, adv, clip_low: float | None, clip_high: float | None = None,
+                  clip_c: float | None = None):
     """Per-sample surrogate to maximise: min(ratio A, clip(ratio, 1 - clip_low, 1 + clip_high) A),
-    or ratio A unclipped (clip_low None)."""
+    or ratio A unclipped (clip_low None); with the dual clip c > 1 (verl's clip_ratio_c), a
+    negative-advantage sample's objective is max(that, c A), so that a ratio run past c stops
+    pushing its probability down."""
     band = clip_band(clip_low, clip_high)
-    if band is None:
-        return ratio * adv
-    return jnp.minimum(ratio * adv, jnp.clip(ratio, *band) * adv)
+    j = ratio * adv if band is None else jnp.minimum(ratio * adv, jnp.clip(ratio, *band) * adv)
+    if clip_c is not None:
+        j = jnp.where(adv < 0, jnp.maximum(j, clip_c * adv), j)
+    return j
 
 
-def log_ratio_objective(logp, logp_old, adv, clip_low, clip_high=None):
+def log_ratio_objective(logp, logp_old, adv, clip_low, clip_high=None, clip_c=None):
     """(objective, clipped) of samples with log-probabilities logp under the current policy."""
     ratio = jnp.exp(logp - logp_old)
-    return ppo_objective(ratio, adv, clip_low, clip_high), clipped_mask(ratio, adv, clip_low,
-                                                                         clip_high)
+    return (ppo_objective(ratio, adv, clip_low, clip_high, clip_c),
+            clipped_mask(ratio, adv, clip_low, clip_high, clip_c))
 
 
 def sampled_kl(logp, logp_old, logref, estimator: str = "k3"):
@@ -85,6 +95,18 @@ def sampled_kl(logp, logp_old, logref, estimator: str = "k3"):
     d = logref - logp
     k = -d if estimator == "k1" else jnp.exp(d) - d - 1.0
     return jnp.exp(logp - logp_old) * k
+
+
+def kl_penalised_rewards(r, logp_old, logref, coef: float):
+    """r - coef (log pi_old(y) - log pi_ref(y)): the KL penalty in the reward, from each
+    response's log-probabilities (a sequence's: the sum over its tokens) under the behaviour
+    and the reference policy, with no gradient through them.
+
+    The k1 estimate, because in a reward only the score function carries the gradient:
+    E_pi[grad log pi(y) (log pi(y) - log pi_ref(y))] = grad KL(pi || pi_ref) on-policy, over
+    whole sequences; k3's r - log r - 1 there would add E_pi[grad log pi(y) pi_ref(y) / pi(y)]
+    = -grad KL(pi_ref || pi)."""
+    return r - coef * jax.lax.stop_gradient(logp_old - logref)
 
 
 def kl(logp_K: jax.Array, logq_K: jax.Array) -> jax.Array:

@@ -20,7 +20,8 @@ from twoclock.engine.keys import seed_keys
 from twoclock.models.bandit import MODEL, BanditConfig, describe_batch
 from twoclock.models.bandit.problem import (Pool, accuracy, initial_pass_rates, logp_of,
                                             make_problem, policy_metrics)
-from twoclock.models.bandit.rollout import sample_responses
+from twoclock.models.bandit.dynamics import pools
+from twoclock.models.bandit.rollout import make_rollout, sample_responses
 from twoclock.models.bandit.surrogate import Rollout, group_grads, group_loss
 from twoclock.models.bandit.theory import (drift_noise_scale, noise_scale, noise_scales,
                                            predicted_failure_samples)
@@ -99,6 +100,21 @@ def test_clipping_acts_with_several_steps_per_batch():
     cfg = dataclasses.replace(SMALL, minibatches=2, epochs=2, clip_low=0.01)
     tr = run_once(cfg, 32, 40, lr=0.2)
     assert tr.ckpt["clip_frac"].max() > 0 and tr.ckpt["outside_frac"].max() > 0
+
+
+def test_reshuffled_epochs_change_the_steps_not_the_rollouts():
+    """M = 2, E = 3: a run that reshuffles its minibatches is deterministic and differs from
+    the fixed split, but its first update samples the same rollout (the order bits come last
+    in the draw), so the gradient norm at the behaviour policy agrees there. (With one epoch
+    or one minibatch nothing is drawn: tests/models/test_grpo.py.)"""
+    cfg = dataclasses.replace(SMALL, minibatches=2, epochs=3, clip_low=0.1)
+    fixed = run_once(cfg, 32, 6, lr=0.2, n_ckpt=6)
+    run = jax.jit(constant_run(MODEL, dataclasses.replace(cfg, reshuffle=True), OPT, 6, 6,
+                               batch=32))
+    mixed, again = (jax.device_get(run(32.0, 0.2, jax.random.PRNGKey(0))) for _ in range(2))
+    assert tree_equal(mixed, again)
+    assert fixed.ckpt["grad_norm"][0] == mixed.ckpt["grad_norm"][0]
+    assert not np.array_equal(fixed.ckpt["drift"], mixed.ckpt["drift"])
 
 
 def test_same_seed_same_run_and_new_seed_new_run():
@@ -255,6 +271,49 @@ def test_closed_form_group_gradients_equal_autodiff_of_the_surrogate(K, G, el, e
     assert_close(g, auto, rtol=1e-4, atol=1e-5, what="per-group gradient")
     assert_close(clip_P, clip_ref, rtol=0, atol=1e-6, what="clip fraction")
     assert_close(out_P, out_ref, rtol=0, atol=1e-6, what="outside-band fraction")
+
+
+def test_dual_clip_closed_form_gradients_equal_autodiff_and_bind():
+    """With the dual clip c = 1.2, group_grads (whose clip mask must stop the samples with
+    A < 0 and ratio > c) = jax.grad(group_loss) (whose objective is max(., c A)); on these draws
+    the dual clip binds, so the clip fraction exceeds the band's alone."""
+    base = BanditConfig(n_train=16, n_test=16, responses=6, n_correct=2, group=6, drift_dim=3,
+                        drift_train_scale=0.5, clip_low=0.3, advantage="drgrpo")
+    cfg = dataclasses.replace(base, clip_ratio_c=1.2)
+    draws = random_rollout(cfg, 8, 3)
+    (g, clip_P, _), (auto, clip_ref, _) = grads_both_ways(cfg)(*draws)
+    assert_close(g, auto, rtol=1e-4, atol=1e-5, what="per-group gradient")
+    assert_close(clip_P, clip_ref, rtol=0, atol=1e-6, what="clip fraction")
+    (g0, clip0, _), _ = grads_both_ways(base)(*draws)
+    assert float(np.sum(clip_P)) > float(np.sum(clip0))
+    assert float(np.max(np.abs(np.asarray(g) - np.asarray(g0)))) > 1e-4
+
+
+def test_kl_in_the_reward_moves_the_advantage_as_by_hand():
+    """kl_in reward, kl_coef 0.5, Dr. GRPO, a policy away from the reference: on the same
+    draw, the advantage moves by -0.5 (k - mean_G k), k = log pi_old(a) - log pi_ref(a) of each
+    sampled response (NumPy, from the pool's logits); the loss then has no KL term, and the
+    default (kl_in loss) keeps the verifier's advantage."""
+    base = BanditConfig(n_train=16, n_test=16, responses=6, n_correct=2, group=4, drift_dim=3,
+                        advantage="drgrpo", kl_coef=0.5)
+    cfg = dataclasses.replace(base, kl_in="reward")
+    train = pools(cfg)[0]
+    w = jnp.asarray(np.random.default_rng(0).normal(size=cfg.skill_dim + 3), jnp.float32)
+    key = jax.random.PRNGKey(4)
+    (ro0, _, _), (ro, _, _) = (make_rollout(c, 32, train)[0](w, make_rollout(c, 32, train)[1](
+        key)) for c in (base, cfg))
+    assert np.array_equal(np.asarray(ro0.a), np.asarray(ro.a))
+    z = np.asarray(ro.z0, np.float64) + np.asarray(ro.phi, np.float64) @ np.asarray(w, np.float64)
+    lse = lambda v: v - np.log(np.sum(np.exp(v), axis=-1, keepdims=True))
+    a = np.asarray(ro.a)
+    k = (np.take_along_axis(lse(z), a, 1)
+         - np.take_along_axis(lse(np.asarray(ro.z0, np.float64)), a, 1))
+    assert np.abs(k).max() > 0.1
+    want = np.asarray(ro0.adv, np.float64) - 0.5 * (k - k.mean(axis=1, keepdims=True))
+    assert_close(ro.adv, want, rtol=1e-4, atol=1e-5, what="advantage with the KL in the reward")
+    loss = lambda c: float(group_loss(w, jax.tree_util.tree_map(lambda v: v[0], ro), c)[0])
+    assert loss(cfg) == loss(dataclasses.replace(cfg, kl_coef=0.0))
+    assert loss(dataclasses.replace(cfg, kl_in="loss")) != loss(cfg)
 
 
 def test_inverse_cdf_sampler_draws_the_policy():

@@ -71,6 +71,49 @@ def test_surrogate_gradient_is_the_exact_policy_gradient(advantage, factor):
         np.testing.assert_allclose(a, np.asarray(b), rtol=2e-4, atol=2e-6)
 
 
+def test_kl_in_the_reward_has_the_gradient_of_the_sequence_kl():
+    """kl_in reward, RLOO, G = 2, on-policy: E[grad surrogate] over all 81 groups (weighted by
+    pi(y1) pi(y2)) equals grad (E_pi[r] - beta KL(pi || pi_ref)) / A_len, the KL of whole
+    answers enumerated over the 9 of them, by autodiff. The rewards get -beta (log pi(y) -
+    log pi_ref(y)) here in NumPy; the loss must add no penalty of its own. The KL in the loss
+    (k3, ratio-corrected) has each token's KL at its sampled prefix as its gradient, which on
+    this case is not the sequence KL's: the prefix's own probability moves too."""
+    params, ref = tiny_params(0), tiny_params(3, 1.5)
+    beta = 0.7
+    r_Y = np.array([1, 0, 0, 0, 1, 0, 1, 1, 0], np.float64)
+    lp_Y, lr_Y = (np.asarray(seq_logp(p, ALL_Y), np.float64) for p in (params, ref))
+    pairs = np.array(list(itertools.product(range(9), repeat=2)))  # [81, 2]
+    resp = jnp.asarray(ALL_Y[pairs.reshape(-1)])
+    prompt = jnp.zeros((resp.shape[0], 1), jnp.int32)
+    w = np.exp(lp_Y)[pairs[:, 0]] * np.exp(lp_Y)[pairs[:, 1]]
+
+    def expected_grad(cfg, score_Y):
+        adv = obj.advantages(jnp.asarray(score_Y[pairs], jnp.float32), "rloo").reshape(-1)
+        ro = rollout_of(params, prompt, resp, adv)._replace(
+            logref=surrogate.token_logp(ref, TINY, prompt, resp))
+        per = jax.jit(jax.vmap(lambda g: jax.grad(lambda p: surrogate.loss(
+            p, jax.tree_util.tree_map(lambda v: v.reshape((81, 2) + v.shape[1:])[g], ro), cfg,
+            TINY)[0])(params)))(jnp.arange(81))
+        return [np.tensordot(w, np.asarray(g, np.float64), 1)
+                for g in jax.tree_util.tree_leaves(per)]
+
+    def objective(p):
+        lp = seq_logp(p, ALL_Y)
+        return jnp.sum(jnp.exp(lp) * (r_Y - beta * (lp - jnp.asarray(lr_Y, jnp.float32))))
+
+    want = [np.asarray(v, np.float64) for v in
+            jax.tree_util.tree_leaves(jax.grad(lambda p: -objective(p) / 2)(params))]
+    in_reward = PolicyConfig(advantage="rloo", clip_low=None, loss_agg="seq_sum",
+                             kl_coef=beta, kl_in="reward")
+    got = expected_grad(in_reward, r_Y - beta * (lp_Y - lr_Y))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
+    assert max(np.abs(b).max() for b in want) > 1e-2
+    in_loss = dataclasses.replace(in_reward, kl_in="loss")
+    diff = max(np.abs(a - b).max() for a, b in zip(expected_grad(in_loss, r_Y), want))
+    assert diff > 1e-2, diff
+
+
 def test_kv_cache_sampler_matches_the_softmax():
     """20 000 draws of the 9 answers against their exact probabilities (full forward):
     Pearson's chi-square with k = 8 degrees of freedom below its 0.999 quantile 26.12."""
@@ -151,10 +194,12 @@ def test_kl_penalty_gradient_is_that_of_each_tokens_exact_kl(estimator):
         assert max(float(jnp.max(jnp.abs(b))) for b in jax.tree_util.tree_leaves(want)) > 1e-2
 
 
-@pytest.mark.parametrize("clip_low,clip_high", [(0.2, None), (0.1, 0.3)])
-def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high):
+@pytest.mark.parametrize("clip_low,clip_high,clip_c", [(0.2, None, None), (0.1, 0.3, None),
+                                                      (0.2, None, 1.1)])
+def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high, clip_c):
     """The surrogate's clipped-token counts at moved parameters against NumPy's count of
-    A > 0 and ratio > 1 + clip_high, or A < 0 and ratio < 1 - clip_low, over kept tokens."""
+    A > 0 and ratio > 1 + clip_high, or A < 0 and ratio < 1 - clip_low, over kept tokens; with
+    the dual clip c, also A < 0 and ratio > c (which adds tokens here)."""
     old, new = tiny_params(7), tiny_params(8, scale=1.0)
     new = jax.tree_util.tree_map(lambda a, b: 0.8 * a + 0.2 * b, old, new)
     rng = np.random.default_rng(0)
@@ -164,7 +209,7 @@ def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high):
     adv = rng.normal(size=B).astype(np.float32)
     keep = jnp.asarray((rng.random(B) < 0.8).astype(np.float32))
     ro = rollout_of(old, prompt, resp, adv, keep)
-    cfg = PolicyConfig(clip_low=clip_low, clip_high=clip_high)
+    cfg = PolicyConfig(clip_low=clip_low, clip_high=clip_high, clip_ratio_c=clip_c)
     _, (n_clip, n_tok, n_clip_act, n_act) = surrogate.loss(new, ro, cfg, TINY)
     ratio = np.exp(np.asarray(surrogate.token_logp(new, TINY, prompt, resp), np.float64)
                    - np.asarray(ro.logp_old, np.float64))
@@ -172,6 +217,10 @@ def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high):
     a = adv[:, None]
     clipped = ((a > 0) & (ratio > 1 + eh)) | ((a < 0) & (ratio < 1 - clip_low))
     k = np.asarray(keep)[:, None] * np.ones((1, 2))
+    if clip_c is not None:
+        dual = (a < 0) & (ratio > clip_c)
+        assert np.sum(dual * k) > 0 and not np.any(dual & clipped)
+        clipped = clipped | dual
     assert 0 < np.sum(clipped * k) < np.sum(k)
     assert float(n_clip) == np.sum(clipped * k) and float(n_tok) == np.sum(k)
     assert float(n_clip_act) == np.sum(clipped * k) and float(n_act) == np.sum(k)

@@ -250,6 +250,36 @@ def test_rollout_reference_is_the_warm_up_and_behaviour_is_the_sampler(monkeypat
     assert not np.asarray(ro0.logref).any()
 
 
+def test_kl_in_the_reward_moves_the_advantage_as_by_hand(monkeypatch):
+    """kl_in reward, kl_coef 0.5, the policy far from the reference: the advantages are
+    NumPy's GRPO advantages of r - 0.5 sum_t m_t (log pi(y_t) - log pi_ref(y_t)) over each
+    response's own tokens (the log-probabilities by a separate forward pass), not those of r;
+    dynamic sampling still drops the groups of equal verifier rewards; and the loss adds no
+    KL term (it is the loss without a penalty)."""
+    cfg = dataclasses.replace(CFG, kl_coef=0.5, kl_in="reward", dynamic_sampling=True)
+    s = setup(cfg)
+    monkeypatch.setattr(net, "sample", _fake_sample(RIGHT))
+    rng = np.random.default_rng(1)
+    w = jax.tree_util.tree_map(lambda v: v + jnp.asarray(rng.normal(size=v.shape), v.dtype),
+                               s.ref)
+    ro, st = jax.jit(make_rollout(cfg, s, 12))(w, jax.random.PRNGKey(2))
+    resp = np.asarray(ro.resp)
+    lens = np.array([1 + (resp[i] >= 10).argmax() for i in range(12)])
+    m = (np.arange(resp.shape[1])[None] < lens[:, None]).astype(np.float64)
+    lp_w, lp_ref = (np.asarray(surrogate.token_logp(p, s.arch, ro.prompt, ro.resp), np.float64)
+                    for p in (w, s.ref))
+    k1 = np.sum(m * (lp_w - lp_ref), axis=1)
+    r = RIGHT.astype(np.float64)
+    want = _np_grpo((r - 0.5 * k1).reshape(4, 3), cfg.adv_eps).ravel()
+    assert np.abs(want - _np_grpo(r.reshape(4, 3), cfg.adv_eps).ravel()).max() > 0.1
+    np.testing.assert_allclose(np.asarray(ro.adv, np.float64), want, rtol=1e-4, atol=1e-4)
+    equal = (r.reshape(4, 3) == r.reshape(4, 3)[:, :1]).all(1)
+    np.testing.assert_array_equal(np.asarray(ro.keep), np.repeat(~equal, 3).astype(float))
+    no_kl = dataclasses.replace(cfg, kl_coef=0.0)
+    assert float(surrogate.loss(w, ro, cfg, s.arch)[0]) == float(
+        surrogate.loss(w, ro, no_kl, s.arch)[0])
+
+
 # ---------------------------------------------------------------------------- "every k" rules
 
 def _exact_accuracy(params, arch, pool):

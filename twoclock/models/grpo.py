@@ -18,9 +18,16 @@ from twoclock.objectives import ADVANTAGES
 
 
 ADVANTAGE_HELP = (
-    "grpo: (r - mean) / (std + eps) with the population std over the group (ddof 0; the "
-    "default, kept so that results do not change) | grpo_bessel: the same with the "
-    "Bessel-corrected std (ddof 1, as TRL and verl) | drgrpo | rloo")
+    "grpo: (r - mean) / (std + eps) with the population std over the group (ddof 0) | "
+    "grpo_bessel: the same with the Bessel-corrected std (ddof 1, TRL's and verl's), "
+    "sqrt((G - 1) / G) times grpo's | drgrpo | rloo. grpo stays the default so that results "
+    "compare with this project's published tables (docs/policy.md, GRPO conventions)")
+KL_PLACES = ("loss", "reward")
+KL_IN_HELP = (
+    "where the KL penalty enters: loss (a penalty term of the surrogate) | reward (r - kl_coef "
+    "* (log pi_old(y) - log pi_ref(y)) per response, the k1 estimate at the behaviour policy "
+    "with no gradient through it, before the group advantage; its score-function gradient is "
+    "that of the sequence KL(pi || pi_ref))")
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,14 @@ class GRPOConfig:
         None, "ratio clip: the band's high edge 1 + clip_high (default clip_low; larger: "
               "DAPO's clip-higher)")
     kl_coef: float = param(0.0, 'KL(pi || pi_ref) penalty')
+    clip_ratio_c: float | None = param(
+        None, "dual clip (verl's clip_ratio_c): for A < 0 the objective is max(the clipped "
+              "one, c A), so a ratio past c stops pushing a negative-advantage sample down "
+              "(c > 1; 'none': off)")
+    kl_in: str = param("loss", KL_IN_HELP, choices=KL_PLACES)
+    reshuffle: bool = param(
+        False, "each epoch after the first splits the prompts into minibatches anew, drawn from "
+               "the update's own randomness (default: every epoch reuses the first split)")
 
     def __post_init__(self):
         require_int("group", self.group, lo=2)
@@ -53,6 +68,21 @@ class GRPOConfig:
             require_positive("clip_high", self.clip_high)
         require(finite(self.kl_coef) and self.kl_coef >= 0, "kl_coef", "a finite number >= 0",
                 self.kl_coef)
+        if self.clip_ratio_c is not None:
+            require(finite(self.clip_ratio_c) and self.clip_ratio_c > 1, "clip_ratio_c",
+                    "a finite number > 1 or none", self.clip_ratio_c)
+        require_choice("kl_in", self.kl_in, KL_PLACES)
+        require(isinstance(self.reshuffle, bool), "reshuffle", "True or False", self.reshuffle)
+
+    @property
+    def kl_in_loss(self) -> bool:
+        """A KL penalty term in the loss: kl_coef > 0 and kl_in 'loss'."""
+        return self.kl_coef > 0 and self.kl_in == "loss"
+
+    @property
+    def kl_in_reward(self) -> bool:
+        """A KL penalty in the reward: kl_coef > 0 and kl_in 'reward'."""
+        return self.kl_coef > 0 and self.kl_in == "reward"
 
     def n_minibatches(self, batch: int | None = None) -> int:
         """M at rollout batch B (here `minibatches` whatever B; a model may tie it to B)."""
@@ -74,6 +104,11 @@ class GRPOConfig:
                 f"{self.group}); here M = {M}", self.minibatches)
         return P
 
+    def reshuffles(self, batch: int | None = None) -> bool:
+        """Whether an update draws new minibatch splits: reshuffle on, with M > 1 minibatches
+        and E > 1 epochs (one minibatch, or one epoch, has no split to redraw)."""
+        return self.reshuffle and self.n_minibatches(batch) > 1 and self.epochs > 1
+
 
 def optimizer_step(tx, w, opt_state, g):
     """(w, opt_state) after one step of the optax transform tx on the gradient g."""
@@ -81,15 +116,37 @@ def optimizer_step(tx, w, opt_state, g):
     return optax.apply_updates(w, upd), opt_state
 
 
-def inner_scan(tx, w, opt_state, ro, M: int, steps: int, grad):
+def epoch_orders(bits_ExP, per_prompt: int = 1):
+    """int32 [E, P per_prompt]: the rows of a rollout batch each epoch reads, in order. Epoch
+    0 reads them as they are; epoch e > 0 in the order that sorts the raw random bits
+    bits_ExP[e - 1] (a permutation of the P prompts), each prompt's per_prompt contiguous rows
+    kept together. bits_ExP: [E - 1, P] raw random bits (any integer type)."""
+    E1, P = bits_ExP.shape
+    perm_ExP = jnp.concatenate([jnp.arange(P)[None], jnp.argsort(bits_ExP, axis=-1)])
+    rows = perm_ExP[:, :, None] * per_prompt + jnp.arange(per_prompt)[None, None]
+    return rows.reshape(E1 + 1, P * per_prompt).astype(jnp.int32)
+
+
+def inner_scan(tx, w, opt_state, ro, M: int, steps: int, grad, order=None):
     """(w, opt_state, aux [steps, ...]) after `steps` = M E optimizer steps on the rollout
     batch ro (a pytree of arrays with leading axis split into M equal minibatches), taken in
-    order and again each epoch (the same split every epoch); grad(w, mb) -> (g, aux)."""
-    ro_M = jax.tree_util.tree_map(lambda v: v.reshape((M, v.shape[0] // M) + v.shape[1:]), ro)
+    order; each epoch again in the same split, or, with order (int [E, N], `epoch_orders`),
+    epoch e's minibatch m is the rows order[e, m N / M : (m + 1) N / M]. grad(w, mb) ->
+    (g, aux)."""
+    if order is None:
+        ro_M = jax.tree_util.tree_map(lambda v: v.reshape((M, v.shape[0] // M) + v.shape[1:]),
+                                      ro)
+        pick = lambda s: jax.tree_util.tree_map(lambda v: v[s % M], ro_M)
+    else:
+        n = order.shape[1] // M
+
+        def pick(s):
+            rows = jax.lax.dynamic_slice_in_dim(order[s // M], (s % M) * n, n)
+            return jax.tree_util.tree_map(lambda v: jnp.take(v, rows, axis=0), ro)
 
     def step(carry, s):
         w, opt_state = carry
-        g, aux = grad(w, jax.tree_util.tree_map(lambda v: v[s % M], ro_M))
+        g, aux = grad(w, pick(s))
         return optimizer_step(tx, w, opt_state, g), aux
 
     (w, opt_state), aux = jax.lax.scan(step, (w, opt_state), jnp.arange(steps))

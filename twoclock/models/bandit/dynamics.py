@@ -13,7 +13,7 @@ from twoclock.model import Dynamics, RunState, initial_clocks
 from twoclock.models.bandit.config import BanditConfig
 from twoclock.models.bandit.problem import (Pool, accuracy, logp_of, make_problem,
                                             policy_metrics)
-from twoclock.models.bandit.rollout import make_rollout
+from twoclock.models.bandit.rollout import epoch_order, make_rollout
 from twoclock.models.bandit.surrogate import group_grads, noise_stats
 from twoclock.models.grpo import inner_scan, optimizer_step
 from twoclock.scaling import make_optimizer
@@ -108,8 +108,8 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
                     active_mb = jnp.mean((mb.adv != 0).astype(dtype))
                     return jnp.mean(g_mb, axis=0), (jnp.mean(clip_mb), jnp.mean(out_mb), active_mb)
 
-                w, opt_state, (clip_S, out_S, active_S) = inner_scan(tx, w0, opt_state, ro, M, S,
-                                                                     grad)
+                w, opt_state, (clip_S, out_S, active_S) = inner_scan(
+                    tx, w0, opt_state, ro, M, S, grad, epoch_order(cfg, B, bits))
             stats.update(trust_region_stats(w0, w, ro, clip_S, out_S, active_S, Ds))
             return (w, opt_state), (w, stats)
 

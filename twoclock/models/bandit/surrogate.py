@@ -43,7 +43,7 @@ def group_loss(w, ro: Rollout, cfg: BanditConfig):
     logp_K = jax.nn.log_softmax(ro.z0 + ro.phi @ w)
     logp_G = logp_K[ro.a]
     j_G, clipped_G = obj.log_ratio_objective(logp_G, ro.logp_old, ro.adv, cfg.clip_low,
-                                             cfg.clip_high)
+                                             cfg.clip_high, cfg.clip_ratio_c)
     rho_G = jax.lax.stop_gradient(jnp.exp(logp_G - ro.logp_old))
     pi_K = jax.lax.stop_gradient(jnp.exp(logp_K))
     dphi_G = ro.phi[ro.a][:, Ds:] - (pi_K @ ro.phi[:, Ds:])[None]
@@ -52,7 +52,7 @@ def group_loss(w, ro: Rollout, cfg: BanditConfig):
     if cfg.drift_source == "emergent":  # no shaping signal: the drift is the policy's own
         shaping = 0.0
     loss = -(jnp.mean(j_G) + shaping)
-    if cfg.kl_coef > 0:
+    if cfg.kl_in_loss:
         loss = loss + cfg.kl_coef * obj.kl(logp_K, ro.logref)
     return loss, (jnp.mean(clipped_G.astype(loss.dtype)), 1.0 - jnp.mean(keep_G))
 
@@ -73,7 +73,7 @@ def group_grads(w, ro: Rollout, cfg: BanditConfig, logp_PxK=None):
         logp_PxK = logp_of(w, ro.z0, ro.phi)
     logp_G = jnp.take_along_axis(logp_PxK, ro.a, axis=-1)
     rho_G = jnp.exp(logp_G - ro.logp_old)
-    clipped_G = obj.clipped_mask(rho_G, ro.adv, cfg.clip_low, cfg.clip_high)
+    clipped_G = obj.clipped_mask(rho_G, ro.adv, cfg.clip_low, cfg.clip_high, cfg.clip_ratio_c)
     c_G = jnp.where(clipped_G, 0.0, rho_G * ro.adv)             # d j_g / d log pi(a_g)
     onehot_GxK = jax.nn.one_hot(ro.a, K, dtype=rho_G.dtype)
     c_K = jnp.einsum("...g,...gk->...k", c_G, onehot_GxK)
@@ -85,7 +85,7 @@ def group_grads(w, ro: Rollout, cfg: BanditConfig, logp_PxK=None):
                   - jnp.einsum("...k,...kd->...d", pi_K, phi_d)[..., None, :])
     keep_G = shaping_keep(rho_G, ro.xi, dphi_G, cfg)
     gl_K = -(c_K - jnp.sum(c_K, axis=-1, keepdims=True) * pi_K) / G
-    if cfg.kl_coef > 0:
+    if cfg.kl_in_loss:
         dlog = logp_PxK - ro.logref
         kl_ = jnp.sum(pi_K * dlog, axis=-1, keepdims=True)
         gl_K = gl_K + cfg.kl_coef * pi_K * (dlog - kl_)

@@ -72,11 +72,14 @@ class PolicyConfig(GRPOConfig):
         False, "drop groups whose rewards are all equal (DAPO; the batch is not refilled: the "
                "loss averages the kept groups)")
     kl_coef: float = param(
-        0.0, 'KL(pi || pi_ref) penalty on the sampled tokens: each token\'s KL at its sampled '
-             'prefix, ratio-weighted so that its expected gradient is that KL\'s')
+        0.0, 'KL(pi || pi_ref) penalty. In the loss (kl_in loss): on the sampled tokens, each '
+             'token\'s KL at its sampled prefix, ratio-weighted so that its expected gradient '
+             'is that KL\'s (the prefixes held where they were sampled); in the reward: the '
+             'sequence log-ratio, whose score-function gradient is the sequence KL\'s')
     kl_estimator: str = param(
-        "k3", 'KL penalty estimator, times the ratio pi / pi_old: k1 (log pi - log pi_ref) | k3 '
-              '(r - log r - 1, r = pi_ref / pi)', choices=KL_ESTIMATORS)
+        "k3", 'KL penalty estimator in the loss, times the ratio pi / pi_old: k1 (log pi - log '
+              'pi_ref) | k3 (r - log r - 1, r = pi_ref / pi); either way the expected gradient '
+              'is grad KL(pi || pi_ref) (the reward form is always k1)', choices=KL_ESTIMATORS)
     target: float = param(0.6, 'progress: exact held-out accuracy target')
     fail_stat: str = param("null", "the failure clock's drift statistic: null | kl | entropy",
                            choices=FAIL_STATS)

@@ -22,7 +22,7 @@ import numpy as np
 from twoclock import objectives as obj
 from twoclock.config import OptimConfig
 from twoclock.model import Dynamics, RunState, initial_clocks, only_shapes
-from twoclock.models.grpo import inner_scan, optimizer_step
+from twoclock.models.grpo import epoch_orders, inner_scan, optimizer_step
 from twoclock.models.policy import evaluate, net, task, warmup
 from twoclock.models.policy.config import PolicyConfig
 from twoclock.models.policy.surrogate import Rollout, group_objectives, loss, token_logp
@@ -107,18 +107,35 @@ def make_rollout(cfg: PolicyConfig, s: Setup, B: int):
         resp, _ = net.sample(w, s.arch, prompt, task.ANSWER_LEN, ks)
         r_PxG = task.verify(resp, s.train.answer[idx_B], s.train.n_digits[idx_B],
                             xp=jnp).astype(dtype).reshape(P, G)
-        adv = obj.advantages(r_PxG, cfg.advantage, cfg.adv_eps).reshape(B)
-        zero_P = obj.zero_advantage_groups(r_PxG)
-        keep = jnp.repeat(~zero_P if cfg.dynamic_sampling else jnp.ones(P, bool), G)
         logp_old = jax.lax.stop_gradient(token_logp(w, s.arch, prompt, resp))
         logref = (token_logp(s.ref, s.arch, prompt, resp) if cfg.kl_coef > 0
                   else jnp.zeros_like(logp_old))
         mask = task.response_mask(resp, jnp).astype(dtype)
+        score = r_PxG
+        if cfg.kl_in_reward:  # the response's log-probabilities: sums over its tokens
+            seq = lambda lp: jnp.sum(mask * lp, axis=1).reshape(P, G)
+            score = obj.kl_penalised_rewards(r_PxG, seq(logp_old), seq(logref), cfg.kl_coef)
+        adv = obj.advantages(score, cfg.advantage, cfg.adv_eps).reshape(B)
+        # the verifier's own zero-variance groups (DAPO's dynamic sampling reads accuracy)
+        zero_P = obj.zero_advantage_groups(r_PxG)
+        keep = jnp.repeat(~zero_P if cfg.dynamic_sampling else jnp.ones(P, bool), G)
         ro = Rollout(prompt, resp, mask, adv, keep.astype(dtype), logp_old, logref)
         return ro, {"reward": jnp.mean(r_PxG), "resp_len": jnp.mean(jnp.sum(mask, axis=1)),
                     "zero_adv_frac": jnp.mean(zero_P.astype(dtype))}
 
     return rollout
+
+
+def epoch_order(cfg: PolicyConfig, B: int, key):
+    """The rows [E, B] each epoch reads (`grpo.epoch_orders`, whole groups), drawn from
+    fold_in(key, 2) of the update's key (the rollout's jax.random.split(key) is fold_in(key,
+    0) and fold_in(key, 1)), or None where the config does not reshuffle (every epoch reuses
+    one split)."""
+    if not cfg.reshuffles(B):
+        return None
+    P = cfg.prompts(B)
+    bits = jax.random.bits(jax.random.fold_in(key, 2), (cfg.epochs - 1, P))
+    return epoch_orders(bits, cfg.group)
 
 
 def noise_stats(w, ro: Rollout, cfg: PolicyConfig, s: Setup) -> dict:
@@ -180,7 +197,8 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
                 w, opt_state = optimizer_step(tx, w0, opt_state, g)
             else:
                 w, opt_state, cnt_S = inner_scan(tx, w0, opt_state, ro, M, S,
-                                                 lambda w, mb: grad(w, mb, cfg, s.arch))
+                                                 lambda w, mb: grad(w, mb, cfg, s.arch),
+                                                 epoch_order(cfg, B, k))
                 cnt = tuple(jnp.sum(c) for c in cnt_S)
             st["clip_frac"] = cnt[0] / jnp.maximum(cnt[1], 1.0)
             st["clip_frac_active"] = cnt[2] / jnp.maximum(cnt[3], 1.0)

@@ -3,10 +3,12 @@ spread gives each direction's gradient noise scale.
 
 Per token t of response i: j_it = min(rho_it A_i, clip(rho_it, 1 - clip_low, 1 + clip_high) A_i)
 (twoclock.objectives.ppo_objective) with rho_it = pi(y_it | ...) / pi_old(y_it | ...), pi_old the
-behaviour policy that sampled the batch. The KL penalty adds -kl_coef * rho_it k(t) per token,
+behaviour policy that sampled the batch; with the dual clip c (clip_ratio_c), max(j_it, c A_i)
+where A_i < 0. The KL penalty in the loss (kl_in loss) adds -kl_coef * rho_it k(t) per token,
 with k1 = log pi - log pi_ref or k3 = r - log r - 1, r = pi_ref / pi (objectives.sampled_kl):
 the ratio makes its expected gradient that of each token's KL(pi || pi_ref) at its sampled
-prefix (without it k1's would be 0 and k3's that of KL(pi_ref || pi)).
+prefix (without it k1's would be 0 and k3's that of KL(pi_ref || pi)). In the reward (kl_in
+reward) it is already in A_i, and nothing is added here.
 Aggregation (loss_agg) over the response tokens m_it (up to the first end token), with group
 weights keep_i (0 for groups dynamic sampling drops):
 - seq_sum: sum_i keep_i sum_t m_it j_it / (A_len sum_i keep_i), A_len the response length
@@ -43,8 +45,9 @@ def token_logp(params, arch: net.Arch, prompt, resp):
 def token_objective(logp, ro: Rollout, cfg):
     """(j [B, A] to maximise, clipped bool [B, A]) of tokens with log-probabilities logp."""
     adv = jnp.broadcast_to(ro.adv[:, None], logp.shape)
-    j, clipped = obj.log_ratio_objective(logp, ro.logp_old, adv, cfg.clip_low, cfg.clip_high)
-    if cfg.kl_coef > 0:
+    j, clipped = obj.log_ratio_objective(logp, ro.logp_old, adv, cfg.clip_low, cfg.clip_high,
+                                         cfg.clip_ratio_c)
+    if cfg.kl_in_loss:
         j = j - cfg.kl_coef * obj.sampled_kl(logp, ro.logp_old, ro.logref, cfg.kl_estimator)
     return j, clipped
 
