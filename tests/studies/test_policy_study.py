@@ -195,3 +195,27 @@ def test_fixed_size_cells_borrow_the_smallest_batch_from_fixed_m():
     assert got["per_seed"]["64"] == out["clip_none_fixed_m"]["per_seed"]["64"]
     assert got["per_seed"]["1024"] == _cell((1024,), 4, 3.0)["per_seed"]["1024"]
     assert [r["batch"] for r in got["runs"]] == [64, 1024]
+
+
+def test_the_contrasts_are_stated_as_paired_ratios_by_hand():
+    """Clipped progress 3x at B 1024 and 1x at B 64 against unclipped 2x / 1x: the gaps are
+    3 and 2, their contrast 1.5. KL clipped = 2 x progress, unclipped = 1 x: margin 2 and 1,
+    clipping's effect on it 2. Collapse delayed 4x at 1024 and 2x at 64: contrast 2."""
+    st, c = _study()
+    seeds = np.arange(1, 9) * 100
+    for name, (gap, kl) in {"eps0.2": (3, 2), "none": (2, 1), "higher": (2, 1)}.items():
+        for b, g in (("64", 1), ("1024", gap)):
+            per = c[f"clip_{name}_fixed_m"]["per_seed"][b]
+            per["progress"] = (g * seeds).tolist()
+            per["kl"] = (kl * g * seeds).tolist()
+    for b, d in (("64", 2), ("1024", 4)):
+        c["collapse_eps0.2"]["per_seed"][b]["collapse"] = (d * seeds).tolist()
+        c["collapse_none"]["per_seed"][b]["collapse"] = seeds.tolist()
+    a = ps.answers(st, c)
+    row = a["3_clipping"]["fixed_m"]
+    assert row["b_gap_eps_over_none"]["median"] == pytest.approx(1.5)
+    assert row["b_gap_eps_over_none"]["ci"] == pytest.approx([1.5, 1.5])  # exact per seed
+    assert row["margin"]["eps0.2"]["1024"]["kl"]["median"] == pytest.approx(2.0)
+    assert row["margin"]["none"]["64"]["kl"]["median"] == pytest.approx(1.0)
+    assert row["a_margin_eps_over_none"]["1024"]["kl"]["median"] == pytest.approx(2.0)
+    assert a["4_collapse"]["clip_effect_larger_over_smaller"]["median"] == pytest.approx(2.0)

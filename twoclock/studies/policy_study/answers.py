@@ -76,9 +76,19 @@ def clipping_at(ps, conv: str, b0: str, b1: str, idx) -> dict:
     row["a_more_at_larger_batch"] = {k: ratio_of_ratios_ci(
         ps(n("eps0.2"), b1, k), ps(n("none"), b1, k), ps(n("eps0.2"), b0, k),
         ps(n("none"), b0, k), idx) for k in DRIFT}
-    # (b) the progress gap remains with and without clipping
+    # the margin N_fail / N_prog of each cell, and clipping's effect on it: a delay of a drift
+    # clock that comes with as much delay of progress leaves the margin where it was
+    row["margin"] = {name: {b: {k: ratio_ci(ps(n(name), b, k), ps(n(name), b, "progress"), idx)
+                                for k in DRIFT} for b in (b0, b1)} for name in CLIPS}
+    row["a_margin_eps_over_none"] = {b: {k: ratio_of_ratios_ci(
+        ps(n("eps0.2"), b, k), ps(n("eps0.2"), b, "progress"), ps(n("none"), b, k),
+        ps(n("none"), b, "progress"), idx) for k in DRIFT} for b in (b0, b1)}
+    # (b) the progress gap remains with and without clipping, and the contrast of the two gaps
     row["b_progress_gap"] = {name: ratio_ci(ps(n(name), b1, "progress"),
                                             ps(n(name), b0, "progress"), idx) for name in CLIPS}
+    row["b_gap_eps_over_none"] = ratio_of_ratios_ci(
+        ps(n("eps0.2"), b1, "progress"), ps(n("eps0.2"), b0, "progress"),
+        ps(n("none"), b1, "progress"), ps(n("none"), b0, "progress"), idx)
     # (c) clip-higher learns faster early and fails earlier than eps 0.2
     row["c_early_acc_higher_minus_eps"] = {b: diff_ci(
         ps(n("higher"), b, "early_acc"), ps(n("eps0.2"), b, "early_acc"), idx) for b in (b0, b1)}
@@ -127,6 +137,10 @@ def collapse(c: dict, ps, b0: str, b1: str, idx) -> dict:
             "final_acc_clip_minus_none": diff_ci(ps("collapse_eps0.2", b, "final_acc"),
                                                  ps("collapse_none", b, "final_acc"), idx)}
             for b in (b0, b1)}
+        # does clipping delay collapse more at the larger batch? the contrast itself
+        coll["clip_effect_larger_over_smaller"] = ratio_of_ratios_ci(
+            ps("collapse_eps0.2", b1, "collapse"), ps("collapse_none", b1, "collapse"),
+            ps("collapse_eps0.2", b0, "collapse"), ps("collapse_none", b0, "collapse"), idx)
     return coll
 
 

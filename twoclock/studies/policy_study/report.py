@@ -69,8 +69,12 @@ def report(out: dict) -> str:
                 f"{k} {ci(v)}" for k, v in row["a_delay"][b].items()))
         lines.append(f"      (a) delay at {b1} / delay at {b0}: " + ", ".join(
             f"{k} {ci(v)}" for k, v in row["a_more_at_larger_batch"].items()))
+        for b in (b0, b1):
+            lines.append(f"      margin N_fail / N_prog at {b:>4}: eps0.2 over none " + ", ".join(
+                f"{k} {ci(v)}" for k, v in row["a_margin_eps_over_none"][b].items()))
         lines.append(f"      (b) progress gap {b1}/{b0}: " + ", ".join(
-            f"{k} {ci(v)}" for k, v in row["b_progress_gap"].items()))
+            f"{k} {ci(v)}" for k, v in row["b_progress_gap"].items())
+            + f"; eps0.2's gap / none's {ci(row['b_gap_eps_over_none'])}")
         for b in (b0, b1):
             lines.append(f"      (c) at {b:>4}: early acc higher - eps0.2 "
                          f"{ci(row['c_early_acc_higher_minus_eps'][b])}; N_higher / N_eps0.2 "
@@ -87,4 +91,7 @@ def report(out: dict) -> str:
     for b, v in coll.get("clip_effect", {}).items():
         lines.append(f"   clipping at {b:>4}: collapse delay {ci(v['collapse_delay'])}, final acc "
                      f"eps0.2 - none {ci(v['final_acc_clip_minus_none'])}")
+    if "clip_effect_larger_over_smaller" in coll:
+        lines.append(f"   collapse delay at {b1} / at {b0}: "
+                     f"{ci(coll['clip_effect_larger_over_smaller'])}")
     return "\n".join(lines)
