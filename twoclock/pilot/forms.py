@@ -246,12 +246,6 @@ def _score(form: dict) -> float:
     return math.sqrt(np.mean(np.square(e))) if e else math.inf
 
 
-def tied_to_progress(cf) -> bool:
-    """Whether the pilots leave a constant N_fail / N_prog standing: the slope of its log on
-    log B has a CI that includes 0."""
-    return cf is not None and cf.slope is not None and cf.slope["ci"][0] <= 0 <= cf.slope["ci"][1]
-
-
 def form_band(info: dict, form: str, prog_band: list, B, level: float) -> list:
     """One form's band at B (prog_band: the progress band there), its form error included."""
     f = info["forms"][form]
@@ -271,9 +265,7 @@ def failure_band(info: dict, prog_band: list, B, level: float) -> list:
 def _why(forms, chosen, plausible, cf) -> str:
     rates = ", ".join(f"{f} {'-' if v['loo']['rate'] is None else format(v['loo']['rate'], '.3g')}"
                       for f, v in forms.items())
-    s = (f"{chosen}: " + ("N_fail / N_prog is constant within the pilots' CI, and the one-"
-                          "parameter form is kept while it is" if chosen == "coupled" and
-                          tied_to_progress(cf) else "the smallest leave-one-end-out error")
+    s = (f"{chosen}: the smallest error predicting each pilot batch left out"
          + f" (curvature errors: {rates})")
     if cf is not None and cf.slope is not None:
         lo, hi = cf.slope["ci"]

@@ -175,7 +175,8 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
         "failure_exponent": {**outs[last]["failure_exponent"], "clock": fcs[last].text},
         "recommendation": _recommendation(est, margin, first["recommendation"]["objective"],
                                           fcs),
-        "fit": {**first["fit"], "failure": outs[last]["fit"]["failure"]},
+        "fit": {**first["fit"], "failure": outs[last]["fit"]["failure"],
+                "failure_form": outs[last]["fit"]["failure_form"]},
         "curves": {**first["curves"], "failure_samples": outs[last]["curves"]["failure_samples"]},
         "estimates": [{k: (None if isinstance(v, float) and math.isinf(v) else v)
                        for k, v in e.items()} for e in est],

@@ -42,7 +42,8 @@ def table(out: dict) -> str:
                  f"{fe['ci'][1]:.3g}]; ") + fe["reading"])
     ff = f.get("failure_form")
     if ff is not None:
-        lines.append(f"failure clock's form: {ff['why']}")
+        lines.append(f"failure clock's form (the clock that fails first at the largest batch): "
+                     f"{ff['why']}")
     pe = f.get("progress_form_error")
     if pe is not None and pe["curvature"] is not None:
         lines.append(f"form error: the bands past the pilots carry each form's leave-one-end-out "
