@@ -138,9 +138,10 @@ def _logs_block(path, logs, how, pc, prog, fcs, fails) -> dict:
 
 
 def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 0.1,
-              level: float = 0.95, smoothing=None, columns=None) -> dict:
+              level: float = 0.95, smoothing=None, columns=None, **reading) -> dict:
     """Read the log, find the clocks, and plan: pilot.plan once per failure condition (each its
-    own fit and row); the recommendation takes, at each batch, the earliest failure clock."""
+    own fit and row); the recommendation takes, at each batch, the earliest failure clock.
+    `reading`: how to read a trainer's own files (preset, batch, lr: reader.read_logs)."""
     pilot.check_settings(predict, margin, level)
     if not failures:
         raise PilotError("--failure: give at least one failure condition (e.g. 'kl>=0.5')")
@@ -148,7 +149,7 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
     fcs = [parse_condition(f, "--failure") for f in failures]
     how = parse_smooth(smoothing)
     logs = read_logs(path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs])),
-                     parse_columns(columns))
+                     parse_columns(columns), **reading)
     prog = clocks(logs, pc, how)
     fails = [clocks(logs, f, how) for f in fcs]
     source = f"{path} (logged curves)"
