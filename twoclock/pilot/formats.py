@@ -323,8 +323,8 @@ def rows(table: Table, columns: dict, batch=None, lr=None):
                                  f"{', '.join(names)})")
     src = {name: col for col, name in columns.items() if name in RESERVED}
     if "run" in src:
-        raise PilotError(f"--col run={src['run']}: the runs of a {table.kind} log are named by "
-                         "their files")
+        raise PilotError(f"--col run={src['run']}: the runs in {table.kind} files are named "
+                         "by their files and directories")
     keys = dict.fromkeys(k for r in table.runs for s in r.steps for k in s.values)
     if "run" in keys and "run" not in columns:
         raise PilotError(f"{table.path}: a logged key 'run' clashes with the runs' names; read it "
@@ -349,8 +349,8 @@ def rows(table: Table, columns: dict, batch=None, lr=None):
             b = _number(r.batch, f"{table.path}: run {r.name!r}", "train_batch_size must be > 0",
                         lambda v: v > 0)
         if b is None:
-            raise PilotError(f"{table.path}: run {r.name!r}: a {table.kind} log does not record "
-                             f"the batch; give --batch {r.name}=B (responses per update)")
+            raise PilotError(f"{table.path}: run {r.name!r}: its {table.kind} file records no "
+                             f"batch; give --batch {r.name}=B (responses per update)")
         peak = lr.get(r.name)
         if peak is None:
             got = [_number(s.values[src["lr"]], f"{here(s)}, column {src['lr']}",
