@@ -325,3 +325,13 @@ def test_without_the_tensorboard_extra_the_error_names_it(tmp_path, monkeypatch)
     code, _, err = _plan(tmp_path, TB, "--preset", "trl", *BATCH_ARGS)
     assert code == 2 and err.count("\n") == 1, err
     assert "pip install 'twoclock[tensorboard]'" in err and "TensorBoard" in err, err
+
+
+def test_a_json_lines_file_with_a_bad_first_line_is_not_taken_for_a_trainer_state(tmp_path):
+    """The whole-file parse that finds a trainer_state.json must leave a JSON Lines file's
+    errors to the reader, which names the line."""
+    p = tmp_path / "l.jsonl"
+    p.write_text('{"run": "a", "batch": 8,\n{"run": "a", "batch": 8, "lr": 0.1, "samples": 0}\n')
+    with pytest.raises(PilotError, match=r"l.jsonl line 1: not JSON") as e:
+        read_logs(str(p), ())
+    assert "trainer_state" not in str(e.value)

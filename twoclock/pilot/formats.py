@@ -86,8 +86,8 @@ def _state(text: str, path: str):
     try:
         obj = json.loads(text, object_pairs_hook=unique_keys(path))
     except json.JSONDecodeError as e:
-        if not named and alone is not None:
-            return None
+        if not named:
+            return None  # a JSON Lines file, perhaps with a bad line: the reader names it
         raise PilotError(f"{path} line {e.lineno}: not JSON ({e.msg}, column {e.colno}); a "
                          "truncated trainer_state.json?") from None
     if not isinstance(obj, dict) or "log_history" not in obj:
