@@ -335,3 +335,18 @@ def test_a_json_lines_file_with_a_bad_first_line_is_not_taken_for_a_trainer_stat
     with pytest.raises(PilotError, match=r"l.jsonl line 1: not JSON") as e:
         read_logs(str(p), ())
     assert "trainer_state" not in str(e.value)
+
+
+def test_lr_and_batch_flags_reach_the_plan(tmp_path):
+    """--lr RUN=LR replaces the peak logged lr and --batch RUN=B the train_batch_size, in the
+    runs of plan.json and in the samples (step x the given batch)."""
+    lrs = {"b64": 2e-6, "b128": 4e-6, "b256": 4e-6 * 2 ** 0.5}  # sqrt rule from B 32
+    args = [a for r, v in lrs.items() for a in ("--lr", f"{r}={v!r}")] + ["--batch", "b64=32"]
+    code, _, err = _plan(tmp_path, TRL, "--preset", "trl", *args)
+    assert code == 0, err
+    with open(tmp_path / "out" / "plan.json") as f:
+        runs = {r["run"]: r for r in json.load(f)["runs"]}
+    assert {k: r["lr"] for k, r in runs.items()} == lrs
+    assert runs["b64"]["batch"] == 32 and runs["b128"]["batch"] == 128
+    # acc = 64 t / 1250 logged at step t crosses 0.5 at step 9.77, now 9.77 x 32 samples
+    assert runs["b64"]["progress_samples"] == pytest.approx(625 / 2, rel=1e-9)
