@@ -349,8 +349,8 @@ def rows(table: Table, columns: dict, batch=None, lr=None):
             b = _number(r.batch, f"{table.path}: run {r.name!r}", "train_batch_size must be > 0",
                         lambda v: v > 0)
         if b is None:
-            raise PilotError(f"{table.path}: run {r.name!r}: its {table.kind} file records no "
-                             f"batch; give --batch {r.name}=B (responses per update)")
+            raise PilotError(f"{table.path}: run {r.name!r}: the {table.kind} records no batch;"
+                             f" give --batch {r.name}=B (responses per update)")
         peak = lr.get(r.name)
         if peak is None:
             got = [_number(s.values[src["lr"]], f"{here(s)}, column {src['lr']}",
