@@ -1,6 +1,8 @@
 """From a few pilot runs to a plan: `python experiments/plan.py [RUNS.csv] [--predict B ...]`,
 or from their logged curves: `plan.py --logs LOGS.csv --progress "heldout_acc>=0.7"
---failure "kl>=0.5" [--failure ...] [--col samples=train/num_samples] [--smooth ema:2000]`.
+--failure "kl>=0.5" [--failure ...] [--col samples=train/num_samples] [--smooth ema:2000]`,
+or from a trainer's own files: `plan.py --logs tb_runs/ --preset trl --batch b64=64 ...`
+(a TensorBoard directory, trainer_state.json, verl's file logger; docs/plan.md).
 
 RUNS.csv has one row per pilot run: batch, lr, progress_samples, failure_samples (empty when
 the run did not fail) and optionally budget, seconds_per_update, seed. With no CSV the plan
@@ -23,7 +25,9 @@ def main(argv=None) -> int:
     p = OneLineParser(prog="plan.py", description=__doc__)
     add_config_flags(p, PlanConfig, skip=FROM_LOGS)
     add_config_flags(p.add_argument_group("from logs (one row per logged step: run, batch, lr, "
-                                          "samples, metrics; CSV or JSON Lines)"),
+                                          "samples, metrics; CSV or JSON Lines; or a "
+                                          "TensorBoard directory, trainer_state.json, verl's "
+                                          "file logger)"),
                      PlanConfig, skip=tuple(f for f in PlanConfig.__dataclass_fields__
                                             if f not in FROM_LOGS))
     add_output_args(p, "plan")

@@ -64,7 +64,7 @@ def clocks(logs: Logs, cond: Condition, how=None, need_one: bool = True) -> list
         s, v = r.samples_R[ok], smooth(r.samples_R[ok], r.metrics[cond.metric][ok], how)
         at, i = crossing(s, v, cond)
         if i == 0:
-            raise PilotError(f"{logs.source} line {r.line_R[ok][0]}, column {cond.metric}: run "
+            raise PilotError(f"{logs.where(r.line_R[ok][0])}, column {cond.metric}: run "
                              f"{r.name!r} already meets {cond.flag} {cond.text!r} at its first "
                              f"logged point ({v[0]:g} at samples {s[0]:g}): no crossing to time")
         out.append(Clock(at, i is not None, None if i is None else int(r.line_R[ok][i]),
@@ -73,7 +73,7 @@ def clocks(logs: Logs, cond: Condition, how=None, need_one: bool = True) -> list
         up = cond.op in (">=", ">")
         reach, line = max((((v if up else -v), int(ln)) for r in logs.runs
                            for v, ln in zip(r.metrics[cond.metric], r.line_R) if np.isfinite(v)))
-        raise PilotError(f"{logs.source} line {line}, column {cond.metric}: no run ever meets "
+        raise PilotError(f"{logs.where(line)}, column {cond.metric}: no run ever meets "
                          f"{cond.flag} {cond.text!r} (the {'highest' if up else 'lowest'} "
                          f"logged value, {reach if up else -reach:g}, is on this line)")
     return out

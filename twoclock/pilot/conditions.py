@@ -1,5 +1,6 @@
-"""What a plan from logs reads: conditions on a metric ('kl>=0.5'), `--col NAME=COLUMN` mappings
-and `--smooth` settings, each parsed or refused in one line."""
+"""What a plan from logs reads: conditions on a metric ('kl>=0.5'), `--col NAME=COLUMN` mappings,
+`--batch RUN=B` / `--lr RUN=LR` values and `--smooth` settings, each parsed or refused in one
+line."""
 from dataclasses import dataclass
 import math
 import re
@@ -91,6 +92,25 @@ def parse_columns(items) -> dict:
     return out
 
 
+def parse_per_run(items, flag: str) -> dict:
+    """['b64=64', ...] (--batch, --lr) -> {run: value > 0}; PilotError when malformed."""
+    out = {}
+    for item in items or ():
+        run, sep, raw = item.rpartition("=")
+        run = run.strip()
+        try:
+            v = float(raw)
+        except ValueError:
+            v = math.nan
+        if not sep or not run or not (math.isfinite(v) and v > 0):
+            raise PilotError(f"{flag} {item!r}: expected RUN=VALUE with a number > 0 "
+                             f"(e.g. {flag} b64={'64' if flag == '--batch' else '1e-6'})")
+        if run in out:
+            raise PilotError(f"{flag} {item!r}: run {run!r} is already given {out[run]:g}")
+        out[run] = v
+    return out
+
+
 def parse_smooth(text):
     """'ema:2000' / 'window:4000' -> (kind, samples); None for None."""
     if text is None:
@@ -107,4 +127,4 @@ def parse_smooth(text):
     return kind, width
 
 
-__all__ = ["Condition", "parse_condition", "parse_columns", "parse_smooth"]
+__all__ = ["Condition", "parse_condition", "parse_columns", "parse_per_run", "parse_smooth"]

@@ -2,8 +2,10 @@
 published GRPO table) or the curves their trainer logged, and the plan's settings."""
 from dataclasses import dataclass
 
-from twoclock.config import option, param
+from twoclock.config import option, param, require_choice
 from twoclock.pilot import logs as pilot_logs, report
+from twoclock.pilot.conditions import parse_per_run
+from twoclock.pilot.presets import PRESETS
 from twoclock.pilot.plan import check_settings
 
 
@@ -15,7 +17,9 @@ class PlanConfig:
     predict: tuple = param((), "batches to predict and plan over (none: the pilot batches)")
     margin: float = param(0.1, "fraction of the failure clock that must be left at the target")
     level: float = param(0.95, "confidence level of the bands")
-    logs: str | None = param(None, "per-step log file of the pilot runs (instead of RUNS.csv)")
+    logs: str | None = param(None, "per-step log file of the pilot runs (instead of RUNS.csv), "
+                                   "or a trainer's own: a TensorBoard directory, trainer_state."
+                                   "json (or a directory of runs holding one), verl's .jsonl")
     progress: str | None = param(None, "the target, e.g. 'heldout_acc>=0.7'")
     failure: tuple = option((), "a failure clock, e.g. 'kl>=0.5' (repeat for several: each is "
                                 "fitted; the earliest sets the plan)", action="append")
@@ -31,8 +35,16 @@ class PlanConfig:
                                      "(minibatches x epochs the same at every batch) or "
                                      "per_batch (a fixed minibatch size)",
                             choices=("fixed", "per_batch"))
+    preset: str | None = param(None, "trl | verl: read the trainer's metric names as acc, "
+                                     "heldout_acc, reward, kl, entropy, clip (docs/plan.md)",
+                               choices=tuple(PRESETS))
+    batch: tuple = option((), "a run's batch (responses per update) where its files do not "
+                              "record it", action="append", metavar="RUN=B")
+    lr: tuple = option((), "a run's learning rate (default: the peak it logs)",
+                       action="append", metavar="RUN=LR")
 
-    LOGS_ONLY = ("progress", "failure", "col", "smooth", "clip")  # flags that read a log file
+    LOGS_ONLY = ("progress", "failure", "col", "smooth", "preset", "batch", "lr",
+                 "clip")  # flags that read a log file
     LOGS_GROUP = ("logs",) + LOGS_ONLY + ("clip_bind", "clip_steps")  # their --help group
 
     def __post_init__(self):
@@ -43,6 +55,8 @@ class PlanConfig:
             raise ValueError("give RUNS.csv or --logs LOGS.csv, not both")
         if self.logs is not None and self.progress is None:
             raise ValueError("--logs: give --progress (and no RUNS.csv)")
+        if self.preset is not None:
+            require_choice("--preset", self.preset, tuple(PRESETS))
         check_settings(self.predict, self.margin, self.level)
 
 
@@ -51,9 +65,13 @@ def plan(cfg: PlanConfig) -> dict:
     (pilot.report.plan_file)."""
     predict = cfg.predict or None  # none given: the pilot batches
     if cfg.logs is not None:
+        # how to read a trainer's own files (pilot.reader.read_logs), given only when set
+        reading = {k: v for k, v in (("preset", cfg.preset),
+                                     ("batch", parse_per_run(cfg.batch, "--batch")),
+                                     ("lr", parse_per_run(cfg.lr, "--lr"))) if v}
         return pilot_logs.plan_logs(cfg.logs, cfg.progress, list(cfg.failure), predict,
                                     cfg.margin, cfg.level, cfg.smooth, list(cfg.col),
-                                    cfg.clip, cfg.clip_bind, cfg.clip_steps)
+                                    cfg.clip, cfg.clip_bind, cfg.clip_steps, **reading)
     return report.plan_file(cfg.runs, predict, cfg.margin, cfg.level)
 
 

@@ -100,9 +100,11 @@ def _log_median(x_R):
                          if y.size > 1 else 0.0)
 
 
-def _fit_sd(fit, b: float) -> float:
+def _fit_sd(fit, b: float) -> float | None:
     """The standard error of a fit's log prediction at b: the covariance's for the power law,
     the one-sigma profile interval's half-width over its t quantile for the progress form."""
+    if fit.dof < 1:  # as many runs as parameters: no sampling error to speak of
+        return None
     if isinstance(fit, pf.FailureFit):
         x = math.log(b / fit.b_ref)
         J = np.array([1.0, x])
@@ -127,7 +129,7 @@ def loo_rate(B_R, predict, measure) -> dict:
         if p is None or m is None:
             continue
         d, r = abs(math.log(b / near)), abs(math.log(far / near))
-        errs.append({"batch": float(b), "error": p[0] - m[0], "noise": math.hypot(p[1], m[1]),
+        errs.append({"batch": float(b), "error": p[0] - m[0], "noise": None if p[1] is None else math.hypot(p[1], m[1]),
                      "distance": d, "range": r})
         every.append({"batch": float(b), "error": p[0] - m[0]})
     # the whole error, not the part sampling leaves unexplained: subtracting the noise made

@@ -139,10 +139,11 @@ def _logs_block(path, logs, how, pc, prog, fcs, fails) -> dict:
 
 def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 0.1,
               level: float = 0.95, smoothing=None, columns=None, clip=None,
-              clip_bind: float = 0.02, clip_steps: str = "fixed") -> dict:
+              clip_bind: float = 0.02, clip_steps: str = "fixed", **reading) -> dict:
     """Read the log, find the clocks, and plan: pilot.plan once per failure condition (each its
     own fit and row); the recommendation takes, at each batch, the earliest failure clock.
-    clip: the logged clipped-share metric, whose onset (clip_bind) is predicted."""
+    clip: the logged clipped-share metric, whose onset (clip_bind) is predicted; `reading`:
+    how to read a trainer's own files (preset, batch, lr: reader.read_logs)."""
     pilot.check_settings(predict, margin, level)
     if not failures:
         raise PilotError("--failure: give at least one failure condition (e.g. 'kl>=0.5')")
@@ -155,7 +156,7 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
     how = parse_smooth(smoothing)
     logs = read_logs(path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs]
                                                + ([clip] if clip else []))),
-                     parse_columns(columns))
+                     parse_columns(columns), **reading)
     prog = clocks(logs, pc, how)
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{path} (logged curves)"

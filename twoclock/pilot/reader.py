@@ -1,5 +1,6 @@
-"""Read a trainer's per-step log of pilot runs (CSV or JSON Lines) into runs, refusing bad rows
-and cells in one line that names the line and the column (rules: twoclock.pilot.logs)."""
+"""Read a trainer's per-step log of pilot runs (CSV or JSON Lines, or a trainer's own files:
+pilot.formats) into runs, refusing bad rows and cells in one line that names the line and the
+column (rules: twoclock.pilot.logs)."""
 import csv
 from dataclasses import dataclass
 import io
@@ -9,6 +10,7 @@ import os
 
 import numpy as np
 
+from twoclock.pilot import formats, presets
 from twoclock.pilot.plan import MAX_BATCH, PilotError
 
 REQUIRED = ("run", "batch", "lr", "samples")
@@ -32,29 +34,29 @@ class Logs:
     source: str
     header: tuple  # column names after --col mapping
     runs: tuple
+    places: tuple = ()  # a trainer's files: where row `line` was read (formats.Table.places)
+
+    def where(self, line: int) -> str:
+        """'PATH line N' (a CSV / JSON Lines file), or the file and line or event of row N."""
+        return _where(self.source, self.places, line)
 
 
-def _unique(path: str, ln: int):
-    """json.loads' object_pairs_hook: a dict, PilotError when a key appears twice."""
-    def pairs(items):
-        out = {}
-        for k, v in items:
-            if k in out:
-                raise PilotError(f"{path} line {ln}: key {k!r} appears twice in one object")
-            out[k] = v
-        return out
-    return pairs
+def _where(path: str, places: tuple, line: int) -> str:
+    return places[line] if places else f"{path} line {line}"
 
 
-def _rows(path: str):
-    """(format, header, [(line, {column: raw})]) from a CSV or JSON Lines file."""
+def _text(path: str) -> str:
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
-            text = f.read()
+            return f.read()
     except OSError as e:
         raise PilotError(f"{path}: cannot read ({e.strerror})") from None
     except UnicodeDecodeError as e:
         raise PilotError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def _rows(path: str, text: str):
+    """(format, header, [(line, {column: raw})]) from a CSV or JSON Lines file."""
     ext = os.path.splitext(path)[1].lower()
     jsonl = ext in (".jsonl", ".ndjson") or (ext != ".csv" and text.lstrip().startswith("{"))
     if jsonl:
@@ -63,7 +65,7 @@ def _rows(path: str):
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line, object_pairs_hook=_unique(path, ln))
+                obj = json.loads(line, object_pairs_hook=formats.unique_keys(f"{path} line {ln}"))
             except json.JSONDecodeError as e:
                 raise PilotError(f"{path} line {ln}: not JSON ({e.msg}, column {e.colno})") \
                     from None
@@ -113,39 +115,63 @@ def _value(raw, where: str, positive: bool = False, zero_ok: bool = False):
     return v
 
 
-def read_logs(path: str, metrics=(), columns=None) -> Logs:
-    """Read a log file; `metrics` are the columns the conditions read (parsed and checked).
+def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=None) -> Logs:
+    """Read a log file, or a trainer's own files (pilot.formats: a directory of TensorBoard
+    runs, trainer_state.json, verl's file logger); `metrics` are the columns the conditions read
+    (parsed and checked). `preset` ('trl', 'verl') maps the trainer's metric names (presets.
+    PRESETS) where --col (`columns`) does not; `batch` and `lr` ({run: value}, --batch and --lr)
+    set a run's batch and lr in a trainer's files.
 
     PilotError, one line naming the line and column, for: a missing run/batch/lr/samples column
     or a missing metric column; an empty or malformed cell; a run whose batch or lr changes; a
     run that logs one sample count twice with different values; a run that never logs a metric.
     """
-    fmt, head, rows = _rows(path)
-    rename = columns or {}
+    table = formats.read_dir(path) if os.path.isdir(path) else None
+    if table is None:
+        text = _text(path)
+        table = formats.read_file(path, text)
+    if table is None and (batch or lr):
+        flag = "--batch" if batch else "--lr"
+        raise PilotError(f"{flag}: a CSV or JSON Lines log gives each run's batch and lr in its "
+                         f"columns (--col batch=COLUMN); {flag} is for a trainer's own files")
+    rename = dict(columns or {})
+    if table is None:
+        _, head, rows = _rows(path, text)
+        if preset is not None:  # a row's lr is its column's (--col lr=): schedules are refused
+            rename = presets.preset_columns(preset, head, rename, skip=("lr",))
+        places, top = (), f"{path} line 1"
+    else:
+        places, top = table.places, path
+        raw = tuple(dict.fromkeys(k for r in table.runs for st in r.steps for k in st.values))
+        if preset is not None:
+            rename = presets.preset_columns(preset, raw, rename)
+        head, rows, rename = formats.rows(table, rename, batch, lr)
     for col, name in rename.items():
         if col not in head:
-            raise PilotError(f"{path} line 1: --col {name}={col}: no column {col!r} "
+            raise PilotError(f"{top}: --col {name}={col}: no column {col!r} "
                              f"(columns: {', '.join(head)})")
     named = tuple(rename.get(h, h) for h in head)
     for i, n in enumerate(named):
         if named.index(n) != i:  # --col samples=step with a samples column as well
-            raise PilotError(f"{path} line 1: {n!r} is read from two columns "
+            raise PilotError(f"{top}: {n!r} is read from two columns "
                              f"({head[named.index(n)]!r} and {head[i]!r}); map one with --col")
     for col in REQUIRED:
         if col not in named:
-            raise PilotError(f"{path} line 1: missing column {col!r} (columns: "
+            raise PilotError(f"{top}: missing column {col!r} (columns: "
                              f"{', '.join(named)}); map another with --col {col}=COLUMN")
     for m in metrics:
         if m not in named:
-            raise PilotError(f"{path} line 1: no column {m!r} for the condition on it (columns: "
+            raise PilotError(f"{top}: no column {m!r} for the condition on it (columns: "
                              f"{', '.join(named)})")
     back = {rename.get(h, h): h for h in head}
     need = tuple(dict.fromkeys(tuple(metrics) + tuple(c for c in OPTIONAL if c in named)))
     if not rows:
-        raise PilotError(f"{path}: no rows below the header")
+        raise PilotError(f"{path}: no rows below the header" if table is None else
+                         f"{path}: no logged steps")
     by_run: dict = {}
+    at = lambda ln: f"line {ln}" if not places else places[ln]  # another row: where it is
     for ln, row in rows:
-        where = lambda c: f"{path} line {ln}, column {back[c]}"
+        where = lambda c: f"{_where(path, places, ln)}, column {back[c]}"
         get = lambda c: row.get(back[c])
         raw_run = get("run")
         run = "" if raw_run is None else str(raw_run).strip()
@@ -166,7 +192,7 @@ def read_logs(path: str, metrics=(), columns=None) -> Logs:
         for c in ("batch", "lr"):
             if first and not math.isclose(rec[c], first[0][c], rel_tol=1e-9):
                 raise PilotError(f"{where(c)}: run {run!r} has {c} {rec[c]:g} here and "
-                                 f"{first[0][c]:g} at line {first[0]['line']}: schedules are "
+                                 f"{first[0][c]:g} at {at(first[0]['line'])}: schedules are "
                                  "not pilots (one batch and lr per run)")
         first.append(rec)
     runs = []
@@ -181,15 +207,15 @@ def read_logs(path: str, metrics=(), columns=None) -> Logs:
             for c in need:
                 if r[c] is not None and last[c] is not None and r[c] != last[c]:
                     raise PilotError(
-                        f"{path} line {r['line']}, column {back['samples']}: samples not "
-                        f"increasing within run {name!r}: {r['samples']:g} also at line "
-                        f"{last['line']}, with {back[c]} {r[c]:g} there vs {last[c]:g} (a "
+                        f"{_where(path, places, r['line'])}, column {back['samples']}: samples not "
+                        f"increasing within run {name!r}: {r['samples']:g} also at "
+                        f"{at(last['line'])}, with {back[c]} {r[c]:g} there vs {last[c]:g} (a "
                         "restarted run? keep one copy of its steps)")
                 if last[c] is None:
                     last[c] = r[c]
         for c in metrics:
             if all(r[c] is None for r in merged):
-                raise PilotError(f"{path} line {recs[0]['line']}, column {back[c]}: run "
+                raise PilotError(f"{_where(path, places, recs[0]['line'])}, column {back[c]}: run "
                                  f"{name!r} never logs {c!r} (every cell of it is empty)")
         spu = [r["seconds_per_update"] for r in merged
                if r.get("seconds_per_update") is not None]
@@ -199,7 +225,7 @@ def read_logs(path: str, metrics=(), columns=None) -> Logs:
                         {c: np.array([math.nan if r[c] is None else r[c] for r in merged],
                                      np.float64) for c in metrics},
                         float(np.median(spu)) if spu else math.nan))
-    return Logs(path, named, tuple(runs))
+    return Logs(path, named, tuple(runs), places)
 
 
 __all__ = ["REQUIRED", "OPTIONAL", "Run", "Logs", "read_logs"]

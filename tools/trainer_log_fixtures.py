@@ -1,0 +1,174 @@
+"""Write tests/data/trainer_logs/ with the trainers' own writers: `python
+tools/trainer_log_fixtures.py VERL_TRACKING_PY [OUT]`, in an environment with tensorboard,
+tensorboardX, transformers and orjson (none of them this project's dependencies; versions in
+tests/data/trainer_logs/README.md). VERL_TRACKING_PY: verl's verl/utils/tracking.py (it needs
+only orjson), whose FileLogger writes the verl logs.
+
+Pilots at B = 64, 128, 256 responses per update, lr = 1e-6 sqrt(B / 64), step t at samples
+s = t B (TRL logs every 2nd step, evaluates every 4th; verl logs every step), with curves
+whose crossings are known (tests/pilot/test_trainer_logs.py holds its own copy of them):
+  acc = min(1, s / P), P = 1000 (1 + B / 256)      heldout_acc = s / (1.2 P), every 4th step
+  kl = s / F, F = 2000 (B / 64)^0.25               entropy = 2 - s / (1.2 F)
+  clip = 0.01 s / F                                step time = 1 + B / 256 seconds
+
+- tensorboard/: transformers' TensorBoardCallback (the TRL trainer's reporter) over
+  tensorboardX's SummaryWriter, one directory per run; run b128's steps are logged out of order.
+- tensorboard_v2/: tensorboard's own tensor-scalar Writer with some of verl's metric names.
+- trl/: TrainerState.save_to_json of GRPO-style log_history (TRL's metric names, entries as
+  transformers' Trainer.log appends them: the logs, epoch, then step); b128 and b256 keep it under
+  checkpoint-N/ (b256 with an older checkpoint-8 beside checkpoint-24).
+- verl/gsm8k_pilots/: verl's FileLogger, one .jsonl per run (its experiment name).
+"""
+import importlib.util
+import json
+import math
+import os
+import shutil
+import sys
+
+import numpy as np
+
+BATCHES = {64: 48, 128: 32, 256: 24}  # batch: steps logged
+LOG_EVERY, EVAL_EVERY = 2, 4
+TB_V2 = ("actor/entropy", "actor/kl_loss", "actor/lr", "actor/pg_clipfrac", "critic/score/mean")
+
+
+def lr0(b):
+    return 1e-6 * math.sqrt(b / 64)
+
+
+def curves(b, t):
+    s = t * b
+    P, F = 1000 * (1 + b / 256), 2000 * (b / 64) ** 0.25
+    return {"acc": min(1.0, s / P), "heldout_acc": s / (1.2 * P), "kl": s / F,
+            "entropy": 2 - s / (1.2 * F), "clip": 0.01 * s / F, "step_time": 1 + b / 256}
+
+
+def lr_at(b, t):
+    return lr0(b) * (0.5 if t <= 2 else 1.0)  # warmup, then constant: its peak is lr0
+
+
+def trl_logs(b, t):
+    c = curves(b, t)
+    return {"clip_ratio/high_mean": c["clip"] / 2, "clip_ratio/low_mean": c["clip"] / 2,
+            "clip_ratio/region_mean": c["clip"], "completions/mean_length": 180.0,
+            "entropy": c["entropy"], "frac_reward_zero_std": 0.25, "grad_norm": 0.5,
+            "kl": c["kl"], "learning_rate": lr_at(b, t), "loss": 0.01,
+            "num_tokens": float(t * b * 300), "reward": c["acc"] + 0.1, "reward_std": 0.3,
+            "rewards/accuracy_reward/mean": c["acc"], "rewards/accuracy_reward/std": 0.4,
+            "step_time": c["step_time"]}
+
+
+def trl_eval(b, t):
+    c = curves(b, t)
+    return {"eval_loss": 0.02, "eval_reward": c["heldout_acc"] + 0.1,
+            "eval_rewards/accuracy_reward/mean": c["heldout_acc"], "eval_runtime": 3.0}
+
+
+def order(b, n):
+    steps = list(range(LOG_EVERY, n + 1, LOG_EVERY))
+    return steps[2:3] + steps[:2] + steps[3:] if b == 128 else steps
+
+
+class _Args:  # what TensorBoardCallback.on_train_begin reads of TrainingArguments (needs torch)
+    output_dir = "."
+
+    def to_json_string(self):
+        return json.dumps({"learning_rate": 1e-6, "report_to": ["tensorboard"]}, indent=2)
+
+
+def _state(b, steps):
+    from transformers.trainer_callback import TrainerState
+    return TrainerState(epoch=0.0, global_step=0, max_steps=steps, logging_steps=LOG_EVERY,
+                        eval_steps=EVAL_EVERY, save_steps=steps, train_batch_size=b,
+                        num_train_epochs=1)
+
+
+def _log(state, callbacks, args, control, logs):
+    """What transformers' Trainer.log (5.17) does with a step's logs."""
+    if state.epoch is not None:
+        logs["epoch"] = state.epoch
+    state.log_history.append({**logs, "step": state.global_step})
+    for cb in callbacks:
+        cb.on_log(args, state, control, logs)
+
+
+def trl(out, tb_out):
+    from tensorboardX import SummaryWriter
+    from transformers.integrations.integration_utils import TensorBoardCallback
+    from transformers.trainer_callback import TrainerControl
+    args, control = _Args(), TrainerControl()
+    for b, n in BATCHES.items():
+        state = _state(b, n)
+        cb = TensorBoardCallback(SummaryWriter(os.path.join(tb_out, f"b{b}")))
+        cb.on_train_begin(args, state, control)
+        saved = []
+        for t in order(b, n):
+            state.global_step, state.epoch = t, t / n
+            state.num_input_tokens_seen = t * b * 300
+            _log(state, [cb], args, control, trl_logs(b, t))
+            if t % EVAL_EVERY == 0:
+                _log(state, [cb], args, control, trl_eval(b, t))
+            if b == 256 and t == 8:
+                saved.append(("checkpoint-8", json.loads(json.dumps(state.log_history))))
+        _log(state, [cb], args, control, {"train_runtime": 60.0, "train_samples_per_second":
+                                          n * b / 60.0, "train_steps_per_second": n / 60.0,
+                                          "total_flos": 0.0, "train_loss": 0.01})
+        cb.on_train_end(args, state, control)
+        where = {64: "", 128: f"checkpoint-{n}", 256: f"checkpoint-{n}"}[b]
+        d = os.path.join(out, f"b{b}", where)
+        os.makedirs(d, exist_ok=True)
+        state.save_to_json(os.path.join(d, "trainer_state.json"))
+        for name, hist in saved:
+            old = _state(b, n)
+            old.global_step, old.epoch, old.log_history = 8, 8 / n, hist
+            os.makedirs(os.path.join(out, f"b{b}", name), exist_ok=True)
+            old.save_to_json(os.path.join(out, f"b{b}", name, "trainer_state.json"))
+
+
+def verl_data(b, t):
+    c = curves(b, t)
+    d = {"actor/entropy": np.float64(c["entropy"]), "actor/kl_loss": np.float64(c["kl"]),
+         "actor/lr": lr0(b), "actor/pg_clipfrac": np.float64(c["clip"]),
+         "actor/pg_clipfrac_lower": 0.0, "actor/pg_loss": -0.01,
+         "actor/ppo_kl": np.float64(c["kl"] / 100), "critic/rewards/mean": c["acc"] - 0.01,
+         "critic/score/mean": c["acc"], "perf/time_per_step": c["step_time"],
+         "perf/total_num_tokens": t * b * 300, "response_length/mean": 180.0,
+         "training/epoch": 0, "training/global_step": t}
+    if t % EVAL_EVERY == 0:
+        d["val-core/openai/gsm8k/acc/mean@1"] = c["heldout_acc"]
+    return d
+
+
+def verl(tracking, out):
+    spec = importlib.util.spec_from_file_location("verl_tracking", tracking)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    os.environ["VERL_FILE_LOGGER_ROOT"] = out
+    for b, n in BATCHES.items():
+        logger = mod.FileLogger("gsm8k_pilots", f"b{b}")
+        for t in range(1, n + 1):
+            logger.log(verl_data(b, t), t)
+        logger.finish()
+
+
+def tensorboard_v2(out):
+    from tensorboard.summary import DirectoryOutput, Writer
+    for b, n in BATCHES.items():
+        w = Writer(DirectoryOutput(os.path.join(out, f"b{b}")))
+        for t in range(1, n + 1):
+            for k in TB_V2:
+                w.add_scalar(k, float(verl_data(b, t)[k]), t)
+        w.close()
+
+
+if __name__ == "__main__":
+    root = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data",
+        "trainer_logs")
+    for sub in ("tensorboard", "tensorboard_v2", "trl", "verl"):
+        shutil.rmtree(os.path.join(root, sub), ignore_errors=True)
+    trl(os.path.join(root, "trl"), os.path.join(root, "tensorboard"))
+    tensorboard_v2(os.path.join(root, "tensorboard_v2"))
+    verl(sys.argv[1], os.path.join(root, "verl"))
+    print(f"wrote {root}")
