@@ -96,9 +96,10 @@ def test_a_grid_that_cannot_fit_is_refused_with_its_estimate(tmp_path, monkeypat
     monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT", "1P")  # a limit counts the process's memory
     est = check_fits(spec, cfg, OptimConfig(), sweep, 16384, 1)
     own = est.process_bytes
-    # room for the results and a tenth of one default chunk: refused, with a max_lanes that fits
+    # room for the results, the compile and a tenth of one default chunk: refused, with a
+    # max_lanes that fits
     monkeypatch.setenv("TWOCLOCK_MEMORY_LIMIT",
-                       str(own + est.result_bytes + est.chunk_bytes // 10))
+                       str(own + est.result_bytes + est.compile_bytes + est.chunk_bytes // 10))
     with pytest.raises(atomic.Refused, match=r"cannot fit.*max_lanes \(--max-lanes\) (\d+)") as e:
         check_fits(spec, cfg, OptimConfig(), sweep, 16384, 1)
     lanes = int(e.value.args[0].rsplit("--max-lanes) ", 1)[1].split()[0])

@@ -292,10 +292,18 @@ def _small_run(cfg, n_steps=6, batch=32, lr=3e-3):
 
 
 def test_clipping_changes_nothing_at_one_inner_step():
-    """M = E = 1: every ratio is 1, so on a real rollout batch the clipped, clip-higher and
-    unclipped surrogates have the same gradient bit for bit, and no token is clipped."""
+    """M = E = 1: the behaviour log-probabilities are the sampler's, so at the first (only)
+    inner step every counted token's ratio, against the update's own teacher-forced forward,
+    is 1 within 1e-5 (float32; two computations, so not always bit for bit); on a real
+    rollout batch the clipped, clip-higher and unclipped surrogates then have the same
+    gradient bit for bit, and no token is clipped."""
     s = setup(SMALL)
     ro, _ = jax.jit(make_rollout(SMALL, s, 64))(s.ref, jax.random.PRNGKey(9))
+    tf = jax.jit(lambda w, ro: surrogate.token_logp(w, s.arch, ro.prompt, ro.resp))(s.ref, ro)
+    ratio = np.exp(np.asarray(tf, np.float64) - np.asarray(ro.logp_old, np.float64))
+    counted = np.asarray(ro.mask * ro.keep[:, None]) > 0
+    assert counted.sum() > 100
+    assert np.abs(ratio[counted] - 1).max() < 1e-5, np.abs(ratio[counted] - 1).max()
     grads = []
     for cl, ch in ((None, None), (0.2, None), (0.1, 0.28)):
         cfg = dataclasses.replace(SMALL, clip_low=cl, clip_high=ch)

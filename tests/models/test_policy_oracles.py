@@ -195,7 +195,9 @@ def _fake_sample(right):
             dig = (s // (10 ** p)) % 10
             cols.append(jnp.where(j < n, dig, jnp.where(j == n, end, task.PLUS)))
         resp = jnp.stack(cols, axis=1).astype(jnp.int32)
-        return resp, jnp.zeros(resp.shape, jnp.float32)
+        # a sampler's contract: its tokens' log-probabilities under params (the rollout's
+        # behaviour log-probabilities), here teacher-forced
+        return resp, surrogate.token_logp(params, arch, prompt, resp)
     return sample
 
 
@@ -234,7 +236,7 @@ def test_rollout_reference_is_the_warm_up_and_behaviour_is_the_sampler(monkeypat
     """With a KL penalty and the policy far from the reference: logp_old is the sampling
     policy's, logref the warm-up's (not the behaviour policy's, not zeros); without a KL
     penalty logref is zeros."""
-    cfg = dataclasses.replace(CFG, kl_coef=0.1)
+    cfg = dataclasses.replace(CFG, kl_coef=0.1)  # logp_old: what the sampler returned
     s = setup(cfg)
     monkeypatch.setattr(net, "sample", _fake_sample(RIGHT))
     rng = np.random.default_rng(0)

@@ -1,9 +1,10 @@
 """What a sweep will take, worked out before anything is compiled: its memory and its time.
 
-One update of the largest batch is traced (jax.make_jaxpr; nothing is compiled). Its outputs
-give each lane's clocks and checkpoints; the bytes of all its intermediates, a quarter of which
-is an upper estimate of XLA's temporaries (measured against `memory_analysis()` on both
-models), give the working set; the same bytes over a measured rate, with each matrix
+One update is traced (jax.make_jaxpr; nothing is compiled): of the largest batch, or of each
+group's batch where the batch sets the shapes. Its outputs give each lane's clocks and
+checkpoints; the bytes of its intermediates alive at once (a liveness walk of the program in
+order, `_peak_bytes`) give the working set; the compile's own host memory goes by the program's
+equations; the bytes of all its intermediates over a measured rate, with each matrix
 product's multiply-adds and large constant operands over theirs, give the time. The sums run
 over the layout's groups (every chunk of a group has one shape), so the estimate of 10^7
 chunks takes what the estimate of one does.
@@ -11,6 +12,7 @@ chunks takes what the estimate of one does.
 from contextlib import suppress
 from dataclasses import dataclass, field
 import math
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -54,10 +56,12 @@ class Estimate:
     # what of limit_bytes the process holds already (memory.held_bytes); it moves from one
     # call to the next, so two estimates of one sweep compare equal without it
     process_bytes: int = field(default=0, compare=False)
+    compile_bytes: int = 0  # the host memory compiling the largest program takes at its peak
 
     def fits(self, chunk_bytes: int | None = None) -> bool:
         c = (self.chunk_bytes if chunk_bytes is None else chunk_bytes) + self.program_bytes
-        host = self.result_bytes + self.analysis_bytes + self.process_bytes
+        host = (self.result_bytes + self.analysis_bytes + self.process_bytes
+                + self.compile_bytes)
         if self.device_bytes is None:  # CPU devices share the host's memory
             return host + c <= self.limit_bytes
         return host <= self.limit_bytes and c <= self.device_bytes
@@ -66,6 +70,7 @@ class Estimate:
         t = "" if self.seconds is None else f", ~{_duration(self.seconds)} of updates"
         consts = (f" + ~{_size(self.program_bytes)} program constants" if self.program_bytes
                   else "")
+        consts += f" + ~{_size(self.compile_bytes)} compiling" if self.compile_bytes else ""
         held = f"~{_size(self.process_bytes)} this process + " if self.process_bytes else ""
         return (f"{self.runs} runs in {self.chunks} chunks, {self.run_updates:.3g} "
                 f"run-updates: memory {held}~{_size(self.result_bytes)} results + "
@@ -109,6 +114,55 @@ def _walk_bytes(jaxpr) -> int:
     return total
 
 
+def _nbytes(v) -> int:
+    return int(np.prod(v.aval.shape)) * v.aval.dtype.itemsize if hasattr(v.aval, "shape") else 0
+
+
+def _literal(v) -> bool:
+    return type(v).__name__ == "Literal"
+
+
+# control flow whose sub-programs XLA compiles as computations of their own, with buffers of
+# their own: their peaks add to the caller's (a pjit or a custom derivative is inlined)
+CONTROL_FLOW = frozenset({"scan", "while", "cond"})
+
+
+def _peak_bytes(jaxpr) -> int:
+    """The working set of a jaxpr's intermediates, its equations run in order: a value lives
+    from the equation that makes it to the last that reads it (the jaxpr's outputs to its
+    end); an inlined sub-program holds its own peak (its outputs included) while its equation
+    runs; a loop body's or a branch's peak is added whole (XLA gives those computations
+    buffers of their own: against `memory_analysis()` this gives 93 and 196 MiB for
+    the policy's update at B 64 and 512 where XLA's temporaries are 65 and 171 MiB). Its
+    inputs are the caller's."""
+    last = {}
+    for i, e in enumerate(jaxpr.eqns):
+        for v in e.invars:
+            if not _literal(v):
+                last[v] = i
+    for v in jaxpr.outvars:
+        if not _literal(v):
+            last[v] = len(jaxpr.eqns)
+    owned = set()
+    live = peak = nested = 0
+    for i, e in enumerate(jaxpr.eqns):
+        subs = [_peak_bytes(q) for q in _sub_jaxprs(e)]
+        if e.primitive.name in CONTROL_FLOW:
+            nested += sum(subs)
+            subs = []
+        # an inlined sub-program's peak includes the outputs it makes
+        peak = max(peak, live + max([sum(_nbytes(v) for v in e.outvars)] + subs))
+        for v in e.outvars:
+            if last.get(v, -1) > i:
+                owned.add(v)
+                live += _nbytes(v)
+        for v in {v for v in e.invars if not _literal(v)}:
+            if v in owned and last[v] == i:
+                owned.discard(v)
+                live -= _nbytes(v)
+    return peak + nested
+
+
 def _dot_bytes(jaxpr, large: frozenset = frozenset()) -> tuple[int, int]:
     """(multiply-adds, bytes of large-constant operands) of every dot_general in a jaxpr
     (sub-programs included), the first in bytes of its operands' type: a matrix-vector
@@ -136,50 +190,91 @@ def _dot_bytes(jaxpr, large: frozenset = frozenset()) -> tuple[int, int]:
 CONST_COPIES = 4
 
 
-def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, groups,
-             n_dev: int, analysis_bytes: int = 0) -> Estimate:
-    """Memory and time of a planned sweep (its `layout.groups`), from one traced update (the
-    largest batch)."""
-    b, nL = max(sweep.batches), len(sweep.lr0s)
+# What compiling a program takes of the host's memory at its peak, by the equations of its traced
+# update (sub-programs included): the resident memory a fresh process gains compiling its first
+# program, on 2 CPU cores: 116 MiB for the quadratic (176 equations), 139-148 MiB for the bandit
+# (656), 640-680 MiB for the policy (4606); later programs reuse it (the policy's four: 640,
+# then +94, +24 and -2 MiB). docs/performance.md.
+COMPILE_BASE_BYTES = 100 * 2**20
+COMPILE_BYTES_PER_EQN = 0.12 * 2**20
+
+
+def _n_eqns(jaxpr) -> int:
+    return sum(1 + sum(_n_eqns(q) for q in _sub_jaxprs(e)) for e in jaxpr.eqns)
+
+
+class _Traced(NamedTuple):
+    """What one traced update (one lane, every lr0) costs: its intermediates' bytes (all, and
+    the most alive at once), its products' multiply-adds and large-constant reads, its
+    constants, its output, its equations."""
+    step: int
+    live: int
+    macs: int
+    read: int
+    consts: int
+    per_ckpt: int
+    clocks_bytes: int
+    eqns: int
+
+
+def _trace(spec: Model, model_cfg, opt: OptimConfig, b: int, nL: int) -> _Traced:
     one = constant_run(spec, model_cfg, opt, 1, 1, b if spec.static_batch else None)
     lr_L = np.full(nL, 1e-3, np.float32)  # a lane is one noise stream run at every lr0
     key = np.zeros(2, np.uint32)  # a raw key's shape; PRNGKey(0) would compile a program
     closed, out = jax.make_jaxpr(one, return_shape=True)(np.float32(b), lr_L, key)
-    step = _walk_bytes(closed.jaxpr)
     arrays = [np.asarray(c) for c in closed.consts if hasattr(c, "shape")]
-    consts = sum(int(c.nbytes) for c in arrays)
     large = frozenset((c.shape, c.dtype) for c in arrays if c.nbytes >= LARGE_CONST_BYTES)
     macs, read = _dot_bytes(closed.jaxpr, large)
     per_ckpt = sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out.ckpt))  # C = 1
-    clocks_bytes = sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out)) - per_ckpt
-    chunk_bytes = result_bytes = run_updates = lane_updates = chunk_updates = 0
-    for g in groups:  # every chunk of a group has its lanes; together they hold its streams
-        n_c = checkpoints(g.n_steps, checkpoint_every(g.n_steps, sweep.n_ckpt))
-        lane = clocks_bytes + per_ckpt * n_c  # one lane's output on the host
-        # on the device a traced-length program holds n_ckpt checkpoints per lane
-        dev = clocks_bytes + per_ckpt * (n_c if spec.static_batch else sweep.n_ckpt)
-        # working set: output twice (device and host copies) and a quarter of every
-        # intermediate of one update (an upper estimate of XLA's temporaries, measured)
-        chunk_bytes = max(chunk_bytes, g.lanes * (2 * dev + step // 4 + 4 * (nL + 3)))
-        result_bytes += 2 * g.streams * lane  # chunks kept, then assembled
-        run_updates += g.streams * nL * g.n_steps  # padded lanes are no runs
-        lane_updates += g.n_chunks * math.ceil(g.lanes / n_dev) * g.n_steps
-        chunk_updates += g.n_chunks * g.n_steps
+    return _Traced(_walk_bytes(closed.jaxpr), _peak_bytes(closed.jaxpr), macs, read,
+                   sum(int(c.nbytes) for c in arrays), per_ckpt,
+                   sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out)) - per_ckpt,
+                   _n_eqns(closed.jaxpr))
+
+
+def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, groups,
+             n_dev: int, analysis_bytes: int = 0) -> Estimate:
+    """Memory and time of a planned sweep (its `layout.groups`), from one traced update: of
+    the largest batch, or, where the batch sets the shapes (static_batch), of each group's."""
+    nL = len(sweep.lr0s)
+    if spec.static_batch:
+        traced = {b: _trace(spec, model_cfg, opt, b, nL)
+                  for b in sorted({g.static_batch for g in groups})}
+    else:
+        traced = {None: _trace(spec, model_cfg, opt, max(sweep.batches), nL)}
+    chunk_bytes = result_bytes = run_updates = 0
+    lane_work = chunk_reads = 0.0  # (seconds at rate 1) of the lanes' updates, the reads
     rates = [r.get(jax.default_backend()) for r in (BYTES_PER_SECOND, DOT_BYTES_PER_SECOND,
                                                     CONST_READ_BYTES_PER_SECOND)]
-    seconds = None
-    if None not in rates:  # a lane's update, then the constants its chunk reads once
-        step_rate, dot_rate, read_rate = rates
-        seconds = (lane_updates * (step / step_rate + macs / dot_rate)
-                   + chunk_updates * read / read_rate)
+    step_rate, dot_rate, read_rate = (math.inf if r is None else r for r in rates)
+    for g in groups:  # every chunk of a group has its lanes; together they hold its streams
+        t = traced[g.static_batch if spec.static_batch else None]
+        n_c = checkpoints(g.n_steps, checkpoint_every(g.n_steps, sweep.n_ckpt))
+        lane = t.clocks_bytes + t.per_ckpt * n_c  # one lane's output on the host
+        # on the device a traced-length program holds n_ckpt checkpoints per lane
+        dev = t.clocks_bytes + t.per_ckpt * (n_c if spec.static_batch else sweep.n_ckpt)
+        # working set: output twice (device and host copies) and the most bytes of one
+        # update's intermediates alive at once (`_peak_bytes`)
+        chunk_bytes = max(chunk_bytes, g.lanes * (2 * dev + t.live + 4 * (nL + 3)))
+        result_bytes += 2 * g.streams * lane  # chunks kept, then assembled
+        run_updates += g.streams * nL * g.n_steps  # padded lanes are no runs
+        lane_updates = g.n_chunks * math.ceil(g.lanes / n_dev) * g.n_steps
+        lane_work += lane_updates * (t.step / step_rate + t.macs / dot_rate)
+        chunk_reads += g.n_chunks * g.n_steps * t.read / read_rate
+    # a lane's update, then the constants its chunk reads once
+    seconds = None if None in rates else lane_work + chunk_reads
     device = None
     if jax.default_backend() != "cpu":
         with suppress(Exception):  # memory_stats is optional for a backend
             device = int(jax.devices()[0].memory_stats()["bytes_limit"]) * n_dev
     programs = {(g.n_steps, g.static_batch) if spec.static_batch else g.lanes for g in groups}
     # every compiled program is kept (and so are its constants) until the sweep ends
+    consts = max(t.consts for t in traced.values())
     program_bytes = CONST_COPIES * consts * len(programs) if consts >= LARGE_CONST_BYTES else 0
+    compile_bytes = int(COMPILE_BASE_BYTES
+                        + COMPILE_BYTES_PER_EQN * max(t.eqns for t in traced.values()))
     return Estimate(len(sweep.batches) * len(sweep.lr0s) * sweep.seeds,
                     sum(g.n_chunks for g in groups), run_updates, chunk_bytes, result_bytes,
                     seconds, memory_limit(), device,
-                    len(programs), int(analysis_bytes), program_bytes, held_bytes())
+                    len(programs), int(analysis_bytes), program_bytes, held_bytes(),
+                    compile_bytes)

@@ -137,7 +137,7 @@ def _fitted(model: Model, model_cfg, opt, sweep, max_lanes: int, n_dev: int,
         return est, grouped
     hint = "fewer seeds, batches, lr0s or checkpoints (n_ckpt)"
     per_lane = est.chunk_bytes / max(g.lanes for g in grouped)
-    host = est.result_bytes + est.analysis_bytes + est.process_bytes
+    host = est.result_bytes + est.analysis_bytes + est.process_bytes + est.compile_bytes
     lanes = n_dev * int((est.limit_bytes - host - est.program_bytes if est.device_bytes is None
                          else est.device_bytes) / per_lane / n_dev)
     if lanes >= n_dev and est.fits(int(lanes * per_lane)):

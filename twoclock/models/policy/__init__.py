@@ -22,7 +22,8 @@ train prompts, G responses each, rewards from the verifier, group advantages (gr
 rloo), then M minibatches x E epochs of Adam on the clipped token-level surrogate, the ratio
 against the behaviour policy (clip_low / clip_high, or unclipped), optionally with dynamic
 sampling and a k1 / k3 KL penalty. M is fixed as B grows (fixed_m, TRL-like) or follows B
-(fixed_size, verl-like). With M = E = 1 every ratio is 1 and clipping changes nothing.
+(fixed_size, verl-like). The behaviour log-probabilities are the KV-cache sampler's own, so
+with M = E = 1 every ratio is 1 to float precision (within 1e-5) and clipping changes nothing.
 
 Clocks (in responses; exact statistics of the held-out pool after every update, `evaluate`):
 prog: accuracy (the teacher-forced probability of the accepted answers) >= target;

@@ -104,10 +104,13 @@ def make_rollout(cfg: PolicyConfig, s: Setup, B: int):
         kp, ks = jax.random.split(key)
         idx_B = jnp.repeat(jax.random.randint(kp, (P,), 0, n_train), G)
         prompt = s.train.prompt[idx_B]
-        resp, _ = net.sample(w, s.arch, prompt, task.ANSWER_LEN, ks)
+        # the behaviour log-probabilities are the sampler's own (each token's distribution
+        # as it was drawn): no second, teacher-forced forward; against the update's
+        # teacher-forced forward they agree to float precision, not bit for bit
+        resp, logp_old = net.sample(w, s.arch, prompt, task.ANSWER_LEN, ks)
+        logp_old = jax.lax.stop_gradient(logp_old)
         r_PxG = task.verify(resp, s.train.answer[idx_B], s.train.n_digits[idx_B],
                             xp=jnp).astype(dtype).reshape(P, G)
-        logp_old = jax.lax.stop_gradient(token_logp(w, s.arch, prompt, resp))
         logref = (token_logp(s.ref, s.arch, prompt, resp) if cfg.kl_coef > 0
                   else jnp.zeros_like(logp_old))
         mask = task.response_mask(resp, jnp).astype(dtype)

@@ -1,0 +1,71 @@
+"""The engine's estimate against a measured default run: `python benchmarks/default_runs.py MODEL`
+prints one JSON line for `experiments/critical_batch.py --model MODEL` (its defaults, no store,
+no figure), run in this fresh process.
+
+time: the estimate's "of updates" against the sweep's seconds less what JAX spent tracing,
+lowering and compiling inside it (jax.monitoring's compile events; the estimate leaves the
+compile out and says so). memory: the estimate's total (this process's resident memory when
+it was made, the results, the analysis, the largest chunk, the program constants) against the
+process's peak resident set size at the end (the analysis and the compiler included).
+`bench_policy.py --default-runs` runs this for every model, each in its own process.
+"""
+import json
+import os
+import resource
+import sys
+import time
+
+COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
+                  "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                  "/jax/core/compile/backend_compile_duration",
+                  "/jax/compilation_cache/cache_retrieval_time_sec")
+
+
+def measure(model: str) -> dict:
+    import jax
+    from twoclock.engine import estimate as est_mod, memory, sweep
+    from twoclock.studies import STUDIES
+    from twoclock.cli import run_study
+
+    seen: dict = {"compile_s": 0.0, "inside": False}
+
+    def on_event(event, secs, **_):
+        if seen["inside"] and event in COMPILE_EVENTS:
+            seen["compile_s"] += secs
+    jax.monitoring.register_event_duration_secs_listener(on_event)
+
+    real_estimate, real_run = sweep.estimate, sweep._run
+
+    def estimate(*a, **k):  # records the estimate it returns, and what the process held then
+        e = real_estimate(*a, **k)
+        seen["est"], seen["held"] = e, memory.resident_bytes()
+        return e
+
+    def run(*a, **k):  # the sweep after its estimate (the warm-up is prepared before it)
+        seen["inside"], t = True, time.perf_counter()
+        try:
+            return real_run(*a, **k)
+        finally:
+            seen["inside"], seen["run_s"] = False, time.perf_counter() - t
+
+    sweep.estimate, sweep._run = estimate, run
+    t0 = time.perf_counter()
+    rc = run_study.main(STUDIES.headline, ["--model", model, "--no-store", "--no-figure",
+                                           "--quiet"])
+    wall = time.perf_counter() - t0
+    e: est_mod.Estimate = seen["est"]
+    est_bytes = (seen["held"] + e.result_bytes + e.analysis_bytes + e.chunk_bytes
+                 + e.program_bytes)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    updates_s = seen["run_s"] - seen["compile_s"]
+    return {"model": model, "rc": rc, "wall_s": wall, "estimate_line": e.line(),
+            "estimated_s": e.seconds, "measured_s": updates_s, "compile_s": seen["compile_s"],
+            "estimated_bytes": est_bytes, "peak_rss_bytes": peak,
+            "time": e.seconds / updates_s, "memory": est_bytes / peak}
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TWOCLOCK_CACHE_DIR", "off")  # every program compiled, and timed
+    # the policy's warm-up loaded from the default store, not trained again under --no-store
+    os.environ.setdefault("TWOCLOCK_POLICY_CACHE", os.path.join("results", "store", "policy_warmup"))
+    print(json.dumps(measure(sys.argv[1])), flush=True)
