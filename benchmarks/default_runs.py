@@ -5,13 +5,13 @@ no figure), run in this fresh process.
 time: the estimate's "of updates" against the sweep's seconds less what JAX spent tracing,
 lowering and compiling inside it (jax.monitoring's compile events; the estimate leaves the
 compile out and says so). memory: the estimate's total (this process's resident memory when
-it was made, the results, the analysis, the largest chunk, the program constants) against the
+it was made, the results, the analysis, the largest chunk, the program constants, the compiler's
+estimated peak) against the
 process's peak resident set size at the end (the analysis and the compiler included).
 `bench_policy.py --default-runs` runs this for every model, each in its own process.
 """
 import json
 import os
-import resource
 import sys
 import time
 
@@ -55,8 +55,10 @@ def measure(model: str) -> dict:
     wall = time.perf_counter() - t0
     e: est_mod.Estimate = seen["est"]
     est_bytes = (seen["held"] + e.result_bytes + e.analysis_bytes + e.chunk_bytes
-                 + e.program_bytes)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+                 + e.program_bytes + e.compile_bytes)
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and execve, so a run started by
+    # bench_policy.py would report the benchmark's own peak
+    peak = memory.peak_resident_bytes()
     updates_s = seen["run_s"] - seen["compile_s"]
     return {"model": model, "rc": rc, "wall_s": wall, "estimate_line": e.line(),
             "estimated_s": e.seconds, "measured_s": updates_s, "compile_s": seen["compile_s"],

@@ -55,6 +55,19 @@ def resident_bytes() -> int:
     return 0
 
 
+def peak_resident_bytes() -> int:
+    """This process's peak resident memory so far, VmHWM (0 where /proc cannot tell).
+
+    Not getrusage's ru_maxrss: Linux carries that across fork and execve, so a process started
+    by a larger one reports its parent's peak."""
+    with suppress(OSError, ValueError, IndexError):
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    return 0
+
+
 @lru_cache(maxsize=1)
 def _footprint() -> int:
     return resident_bytes()
