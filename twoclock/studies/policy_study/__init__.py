@@ -58,9 +58,7 @@ class Config:
     conventions: tuple = param(CONVENTIONS, "the clipping cells' minibatch conventions: "
                                             "fixed_m | fixed_size")
     parts: tuple = param(PARTS, "cells to run: rules (sqrt and fixed), adam, clip, collapse")
-    # runs per compiled chunk: the engine's memory estimate sums every intermediate of an
-    # update, 1.4 GiB per lane at B 1024 where 0.4 GiB is used (docs/policy.md), so 16 lanes
-    # would be refused on a 2-core, 23 GiB machine
+    # runs per compiled chunk; the study's numbers in docs/policy.md were run at 8
     max_lanes: int = param(8, "runs per compiled chunk")
 
     def __post_init__(self):
