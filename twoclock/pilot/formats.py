@@ -57,9 +57,10 @@ def unique_keys(where: str):
     return pairs
 
 
-def _text(path: str) -> str:
+def read_text(path: str, newline: str | None = None) -> str:
+    """A file's text (a UTF-8 BOM dropped), or PilotError naming it; newline as for open()."""
     try:
-        with open(path, encoding="utf-8-sig") as f:
+        with open(path, encoding="utf-8-sig", newline=newline) as f:
             return f.read()
     except OSError as e:
         raise PilotError(f"{path}: cannot read ({e.strerror})") from None
@@ -276,14 +277,14 @@ def read_dir(path: str) -> Table:
     states = [own] if own else [s for s in (_latest_state(os.path.join(path, n)) for n in subs)
                                 if s]
     if states:
-        return Table("trainer_state.json", path, tuple(_state_run(s, _text(s), None, places)
+        return Table("trainer_state.json", path, tuple(_state_run(s, read_text(s), None, places)
                                                        for s in states), tuple(places))
     jl = sorted(n for n in os.listdir(path) if n.endswith(".jsonl"))
     if jl:
         runs = []
         for n in jl:
             p = os.path.join(path, n)
-            runs.append(_verl_run(p, _text(p), places))
+            runs.append(_verl_run(p, read_text(p), places))
         return Table("verl file logger", path, tuple(runs), tuple(places))
     raise PilotError(f"{path}: a directory without TensorBoard event files (*tfevents*), "
                      "trainer_state.json or verl .jsonl logs in it")

@@ -45,16 +45,6 @@ def _where(path: str, places: tuple, line: int) -> str:
     return places[line] if places else f"{path} line {line}"
 
 
-def _text(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            return f.read()
-    except OSError as e:
-        raise PilotError(f"{path}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError as e:
-        raise PilotError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-
-
 def _rows(path: str, text: str):
     """(format, header, [(line, {column: raw})]) from a CSV or JSON Lines file."""
     ext = os.path.splitext(path)[1].lower()
@@ -128,7 +118,7 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
     """
     table = formats.read_dir(path) if os.path.isdir(path) else None
     if table is None:
-        text = _text(path)
+        text = formats.read_text(path, newline="")  # csv reads its own line ends
         table = formats.read_file(path, text)
     if table is None and (batch or lr):
         flag = "--batch" if batch else "--lr"
