@@ -1,4 +1,6 @@
-"""Shared test helpers: the one tolerance check, and the hypothesis example budget."""
+"""Shared test helpers: the one tolerance check, the hypothesis example budget, and
+experiments/plan.py's main."""
+import importlib.util
 import os
 
 import numpy as np
@@ -33,3 +35,13 @@ def assert_close(actual, expected, *, rtol: float, atol: float, what: str = "val
     if np.any(bad):
         raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} off; got {a[bad][:5]} "
                              f"expected {e[bad][:5]} (rtol={rtol}, atol={atol})")
+
+
+def plan_main(name: str = "plan_script"):
+    """experiments/plan.py's main, loaded from its file (experiments/ is not a package)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "experiments", "plan.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.main

@@ -1,7 +1,7 @@
 """Input files (issue 24, class 7): a UTF-8 BOM, a duplicated column, an outlier batch, 100k
 rows in linear time, plan.py's rescue, a truncated cached JSON in paper_figures."""
 from contextlib import redirect_stderr, redirect_stdout
-import importlib.util
+import importlib
 import io
 import json
 import os
@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from tests.helpers import plan_main
 from twoclock.pilot import fit as pf, plan as pilot, report as pilot_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -25,11 +26,7 @@ def _csv(tmp_path, lines, prefix=b""):
 
 
 def _plan_main():
-    spec = importlib.util.spec_from_file_location("plan_script",
-                                                  os.path.join(ROOT, "experiments", "plan.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.main
+    return plan_main()
 
 
 def _run(main, argv):

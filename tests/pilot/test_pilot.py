@@ -1,5 +1,4 @@
 """Pilot runs to a plan: known-answer fits, calibrated bands, safe recommendations, bad CSVs."""
-import importlib.util
 import json
 import math
 import os
@@ -8,11 +7,10 @@ import numpy as np
 import pytest
 from hypothesis import example, given, strategies as st
 
-from tests.helpers import assert_close
+from tests.helpers import assert_close, plan_main
 from twoclock.pilot import article as pilot_article, fit as pf, plan as pilot, report as pilot_report
 from twoclock.pilot.plan import PilotRuns
 
-PLAN_PY = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "plan.py")
 
 
 def _truth(form, B, n_min, b_crit, p=0.5):
@@ -176,10 +174,7 @@ def test_default_plan_reproduces_the_article_reading():
 # ---------------------------------------------------------------------------- the script
 
 def _plan_main():
-    spec = importlib.util.spec_from_file_location("plan_script", PLAN_PY)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.main
+    return plan_main()
 
 
 GOOD = ["batch,lr,progress_samples,failure_samples,budget,seconds_per_update",

@@ -2,7 +2,6 @@
 order, censoring, bad input (one line, exit 2), column mapping, BOM, JSON Lines, smoothing,
 the command end to end on the example file, and no JAX on import."""
 import csv
-import importlib.util
 import json
 import math
 import os
@@ -12,20 +11,16 @@ import sys
 import numpy as np
 import pytest
 
-from tests.helpers import assert_close
+from tests.helpers import assert_close, plan_main
 from twoclock.pilot import logs as pl
 from twoclock.pilot.plan import PilotError
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-PLAN_PY = os.path.join(ROOT, "experiments", "plan.py")
 EXAMPLE = os.path.join(ROOT, "twoclock", "data", "example_pilot_logs.csv")
 
 
 def _plan_main():
-    spec = importlib.util.spec_from_file_location("plan_script_logs", PLAN_PY)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.main
+    return plan_main("plan_script_logs")
 
 
 # ---------------------------------------------------------------------------- crossings

@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import pytest
 
+from tests.helpers import plan_main
 from twoclock.pilot import presets
 from twoclock.pilot.plan import PilotError
 from twoclock.pilot.reader import read_logs
@@ -148,11 +149,7 @@ def test_a_csv_export_reads_the_preset_names_too(tmp_path):
 
 # ---------------------------------------------------------------------------- plan.py
 def _plan_main():
-    spec = importlib.util.spec_from_file_location("plan_script",
-                                                  os.path.join(ROOT, "experiments", "plan.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.main
+    return plan_main()
 
 
 def _plan(tmp_path, logs, *extra):
