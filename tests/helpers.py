@@ -1,4 +1,5 @@
-"""Shared test helpers: the one tolerance check, and the hypothesis example budget."""
+"""Shared test helpers: the one tolerance check, the hypothesis example budget, and the
+first-crossing oracle."""
 import os
 
 import numpy as np
@@ -33,3 +34,16 @@ def assert_close(actual, expected, *, rtol: float, atol: float, what: str = "val
     if np.any(bad):
         raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} off; got {a[bad][:5]} "
                              f"expected {e[bad][:5]} (rtol={rtol}, atol={atol})")
+
+
+def first_crossing(m_T, m0) -> float:
+    """The clock of a margin curve m_T (after updates 1..T; >= 0: the condition holds) from
+    the start margin m0, in float64: the first update t with m_t >= 0, moved back to the zero
+    of the line through m_{t-1} and m_t (t itself where m_{t-1} is NaN or >= 0); 0 = never."""
+    m = np.concatenate([[m0], np.asarray(m_T, np.float64)])
+    hit = m[1:] >= 0
+    if not hit.any():
+        return 0.0
+    t = int(1 + np.argmax(hit))
+    before, after = m[t - 1], m[t]
+    return float(t - 1 + before / (before - after)) if before < 0 else float(t)

@@ -14,6 +14,7 @@ import optax
 import pytest
 from hypothesis import given, strategies as st
 
+from tests.helpers import first_crossing
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig
 from twoclock.engine.keys import seed_keys
 from twoclock.model import Dynamics, Model, RunState, initial_clocks, initial_margins
@@ -36,11 +37,9 @@ def _constant(n_steps, n_ckpt, key=0):
 
 
 def _first_crossing(m_T, m0):
-    """(t, clock): the first update t with margin m_T[t - 1] >= 0 and the zero of the line
-    through the margins either side of it (m0 before update 1), in NumPy float64."""
-    t = int(1 + np.argmax(m_T >= 0))
-    before = np.float64(m0 if t == 1 else m_T[t - 2])
-    return t, t - 1 + before / (before - np.float64(m_T[t - 1]))
+    """(t, clock): the first update t with margin >= 0, and the interpolated clock."""
+    c = first_crossing(m_T, m0)
+    return math.ceil(c), c
 
 
 @pytest.fixture(scope="module")
