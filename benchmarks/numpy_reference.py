@@ -4,6 +4,10 @@ They exist to check that the JAX engine's speed is measured against the same wor
 model, the same optimizer (optax's Adam with bias correction, eps outside the square root),
 one Gaussian draw per coordinate-update, first crossings tracked every update. They are
 straightforward loops over updates with every array operation done for all lanes at once.
+
+A first crossing is the engine's: where the condition is a metric against a threshold, the
+zero of the line through the margins (>= 0: the condition holds) after the updates either
+side of it, t - 1 + m_{t-1} / (m_{t-1} - m_t) in updates; divergence counts whole updates.
 """
 from typing import Callable
 
@@ -12,6 +16,23 @@ import numpy as np
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig
 from twoclock.models.quadratic import initial_loss, initial_offset, noise_variances, rotation, spectrum
 from twoclock.engine.sweep import n_steps_for
+
+
+class _First:
+    """First crossings of one margin over N lanes, interpolated between updates (0 = never)."""
+
+    def __init__(self, margin0_N):
+        self.t_N = np.zeros(np.shape(margin0_N), np.float64)
+        self.prev_N = np.asarray(margin0_N, np.float64)
+
+    def update(self, t: int, margin_N) -> None:
+        m = np.asarray(margin_N, np.float64)
+        new = (self.t_N == 0) & (m >= 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f = np.where(self.prev_N < 0, self.prev_N / (self.prev_N - m), 1.0)
+        f = np.clip(np.nan_to_num(f, nan=1.0), np.finfo(np.float32).tiny, 1.0)
+        self.t_N[new] = (t - 1) + f[new]
+        self.prev_N = m
 
 
 def _adam_hparams(opt: OptimConfig, batch_N: np.ndarray, dtype):
@@ -34,7 +55,7 @@ def quadratic_lanes(cfg: QuadraticConfig, opt: OptimConfig, batch_N, lr_N, n_ste
 
     noise(t) -> z_NxP standard normals for update t (1-based) replaces the generator, so a
     test can feed both implementations the same draws. Returns first crossings prog_t /
-    fail_t / div_t (int64 [N], 0 = never), and the final loss_N, drift_N, theta_NxP.
+    fail_t / div_t (float64 [N] updates, 0 = never), and the final loss_N, drift_N, theta_NxP.
     """
     batch_N = np.asarray(batch_N, np.float64)
     lr_N = np.asarray(lr_N, np.float64)
@@ -60,7 +81,10 @@ def quadratic_lanes(cfg: QuadraticConfig, opt: OptimConfig, batch_N, lr_N, n_ste
     if opt.name == "adam":
         b1, b2, eps = _adam_hparams(opt, batch_N, dtype)
         one_m_b1, one_m_b2 = (1 - b1).astype(dtype), (1 - b2).astype(dtype)
-    prog_t, fail_t, div_t = (np.zeros(N, np.int64) for _ in range(3))
+    # the start: loss L0, drift 0 (the mean or the norm of a zero block)
+    prog, fail = _First(np.full(N, target - initial_loss(cfg))), \
+        _First(np.full(N, -cfg.drift_threshold))
+    div_t = np.zeros(N, np.float64)
     loss = drift = np.zeros(N, dtype)
 
     for t in range(1, n_steps + 1):
@@ -106,10 +130,11 @@ def quadratic_lanes(cfg: QuadraticConfig, opt: OptimConfig, batch_N, lr_N, n_ste
             drift = np.zeros(N, dtype)
         else:
             drift = d.mean(axis=1) if cfg.drift_stat == "mean" else np.linalg.norm(d, axis=1)
-        for first, hit in ((prog_t, loss <= target), (fail_t, drift >= cfg.drift_threshold),
-                           (div_t, ~(np.isfinite(loss) & np.isfinite(drift)))):
-            first[(first == 0) & hit] = t
-    return {"prog_t": prog_t, "fail_t": fail_t, "div_t": div_t, "loss": loss,
+        # the margins in the model's float type, as the engine computes them
+        prog.update(t, dtype(target) - loss)
+        fail.update(t, drift - dtype(cfg.drift_threshold))
+        div_t[(div_t == 0) & ~(np.isfinite(loss) & np.isfinite(drift))] = t
+    return {"prog_t": prog.t_N, "fail_t": fail.t_N, "div_t": div_t, "loss": loss,
             "drift": drift, "theta": theta}
 
 
@@ -117,11 +142,11 @@ def quadratic_sweep(cfg: QuadraticConfig, opt: OptimConfig, sweep: SweepConfig,
                     dtype=np.float32) -> dict:
     """The run_sweep grid in NumPy: one vectorised loop per batch over (lr0, seed) lanes.
 
-    Returns prog_n / fail_n / div_n / prog_t as int64 [B, L, S] (samples; 0 = never).
+    Returns prog_n / fail_n / div_n / prog_t as float64 [B, L, S] (samples; 0 = never).
     Seeds come from NumPy's generator, so agreement with JAX is statistical, not bitwise.
     """
     nB, nL, S = len(sweep.batches), len(sweep.lr0s), sweep.seeds
-    out = {k: np.zeros((nB, nL, S), np.int64) for k in ("prog_n", "fail_n", "div_n", "prog_t")}
+    out = {k: np.zeros((nB, nL, S)) for k in ("prog_n", "fail_n", "div_n", "prog_t")}
     for i, b in enumerate(sweep.batches):
         lr_N = np.repeat(opt.lr_grid([b], sweep.lr0s)[0], S)
         r = quadratic_lanes(cfg, opt, np.full(nL * S, b), lr_N, n_steps_for(sweep.budget, b),
@@ -140,7 +165,8 @@ def bandit_lanes(cfg, opt: OptimConfig, batch: int, lr_N, n_steps: int, seed: in
 
     Does the engine's work per update: sample prompts and responses, GRPO/Dr.GRPO/RLOO
     advantages, per-group gradients (for the noise scale), Adam, exact held-out accuracy.
-    Returns first crossings prog_t / fail_t / coll_t (int64 [N], 0 = never) and final w_NxD.
+    Returns first crossings prog_t / fail_t / coll_t (float64 [N] updates, 0 = never) and final
+    w_NxD.
     """
     from twoclock.models.bandit.problem import make_problem
     if cfg.minibatches != 1 or cfg.epochs != 1 or cfg.kl_coef != 0 or opt.name != "adam":
@@ -167,7 +193,9 @@ def bandit_lanes(cfg, opt: OptimConfig, batch: int, lr_N, n_steps: int, seed: in
         return (p * R_te).sum(axis=-1).mean(axis=-1)
 
     peak = accuracy(w)
-    prog_t, fail_t, coll_t = (np.zeros(N, np.int64) for _ in range(3))
+    # the start: accuracy acc0 = peak, drift 0
+    prog, fail = _First(peak - dtype(cfg.target)), _First(np.full(N, -cfg.drift_threshold))
+    coll = _First(np.full(N, -cfg.collapse_drop))
     n_idx, p_idx = np.arange(N)[:, None, None], np.arange(P)[None, :, None]
     for t in range(1, n_steps + 1):
         x = rng.integers(0, cfg.n_train, size=(N, P))
@@ -206,16 +234,16 @@ def bandit_lanes(cfg, opt: OptimConfig, batch: int, lr_N, n_steps: int, seed: in
         acc = accuracy(w)
         drift = w[:, Ds:].mean(axis=1)
         peak = np.maximum(peak, acc)
-        for first, hit in ((prog_t, acc >= cfg.target), (fail_t, drift >= cfg.drift_threshold),
-                           (coll_t, acc <= peak - cfg.collapse_drop)):
-            first[(first == 0) & hit] = t
-    return {"prog_t": prog_t, "fail_t": fail_t, "coll_t": coll_t, "w": w}
+        prog.update(t, acc - dtype(cfg.target))
+        fail.update(t, drift - dtype(cfg.drift_threshold))
+        coll.update(t, peak - dtype(cfg.collapse_drop) - acc)
+    return {"prog_t": prog.t_N, "fail_t": fail.t_N, "coll_t": coll.t_N, "w": w}
 
 
 def bandit_sweep(cfg, opt: OptimConfig, sweep: SweepConfig, dtype=np.float32) -> dict:
     """The run_sweep grid of the bandit in NumPy: prog_n / fail_n / collapse_n [B, L, S]."""
     nB, nL, S = len(sweep.batches), len(sweep.lr0s), sweep.seeds
-    out = {k: np.zeros((nB, nL, S), np.int64) for k in ("prog_n", "fail_n", "collapse_n")}
+    out = {k: np.zeros((nB, nL, S)) for k in ("prog_n", "fail_n", "collapse_n")}
     for i, b in enumerate(sweep.batches):
         lr_N = np.repeat(opt.lr_grid([b], sweep.lr0s)[0], S)
         r = bandit_lanes(cfg, opt, b, lr_N, n_steps_for(sweep.budget, b),

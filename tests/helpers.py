@@ -1,5 +1,5 @@
-"""Shared test helpers: the one tolerance check, the hypothesis example budget, and
-experiments/plan.py's main."""
+"""Shared test helpers: the one tolerance check, the hypothesis example budget, the
+first-crossing oracle, and experiments/plan.py's main."""
 import importlib.util
 import os
 
@@ -45,3 +45,16 @@ def plan_main(name: str = "plan_script"):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.main
+
+
+def first_crossing(m_T, m0) -> float:
+    """The clock of a margin curve m_T (after updates 1..T; >= 0: the condition holds) from
+    the start margin m0, in float64: the first update t with m_t >= 0, moved back to the zero
+    of the line through m_{t-1} and m_t (t itself where m_{t-1} is NaN or >= 0); 0 = never."""
+    m = np.concatenate([[m0], np.asarray(m_T, np.float64)])
+    hit = m[1:] >= 0
+    if not hit.any():
+        return 0.0
+    t = int(1 + np.argmax(hit))
+    before, after = m[t - 1], m[t]
+    return float(t - 1 + before / (before - after)) if before < 0 else float(t)

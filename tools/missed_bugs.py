@@ -19,7 +19,7 @@ BUGS = [
      'train.z0[None] + jnp.einsum("nkd,td->tnk", train.phi, w_TxD)',
      "tests/models/test_bandit_reference.py::test_heldout_accuracy_is_a_direct_evaluation_on_the_heldout_pool"),
     ("emergent-collapse threshold doubled", "twoclock/models/bandit/dynamics.py",
-     "acc_T <= peak_T - cfg.collapse_drop", "acc_T <= peak_T - 2 * cfg.collapse_drop",
+     "peak_T - cfg.collapse_drop - acc_T", "peak_T - 2 * cfg.collapse_drop - acc_T",
      "tests/models/test_bandit_reference.py::test_clocks_are_their_definitions"),
     ("failure_samples summarises the progress array", "twoclock/analysis/results.py",
      '"failure_samples": clocks.summarize(res.fail_n[i, j], idx=idx)',

@@ -2,7 +2,7 @@
 
 A model turns (config, optimizer, batch, key) into `Dynamics`: an optax transform per learning
 rate, the start state, the noise of a chunk of updates, and `advance`, which runs the chunk and
-says, per update, which clock's condition held. The engine (`twoclock.engine.stages`) turns these
+gives, per update, each clock's margin (>= 0: its condition held). The engine (`twoclock.engine.stages`) turns these
 into first crossings, checkpoints and a `Trace`, for a constant batch (one stage) and for a
 schedule (two stages) alike, so neither the clocks nor the result files depend on the model.
 """
@@ -20,16 +20,26 @@ CLOCKS = ("prog", "fail", "div")  # every model's clocks; a model may add its ow
 
 def initial_clocks(model_extra: tuple = ()) -> dict:
     """Every clock at 0 (not yet crossed): the `clocks` of a model's start `RunState`."""
-    zero = jnp.zeros((), jnp.int32)
+    zero = jnp.zeros((), jnp.result_type(float))
     return {name: zero for name in CLOCKS + tuple(model_extra)}
+
+
+def initial_margins(margin0: dict) -> dict:
+    """The `margins` of a model's start `RunState`: {clock: float []} from {clock: the margin
+    at the start state, or None where the model does not know it (NaN)}."""
+    dtype = jnp.result_type(float)
+    return {name: jnp.asarray(jnp.nan if m is None else m, dtype) for name, m in margin0.items()}
 
 
 class RunState(NamedTuple):
     """One run's state between updates."""
     params: Any  # any pytree
     opt_state: optax.OptState
-    clocks: dict  # clock name -> int32 []: first 1-based update whose condition held (0 = never)
+    # clock name -> float []: the first crossing in (fractional, 1-based) updates, 0 = never
+    clocks: dict
     aux: Any = ()  # model-specific running quantities (the bandit's peak accuracy)
+    # margin clock name -> float []: its margin after the last update run (NaN: unknown)
+    margins: dict | None = None
 
 
 class Dynamics(NamedTuple):
@@ -40,8 +50,18 @@ class Dynamics(NamedTuple):
     draw(ts_T) -> noise: the randomness of updates ts_T (1-based global indices; update t's is
     drawn from fold_in(key, t)), a pytree with leading axis T.
     advance(tx, state, ts_T, noise) -> (state, hits, metrics) runs those updates; hits
-    {clock: bool [T]} say after which updates each clock's condition held; metrics {name: []}
+    {clock: [T]} say after which updates each clock's condition held; metrics {name: []}
     describe the state after ts_T[-1].
+
+    A clock's hits are its margin, float [T], where its condition is a continuous metric
+    against a threshold: the condition holds iff margin >= 0 (loss <= target: target - loss;
+    acc >= target: acc - target). The engine then interpolates the first crossing linearly
+    between updates: with m_{t-1} < 0 <= m_t, the clock is t - 1 + m_{t-1} / (m_{t-1} - m_t)
+    updates, so it does not sit on the update grid. Such a clock needs its margin at the start
+    in init's `RunState.margins` (`initial_margins`; NaN where unknown: the crossing is then
+    at the update itself), and the engine carries it, across chunks and stages. A condition
+    with no continuous metric (divergence: non-finite numbers) gives bool [T] and crosses at
+    whole updates.
     """
     optimizer: Callable[[Any], optax.GradientTransformation]  # lr -> transform
     init: Callable[[optax.GradientTransformation], RunState]

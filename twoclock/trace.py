@@ -12,16 +12,17 @@ import jax
 class Trace(NamedTuple):
     """First crossings of one run (0 = never within the budget) and checkpointed metrics.
 
-    prog_t / fail_t / div_t are 1-based update indices; prog_n / fail_n / div_n are the
-    samples consumed by then (equal to batch * t for a constant batch).
+    prog_t / fail_t / div_t are 1-based update indices, fractional where the clock's margin
+    is interpolated between updates (`twoclock.engine.stages.crossed`); prog_n / fail_n /
+    div_n are the samples consumed by then (batch * t for a constant batch).
     """
-    prog_t: jax.Array  # int32 []
-    fail_t: jax.Array  # int32 []
-    div_t: jax.Array   # int32 []: first update whose metrics are non-finite
-    prog_n: jax.Array  # int32 []
-    fail_n: jax.Array  # int32 []
-    div_n: jax.Array   # int32 []
-    extra: dict        # model-specific first crossings, e.g. {"collapse_n": int32 []}
+    prog_t: jax.Array  # float []
+    fail_t: jax.Array  # float []
+    div_t: jax.Array   # float []: first update whose metrics are non-finite (a whole update)
+    prog_n: jax.Array  # float []
+    fail_n: jax.Array  # float []
+    div_n: jax.Array   # float []
+    extra: dict        # model-specific first crossings, e.g. {"collapse_n": float []}
     ckpt: dict         # metrics at checkpoints, each [n_ckpt]; always has "samples"
 
 

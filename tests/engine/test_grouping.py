@@ -86,7 +86,9 @@ def test_a_group_of_two_batches_in_chunks_is_each_run_alone():
             for s in range(SWEEP.seeds):
                 tr = jax.device_get(runs[SWEEP.budget // b](np.float32(b), lr, keys[s]))
                 got = [res.prog_n[i, j, s], res.fail_n[i, j, s], res.prog_t[i, j, s]]
-                assert got == [int(tr.prog_n), int(tr.fail_n), int(tr.prog_t)], (b, lr0, s)
+                # to float32 rounding: a fractional clock shows the loss's last bit
+                np.testing.assert_allclose(got, [tr.prog_n, tr.fail_n, tr.prog_t], rtol=1e-5,
+                                           err_msg=f"{(b, lr0, s)}")
                 np.testing.assert_allclose(res.ckpt[i]["progress_frac"][j, s],
                                            np.asarray(tr.ckpt["progress_frac"]), rtol=1e-6,
                                            atol=0, err_msg=f"{(b, lr0, s)}")

@@ -48,9 +48,12 @@ def test_noiseless_trajectory_matches_jax(opt, rotate):
                  atol=1e-6, what="final loss fraction")
     assert_close(ref["drift"][0], tr.ckpt["drift"][-1], rtol=1e-3, atol=1e-6, what="drift")
     assert ref["prog_t"][0] > 0 and ref["fail_t"][0] > 0
-    # a crossing may move by one update when rounding puts the metric on the threshold
-    assert abs(int(ref["prog_t"][0]) - int(tr.prog_t)) <= 1
-    assert abs(int(ref["fail_t"][0]) - int(tr.fail_t)) <= 1
+    # both interpolate between updates: the crossings agree to well within an update (float32
+    # rounding of the margins moves the fraction, not the update)
+    # (the drift's crossing sits on a whole update here: its margin is linear in t)
+    assert ref["prog_t"][0] % 1 > 0.01
+    assert abs(ref["prog_t"][0] - float(tr.prog_t)) <= 0.005
+    assert abs(ref["fail_t"][0] - float(tr.fail_t)) <= 0.005
 
 
 def test_median_clocks_agree_with_jax():
@@ -63,5 +66,5 @@ def test_median_clocks_agree_with_jax():
             a = clocks.summarize(ref[name][i, 0])
             e = clocks.summarize(getattr(jx, name)[i, 0])
             assert a["reached"] == e["reached"] == sweep.seeds, (name, b)
-            # 95% bootstrap CIs overlap (one update of slack for the sample quantisation)
-            assert a["ci"][0] <= e["ci"][1] + b and e["ci"][0] <= a["ci"][1] + b, (name, b, a, e)
+            # 95% bootstrap CIs overlap (no slack: neither is quantised to whole updates)
+            assert a["ci"][0] <= e["ci"][1] and e["ci"][0] <= a["ci"][1], (name, b, a, e)

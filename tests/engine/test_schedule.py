@@ -231,7 +231,9 @@ def test_run_schedule_is_each_lr0_and_seed_alone():
         for s in range(seeds):
             tr = jax.device_get(run((np.float32(8), np.float32(32)), tuple(lr), keys[s]))
             for k in ("prog_n", "fail_n", "div_n", "prog_t", "fail_t"):
-                assert out[k][l, s] == int(getattr(tr, k)), (k, lr0, s)
+                # to float32 rounding (vmapped, the loss's last bit moves a fractional clock)
+                assert_close(out[k][l, s], getattr(tr, k), rtol=1e-5, atol=0,
+                             what=f"{k} {lr0} {s}")
             for k in ("samples", "progress_frac", "drift"):
                 assert_close(out["ckpt"][k][l, s], tr.ckpt[k], rtol=1e-6, atol=0,
                              what=f"{k} {lr0} {s}")

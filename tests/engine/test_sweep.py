@@ -22,8 +22,9 @@ def test_vmapped_sweep_equals_loop_of_single_runs():
             lr = np.float32(OPT.lr(lr0, b))
             for s in range(SWEEP.seeds):
                 tr = run(np.float32(b), lr, keys[s])
-                assert int(tr.prog_n) == res.prog_n[i, j, s]
-                assert int(tr.fail_n) == res.fail_n[i, j, s]
+                # to float32 rounding: a fractional clock shows the loss's last bit
+                np.testing.assert_allclose(res.prog_n[i, j, s], tr.prog_n, rtol=1e-5)
+                np.testing.assert_allclose(res.fail_n[i, j, s], tr.fail_n, rtol=1e-5)
                 np.testing.assert_allclose(np.asarray(tr.ckpt["progress_frac"]),
                                            res.ckpt[i]["progress_frac"][j, s], rtol=1e-6, atol=0)
 
@@ -41,5 +42,6 @@ def test_padding_is_small_and_clocks_in_samples_are_batch_times_updates():
     res = run_sweep(MODELS["quadratic"], CFG, OPT, SWEEP, quiet=True)
     assert 0 <= res.padded_fraction < 1.0  # the bound: at most 2x work
     b_B = np.array(SWEEP.batches)[:, None, None]
-    np.testing.assert_array_equal(res.prog_n, res.prog_t * b_B)
+    np.testing.assert_allclose(res.prog_n, res.prog_t * b_B, rtol=1e-6)
+    assert (res.prog_t % 1 > 0).any()  # between updates
     assert (res.prog_n <= SWEEP.budget).all() and (res.fail_n <= SWEEP.budget).all()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from tests.helpers import assert_close
+from tests.helpers import assert_close, first_crossing
 from twoclock import OptimConfig, QuadraticConfig
 from twoclock.models.quadratic import (MODEL, initial_loss, initial_offset, noise_variances,
                                        rotation, spectrum)
@@ -38,9 +38,13 @@ def test_first_crossings_match_the_checkpointed_trajectory():
     cfg = QuadraticConfig(dim=8, drift_dim=4, drift_bias=0.5, target=0.3, drift_threshold=0.5)
     tr = _run(cfg, OptimConfig(), 16, 0.02, 400)
     loss, drift = tr.ckpt["progress_frac"], tr.ckpt["drift"]   # one checkpoint per update here
-    assert tr.prog_t == 1 + np.argmax(loss <= cfg.target)
-    assert tr.fail_t == 1 + np.argmax(drift >= cfg.drift_threshold)
-    assert tr.prog_n == 16 * tr.prog_t and tr.div_t == 0
+    # the margins' zeros (loss / L0 against the target: the loss's, scaled), from L0 and drift 0
+    want_prog = first_crossing(cfg.target - loss, cfg.target - 1.0)
+    want_fail = first_crossing(drift - cfg.drift_threshold, -cfg.drift_threshold)
+    assert want_prog % 1 and want_fail % 1
+    np.testing.assert_allclose([tr.prog_t, tr.fail_t], [want_prog, want_fail], rtol=1e-5)
+    np.testing.assert_allclose(tr.prog_n, 16 * want_prog, rtol=1e-5)
+    assert tr.div_t == 0
 
 
 def test_never_crossing_is_zero_not_nan():
@@ -128,8 +132,13 @@ def test_noiseless_sgd_is_the_numpy_recursion(rotate, stat, drift_dim):
     # no near tie at either target: float32 rounding cannot move a crossing
     assert np.min(np.abs(frac / cfg.target - 1)) > 1e-3
     assert np.min(np.abs(drift / cfg.drift_threshold - 1)) > 1e-3
-    want_fail = 1 + np.argmax(drift >= cfg.drift_threshold) if drift_dim else 0
-    assert (tr.prog_t, tr.fail_t, tr.div_t) == (1 + np.argmax(frac <= cfg.target), want_fail, 0)
+    # the crossings interpolated on the float64 recursion, from L_0 / L0 = 1 and drift 0
+    want_prog = first_crossing(cfg.target - frac, cfg.target - 1.0)
+    want_fail = first_crossing(drift - cfg.drift_threshold, -cfg.drift_threshold)
+    assert want_prog > 0 and (want_fail > 0) == (drift_dim > 0)
+    assert_close([tr.prog_t, tr.fail_t], [want_prog, want_fail], rtol=1e-5, atol=0,
+                 what="clocks")
+    assert tr.div_t == 0
 
 
 def test_reaching_a_target_exactly_counts_as_crossing_it():
@@ -141,4 +150,24 @@ def test_reaching_a_target_exactly_counts_as_crossing_it():
         tr = _run(cfg, OptimConfig(name="sgd"), 4, 0.5, 6)
     np.testing.assert_array_equal(tr.ckpt["progress_frac"], 4.0 ** -np.arange(1, 7))
     np.testing.assert_array_equal(tr.ckpt["drift"], 0.25 * np.arange(1, 7))
+    # the margins are 0 there, so the interpolation puts each clock on the update itself
     assert (tr.prog_t, tr.fail_t, tr.prog_n, tr.fail_n) == (2, 4, 8, 16)
+
+
+def test_seeds_at_a_large_batch_cross_at_distinct_fractional_clocks():
+    """At a batch where every seed reaches the target in the same update, the interpolated
+    clocks still tell the seeds apart, each inside that update (the loss between its
+    checkpoints either side, per seed, in NumPy)."""
+    cfg = QuadraticConfig(dim=8, drift_dim=4, drift_bias=0.5, target=0.3, drift_threshold=0.5)
+    batch, n, seeds = 2 ** 16, 200, 8
+    run = jax.jit(jax.vmap(constant_run(MODEL, cfg, OptimConfig(), n, n_ckpt=n),
+                           in_axes=(None, None, 0)))
+    tr = jax.device_get(run(np.float32(batch), np.float32(0.02),
+                            jax.random.split(jax.random.PRNGKey(0), seeds)))
+    t_S = np.ceil(tr.prog_t)
+    assert (tr.prog_t > 0).all() and len(set(t_S.tolist())) == 1  # one update for all seeds
+    assert len(set(tr.prog_t.tolist())) == seeds and (tr.prog_t % 1 > 0).all()
+    for s in range(seeds):
+        want = first_crossing(cfg.target - tr.ckpt["progress_frac"][s], cfg.target - 1.0)
+        np.testing.assert_allclose(tr.prog_t[s], want, rtol=1e-5)
+        np.testing.assert_allclose(tr.prog_n[s], batch * want, rtol=1e-5)

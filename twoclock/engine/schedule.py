@@ -25,7 +25,7 @@ def run_schedule(model: Model, model_cfg, opt: OptimConfig, sched: Schedule, lr0
                  keep=None) -> dict:
     """Simulate a schedule for every lr0 x seed as one vmapped program.
 
-    Returns numpy arrays prog_n / fail_n / div_n / prog_t / fail_t [L, S] (0 = never) and
+    Returns float64 arrays prog_n / fail_n / div_n / prog_t / fail_t [L, S] (0 = never) and
     ckpt {name: [L, S, C]}, plus n1, n2 and the lrs of both stages [L]. keep(label, clocks,
     config) receives the clocks once simulated (`twoclock.cli.rescue.Rescue.keep`).
     """
@@ -49,9 +49,9 @@ def run_schedule(model: Model, model_cfg, opt: OptimConfig, sched: Schedule, lr0
     tr = jax.jit(jax.vmap(lambda b1, b2, l1, l2, k: run((b1, b2), (l1, l2), k)))(
         f32([bs[0]] * L), f32([bs[1]] * L), f32(lr_2xL[0]), f32(lr_2xL[1]), keys)
     tr = jax.device_get(tr)
-    out = {k: np.asarray(getattr(tr, k)).astype(np.int64).reshape(L, seeds)
+    out = {k: np.asarray(getattr(tr, k)).astype(np.float64).reshape(L, seeds)
            for k in ("prog_n", "fail_n", "div_n", "prog_t", "fail_t")}
-    out["extra"] = {k: np.asarray(v).astype(np.int64).reshape(L, seeds)
+    out["extra"] = {k: np.asarray(v).astype(np.float64).reshape(L, seeds)
                     for k, v in tr.extra.items()}
     out["ckpt"] = {k: np.asarray(v).reshape(L, seeds, -1) for k, v in tr.ckpt.items()}
     out.update(n1=n1, n2=n2, lr1=lr_2xL[0], lr2=lr_2xL[1])

@@ -5,7 +5,9 @@ Stage k runs n_k updates at batch B_k with learning rate lr_k. Updates are numbe
 stages is the constant run bit for bit. Between stages the optimizer state is carried by a
 rule (`carry_state`). Checkpoints fall every `checkpoint_every(n_total, n_ckpt)` updates; a
 stage that is not the last ends on a checkpoint, the last is padded to a whole chunk (padded
-updates never set a clock).
+updates never set a clock). A clock is the first crossing of its condition, interpolated
+linearly between updates where the model gives a margin (`crossed`), so it is a fractional
+update index, and its samples are counted at the stage's batch inside that update.
 """
 import math
 
@@ -32,14 +34,33 @@ def stage_layout(n_K, every: int) -> tuple:
     return layout, np.concatenate(t_C).astype(np.int32)
 
 
-def samples_at(t, n_K, batch_K):
-    """Samples consumed after update t (1-based; 0 stays 0): stage k's updates cost B_k each."""
+def _whole_samples(t, n_K, batch_K):
     out, t0 = 0, 0
     for k, (n, b) in enumerate(zip(n_K, batch_K)):
         done = t - t0 if k == len(n_K) - 1 else jnp.clip(t - t0, 0, n)
         out = out + jnp.maximum(done, 0) * b
         t0 += n
     return out
+
+
+def samples_at(t, n_K, batch_K):
+    """Samples consumed after update t (1-based; 0 stays 0): stage k's updates cost B_k each.
+
+    A fractional t (a clock) inside update i = ceil(t) is samples_at(i - 1) + (t - i + 1) B_k,
+    B_k the batch of the stage holding update i: linear inside each stage. The whole updates
+    are counted in integers and only the fraction is scaled, so equal stages give the one-stage
+    number bit for bit."""
+    if jnp.issubdtype(jnp.result_type(t), jnp.integer):
+        return _whole_samples(t, n_K, batch_K)
+    i = jnp.ceil(t)
+    frac = t - (i - 1)  # exact: i - 1 <= t <= i
+    whole = (i - 1).astype(jnp.int32)
+    b_i, t0 = 0, 0
+    for k, (n, b) in enumerate(zip(n_K, batch_K)):
+        inside = (whole >= t0) if k == len(n_K) - 1 else (whole >= t0) & (whole < t0 + n)
+        b_i = b_i + jnp.where(inside, b, 0)
+        t0 += n
+    return _whole_samples(whole, n_K, batch_K).astype(t.dtype) + frac * b_i
 
 
 def carry_state(opt_state, fresh_state, b_from, b_to, carry: str, beta1: float, beta2: float):
@@ -77,19 +98,41 @@ def carry_state(opt_state, fresh_state, b_from, b_to, carry: str, beta1: float, 
 
 
 def crossed(state: RunState, hits: dict, ts, n_total) -> RunState:
-    """state with each clock set to the first update of ts whose condition held, if not set yet.
+    """state with each clock set to the first crossing in ts, if not set yet.
 
-    Updates past n_total (padding of the last chunk) never set a clock."""
+    A bool hit crosses at its update t; a margin (float, >= 0: the condition holds) at
+    t - 1 + f, f = m_{t-1} / (m_{t-1} - m_t) in (0, 1], the zero of the line through the
+    margins after updates t - 1 and t (f = 1 where m_{t-1} is unknown, NaN, or >= 0: the start
+    state already met the condition). Updates past n_total (padding of the last chunk) never
+    set a clock; each margin clock's last margin is carried in state.margins."""
     live = ts <= n_total
-    clocks = {}
+    dtype = jnp.result_type(float)
+    clocks, margins = {}, dict(state.margins or {})
     for name, prev in state.clocks.items():
-        hit = hits[name] & live
-        clocks[name] = jnp.where((prev == 0) & jnp.any(hit), ts[jnp.argmax(hit)], prev)
-    return state._replace(clocks=clocks)
+        h_T = hits[name]
+        if h_T.dtype == jnp.bool_:
+            hit_T, f_T = h_T & live, jnp.ones(h_T.shape, dtype)
+        else:
+            if name not in margins:
+                raise KeyError(f"clock {name!r} gives a margin: the model's init must give "
+                               "its start margin in RunState.margins (NaN: unknown)")
+            m_T = h_T.astype(dtype)
+            before_T = jnp.concatenate([margins[name][None].astype(dtype), m_T[:-1]])
+            hit_T = (m_T >= 0) & live
+            f_T = jnp.where(before_T < 0, before_T / (before_T - m_T), 1.0)
+            # -inf before: the line is vertical (f -> 1); an underflow to 0 is still in
+            # update t, not at t - 1 (which would read as "never" at t = 1)
+            f_T = jnp.clip(jnp.where(jnp.isnan(f_T), 1.0, f_T), jnp.finfo(dtype).tiny, 1.0)
+            margins[name] = m_T[-1]
+        i = jnp.argmax(hit_T)
+        at = ts[i].astype(dtype) - 1 + f_T[i]
+        clocks[name] = jnp.where((prev == 0) & jnp.any(hit_T), at, prev)
+    return state._replace(clocks=clocks, margins=margins or state.margins)
 
 
 def trace(model: Model, clocks: dict, samples, t_C, ckpt_LxC: dict) -> Trace:
-    """The Trace of L runs: clocks [L] (update indices) and checkpoints [L, C] at updates t_C."""
+    """The Trace of L runs: clocks [L] (fractional update indices) and checkpoints [L, C] at
+    updates t_C."""
     L = clocks["prog"].shape[0]
     return Trace(
         prog_t=clocks["prog"], fail_t=clocks["fail"], div_t=clocks["div"],
@@ -224,8 +267,9 @@ def make_traced_run(model: Model, cfg, opt, n_ckpt: int = 128):
         (state, _), m_CxL = jax.lax.scan(chunk, (state, m0), jnp.arange(n_ckpt, dtype=jnp.int32))
         t_C = jnp.minimum((jnp.arange(n_ckpt, dtype=jnp.int32) + 1) * every, n_steps)
         per_update = jnp.asarray(batch).astype(jnp.int32)
-        tr = trace(model, state.clocks, lambda t: t * per_update, t_C,
-                   {k: v.T for k, v in m_CxL.items()})
+        # as one stage: constant_run's samples, bit for bit
+        samples = lambda t: samples_at(t, (n_steps,), (per_update,))
+        tr = trace(model, state.clocks, samples, t_C, {k: v.T for k, v in m_CxL.items()})
         return tr if shared else jax.tree_util.tree_map(lambda v: v[0], tr)
 
     return run

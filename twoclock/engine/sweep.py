@@ -40,7 +40,8 @@ DEFAULT_MAX_LANES = 16384
 class SweepResult:
     """Per-(batch, lr0, seed) first crossings, in samples (0 = never), and checkpoints.
 
-    prog_n / fail_n / div_n / prog_t: int64 [B, L, S]; extra[name]: [B, L, S];
+    prog_n / fail_n / div_n / prog_t: float64 [B, L, S] (fractional: interpolated between
+    updates, `twoclock.engine.stages.crossed`); extra[name]: [B, L, S];
     ckpt[b][name]: [L, S, C_b] (checkpoint counts differ between batches).
     """
     batches: tuple
@@ -362,7 +363,7 @@ def _assemble(run: _Settings, flat: dict, lrs_BxL, seconds: float, padded: float
     batches, lr0s, S = tuple(run.sweep.batches), tuple(run.sweep.lr0s), run.sweep.seeds
     nB, nL = len(batches), len(lr0s)
     shape = (nB, nL, S)
-    res = {k: np.zeros(shape, np.int64) for k in ("prog_n", "fail_n", "div_n", "prog_t")}
+    res = {k: np.zeros(shape, np.float64) for k in ("prog_n", "fail_n", "div_n", "prog_t")}
     extra: dict = {}
     ckpt: list = [None] * nB
     seen = set()

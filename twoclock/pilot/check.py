@@ -26,7 +26,7 @@ def pilot_runs(res, opt: OptimConfig, pilot_batches, n_seeds: int, budget: int) 
     for b in pilot_batches:
         i = list(res.batches).index(b)
         for s in range(n_seeds):
-            p, f = int(res.prog_n[i, 0, s]), int(res.fail_n[i, 0, s])
+            p, f = float(res.prog_n[i, 0, s]), float(res.fail_n[i, 0, s])
             if p > 0:
                 rows.append((b, float(res.lrs_BxL[i, 0]), p, f if f > 0 else math.inf, s))
     require(len({r[0] for r in rows}) >= 3, "pilot runs", ">= 3 batches that reached the target",

@@ -9,7 +9,7 @@ import numpy as np
 import optax
 
 from twoclock.config import OptimConfig
-from twoclock.model import Dynamics, RunState, initial_clocks
+from twoclock.model import Dynamics, RunState, initial_clocks, initial_margins
 from twoclock.models.bandit.config import BanditConfig
 from twoclock.models.bandit.problem import (Pool, accuracy, logp_of, make_problem,
                                             policy_metrics)
@@ -121,9 +121,9 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
                                      axis=-1), axis=-1)
             drift_T = drift_statistic(w_TxD[:, Ds:], cfg.drift_stat)
             peak_T = jnp.maximum(state.aux, jax.lax.cummax(acc_T))
-            hits = {"prog": acc_T >= cfg.target, "fail": drift_T >= cfg.drift_threshold,
+            hits = {"prog": acc_T - cfg.target, "fail": drift_T - cfg.drift_threshold,
                     "div": ~(jnp.isfinite(acc_T) & jnp.all(jnp.isfinite(w_TxD), axis=-1)),
-                    "collapse": acc_T <= peak_T - cfg.collapse_drop}
+                    "collapse": peak_T - cfg.collapse_drop - acc_T}
             m_tr = policy_metrics(w, train)
             nu = adam_nu(opt_state)
             if nu is not None:  # Adam's normaliser of the drift block, sqrt(mean nu_d)
@@ -137,7 +137,12 @@ def dynamics(cfg: BanditConfig, opt: OptimConfig, batch: int):
 
         def init(tx) -> RunState:
             w0 = jnp.zeros((Ds + cfg.drift_dim,), dtype)
-            return RunState(w0, tx.init(w0), initial_clocks(("collapse",)), accuracy(w0, test))
+            acc0 = accuracy(w0, test)
+            margin0 = {"prog": acc0 - cfg.target,
+                       "fail": drift_statistic(w0[Ds:], cfg.drift_stat) - cfg.drift_threshold,
+                       "collapse": -jnp.asarray(cfg.collapse_drop, dtype)}  # the peak is acc0
+            return RunState(w0, tx.init(w0), initial_clocks(("collapse",)), acc0,
+                            initial_margins(margin0))
 
         return Dynamics(lambda lr: make_optimizer(opt, lr, batch_), init, draw, advance)
 

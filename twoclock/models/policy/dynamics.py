@@ -21,7 +21,7 @@ import numpy as np
 
 from twoclock import objectives as obj
 from twoclock.config import OptimConfig
-from twoclock.model import Dynamics, RunState, initial_clocks, only_shapes
+from twoclock.model import Dynamics, RunState, initial_clocks, initial_margins, only_shapes
 from twoclock.models.grpo import epoch_orders, inner_scan, optimizer_step
 from twoclock.models.policy import evaluate, net, task, warmup
 from twoclock.models.policy.config import PolicyConfig
@@ -184,6 +184,11 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
     grad = jax.grad(loss, has_aux=True)
     st0 = s.start
     coll0 = st0["acc"] if cfg.collapse_pool == "heldout" else st0["ood_acc"]
+    # the margins at the reference (the start of every run): the peak is coll0, the shift 0
+    margin0 = {"prog": st0["acc"] - cfg.target, "kl": st0["kl"] - cfg.kl_threshold,
+               "entropy": cfg.entropy_threshold - st0["entropy"], "null": -cfg.null_threshold,
+               "collapse": -cfg.collapse_drop}
+    margin0["fail"] = margin0[cfg.fail_stat]
 
     def dyn(batch_, key) -> Dynamics:
         batch_ = jnp.asarray(batch_, dtype)
@@ -220,11 +225,11 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
                 lambda c, k: update(tx, c, k), carry, keys_T)
             peak_T = jnp.maximum(state.aux[0], jax.lax.cummax(ev["coll"]))
             shift_T = jnp.abs(ev["null"] - st0["null"])
-            hits = {"prog": ev["acc"] >= cfg.target,
-                    "kl": ev["kl"] >= cfg.kl_threshold,
-                    "entropy": ev["entropy"] <= cfg.entropy_threshold,
-                    "null": shift_T >= cfg.null_threshold,
-                    "collapse": ev["coll"] <= peak_T - cfg.collapse_drop,
+            hits = {"prog": ev["acc"] - cfg.target,
+                    "kl": ev["kl"] - cfg.kl_threshold,
+                    "entropy": cfg.entropy_threshold - ev["entropy"],
+                    "null": shift_T - cfg.null_threshold,
+                    "collapse": peak_T - cfg.collapse_drop - ev["coll"],
                     "div": ~(jnp.isfinite(ev["acc"]) & ev["finite"])}
             hits["fail"] = hits[cfg.fail_stat]
             drift = {"null": shift_T, "kl": ev["kl"], "entropy": ev["entropy"]}[cfg.fail_stat]
@@ -248,10 +253,11 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
 
         def init(tx) -> RunState:
             w0 = jax.tree_util.tree_map(jnp.asarray, s.ref)
+            margins0 = initial_margins(margin0)
             no_noise = {f"{q}_{k}": jnp.zeros((), dtype) for q in ("noise", "signal", "drive")
                         for k in NOISE_DIRS}
             return RunState(w0, tx.init(w0), initial_clocks(EXTRA_CLOCKS),
-                            (jnp.asarray(coll0, dtype), no_noise))
+                            (jnp.asarray(coll0, dtype), no_noise), margins0)
 
         return Dynamics(lambda lr: make_optimizer(opt, lr, batch_), init, draw, advance)
 

@@ -12,7 +12,7 @@ import numpy as np
 import optax
 
 from twoclock.config import OptimConfig
-from twoclock.model import Dynamics, RunState, initial_clocks
+from twoclock.model import Dynamics, RunState, initial_clocks, initial_margins
 from twoclock.models.quadratic.config import QuadraticConfig
 from twoclock.models.quadratic.problem import (initial_loss, initial_offset, noise_variances,
                                                rotation, spectrum)
@@ -69,7 +69,7 @@ def dynamics(cfg: QuadraticConfig, opt: OptimConfig, batch=None):
 
             (theta, opt_state), (loss_T, drift_T) = jax.lax.scan(
                 update, (state.params, state.opt_state), z_TxN)
-            hits = {"prog": loss_T <= target_loss, "fail": drift_T >= cfg.drift_threshold,
+            hits = {"prog": target_loss - loss_T, "fail": drift_T - cfg.drift_threshold,
                     "div": ~(jnp.isfinite(loss_T) & jnp.isfinite(drift_T))}
             metrics = {"progress_frac": loss_T[-1] / L0, "drift": drift_T[-1]}
             return state._replace(params=theta, opt_state=opt_state), hits, metrics
@@ -77,7 +77,10 @@ def dynamics(cfg: QuadraticConfig, opt: OptimConfig, batch=None):
         def init(tx) -> RunState:
             theta0 = jnp.concatenate([jnp.asarray(initial_offset(cfg), dtype),
                                       jnp.zeros((Dd,), dtype)])
-            return RunState(theta0, tx.init(theta0), initial_clocks())
+            margin0 = {"prog": target_loss - L0,
+                       "fail": drift_of(theta0[D:]) - cfg.drift_threshold}
+            return RunState(theta0, tx.init(theta0), initial_clocks(),
+                            margins=initial_margins(margin0))
 
         return Dynamics(lambda lr: make_optimizer(opt, lr, batch), init, draw, advance)
 

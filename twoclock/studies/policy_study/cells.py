@@ -98,7 +98,7 @@ def per_seed(cfg, sweep, res, early_samples: int) -> dict:
         acc_end, peak = np.asarray(ck["heldout_acc"][0][:, -1]), np.asarray(ck["peak"][0][:, -1])
         coll = clock_S(res, "collapse", i)
         out[str(b)] = {
-            **{c: clock_S(res, c, i).astype(int).tolist() for c in CLOCK_KEYS},
+            **{c: clock_S(res, c, i).astype(float).tolist() for c in CLOCK_KEYS},
             "early_acc": at_samples(ck, "heldout_acc",
                                     min(early_samples, sweep.budget)).tolist(),
             "final_acc": acc_end.tolist(), "peak_acc": peak.tolist(),
