@@ -348,14 +348,20 @@ def test_adam_progress_meanfield_equals_the_linear_system_reference(malladi):
 
 
 def test_adam_progress_clock_by_hand_and_at_its_budget():
-    """The first t with E[L_t] <= target on the reference, in samples; found with a budget of
-    exactly B t samples, None with one sample less; stop_at ends the recursion there."""
+    """E[L_t]'s first crossing of the target on the reference, interpolated linearly between
+    t - 1 and t, in samples; found with a budget of exactly B t samples, None with one sample
+    less; stop_at ends the recursion there."""
     cfg, opt = QuadraticConfig(dim=3, sigma=0.3, target=0.2), OptimConfig(lr_rule="fixed",
                                                                              eps=0.0)
     ref, _ = _meanfield_reference(cfg, 0.9, 0.999, 0.0, 0.05, 8, 200)
     t = int(np.argmax(ref[1:] <= 0.2 * ref[0])) + 1
     assert 10 < t < 200
-    assert ap.adam_progress_samples(cfg, opt, 0.05, 8, budget=8 * t) == 8.0 * t
+    before, after = ref[t - 1] - 0.2 * ref[0], ref[t] - 0.2 * ref[0]
+    assert before > 0 >= after
+    want = 8.0 * (t - 1 + before / (before - after))  # strictly inside (8 (t - 1), 8 t]
+    assert 8.0 * (t - 1) < want < 8.0 * t
+    assert_close(ap.adam_progress_samples(cfg, opt, 0.05, 8, budget=8 * t), want, **TIGHT,
+                 what="interpolated mean-field progress clock")
     assert ap.adam_progress_samples(cfg, opt, 0.05, 8, budget=8 * t - 1) is None
     # the noise-scale estimates: ((1 + delta)^2 - 1) B_noise at the mean offset at t
     _, rows = _meanfield_reference(cfg, 0.9, 0.999, 0.0, 0.05, 8, t)

@@ -122,7 +122,9 @@ def adam_progress_passage(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
 
 def adam_progress_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
                           budget: int = 10**6):
-    """Mean-field prediction of Adam's progress clock N_prog = B x first t with E[L_t] <= target.
+    """Mean-field prediction of Adam's progress clock: B x the first crossing of E[L_t] down to
+    the target, interpolated linearly between the updates around it (as the engine places the
+    simulated clock), so it is not on the update grid either.
 
     None if the expected loss stays above the target within budget samples (its noise floor
     sits above the target: the simulation then crosses only through fluctuations).
@@ -132,7 +134,12 @@ def adam_progress_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
     B = float(batch)
     target = cfg.target * initial_loss(cfg)
     loss, _, t = _adam_meanfield(cfg, opt, float(opt.lr(lr0, B)), B, int(budget // B), target)
-    return float(B * t) if loss[-1] <= target else None
+    if loss[t] > target:
+        return None
+    if t == 0:
+        return 0.0
+    before, after = loss[t - 1] - target, loss[t] - target  # before > 0 >= after
+    return float(B * (t - 1 + before / (before - after)))
 
 
 
