@@ -232,17 +232,24 @@ def test_rollout_groups_are_contiguous_rows_of_one_prompt(monkeypatch, dynamic):
     np.testing.assert_array_equal(np.asarray(ro.mask).sum(1), lens)
 
 
+def _far_rollout(monkeypatch, cfg, seed):
+    """(setup, a policy one unit-normal step per weight from the reference, its rollout of 12
+    responses from the fixed sampler, the rollout's statistics): seed picks both draws."""
+    s = setup(cfg)
+    monkeypatch.setattr(net, "sample", _fake_sample(RIGHT))
+    rng = np.random.default_rng(seed)
+    w = jax.tree_util.tree_map(lambda v: v + jnp.asarray(rng.normal(size=v.shape), v.dtype),
+                               s.ref)
+    ro, st = jax.jit(make_rollout(cfg, s, 12))(w, jax.random.PRNGKey(seed + 1))
+    return s, w, ro, st
+
+
 def test_rollout_reference_is_the_warm_up_and_behaviour_is_the_sampler(monkeypatch):
     """With a KL penalty and the policy far from the reference: logp_old is the sampling
     policy's, logref the warm-up's (not the behaviour policy's, not zeros); without a KL
     penalty logref is zeros."""
     cfg = dataclasses.replace(CFG, kl_coef=0.1)  # logp_old: what the sampler returned
-    s = setup(cfg)
-    monkeypatch.setattr(net, "sample", _fake_sample(RIGHT))
-    rng = np.random.default_rng(0)
-    w = jax.tree_util.tree_map(lambda v: v + jnp.asarray(rng.normal(size=v.shape), v.dtype),
-                               s.ref)
-    ro, _ = jax.jit(make_rollout(cfg, s, 12))(w, jax.random.PRNGKey(1))
+    s, w, ro, _ = _far_rollout(monkeypatch, cfg, 0)
     lp_w = np.asarray(surrogate.token_logp(w, s.arch, ro.prompt, ro.resp))
     lp_ref = np.asarray(surrogate.token_logp(s.ref, s.arch, ro.prompt, ro.resp))
     assert np.abs(lp_w - lp_ref).max() > 0.5
@@ -259,12 +266,7 @@ def test_kl_in_the_reward_moves_the_advantage_as_by_hand(monkeypatch):
     dynamic sampling still drops the groups of equal verifier rewards; and the loss adds no
     KL term (it is the loss without a penalty)."""
     cfg = dataclasses.replace(CFG, kl_coef=0.5, kl_in="reward", dynamic_sampling=True)
-    s = setup(cfg)
-    monkeypatch.setattr(net, "sample", _fake_sample(RIGHT))
-    rng = np.random.default_rng(1)
-    w = jax.tree_util.tree_map(lambda v: v + jnp.asarray(rng.normal(size=v.shape), v.dtype),
-                               s.ref)
-    ro, st = jax.jit(make_rollout(cfg, s, 12))(w, jax.random.PRNGKey(2))
+    s, w, ro, st = _far_rollout(monkeypatch, cfg, 1)
     resp = np.asarray(ro.resp)
     lens = np.array([1 + (resp[i] >= 10).argmax() for i in range(12)])
     m = (np.arange(resp.shape[1])[None] < lens[:, None]).astype(np.float64)
