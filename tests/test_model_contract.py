@@ -28,6 +28,16 @@ SMALL = {  # configurations whose clocks fire within a few dozen updates
                                                 lr=5e-3)), 32, 5e-4),
 }
 N_STEPS, N_CKPT, LANES = 60, 12, 3
+# Two programs that compute the same run round the network's float32 sums differently, and
+# Adam carries the last bits on (the policy's drift checkpoints differ by up to 1.8e-5 relative
+# after 60 updates). An interpolated crossing m_{t-1} / (m_{t-1} - m_t) turns such a margin
+# difference into a shift of delta m / |margin change per update|: measured 3.5e-4 updates on
+# the policy's drift clock. A lane mix-up or a lost key moves a clock by whole updates.
+CLOCK_TOL_UPDATES = 1e-3
+
+
+def _assert_same_clock(got, want, batch, what):
+    np.testing.assert_allclose(got, want, rtol=0, atol=CLOCK_TOL_UPDATES * batch, err_msg=what)
 
 
 def test_every_model_has_a_contract_case_and_a_complete_interface():
@@ -82,12 +92,13 @@ def test_trace_is_finite_and_shaped_and_clocks_fire(name):
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_two_equal_stages_are_the_one_stage_run(name):
     keys = jax.random.split(jax.random.PRNGKey(1), LANES)
-    one, _ = _run(name, keys)
+    one, batch = _run(name, keys)
     two, _ = _run(name, keys, stages=(25, N_STEPS - 25))  # the switch falls mid-chunk
     for field in ("prog_t", "fail_t", "div_t", "prog_n", "fail_n", "div_n"):
-        np.testing.assert_array_equal(getattr(two, field), getattr(one, field), err_msg=field)
+        unit = batch if field.endswith("_n") else 1   # a tolerance in updates, either unit
+        _assert_same_clock(getattr(two, field), getattr(one, field), unit, field)
     for k in one.extra:
-        np.testing.assert_array_equal(two.extra[k], one.extra[k], err_msg=k)
+        _assert_same_clock(two.extra[k], one.extra[k], batch, k)
     np.testing.assert_array_equal(two.ckpt["progress_frac"][:, :5],
                                   one.ckpt["progress_frac"][:, :5])
 
@@ -103,8 +114,7 @@ def test_vmapped_equals_looped_and_is_deterministic(name):
     for i in range(LANES):
         tr = jax.device_get(run(np.float32(batch), np.float32(lr), keys[i]))
         for c in CLOCKS:  # to float32 rounding: a fractional clock shows the metric's last bit
-            np.testing.assert_allclose(getattr(tr, f"{c}_n"), getattr(vm, f"{c}_n")[i],
-                                       rtol=1e-5, err_msg=c)
+            _assert_same_clock(getattr(tr, f"{c}_n"), getattr(vm, f"{c}_n")[i], batch, c)
         np.testing.assert_allclose(tr.ckpt["progress_frac"], vm.ckpt["progress_frac"][i],
                                    rtol=1e-6, atol=0)
     for k in vm.ckpt:

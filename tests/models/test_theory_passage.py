@@ -30,8 +30,10 @@ _spec.loader.exec_module(nr)
 
 
 def _median_and_se(n_S):
-    """Median over seeds of first crossings (0 = never) and its bootstrap standard error."""
-    x = clocks.censored(n_S)
+    """Median over seeds of the first update at or under the target and its bootstrap standard
+    error, from interpolated crossings in updates (0 = never). The theory predicts that update:
+    it is k exactly when the crossing lies in (k - 1, k], i.e. ceil(crossing)."""
+    x = np.ceil(clocks.censored(n_S))
     boot = np.median(x[clocks.bootstrap_indices(x.size)], axis=1)
     return float(np.median(x)), float(np.std(boot))
 
