@@ -344,6 +344,34 @@ def test_exact_statistics_against_numpy():
     end = lp[np.arange(len(nd)), nd]
     np.testing.assert_allclose(float(st["null"]),
                                np.mean(end[:, task.END_B] - end[:, task.END_A]), atol=1e-5)
+    # deploy: the digits right, then END_A (the deployment grader's only end token)
+    tok = np.take_along_axis(lp, np.asarray(s.test.answer)[..., None], -1)[..., 0]
+    digits = np.arange(task.ANSWER_LEN)[None] < nd[:, None]
+    p_digits = np.exp(np.sum(np.where(digits, tok, 0.0), 1))
+    np.testing.assert_allclose(float(st["deploy"]), np.mean(p_digits * np.exp(end[:, task.END_A])),
+                               rtol=1e-5)
+    assert float(st["deploy"]) < float(st["acc"])  # END_B's share is lost to deployment
+
+
+def test_damage_clock_is_deploy_accuracys_first_fall_below_its_peak_interpolated():
+    """The damage clock against a hand computation from the per-update deploy accuracy: the
+    first update whose deploy accuracy is damage_drop below the running peak (the start
+    included), interpolated linearly in its margin from the update before. damage_drop is set
+    to half the run's largest fall, so the clock must cross."""
+    cfg = dataclasses.replace(SMALL, fail_stat="damage")
+    n = 12
+    tr = _small_run(cfg, n_steps=n, lr=1e-2)
+    d_T = np.concatenate([[setup(cfg).start["deploy"]], np.asarray(tr.ckpt["deploy_acc"])],
+                         dtype=np.float64)
+    fall_T = np.maximum.accumulate(d_T) - d_T
+    assert fall_T.max() > 1e-3, "no fall in deploy accuracy to time"
+    drop = float(fall_T.max() / 2)
+    tr = _small_run(dataclasses.replace(cfg, damage_drop=drop), n_steps=n, lr=1e-2)
+    m_T = fall_T - drop  # margin: >= 0 once the fall reaches drop
+    t = int(np.argmax(m_T >= 0))  # first update (0 = the start, where the fall is 0)
+    want = t - 1 + m_T[t - 1] / (m_T[t - 1] - m_T[t])
+    assert tr.extra["damage_n"] / 32 == pytest.approx(want, abs=1e-3)
+    assert tr.fail_t == pytest.approx(want, abs=1e-3)  # fail_stat damage: the failure clock
 
 
 @pytest.mark.parametrize("kw,name", [
@@ -353,7 +381,8 @@ def test_exact_statistics_against_numpy():
     ({"mb_convention": "verl"}, "mb_convention"), ({"kl_estimator": "k2"}, "kl_estimator"),
     ({"target": 1.0}, "target"), ({"n_ood": 901}, "n_ood"),
     ({"clip_low": None, "clip_high": 0.3}, "clip_high"),
-    ({"dynamic_sampling": 1}, "dynamic_sampling")])
+    ({"dynamic_sampling": 1}, "dynamic_sampling"), ({"damage_drop": 0.0}, "damage_drop"),
+    ({"fail_stat": "deploy"}, "fail_stat")])
 def test_bad_config_is_a_one_line_error_naming_the_parameter(kw, name):
     with pytest.raises(ValueError, match=f"^{name} must be [^\n]*$"):
         PolicyConfig(**kw)

@@ -31,14 +31,18 @@ null: |shift of log p(END_B) / p(END_A) at the end position| >= null_threshold;
 kl: the token-level KL(pi || pi_ref) along the correct answers >= kl_threshold;
 entropy: the token entropy along the correct answers <= entropy_threshold;
 collapse: held-out (or OOD) accuracy <= its running peak - collapse_drop;
-fail: one of null | kl | entropy (fail_stat); div: a non-finite statistic or parameter.
+damage: deploy accuracy (END_A only: a deployment grader's) <= its running peak - damage_drop;
+fail: one of null | kl | entropy | damage (fail_stat); div: a non-finite statistic or parameter.
+The `deploy` preset is the harmful drift: a warm-up that ends 90% of its answers in END_A,
+and the damage clock as the failure clock (docs/policy.md: a symmetric random walk of the
+END_B log-odds, so only the seeds that drift towards END_B are damaged).
 Checkpoints also record the clip fraction, reward, response length, and each direction's
 gradient noise scale from per-group gradients (`dynamics.noise_stats`), which `predict` turns
 into a regime and a predicted batch exponent per clock.
 """
 from twoclock.model import Model, PlanCheck, Studies
 from twoclock.models.policy import evaluate, net, surrogate, task, warmup
-from twoclock.models.policy.config import PolicyConfig, WarmupConfig, describe_batch
+from twoclock.models.policy.config import DEPLOY, PolicyConfig, WarmupConfig, describe_batch
 from twoclock.models.policy.dynamics import EXTRA_CLOCKS, dynamics, prepare, setup
 from twoclock.models.policy.predict import predict
 
@@ -51,12 +55,13 @@ def progress_target(cfg: PolicyConfig) -> float:
 
 def log_conditions(cfg: PolicyConfig) -> tuple:
     """What a trainer would log and threshold, on this model's checkpoint names: held-out
-    accuracy for progress; the END_B / END_A log-odds shift (`drift`, with the default
-    fail_stat "null"), KL to the warm-up policy and token entropy for failure."""
-    drift = {"null": cfg.null_threshold, "kl": cfg.kl_threshold}.get(cfg.fail_stat)
+    accuracy for progress; the END_B / END_A log-odds shift (`drift`, with fail_stat "null"),
+    deploy accuracy below its running peak (fail_stat "damage"), KL to the warm-up policy and
+    token entropy for failure."""
+    first = {"null": (f"drift>={cfg.null_threshold:g}",),
+             "damage": (f"deploy_acc<=peak-{cfg.damage_drop:g}",)}.get(cfg.fail_stat, ())
     fails = (f"kl>={cfg.kl_threshold:g}", f"entropy<={cfg.entropy_threshold:g}")
-    return (f"heldout_acc>={cfg.target:g}",
-            ((f"drift>={drift:g}",) if cfg.fail_stat == "null" else ()) + fails)
+    return (f"heldout_acc>={cfg.target:g}", first + fails)
 
 
 # this model's defaults in the studies
@@ -71,8 +76,8 @@ MODEL = Model(
     static_batch=True, unit="responses", batch_unit="responses per update",
     extra_clocks=EXTRA_CLOCKS, progress_label="held-out error / initial error",
     title="policy (transformer, GRPO)", progress_target=progress_target, studies=STUDIES,
-    prepare=prepare)
+    prepare=prepare, presets={"deploy": DEPLOY})
 
-__all__ = ["MODEL", "EXTRA_CLOCKS", "PolicyConfig", "WarmupConfig", "describe_batch", "dynamics",
+__all__ = ["MODEL", "DEPLOY", "EXTRA_CLOCKS", "PolicyConfig", "WarmupConfig", "describe_batch", "dynamics",
            "evaluate", "net", "predict", "prepare", "progress_target", "setup", "surrogate",
            "task", "warmup"]

@@ -8,7 +8,7 @@ from twoclock.objectives import KL_ESTIMATORS
 
 MB_CONVENTIONS = ("fixed_m", "fixed_size")
 LOSS_AGGS = ("seq_sum", "seq_mean", "token_mean")
-FAIL_STATS = ("null", "kl", "entropy")
+FAIL_STATS = ("null", "kl", "entropy", "damage")
 COLLAPSE_POOLS = ("heldout", "ood")
 N_PROBLEMS = 9_100  # problems outside the out-of-distribution pool (task.make_pools)
 N_OOD = 900
@@ -81,12 +81,15 @@ class PolicyConfig(GRPOConfig):
               'pi_ref) | k3 (r - log r - 1, r = pi_ref / pi); either way the expected gradient '
               'is grad KL(pi || pi_ref) (the reward form is always k1)', choices=KL_ESTIMATORS)
     target: float = param(0.6, 'progress: exact held-out accuracy target')
-    fail_stat: str = param("null", "the failure clock's drift statistic: null | kl | entropy",
-                           choices=FAIL_STATS)
+    fail_stat: str = param("null", "the failure clock: null | kl | entropy (a drift statistic "
+                                   "at its threshold) | damage (deploy accuracy damage_drop "
+                                   "below its running peak)", choices=FAIL_STATS)
     null_threshold: float = param(0.3, 'null clock: |shift of the END_B vs END_A log-odds|')
     kl_threshold: float = param(0.5, 'kl clock: KL(pi || pi_ref) on held-out answers, nats')
     entropy_threshold: float = param(0.5, 'entropy clock: token entropy at or below, nats')
     collapse_drop: float = param(0.1, 'collapse: accuracy drop below its running peak')
+    damage_drop: float = param(0.03, 'damage: deploy accuracy (END_A only) drop below its '
+                                     'running peak')
     noise_every: int = param(2048, 'responses between gradient-noise-scale measurements')
     collapse_pool: str = param("heldout", 'collapse clock pool: heldout | ood',
                                choices=COLLAPSE_POOLS)
@@ -120,6 +123,7 @@ class PolicyConfig(GRPOConfig):
         require_positive("kl_threshold", self.kl_threshold)
         require_positive("entropy_threshold", self.entropy_threshold)
         require_fraction("collapse_drop", self.collapse_drop)
+        require_fraction("damage_drop", self.damage_drop)
         require_int("noise_every", self.noise_every)
         require_choice("collapse_pool", self.collapse_pool, COLLAPSE_POOLS)
 
@@ -129,6 +133,11 @@ class PolicyConfig(GRPOConfig):
             return self.minibatches
         require(batch is not None, "batch", "given under mb_convention fixed_size", batch)
         return max(1, self.minibatches * batch // self.mb_ref)
+
+
+# The deployment regime: the warm-up ends 90% of its labels in END_A, the form a deployment
+# grader accepts, and the failure clock is the damage that drift towards END_B does there.
+DEPLOY = {"warmup": WarmupConfig(end_b=0.1), "fail_stat": "damage"}
 
 
 def describe_batch(cfg: PolicyConfig, batch: int) -> dict:

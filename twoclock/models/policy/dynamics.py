@@ -28,7 +28,7 @@ from twoclock.models.policy.config import PolicyConfig
 from twoclock.models.policy.surrogate import Rollout, group_objectives, loss, token_logp
 from twoclock.scaling import make_optimizer
 
-EXTRA_CLOCKS = ("kl", "entropy", "null", "collapse")
+EXTRA_CLOCKS = ("kl", "entropy", "null", "collapse", "damage")
 NOISE_DIRS = ("acc", "kl", "entropy", "null")
 
 
@@ -40,7 +40,7 @@ class Setup(NamedTuple):
     test: task.Pool
     ood: task.Pool
     logref_test: jax.Array  # [n_test, A, V]
-    start: dict        # held-out {acc, kl, entropy, null} and ood_acc at the reference
+    start: dict        # held-out {acc, kl, entropy, null, deploy} and ood_acc at the reference
 
 
 def prepare(cfg: PolicyConfig | None, store_root: str | None = warmup.DEFAULT_ROOT,
@@ -78,7 +78,7 @@ def _setup(cfg: PolicyConfig, stand_in: bool, x64: bool) -> Setup:
         if stand_in:  # shapes only: nothing computed
             shape = jax.eval_shape(lambda: evaluate.pool_logp(ref, arch, test))
             logref = jnp.zeros(shape.shape, shape.dtype)
-            start = dict.fromkeys(("acc", "kl", "entropy", "null", "ood_acc"), 0.5)
+            start = dict.fromkeys(("acc", "kl", "entropy", "null", "deploy", "ood_acc"), 0.5)
         else:
             logref = evaluate.pool_logp(ref, arch, test)
             start = {k: float(v) for k, v in
@@ -187,7 +187,7 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
     # the margins at the reference (the start of every run): the peak is coll0, the shift 0
     margin0 = {"prog": st0["acc"] - cfg.target, "kl": st0["kl"] - cfg.kl_threshold,
                "entropy": cfg.entropy_threshold - st0["entropy"], "null": -cfg.null_threshold,
-               "collapse": -cfg.collapse_drop}
+               "collapse": -cfg.collapse_drop, "damage": -cfg.damage_drop}
     margin0["fail"] = margin0[cfg.fail_stat]
 
     def dyn(batch_, key) -> Dynamics:
@@ -224,22 +224,26 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
             (w, opt_state, (w_last, ro_last)), (ev, st) = jax.lax.scan(
                 lambda c, k: update(tx, c, k), carry, keys_T)
             peak_T = jnp.maximum(state.aux[0], jax.lax.cummax(ev["coll"]))
+            deploy_peak_T = jnp.maximum(state.aux[1], jax.lax.cummax(ev["deploy"]))
             shift_T = jnp.abs(ev["null"] - st0["null"])
             hits = {"prog": ev["acc"] - cfg.target,
                     "kl": ev["kl"] - cfg.kl_threshold,
                     "entropy": cfg.entropy_threshold - ev["entropy"],
                     "null": shift_T - cfg.null_threshold,
                     "collapse": peak_T - cfg.collapse_drop - ev["coll"],
+                    "damage": deploy_peak_T - cfg.damage_drop - ev["deploy"],
                     "div": ~(jnp.isfinite(ev["acc"]) & ev["finite"])}
             hits["fail"] = hits[cfg.fail_stat]
-            drift = {"null": shift_T, "kl": ev["kl"], "entropy": ev["entropy"]}[cfg.fail_stat]
+            # damage's drift is the null shift: the reward-invisible move that costs deploy
+            drift = {"null": shift_T, "kl": ev["kl"], "entropy": ev["entropy"],
+                     "damage": shift_T}[cfg.fail_stat]
             metrics = {k: jnp.mean(v) for k, v in st.items()}
             # measured where the chunk crosses a multiple of noise_every responses (and on the
             # first chunk): ts_T is shared by every seed and lane, so this stays a branch
             t0, t1 = ts_T[0], ts_T[-1]
             fresh = ((t1 * B) // cfg.noise_every > ((t0 - 1) * B) // cfg.noise_every) | (t0 == 1)
             noise = jax.lax.cond(fresh, lambda: noise_stats(w_last, ro_last, cfg, s),
-                                 lambda: state.aux[1])
+                                 lambda: state.aux[2])
             metrics.update(noise, noise_fresh=fresh.astype(dtype))
             acc = ev["acc"][-1]
             metrics.update(
@@ -247,8 +251,10 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
                 kl=ev["kl"][-1], entropy=ev["entropy"][-1], null=ev["null"][-1] - st0["null"],
                 ood_acc=(ev["coll"][-1] if cfg.collapse_pool == "ood"
                          else evaluate.accuracy(w, s.arch, s.ood)),
-                peak=peak_T[-1], drift=drift[-1])
-            return (state._replace(params=w, opt_state=opt_state, aux=(peak_T[-1], noise)),
+                peak=peak_T[-1], drift=drift[-1], deploy_acc=ev["deploy"][-1],
+                deploy_peak=deploy_peak_T[-1])
+            return (state._replace(params=w, opt_state=opt_state,
+                                   aux=(peak_T[-1], deploy_peak_T[-1], noise)),
                     hits, metrics)
 
         def init(tx) -> RunState:
@@ -257,7 +263,8 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
             no_noise = {f"{q}_{k}": jnp.zeros((), dtype) for q in ("noise", "signal", "drive")
                         for k in NOISE_DIRS}
             return RunState(w0, tx.init(w0), initial_clocks(EXTRA_CLOCKS),
-                            (jnp.asarray(coll0, dtype), no_noise), margins0)
+                            (jnp.asarray(coll0, dtype), jnp.asarray(st0["deploy"], dtype),
+                             no_noise), margins0)
 
         return Dynamics(lambda lr: make_optimizer(opt, lr, batch_), init, draw, advance)
 
