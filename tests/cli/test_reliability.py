@@ -230,8 +230,12 @@ def test_a_real_signal_mid_sweep_saves_the_finished_chunks(tmp_path, sig, store)
     the chunks kept and (with a store) --resume; exit 130 / 143; the partial JSON holds the
     finished chunks; no temporary file left. Before issue 24: a 41-line KeyboardInterrupt
     traceback (SIGINT) and a silent exit 143 with nothing saved (SIGTERM)."""
+    # each of the 12 chunks must outlast the test's reaction to the first chunk's line: at a
+    # budget of 200000 a chunk took 0.1 s, and on contended cores the whole sweep finished
+    # before the signal came (the partial file then held the finished clocks, not chunks).
+    # 2e6 samples make a chunk ~1 s on 2 cores, so 11 s of chunks remain when the signal goes.
     argv = [sys.executable, os.path.join(ROOT, "experiments", "critical_batch.py"),
-            "--batches", "4", "--lr0", "1e-2", "--seeds", "48", "--budget", "200000",
+            "--batches", "4", "--lr0", "1e-2", "--seeds", "48", "--budget", "2000000",
             "--dim", "4", "--drift-dim", "2", "--max-lanes", "4", "--n-ckpt", "4",
             "--no-figure", "--out", str(tmp_path)]
     argv += ["--store", str(tmp_path / "store")] if store else ["--no-store"]
