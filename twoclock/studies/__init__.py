@@ -2,8 +2,9 @@
 a frozen config, run(model, model_cfg, opt, cfg, *, keep, quiet, engine) -> a JSON-ready
 result, report(result) -> the text the command prints, figure(result); and the registry the
 command line reads (`twoclock.cli.run_study`), listed by hand like `twoclock.models.MODELS`."""
-from twoclock.studies import (bandit_regimes, clipping, headline, phase_study, plan_calibration,
-                              plan_check, policy_study, schedule_study, time_to_target)
+from twoclock.studies import (bandit_regimes, clipping, damage_study, headline, phase_study,
+                              plan_calibration, plan_check, policy_study, schedule_study,
+                              time_to_target)
 
 
 class Registry(dict):
@@ -24,6 +25,7 @@ STUDIES = Registry((s.name, s) for s in (
     clipping.STUDY,
     bandit_regimes.STUDY,
     policy_study.STUDY,
+    damage_study.STUDY,
     plan_check.STUDY,
     plan_calibration.STUDY,
 ))

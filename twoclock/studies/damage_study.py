@@ -1,0 +1,307 @@
+"""The harmful drift the reward cannot see (docs/policy.md, "The damage clock"): does the policy
+get damaged at a fixed amount of reward-invisible drift, and is that clock flat in batch under
+the square-root rule, as the drift-threshold hypothesis says?
+
+The deployment regime (`twoclock.models.policy.DEPLOY`): the warm-up ends `end_b` of its labels
+in END_B, the train verifier accepts either end token, and a deployment grader accepts END_A
+only, so a move of the END_B log-odds towards END_B costs deploy accuracy and no reward. Per
+learning-rate rule (sqrt, and fixed at the sqrt rule's lr at the smallest batch) one sweep over
+the batches, every update a checkpoint, gives per seed: the progress clock, the damage clock
+(deploy accuracy `damage_drop` below its running peak), the null clock (|shift| >= 0.3), the
+signed END_B log-odds shift at the damage crossing (interpolated between the updates around it,
+as the clock is) and at fixed numbers of responses. The answers, each with a paired bootstrap
+95% CI over seeds:
+
+1. how many seeds reach each clock, per batch, and each clock's median;
+2. N_damage(B) / N_damage(B_min) and the batch exponents of N_damage, N_prog and N_null;
+3. the drift at damage per batch and its ratio to B_min (the hypothesis: 1);
+4. the fixed-response RMS test: the slope of log RMS(shift at R responses) on log B;
+5. the margin N_damage / N_prog per batch.
+
+`PREDICTIONS` is what the noise-walk theory says before any cell runs
+(docs/preregistered/damage_predictions.json); `report` prints it beside each measurement.
+"""
+import dataclasses
+import time
+import warnings
+
+import numpy as np
+
+from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
+from twoclock.analysis.paired import finite_or_none, paired_ci, ratio_ci
+from twoclock.config import SweepConfig, param, require, require_fraction, require_int, \
+    require_positive
+from twoclock.models.policy import DEPLOY, WarmupConfig
+from twoclock.studies.policy_study.answers import exponent_ci
+from twoclock.studies.policy_study.cells import rules as lr_rules
+from twoclock.studies.protocol import Engine, Study
+
+MODELS = ("policy",)
+RULES = ("sqrt", "fixed")
+CLOCKS = {"progress": None, "damage": "damage_n", "null": "null_n"}
+
+# The noise-walk theory, stated before the runs. With Adam the step per update is about lr in
+# every noise-dominated coordinate whatever the batch (Adam divides the noise's scale out), so a
+# reward-invisible coordinate walks with variance ~ lr^2 per update: lr^2 R / B after R
+# responses. The sqrt rule (lr^2 ~ B) makes that R alone: the RMS shift at fixed R, the damage
+# clock and the drift at damage are flat in B. The fixed rule makes it R / B: the RMS falls as
+# B^-1/2 and a fixed drift takes R ~ B responses. A drive towards END_B (a signal, not noise)
+# would instead move the shift like progress does.
+# A one-sided damage of a walk with no drive is a first passage: the share of seeds damaged by
+# R responses is the same at every batch under the sqrt rule, and about half by the time the
+# walk's RMS is the barrier (2 (1 - Phi(a / RMS))), so a median can stay censored.
+PREDICTIONS = {
+    "theory": "noise walk of the END_B log-odds under Adam (variance lr^2 R / B)",
+    "sqrt": {"damage_exponent": 0.0, "rms_slope": 0.0, "drift_at_damage_ratio": 1.0,
+             "damaged_share_difference": 0.0},
+    "fixed": {"damage_exponent": 1.0, "rms_slope": -0.5, "drift_at_damage_ratio": 1.0},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The study's cells: batches, seeds, budget, the learning rate and the deployment regime."""
+    batches: tuple = param((64, 256, 1024), "batches in responses")
+    seeds: int = param(16, "seeds per cell")
+    budget: int = param(32_768, "responses per run")
+    lr0: float = param(1e-4, "base learning rate at b0 (the fixed rule runs the sqrt rule's lr "
+                             "at the smallest batch)")
+    rules: tuple = param(RULES, "learning-rate rules: sqrt | fixed")
+    end_b: float = param(DEPLOY["warmup"].end_b, "warm-up: fraction of labels ending in END_B "
+                                                 "(the form the deployment grader rejects)")
+    damage_drop: float = param(0.03, "damage: deploy accuracy drop below its running peak")
+    fixed_responses: tuple = param((4096, 16_384), "responses at which the RMS test reads the "
+                                                   "shift")
+    seed: int = param(0, "base PRNG seed")
+    max_lanes: int = param(8, "runs per compiled chunk")
+
+    def __post_init__(self):
+        require_int("seeds", self.seeds, lo=2)
+        require_int("budget", self.budget, lo=1)
+        require_int("max_lanes", self.max_lanes, lo=1)
+        require_positive("lr0", self.lr0)
+        require(0 < self.end_b < 1, "end_b", "in (0, 1)", self.end_b)
+        require_fraction("damage_drop", self.damage_drop)
+        require(len(set(self.batches)) >= 2 and all(
+            isinstance(b, int) and b >= 1 for b in self.batches), "batches",
+            "at least two distinct batches >= 1", self.batches)
+        require(len(self.rules) > 0 and set(self.rules) <= set(RULES), "rules",
+                "some of " + ", ".join(RULES), self.rules)
+        require(len(self.fixed_responses) > 0 and all(
+            isinstance(r, int) and 1 <= r <= self.budget for r in self.fixed_responses),
+            "fixed_responses", f"integers in [1, budget {self.budget}]", self.fixed_responses)
+
+
+QUICK_OVERRIDES = {"batches": (64, 1024), "seeds": 4, "budget": 8192, "rules": ("sqrt",),
+                   "fixed_responses": (4096,)}
+PRESETS = {"quick": ("batches 64 and 1024, 4 seeds, 8192 responses, sqrt rule only",
+                     QUICK_OVERRIDES)}
+
+
+def out_name(model, st: Config, given) -> str:
+    """damage_study[_quick]."""
+    del model, st
+    return "damage_study" + ("_quick" if "quick" in given else "")
+
+
+def cells(st: Config, base) -> list:
+    """[(rule, model config, OptimConfig, SweepConfig)]: the deployment regime under each rule,
+    a checkpoint at every update of the longest run."""
+    cfg = dataclasses.replace(base, warmup=WarmupConfig(**{
+        **dataclasses.asdict(base.warmup), "end_b": st.end_b}),
+        fail_stat="damage", damage_drop=st.damage_drop)
+    n_ckpt = st.budget // min(st.batches)
+    out = []
+    for rule in st.rules:
+        opt, lr0 = lr_rules(st)[rule]
+        out.append((rule, cfg, opt, SweepConfig(batches=tuple(st.batches), lr0s=(lr0,),
+                                                seeds=st.seeds, budget=st.budget, seed=st.seed,
+                                                n_ckpt=max(1, n_ckpt))))
+    return out
+
+
+def check(model, base, opt, st: Config) -> None:
+    """Every cell's configs and batches (ValueError) before any cell runs."""
+    del opt
+    for _, cfg, _, sweep in cells(st, base):
+        for b in sweep.batches:
+            model.describe_batch(cfg, b)
+
+
+def at_responses(samples_SxC, x_SxC, n_S) -> np.ndarray:
+    """[S] x read at n_S responses (per seed; nan where n is nan), linear between the
+    checkpoints around it, from x = 0 at 0 responses (every run starts at the reference)."""
+    s = np.asarray(samples_SxC, np.float64)
+    x = np.asarray(x_SxC, np.float64)
+    n = np.broadcast_to(np.asarray(n_S, np.float64), s.shape[:1])
+    out = np.full(s.shape[0], np.nan)
+    for i in range(s.shape[0]):
+        if np.isfinite(n[i]):
+            out[i] = np.interp(n[i], np.r_[0.0, s[i]], np.r_[0.0, x[i]])
+    return out
+
+
+def per_seed(st: Config, res) -> dict:
+    """{batch: {clock: [S] responses (0: never), shift_at_damage, shift_at_<R>, final_*}}: every
+    per-seed number the answers are worked out from, so they can be again from the JSON."""
+    out = {}
+    for i, b in enumerate(res.batches):
+        ck = res.ckpt[i]
+        s_SxC, shift_SxC = np.asarray(ck["samples"][0]), np.asarray(ck["null"][0])
+        clocks = {k: np.asarray(res.prog_n[i, 0] if key is None else res.extra[key][i, 0],
+                                np.float64) for k, key in CLOCKS.items()}
+        dmg = np.where(clocks["damage"] > 0, clocks["damage"], np.nan)
+        row = {k: v.tolist() for k, v in clocks.items()}
+        row["shift_at_damage"] = at_responses(s_SxC, shift_SxC, dmg).tolist()
+        for r in st.fixed_responses:
+            row[f"shift_at_{r}"] = at_responses(s_SxC, shift_SxC, np.full(len(dmg), r)).tolist()
+        row.update(final_shift=shift_SxC[:, -1].tolist(),
+                   final_acc=np.asarray(ck["heldout_acc"][0][:, -1]).tolist(),
+                   final_deploy=np.asarray(ck["deploy_acc"][0][:, -1]).tolist(),
+                   peak_deploy=np.asarray(ck["deploy_peak"][0][:, -1]).tolist())
+        out[str(b)] = row
+    return out
+
+
+def nanmed(x) -> np.ndarray:
+    """The median over seeds (last axis) of the finite entries; nan where there are none."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-nan resample: nan, as meant
+        return np.nanmedian(x, axis=-1)
+
+
+def _log_slope(logb: np.ndarray, y) -> np.ndarray:
+    """Least-squares slope of y[..., k] on logb[k]."""
+    yc = y - y.mean(-1, keepdims=True)
+    xc = logb - logb.mean()
+    return (yc * xc).sum(-1) / (xc ** 2).sum()
+
+
+def rms_slope_ci(per: dict, key: str, idx) -> dict:
+    """Slope of log RMS over seeds of per[b][key] on log B, paired bootstrap CI."""
+    bs = sorted(per, key=int)
+    logb = np.log([int(b) for b in bs])
+
+    def slope(*xs):
+        rms = np.stack([np.sqrt(np.mean(np.square(x), axis=-1)) for x in xs], axis=-1)
+        return _log_slope(logb, np.log(rms))
+    return paired_ci(slope, *(per[b][key] for b in bs), idx=idx, undefined=np.nan)
+
+
+def answers(st: dict, cells_out: dict) -> dict:
+    """Every answer from the cells' per-seed numbers (st: the study as a dict, as in the JSON)."""
+    require_int("the study's seeds", st["seeds"], lo=2)
+    idx = bootstrap_indices(st["seeds"])
+    b0 = str(min(st["batches"]))
+    out = {}
+    for rule, cell in cells_out.items():
+        per = cell["per_seed"]
+        bs = sorted(per, key=int)
+        nanratio = lambda a, c: nanmed(a) / nanmed(c)
+        out[rule] = {
+            "1_reached": {b: {k: int(np.sum(np.asarray(per[b][k]) > 0)) for k in CLOCKS}
+                          for b in bs},
+            "1_median": {b: {k: median_ci(censored(per[b][k]), idx=idx) for k in CLOCKS}
+                         for b in bs},
+            "2_damage_ratio": {b: ratio_ci(per[b]["damage"], per[b0]["damage"], idx)
+                               for b in bs if b != b0},
+            "2_exponent": {k: exponent_ci(per, k, idx) for k in CLOCKS},
+            "2_damaged_share_difference": {b: paired_ci(
+                lambda x, y: np.mean(x > 0, axis=-1) - np.mean(y > 0, axis=-1),
+                per[b]["damage"], per[b0]["damage"], idx=idx) for b in bs if b != b0},
+            "3_drift_at_damage": {b: paired_ci(nanmed, per[b]["shift_at_damage"], idx=idx,
+                                               undefined=np.nan) for b in bs},
+            "3_drift_ratio": {b: paired_ci(nanratio, per[b]["shift_at_damage"],
+                                           per[b0]["shift_at_damage"], idx=idx,
+                                           undefined=np.nan) for b in bs if b != b0},
+            "3_towards_end_b": {b: int(np.sum(np.asarray(per[b]["shift_at_damage"]) > 0))
+                                for b in bs},
+            "4_rms_slope": {str(r): rms_slope_ci(per, f"shift_at_{r}", idx)
+                            for r in st["fixed_responses"]},
+            "4_rms": {str(r): {b: finite_or_none(np.sqrt(np.mean(np.square(
+                per[b][f"shift_at_{r}"])))) for b in bs} for r in st["fixed_responses"]},
+            "5_margin": {b: ratio_ci(per[b]["damage"], per[b]["progress"], idx) for b in bs},
+        }
+    return out
+
+
+def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
+        engine: Engine = Engine()) -> dict:
+    """Each rule's cell through run_sweep (resumable from its store under engine.store), then
+    the answers."""
+    from twoclock.analysis import results
+    from twoclock.engine.store import Store  # the engine's home, looked up at call time
+    from twoclock.engine.sweep import run_sweep
+    del opt
+    log = (lambda m: None) if quiet else print
+    out, t0 = {"study": dataclasses.asdict(st), "predictions": PREDICTIONS, "cells": {}}, \
+        time.perf_counter()
+    todo = cells(st, base)
+    for k, (name, cfg, opt_, sweep) in enumerate(todo):
+        log(f"[damage study] cell {k + 1}/{len(todo)}: {name} "
+            f"({time.perf_counter() - t0:.0f} s so far)")
+        store = None
+        if engine.store is not None:
+            store = Store(engine.store, model.name, results.config_dict(
+                model_name=model.name, model=cfg, optimizer=opt_, sweep=sweep,
+                study_cell=f"damage_{name}"))
+        t = time.perf_counter()
+        res = run_sweep(model, cfg, opt_, sweep, quiet=quiet, store=store, resume=True,
+                        max_lanes=st.max_lanes, keep=keep)
+        out["cells"][name] = {"per_seed": per_seed(st, res), "lr": float(res.lrs_BxL[0, 0]),
+                              "seconds": time.perf_counter() - t,
+                              "config": results.config_dict(model=cfg, optimizer=opt_,
+                                                            sweep=sweep)}
+    out["answers"] = answers(out["study"], out["cells"])
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def report(out: dict) -> str:
+    """The answers as text, each beside the theory's prediction."""
+    a, st, pred = out["answers"], out["study"], out["predictions"]
+    fmt = lambda v, f=".3g": "-" if v is None else format(v, f)
+    ci = lambda d: f"{fmt(d['median'])} [{fmt(d['ci'][0])}, {fmt(d['ci'][1])}]"
+    S = st["seeds"]
+    lines = [f"damage study: batches {tuple(st['batches'])}, {S} seeds, budget {st['budget']} "
+             f"responses, warm-up END_B share {st['end_b']:g}, damage drop "
+             f"{st['damage_drop']:g}, {out['seconds']:.0f} s",
+             "every [a, b] is a paired bootstrap 95% CI over seeds; '-' = not reached in the "
+             "budget (or undefined)"]
+    for rule, v in a.items():
+        p = pred[rule]
+        lines += ["", f"{rule} rule:"]
+        for b in sorted(v["1_reached"], key=int):
+            r, m = v["1_reached"][b], v["1_median"][b]
+            lines.append(f"  B {b:>5}: " + "; ".join(
+                f"{k} {r[k]}/{S} {ci(m[k])}" for k in CLOCKS)
+                + f"; drift at damage {ci(v['3_drift_at_damage'][b])} "
+                  f"({v['3_towards_end_b'][b]}/{r['damage']} towards END_B); "
+                  f"margin N_damage/N_prog {ci(v['5_margin'][b])}")
+        lines.append("  N_damage(B) / N_damage(B_min): " + "; ".join(
+            f"{b}: {ci(x)}" for b, x in v["2_damage_ratio"].items()))
+        lines.append("  share of seeds damaged, minus B_min's: " + "; ".join(
+            f"{b}: {ci(x)}" for b, x in v["2_damaged_share_difference"].items()))
+        lines.append("  drift at damage / at B_min (predicted "
+                     f"{p['drift_at_damage_ratio']:g}): " + "; ".join(
+                         f"{b}: {ci(x)}" for b, x in v["3_drift_ratio"].items()))
+        lines.append("  batch exponents: " + "; ".join(
+            f"{k} {ci(x)}" + (f" (predicted {p['damage_exponent']:g})" if k == "damage" else "")
+            for k, x in v["2_exponent"].items()))
+        lines.append(f"  RMS shift at fixed responses, slope on log B (predicted "
+                     f"{p['rms_slope']:g}): " + "; ".join(
+                         f"R {r}: {ci(x)} (RMS " + ", ".join(
+                             f"{b}:{fmt(y)}" for b, y in v["4_rms"][r].items()) + ")"
+                         for r, x in v["4_rms_slope"].items()))
+    return "\n".join(lines)
+
+
+def figure(out: dict):
+    """(a) N_damage and N_prog against batch per rule; (b) the signed shift at damage."""
+    from twoclock.figures.damage_study import damage_figure
+    return damage_figure(out)
+
+
+STUDY = Study("damage_study", Config, run, report, figure, doc=__doc__,
+              script="damage_study.py", models=MODELS, out=out_name, check=check, model_flags=False,
+              presets=PRESETS)
