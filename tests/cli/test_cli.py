@@ -87,7 +87,7 @@ def test_bandit_run_has_the_quadratic_schema_plus_its_extras(tmp_path):
 
 
 EXPERIMENTS = ["critical_batch", "schedule", "time_to_target", "phase_diagram", "clipping",
-               "bandit_regimes", "policy_study", "plan_check", "plan_calibration"]
+               "bandit_regimes", "policy_study", "damage_study", "plan_check", "plan_calibration"]
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -139,6 +139,8 @@ def test_adams_flags_have_one_spelling(name):
     ("policy_study", ["--quick", "--budget", "32", "--parts", "collapse"], "budget"),
     # more seeds than the paired bootstrap can hold: refused at once (issue 33, 6)
     ("policy_study", ["--quick", "--seeds", "100000000", "--parts", "collapse"], "seeds"),
+    ("damage_study", ["--seeds", "1"], "seeds"),
+    ("damage_study", ["--quick", "--fixed-responses", "99999"], "fixed_responses"),
 ])
 def test_a_study_refuses_bad_input_in_one_line_before_any_work(script, args, name):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", f"{script}.py"),

@@ -1,0 +1,145 @@
+"""The damage study's numbers, worked out from per-seed values (numpy only: no sweep is run).
+Expected values come from hand computations, np.polyfit and a plain-Python bootstrap loop,
+never from the study's code."""
+import dataclasses
+import json
+import math
+import os
+import statistics
+
+import numpy as np
+import pytest
+
+from twoclock.config import OptimConfig
+from twoclock.models.policy import PolicyConfig
+from twoclock.studies import damage_study as ds
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+N_BOOT = 2000  # the analysis' bootstrap: [2000, S] rows of rng(0).integers(0, S)
+
+
+def boot_rows(S):
+    return np.random.default_rng(0).integers(0, S, size=(N_BOOT, S))
+
+
+def lower_quantiles(values):
+    """The 2.5% and 97.5% 'lower' quantiles of a list, by sorting (NumPy's method='lower')."""
+    v = sorted(values)
+    n = len(v)
+    return v[math.floor(0.025 * (n - 1))], v[math.floor(0.975 * (n - 1))]
+
+
+def test_at_responses_interpolates_between_the_checkpoints_around_it_from_zero():
+    # two seeds, checkpoints every 64 responses, a shift that goes up and down
+    s = np.array([[64, 128, 192, 256]] * 2, float)
+    x = np.array([[0.1, -0.2, 0.3, 0.25], [1.0, 2.0, 4.0, 8.0]])
+    got = ds.at_responses(s, x, np.array([96.0, 32.0]))
+    # seed 0: half way from 0.1 (64) to -0.2 (128); seed 1: half way from 0 (at 0) to 1.0 (64)
+    assert got == pytest.approx([-0.05, 0.5], abs=1e-15)
+    assert ds.at_responses(s, x, np.array([256.0, 160.0])) == pytest.approx([0.25, 3.0])
+    nan = ds.at_responses(s, x, np.array([np.nan, 192.0]))
+    assert np.isnan(nan[0]) and nan[1] == 4.0
+
+
+def _per(S=9):
+    """Three batches, listed out of order; clocks with censored seeds; shifts with nan where
+    the seed was not damaged."""
+    rng = np.random.default_rng(3)
+    per = {}
+    for b, scale in (("1024", 1.3), ("64", 1.0), ("256", 1.1)):
+        dmg = (rng.uniform(5000, 20000, S) * scale).round()
+        dmg[rng.permutation(S)[:3]] = 0  # three seeds never damaged
+        shift = np.where(dmg > 0, rng.uniform(0.2, 0.8, S) * scale, np.nan)
+        per[b] = {"progress": (rng.uniform(2000, 3000, S) * scale).round().tolist(),
+                  "damage": dmg.tolist(), "null": rng.uniform(1000, 5000, S).round().tolist(),
+                  "shift_at_damage": shift.tolist(),
+                  "shift_at_4096": (rng.normal(0, 0.3, S) * scale).tolist()}
+    return per
+
+
+def test_the_answers_against_hand_computations_and_a_plain_bootstrap():
+    S = 9
+    per = _per(S)
+    st = {"seeds": S, "batches": [1024, 64, 256], "fixed_responses": [4096]}
+    a = ds.answers(st, {"sqrt": {"per_seed": per}})["sqrt"]
+    rows = boot_rows(S)
+    finite = lambda v: [x for x in v if not math.isnan(x)]
+    # 1: seeds reached, counted by hand
+    for b in per:
+        assert a["1_reached"][b]["damage"] == sum(x > 0 for x in per[b]["damage"]) == 6
+    # 3: the drift at damage is the median of the damaged seeds' shifts
+    for b in per:
+        assert a["3_drift_at_damage"][b]["median"] == pytest.approx(
+            statistics.median(finite(per[b]["shift_at_damage"])), rel=1e-12)
+    # 3: its ratio to B 64, paired: each resample takes the same seed rows at both batches
+    x, y = per["1024"]["shift_at_damage"], per["64"]["shift_at_damage"]
+    boot = []
+    for r in rows:
+        fx, fy = finite([x[i] for i in r]), finite([y[i] for i in r])
+        boot.append(statistics.median(fx) / statistics.median(fy) if fx and fy else math.nan)
+    assert not any(math.isnan(v) for v in boot)  # 6 of 9 damaged: no all-nan resample here
+    got = a["3_drift_ratio"]["1024"]
+    assert got["median"] == pytest.approx(statistics.median(finite(x)) /
+                                          statistics.median(finite(y)), rel=1e-12)
+    assert got["ci"] == pytest.approx(list(lower_quantiles(boot)), rel=1e-12)
+    # 4: the RMS slope on log B is np.polyfit's over the three batches, sorted or not
+    bs = [64, 256, 1024]
+    rms = lambda v: math.sqrt(sum(t * t for t in v) / len(v))
+    slope = np.polyfit(np.log(bs), np.log([rms(per[str(b)]["shift_at_4096"]) for b in bs]), 1)[0]
+    assert a["4_rms_slope"]["4096"]["median"] == pytest.approx(slope, rel=1e-10)
+    boot = [np.polyfit(np.log(bs), np.log([rms([per[str(b)]["shift_at_4096"][i] for i in r])
+                                           for b in bs]), 1)[0] for r in rows[:400]]
+    lo, hi = a["4_rms_slope"]["4096"]["ci"]
+    # the CI of 2000 resamples against 400 of the same rows: the same 2.5%..97.5% band
+    assert lo <= np.quantile(boot, 0.10) and hi >= np.quantile(boot, 0.90)
+    # 5: the margin is the ratio of the two medians in one cell, censored seeds as never
+    m = a["5_margin"]["256"]["median"]
+    dm = statistics.median([v if v > 0 else math.inf for v in per["256"]["damage"]])
+    assert m == pytest.approx(dm / statistics.median(per["256"]["progress"]), rel=1e-12)
+    # 2: the share of seeds damaged, minus B 64's, is 0 here (6 of 9 at each batch)
+    assert a["2_damaged_share_difference"]["1024"]["median"] == 0.0
+
+
+def test_a_batch_with_no_damaged_seed_has_no_drift_not_a_number():
+    per = _per()
+    per["1024"]["damage"] = [0.0] * 9
+    per["1024"]["shift_at_damage"] = [math.nan] * 9
+    a = ds.answers({"seeds": 9, "batches": [64, 256, 1024], "fixed_responses": [4096]},
+                   {"sqrt": {"per_seed": per}})["sqrt"]
+    assert a["3_drift_at_damage"]["1024"] == {"median": None, "ci": [None, None]}
+    assert a["3_drift_ratio"]["1024"]["median"] is None
+    assert a["1_median"]["1024"]["damage"]["median"] is None  # censored, never NaN
+    assert a["2_damaged_share_difference"]["1024"]["median"] == pytest.approx(-6 / 9)
+    json.dumps(a, allow_nan=False)  # no NaN reaches the JSON
+
+
+def test_the_preregistered_file_is_what_the_study_reports_and_runs():
+    """docs/preregistered/damage_predictions.json was committed before the study's runs: the
+    predictions the report prints, and the default cells, must still be those."""
+    with open(os.path.join(ROOT, "docs", "preregistered", "damage_predictions.json")) as f:
+        pre = json.load(f)
+    assert pre["predictions"] == json.loads(json.dumps(ds.PREDICTIONS))
+    assert pre["config"] == json.loads(json.dumps(dataclasses.asdict(ds.Config())))
+
+
+def test_the_cells_are_the_deployment_regime_with_every_update_a_checkpoint():
+    st = ds.Config(batches=(64, 1024), seeds=2, budget=4096, fixed_responses=(4096,))
+    base = PolicyConfig()
+    (r1, cfg, opt, sweep), (r2, cfg2, opt2, sweep2) = ds.cells(st, base)
+    assert (r1, r2) == ("sqrt", "fixed") and cfg == cfg2
+    assert cfg.fail_stat == "damage" and cfg.damage_drop == st.damage_drop
+    assert cfg.warmup.end_b == st.end_b and cfg.warmup.noise == base.warmup.noise
+    assert sweep.n_ckpt == 4096 // 64  # one checkpoint per update of the longest run
+    # the fixed rule starts where the sqrt rule does: lr0 sqrt(64 / b0) at every batch
+    sqrt_lr = OptimConfig(lr_rule="sqrt").lr(st.lr0, 64)
+    assert opt2.lr_rule == "fixed" and opt2.lr(sweep2.lr0s[0], 1024) == pytest.approx(sqrt_lr)
+    assert opt.lr_rule == "sqrt" and sweep.lr0s == (st.lr0,)
+
+
+@pytest.mark.parametrize("kw, name", [({"end_b": 1.0}, "end_b"), ({"rules": ("x",)}, "rules"),
+                                      ({"fixed_responses": (99_999,)}, "fixed_responses"),
+                                      ({"batches": (64,)}, "batches"), ({"seeds": 1}, "seeds"),
+                                      ({"damage_drop": 0.0}, "damage_drop")])
+def test_bad_config_names_the_field(kw, name):
+    with pytest.raises(ValueError, match=name):
+        ds.Config(**kw)
