@@ -18,3 +18,27 @@ def assemble(model, model_cfg, opt, sweep, res, *, delta: float = DELTA, extra=N
         for r in runs:
             r.update(model.describe_batch(model_cfg, r["batch"]))
     return runs, crit
+
+
+def run_cells(model, todo, *, title: str, store_root, max_lanes: int, keep=None,
+              quiet: bool = False, cell_key=lambda name: name):
+    """Each cell (name, model config, OptimConfig, SweepConfig) of todo through run_sweep, in
+    order, each resumable from its own store under store_root (None: no store), its key naming
+    the cell as cell_key(name). Yields (name, cfg, opt, sweep, SweepResult, seconds)."""
+    import time
+    from twoclock.engine.store import Store  # the engine's home, looked up at call time
+    from twoclock.engine.sweep import run_sweep
+    t0 = time.perf_counter()
+    for k, (name, cfg, opt, sweep) in enumerate(todo):
+        if not quiet:
+            print(f"[{title}] cell {k + 1}/{len(todo)}: {name} "
+                  f"({time.perf_counter() - t0:.0f} s so far)")
+        store = None
+        if store_root is not None:
+            store = Store(store_root, model.name, results.config_dict(
+                model_name=model.name, model=cfg, optimizer=opt, sweep=sweep,
+                study_cell=cell_key(name)))
+        t = time.perf_counter()
+        res = run_sweep(model, cfg, opt, sweep, quiet=quiet, store=store, resume=True,
+                        max_lanes=max_lanes, keep=keep)
+        yield name, cfg, opt, sweep, res, time.perf_counter() - t

@@ -27,11 +27,13 @@ import warnings
 
 import numpy as np
 
+from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
 from twoclock.analysis.paired import finite_or_none, paired_ci, ratio_ci
 from twoclock.config import SweepConfig, param, require, require_fraction, require_int, \
     require_positive
 from twoclock.models.policy import DEPLOY, WarmupConfig
+from twoclock.studies.assemble import run_cells
 from twoclock.studies.policy_study.answers import exponent_ci
 from twoclock.studies.policy_study.cells import rules as lr_rules
 from twoclock.studies.protocol import Engine, Study
@@ -229,27 +231,14 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
         engine: Engine = Engine()) -> dict:
     """Each rule's cell through run_sweep (resumable from its store under engine.store), then
     the answers."""
-    from twoclock.analysis import results
-    from twoclock.engine.store import Store  # the engine's home, looked up at call time
-    from twoclock.engine.sweep import run_sweep
     del opt
-    log = (lambda m: None) if quiet else print
     out, t0 = {"study": dataclasses.asdict(st), "predictions": PREDICTIONS, "cells": {}}, \
         time.perf_counter()
-    todo = cells(st, base)
-    for k, (name, cfg, opt_, sweep) in enumerate(todo):
-        log(f"[damage study] cell {k + 1}/{len(todo)}: {name} "
-            f"({time.perf_counter() - t0:.0f} s so far)")
-        store = None
-        if engine.store is not None:
-            store = Store(engine.store, model.name, results.config_dict(
-                model_name=model.name, model=cfg, optimizer=opt_, sweep=sweep,
-                study_cell=f"damage_{name}"))
-        t = time.perf_counter()
-        res = run_sweep(model, cfg, opt_, sweep, quiet=quiet, store=store, resume=True,
-                        max_lanes=st.max_lanes, keep=keep)
+    for name, cfg, opt_, sweep, res, secs in run_cells(
+            model, cells(st, base), title="damage study", store_root=engine.store,
+            max_lanes=st.max_lanes, keep=keep, quiet=quiet, cell_key=lambda n: f"damage_{n}"):
         out["cells"][name] = {"per_seed": per_seed(st, res), "lr": float(res.lrs_BxL[0, 0]),
-                              "seconds": time.perf_counter() - t,
+                              "seconds": secs,
                               "config": results.config_dict(model=cfg, optimizer=opt_,
                                                             sweep=sweep)}
     out["answers"] = answers(out["study"], out["cells"])

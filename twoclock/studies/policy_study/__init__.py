@@ -32,6 +32,7 @@ from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS,
                                                  analyse, cells, check_cells, clock_S, lend,
                                                  per_seed, rules)
 from twoclock.studies.policy_study.report import report
+from twoclock.studies.assemble import run_cells
 from twoclock.studies.protocol import Engine, Study
 
 MODELS = ("policy",)  # the study's model: its cells are the policy's GRPO settings
@@ -104,24 +105,14 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     """Every cell through run_sweep (each resumable from its store under engine.store), then
     the answers. base: the model's config the cells start from (opt: unused, the cells set
     their rules)."""
-    from twoclock.engine.store import Store  # the engine's home, looked up at call time
-    from twoclock.engine.sweep import run_sweep
     del opt
     log = (lambda m: None) if quiet else print
     out, t0 = {"study": dataclasses.asdict(st), "cells": {}}, time.perf_counter()
-    todo = cells(st, base)
-    for k, (name, cfg, opt, sweep) in enumerate(todo):
-        log(f"[policy study] cell {k + 1}/{len(todo)}: {name} "
-            f"({time.perf_counter() - t0:.0f} s so far)")
-        store = None
-        if engine.store is not None:
-            store = Store(engine.store, model.name, results.config_dict(
-                model_name=model.name, model=cfg, optimizer=opt, sweep=sweep, study_cell=name))
-        t = time.perf_counter()
-        res = run_sweep(model, cfg, opt, sweep, quiet=quiet, store=store, resume=True,
-                        max_lanes=st.max_lanes, keep=keep)
+    for name, cfg, opt, sweep, res, secs in run_cells(
+            model, cells(st, base), title="policy study", store_root=engine.store,
+            max_lanes=st.max_lanes, keep=keep, quiet=quiet):
         out["cells"][name] = {**analyse(model, cfg, opt, sweep, res, st.early_samples),
-                              "seconds": time.perf_counter() - t,
+                              "seconds": secs,
                               "config": results.config_dict(model=cfg, optimizer=opt,
                                                             sweep=sweep)}
     lend(out["cells"], st)
