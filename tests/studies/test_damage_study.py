@@ -41,6 +41,25 @@ def test_at_responses_interpolates_between_the_checkpoints_around_it_from_zero()
     assert np.isnan(nan[0]) and nan[1] == 4.0
 
 
+def test_first_crossing_interpolates_from_the_start_and_takes_the_first_of_several():
+    s = np.array([[64, 128, 192, 256]] * 3, float)
+    x = np.array([[0.01, 0.05, 0.01, 0.2],   # up, down, up again: the first crossing counts
+                  [0.06, 0.0, 0.0, 0.0],     # crossed inside the first update, from 0 at 0
+                  [0.01, 0.02, 0.029, -0.5]])  # never
+    got = ds.first_crossing(s, x, 0.03)
+    # seed 0: between 64 (0.01) and 128 (0.05): 64 + (0.02 / 0.04) 64 = 96
+    assert got == pytest.approx([96.0, 32.0, 0.0], abs=1e-12)
+
+
+def test_deficit_is_the_deploy_accuracy_lost_against_the_reference_share():
+    # the reference accepts 0.27 of 0.3 (END_A share 0.9); later the digits are right 0.8 of
+    # the time and the deployment grader accepts 0.6: 0.8 * 0.9 - 0.6 = 0.12 lost to END_B
+    d = ds.deficit([[0.3, 0.8]], [[0.27, 0.6]], {"acc": 0.3, "deploy": 0.27})
+    assert d.shape == (1, 2) and d[0] == pytest.approx([0.0, 0.12], abs=1e-15)
+    # progress alone (the share kept) loses nothing, however far accuracy rises
+    assert ds.deficit([[0.95]], [[0.855]], {"acc": 0.3, "deploy": 0.27})[0] == pytest.approx([0.0])
+
+
 def _per(S=9):
     """Three batches, listed out of order; clocks with censored seeds; shifts with nan where
     the seed was not damaged."""
@@ -52,7 +71,8 @@ def _per(S=9):
         shift = np.where(dmg > 0, rng.uniform(0.2, 0.8, S) * scale, np.nan)
         per[b] = {"progress": (rng.uniform(2000, 3000, S) * scale).round().tolist(),
                   "damage": dmg.tolist(), "null": rng.uniform(1000, 5000, S).round().tolist(),
-                  "shift_at_damage": shift.tolist(),
+                  "shift_at_damage": shift.tolist(), "deficit": (dmg / 2).tolist(),
+                  "shift_at_deficit": (shift / 2).tolist(),
                   "shift_at_4096": (rng.normal(0, 0.3, S) * scale).tolist()}
     return per
 
@@ -69,7 +89,7 @@ def test_the_answers_against_hand_computations_and_a_plain_bootstrap():
         assert a["1_reached"][b]["damage"] == sum(x > 0 for x in per[b]["damage"]) == 6
     # 3: the drift at damage is the median of the damaged seeds' shifts
     for b in per:
-        assert a["3_drift_at_damage"][b]["median"] == pytest.approx(
+        assert a["3_drift_at"]["damage"][b]["median"] == pytest.approx(
             statistics.median(finite(per[b]["shift_at_damage"])), rel=1e-12)
     # 3: its ratio to B 64, paired: each resample takes the same seed rows at both batches
     x, y = per["1024"]["shift_at_damage"], per["64"]["shift_at_damage"]
@@ -78,7 +98,7 @@ def test_the_answers_against_hand_computations_and_a_plain_bootstrap():
         fx, fy = finite([x[i] for i in r]), finite([y[i] for i in r])
         boot.append(statistics.median(fx) / statistics.median(fy) if fx and fy else math.nan)
     assert not any(math.isnan(v) for v in boot)  # 6 of 9 damaged: no all-nan resample here
-    got = a["3_drift_ratio"]["1024"]
+    got = a["3_drift_ratio"]["damage"]["1024"]
     assert got["median"] == pytest.approx(statistics.median(finite(x)) /
                                           statistics.median(finite(y)), rel=1e-12)
     assert got["ci"] == pytest.approx(list(lower_quantiles(boot)), rel=1e-12)
@@ -93,23 +113,29 @@ def test_the_answers_against_hand_computations_and_a_plain_bootstrap():
     # the CI of 2000 resamples against 400 of the same rows: the same 2.5%..97.5% band
     assert lo <= np.quantile(boot, 0.10) and hi >= np.quantile(boot, 0.90)
     # 5: the margin is the ratio of the two medians in one cell, censored seeds as never
-    m = a["5_margin"]["256"]["median"]
+    m = a["5_margin"]["damage"]["256"]["median"]
     dm = statistics.median([v if v > 0 else math.inf for v in per["256"]["damage"]])
     assert m == pytest.approx(dm / statistics.median(per["256"]["progress"]), rel=1e-12)
     # 2: the share of seeds damaged, minus B 64's, is 0 here (6 of 9 at each batch)
-    assert a["2_damaged_share_difference"]["1024"]["median"] == 0.0
+    assert a["2_damaged_share_difference"]["damage"]["1024"]["median"] == 0.0
+    # the deficit clock is half the damage clock here: its ratios are the damage clock's
+    assert a["2_ratio"]["deficit"]["1024"] == a["2_ratio"]["damage"]["1024"]
+    assert a["3_drift_ratio"]["deficit"]["256"]["median"] == pytest.approx(
+        a["3_drift_ratio"]["damage"]["256"]["median"], rel=1e-12)
 
 
 def test_a_batch_with_no_damaged_seed_has_no_drift_not_a_number():
     per = _per()
     per["1024"]["damage"] = [0.0] * 9
     per["1024"]["shift_at_damage"] = [math.nan] * 9
+    per["1024"]["deficit"] = [0.0] * 9
+    per["1024"]["shift_at_deficit"] = [math.nan] * 9
     a = ds.answers({"seeds": 9, "batches": [64, 256, 1024], "fixed_responses": [4096]},
                    {"sqrt": {"per_seed": per}})["sqrt"]
-    assert a["3_drift_at_damage"]["1024"] == {"median": None, "ci": [None, None]}
-    assert a["3_drift_ratio"]["1024"]["median"] is None
+    assert a["3_drift_at"]["damage"]["1024"] == {"median": None, "ci": [None, None]}
+    assert a["3_drift_ratio"]["damage"]["1024"]["median"] is None
     assert a["1_median"]["1024"]["damage"]["median"] is None  # censored, never NaN
-    assert a["2_damaged_share_difference"]["1024"]["median"] == pytest.approx(-6 / 9)
+    assert a["2_damaged_share_difference"]["damage"]["1024"]["median"] == pytest.approx(-6 / 9)
     json.dumps(a, allow_nan=False)  # no NaN reaches the JSON
 
 
@@ -143,3 +169,20 @@ def test_the_cells_are_the_deployment_regime_with_every_update_a_checkpoint():
 def test_bad_config_names_the_field(kw, name):
     with pytest.raises(ValueError, match=name):
         ds.Config(**kw)
+
+
+def test_the_figure_builds_headless_from_the_json_with_labelled_axes(tmp_path):
+    from twoclock.figures import style
+    from twoclock.figures.damage_study import damage_figure
+    st = {"seeds": 9, "batches": [64, 256, 1024], "fixed_responses": [4096]}
+    cells = {r: {"per_seed": _per()} for r in ("sqrt", "fixed")}
+    out = json.loads(json.dumps({"study": st, "cells": cells}))  # as read back from the file
+    fig = damage_figure(out)
+    assert style.axes_labelled(fig)
+    assert all(ax.get_xscale() == "log" for ax in fig.axes)
+    # one point per harmed seed: 6 damaged and 6 in deficit, per batch and rule
+    pts = sum(len(line.get_xdata()) for line in fig.axes[1].get_lines()
+              if line.get_linestyle() == "None")
+    assert pts == 2 * 3 * (6 + 6)
+    paths = style.save(fig, str(tmp_path / "d"))
+    assert all(os.path.getsize(p) > 1000 for p in paths)

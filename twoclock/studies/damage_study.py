@@ -33,6 +33,7 @@ from twoclock.analysis.paired import finite_or_none, paired_ci, ratio_ci
 from twoclock.config import SweepConfig, param, require, require_fraction, require_int, \
     require_positive
 from twoclock.models.policy import DEPLOY, WarmupConfig
+from twoclock.models.policy.dynamics import setup
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.policy_study.answers import exponent_ci
 from twoclock.studies.policy_study.cells import rules as lr_rules
@@ -40,7 +41,10 @@ from twoclock.studies.protocol import Engine, Study
 
 MODELS = ("policy",)
 RULES = ("sqrt", "fixed")
-CLOCKS = {"progress": None, "damage": "damage_n", "null": "null_n"}
+ENGINE_CLOCKS = {"progress": None, "damage": "damage_n", "null": "null_n"}
+# the deficit clock is worked out here from the per-update checkpoints (`deficit`)
+CLOCKS = (*ENGINE_CLOCKS, "deficit")
+HARM = ("damage", "deficit")  # the two harm clocks: a drop below the peak, and the deficit
 
 # The noise-walk theory, stated before the runs. With Adam the step per update is about lr in
 # every noise-dominated coordinate whatever the batch (Adam divides the noise's scale out), so a
@@ -143,21 +147,49 @@ def at_responses(samples_SxC, x_SxC, n_S) -> np.ndarray:
     return out
 
 
-def per_seed(st: Config, res) -> dict:
-    """{batch: {clock: [S] responses (0: never), shift_at_damage, shift_at_<R>, final_*}}: every
-    per-seed number the answers are worked out from, so they can be again from the JSON."""
+def first_crossing(samples_SxC, x_SxC, level: float) -> np.ndarray:
+    """[S] responses at which x first reaches level (0: never), linear between the checkpoints
+    around the crossing, from x = 0 at 0 responses."""
+    s = np.asarray(samples_SxC, np.float64)
+    x = np.asarray(x_SxC, np.float64)
+    out = np.zeros(s.shape[0])
+    for i in range(s.shape[0]):
+        xs, ss = np.r_[0.0, x[i]], np.r_[0.0, s[i]]
+        hit = np.flatnonzero(xs >= level)
+        if hit.size and hit[0] > 0:  # a level <= 0 is not a crossing of a start at 0
+            j = hit[0]
+            out[i] = ss[j - 1] + (level - xs[j - 1]) / (xs[j] - xs[j - 1]) * (ss[j] - ss[j - 1])
+    return out
+
+
+def deficit(acc_SxC, deploy_SxC, start: dict) -> np.ndarray:
+    """The deploy accuracy lost to the end token: acc x (deploy / acc at the reference) -
+    deploy, i.e. what the deployment grader would accept had the END_A share of correct
+    answers stayed the reference's, minus what it accepts. 0 at the reference; unlike a drop
+    below the running peak, progress does not hide it."""
+    return (np.asarray(acc_SxC, np.float64) * (start["deploy"] / start["acc"])
+            - np.asarray(deploy_SxC, np.float64))
+
+
+def per_seed(st: Config, res, start: dict) -> dict:
+    """{batch: {clock: [S] responses (0: never), shift_at_<clock>, shift_at_<R>, final_*}}:
+    every per-seed number the answers are worked out from, so they can be again from the JSON.
+    start: the reference policy's held-out {acc, deploy}."""
     out = {}
     for i, b in enumerate(res.batches):
         ck = res.ckpt[i]
         s_SxC, shift_SxC = np.asarray(ck["samples"][0]), np.asarray(ck["null"][0])
         clocks = {k: np.asarray(res.prog_n[i, 0] if key is None else res.extra[key][i, 0],
-                                np.float64) for k, key in CLOCKS.items()}
-        dmg = np.where(clocks["damage"] > 0, clocks["damage"], np.nan)
+                                np.float64) for k, key in ENGINE_CLOCKS.items()}
+        d_SxC = deficit(ck["heldout_acc"][0], ck["deploy_acc"][0], start)
+        clocks["deficit"] = first_crossing(s_SxC, d_SxC, st.damage_drop)
         row = {k: v.tolist() for k, v in clocks.items()}
-        row["shift_at_damage"] = at_responses(s_SxC, shift_SxC, dmg).tolist()
+        for k in ("damage", "deficit"):
+            at = np.where(clocks[k] > 0, clocks[k], np.nan)
+            row[f"shift_at_{k}"] = at_responses(s_SxC, shift_SxC, at).tolist()
         for r in st.fixed_responses:
             row[f"shift_at_{r}"] = at_responses(s_SxC, shift_SxC, np.full(len(dmg), r)).tolist()
-        row.update(final_shift=shift_SxC[:, -1].tolist(),
+        row.update(final_shift=shift_SxC[:, -1].tolist(), final_deficit=d_SxC[:, -1].tolist(),
                    final_acc=np.asarray(ck["heldout_acc"][0][:, -1]).tolist(),
                    final_deploy=np.asarray(ck["deploy_acc"][0][:, -1]).tolist(),
                    peak_deploy=np.asarray(ck["deploy_peak"][0][:, -1]).tolist())
@@ -205,24 +237,26 @@ def answers(st: dict, cells_out: dict) -> dict:
                           for b in bs},
             "1_median": {b: {k: median_ci(censored(per[b][k]), idx=idx) for k in CLOCKS}
                          for b in bs},
-            "2_damage_ratio": {b: ratio_ci(per[b]["damage"], per[b0]["damage"], idx)
-                               for b in bs if b != b0},
+            "2_ratio": {k: {b: ratio_ci(per[b][k], per[b0][k], idx) for b in bs if b != b0}
+                        for k in HARM},
             "2_exponent": {k: exponent_ci(per, k, idx) for k in CLOCKS},
-            "2_damaged_share_difference": {b: paired_ci(
+            "2_damaged_share_difference": {k: {b: paired_ci(
                 lambda x, y: np.mean(x > 0, axis=-1) - np.mean(y > 0, axis=-1),
-                per[b]["damage"], per[b0]["damage"], idx=idx) for b in bs if b != b0},
-            "3_drift_at_damage": {b: paired_ci(nanmed, per[b]["shift_at_damage"], idx=idx,
-                                               undefined=np.nan) for b in bs},
-            "3_drift_ratio": {b: paired_ci(nanratio, per[b]["shift_at_damage"],
-                                           per[b0]["shift_at_damage"], idx=idx,
-                                           undefined=np.nan) for b in bs if b != b0},
-            "3_towards_end_b": {b: int(np.sum(np.asarray(per[b]["shift_at_damage"]) > 0))
-                                for b in bs},
+                per[b][k], per[b0][k], idx=idx) for b in bs if b != b0} for k in HARM},
+            "3_drift_at": {k: {b: paired_ci(nanmed, per[b][f"shift_at_{k}"], idx=idx,
+                                            undefined=np.nan) for b in bs} for k in HARM},
+            "3_drift_ratio": {k: {b: paired_ci(nanratio, per[b][f"shift_at_{k}"],
+                                               per[b0][f"shift_at_{k}"], idx=idx,
+                                               undefined=np.nan) for b in bs if b != b0}
+                              for k in HARM},
+            "3_towards_end_b": {k: {b: int(np.sum(np.asarray(per[b][f"shift_at_{k}"]) > 0))
+                                    for b in bs} for k in HARM},
             "4_rms_slope": {str(r): rms_slope_ci(per, f"shift_at_{r}", idx)
                             for r in st["fixed_responses"]},
             "4_rms": {str(r): {b: finite_or_none(np.sqrt(np.mean(np.square(
                 per[b][f"shift_at_{r}"])))) for b in bs} for r in st["fixed_responses"]},
-            "5_margin": {b: ratio_ci(per[b]["damage"], per[b]["progress"], idx) for b in bs},
+            "5_margin": {k: {b: ratio_ci(per[b][k], per[b]["progress"], idx) for b in bs}
+                         for k in HARM},
         }
     return out
 
@@ -237,7 +271,10 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     for name, cfg, opt_, sweep, res, secs in run_cells(
             model, cells(st, base), title="damage study", store_root=engine.store,
             max_lanes=st.max_lanes, keep=keep, quiet=quiet, cell_key=lambda n: f"damage_{n}"):
-        out["cells"][name] = {"per_seed": per_seed(st, res), "lr": float(res.lrs_BxL[0, 0]),
+        ref = setup(cfg).start  # the reference policy's held-out stats (warm-up prepared)
+        start = {"acc": ref["acc"], "deploy": ref["deploy"]}
+        out["cells"][name] = {"per_seed": per_seed(st, res, start), "start": start,
+                              "lr": float(res.lrs_BxL[0, 0]),
                               "seconds": secs,
                               "config": results.config_dict(model=cfg, optimizer=opt_,
                                                             sweep=sweep)}
@@ -247,36 +284,40 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
 
 
 def report(out: dict) -> str:
-    """The answers as text, each beside the theory's prediction."""
+    """The answers as text, each beside the theory's prediction where it made one."""
     a, st, pred = out["answers"], out["study"], out["predictions"]
     fmt = lambda v, f=".3g": "-" if v is None else format(v, f)
     ci = lambda d: f"{fmt(d['median'])} [{fmt(d['ci'][0])}, {fmt(d['ci'][1])}]"
     S = st["seeds"]
     lines = [f"damage study: batches {tuple(st['batches'])}, {S} seeds, budget {st['budget']} "
-             f"responses, warm-up END_B share {st['end_b']:g}, damage drop "
-             f"{st['damage_drop']:g}, {out['seconds']:.0f} s",
+             f"responses, warm-up END_B share {st['end_b']:g}, harm at {st['damage_drop']:g} "
+             f"of deploy accuracy, {out['seconds']:.0f} s",
              "every [a, b] is a paired bootstrap 95% CI over seeds; '-' = not reached in the "
-             "budget (or undefined)"]
+             "budget (or undefined); damage = deploy accuracy below its running peak, deficit "
+             "= deploy accuracy lost against the reference's END_A share (not predicted: "
+             "defined after the runs)"]
     for rule, v in a.items():
         p = pred[rule]
-        lines += ["", f"{rule} rule:"]
+        lines += ["", f"{rule} rule: reached/{S} median [CI] in responses"]
         for b in sorted(v["1_reached"], key=int):
             r, m = v["1_reached"][b], v["1_median"][b]
-            lines.append(f"  B {b:>5}: " + "; ".join(
-                f"{k} {r[k]}/{S} {ci(m[k])}" for k in CLOCKS)
-                + f"; drift at damage {ci(v['3_drift_at_damage'][b])} "
-                  f"({v['3_towards_end_b'][b]}/{r['damage']} towards END_B); "
-                  f"margin N_damage/N_prog {ci(v['5_margin'][b])}")
-        lines.append("  N_damage(B) / N_damage(B_min): " + "; ".join(
-            f"{b}: {ci(x)}" for b, x in v["2_damage_ratio"].items()))
-        lines.append("  share of seeds damaged, minus B_min's: " + "; ".join(
-            f"{b}: {ci(x)}" for b, x in v["2_damaged_share_difference"].items()))
-        lines.append("  drift at damage / at B_min (predicted "
-                     f"{p['drift_at_damage_ratio']:g}): " + "; ".join(
-                         f"{b}: {ci(x)}" for b, x in v["3_drift_ratio"].items()))
-        lines.append("  batch exponents: " + "; ".join(
-            f"{k} {ci(x)}" + (f" (predicted {p['damage_exponent']:g})" if k == "damage" else "")
-            for k, x in v["2_exponent"].items()))
+            lines.append(f"  B {b:>5}: " + "; ".join(f"{k} {r[k]} {ci(m[k])}" for k in CLOCKS))
+        for k in HARM:
+            lines.append(f"  {k}:")
+            lines.append("    drift at the crossing per batch: " + "; ".join(
+                f"{b}: {ci(x)} ({v['3_towards_end_b'][k][b]} towards END_B)"
+                for b, x in v["3_drift_at"][k].items()))
+            lines.append(f"    drift at the crossing / at B_min (predicted "
+                         f"{p['drift_at_damage_ratio']:g}): " + "; ".join(
+                             f"{b}: {ci(x)}" for b, x in v["3_drift_ratio"][k].items()))
+            lines.append("    N(B) / N(B_min): " + "; ".join(
+                f"{b}: {ci(x)}" for b, x in v["2_ratio"][k].items()))
+            lines.append("    share of seeds reached, minus B_min's: " + "; ".join(
+                f"{b}: {ci(x)}" for b, x in v["2_damaged_share_difference"][k].items()))
+            lines.append("    margin N / N_prog: " + "; ".join(
+                f"{b}: {ci(x)}" for b, x in v["5_margin"][k].items()))
+        lines.append(f"  batch exponents (damage predicted {p['damage_exponent']:g}): " +
+                     "; ".join(f"{k} {ci(x)}" for k, x in v["2_exponent"].items()))
         lines.append(f"  RMS shift at fixed responses, slope on log B (predicted "
                      f"{p['rms_slope']:g}): " + "; ".join(
                          f"R {r}: {ci(x)} (RMS " + ", ".join(
