@@ -186,3 +186,36 @@ def test_the_figure_builds_headless_from_the_json_with_labelled_axes(tmp_path):
     assert pts == 2 * 3 * (6 + 6)
     paths = style.save(fig, str(tmp_path / "d"))
     assert all(os.path.getsize(p) > 1000 for p in paths)
+
+
+def test_per_seed_reads_each_clock_and_the_shift_at_it_from_the_checkpoints():
+    """A sweep result of two batches, two seeds, every update a checkpoint, built by hand."""
+    import types
+    st = ds.Config(batches=(64, 128), seeds=2, budget=256, fixed_responses=(128,))
+    s64, s128 = np.arange(1, 5) * 64.0, np.arange(1, 3) * 128.0
+    ck = lambda s, acc, dep, shift: {"samples": np.array([[s, s]]),
+                                     "heldout_acc": np.array([acc]), "deploy_acc": np.array([dep]),
+                                     "deploy_peak": np.array([dep]), "null": np.array([shift])}
+    start = {"acc": 0.5, "deploy": 0.45}  # END_A share 0.9
+    res = types.SimpleNamespace(
+        batches=(64, 128),
+        prog_n=np.array([[[100.0, 0.0]], [[200.0, 150.0]]]),
+        extra={"damage_n": np.array([[[96.0, 0.0]], [[0.0, 0.0]]]),
+               "null_n": np.array([[[10.0, 20.0]], [[30.0, 40.0]]])},
+        ckpt=[ck(s64, [[0.5, 0.6, 0.7, 0.8]] * 2, [[0.45, 0.52, 0.6, 0.72]] * 2,
+                 [[0.1, 0.3, 0.5, 0.2], [0.0, 0.0, 0.0, 0.0]]),
+              ck(s128, [[0.5, 0.9]] * 2, [[0.45, 0.81]] * 2, [[0.2, -0.4], [0.4, 0.8]])])
+    per = ds.per_seed(st, res, start)
+    # deficit at B 64: 0.9 acc - deploy = 0, 0.02, 0.03, 0 -> crosses 0.03 at the third update
+    # (from 0.02 at 128 to 0.03 at 192: exactly at 192); at B 128 it stays 0
+    assert per["64"]["deficit"] == pytest.approx([192.0, 192.0], rel=1e-12)
+    assert per["128"]["deficit"] == [0.0, 0.0]
+    assert per["64"]["shift_at_deficit"] == pytest.approx([0.5, 0.0])
+    # the damage clock is the engine's; the shift at it read between 64 (0.1) and 128 (0.3)
+    assert per["64"]["damage"] == [96.0, 0.0]
+    assert per["64"]["shift_at_damage"][0] == pytest.approx(0.2)
+    assert math.isnan(per["64"]["shift_at_damage"][1])
+    assert per["128"]["shift_at_128"] == pytest.approx([0.2, 0.4])  # the first update's
+    assert per["64"]["shift_at_128"] == pytest.approx([0.3, 0.0])
+    assert per["128"]["progress"] == [200.0, 150.0] and per["64"]["null"] == [10.0, 20.0]
+    assert per["64"]["final_deficit"] == pytest.approx([0.0, 0.0], abs=1e-12)

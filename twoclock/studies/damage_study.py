@@ -188,7 +188,7 @@ def per_seed(st: Config, res, start: dict) -> dict:
             at = np.where(clocks[k] > 0, clocks[k], np.nan)
             row[f"shift_at_{k}"] = at_responses(s_SxC, shift_SxC, at).tolist()
         for r in st.fixed_responses:
-            row[f"shift_at_{r}"] = at_responses(s_SxC, shift_SxC, np.full(len(dmg), r)).tolist()
+            row[f"shift_at_{r}"] = at_responses(s_SxC, shift_SxC, np.full(len(s_SxC), r)).tolist()
         row.update(final_shift=shift_SxC[:, -1].tolist(), final_deficit=d_SxC[:, -1].tolist(),
                    final_acc=np.asarray(ck["heldout_acc"][0][:, -1]).tolist(),
                    final_deploy=np.asarray(ck["deploy_acc"][0][:, -1]).tolist(),
