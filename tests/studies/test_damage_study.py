@@ -73,7 +73,8 @@ def _per(S=9):
                   "damage": dmg.tolist(), "null": rng.uniform(1000, 5000, S).round().tolist(),
                   "shift_at_damage": shift.tolist(), "deficit": (dmg / 2).tolist(),
                   "shift_at_deficit": (shift / 2).tolist(),
-                  "shift_at_4096": (rng.normal(0, 0.3, S) * scale).tolist()}
+                  "shift_at_4096": (rng.normal(0, 0.3, S) * scale).tolist(),
+                  "active_at_4096": rng.uniform(3000, 4096, S).tolist()}
     return per
 
 
@@ -195,7 +196,9 @@ def test_per_seed_reads_each_clock_and_the_shift_at_it_from_the_checkpoints():
     s64, s128 = np.arange(1, 5) * 64.0, np.arange(1, 3) * 128.0
     ck = lambda s, acc, dep, shift: {"samples": np.array([[s, s]]),
                                      "heldout_acc": np.array([acc]), "deploy_acc": np.array([dep]),
-                                     "deploy_peak": np.array([dep]), "null": np.array([shift])}
+                                     "deploy_peak": np.array([dep]), "null": np.array([shift]),
+                                     "zero_adv_frac": np.array([[[0.0, 0.25, 0.5, 1.0][:len(s)],
+                                                                 [0.5] * len(s)]])}
     start = {"acc": 0.5, "deploy": 0.45}  # END_A share 0.9
     res = types.SimpleNamespace(
         batches=(64, 128),
@@ -219,3 +222,6 @@ def test_per_seed_reads_each_clock_and_the_shift_at_it_from_the_checkpoints():
     assert per["64"]["shift_at_128"] == pytest.approx([0.3, 0.0])
     assert per["128"]["progress"] == [200.0, 150.0] and per["64"]["null"] == [10.0, 20.0]
     assert per["64"]["final_deficit"] == pytest.approx([0.0, 0.0], abs=1e-12)
+    # responses in groups with a nonzero advantage by 128: 64 + 0.75 * 64 (seed 0), 0.5 * 128
+    assert per["64"]["active_at_128"] == pytest.approx([112.0, 64.0])
+    assert per["128"]["active_at_128"] == pytest.approx([128.0, 64.0])

@@ -15,7 +15,8 @@ as the clock is) and at fixed numbers of responses. The answers, each with a pai
 1. how many seeds reach each clock, per batch, and each clock's median;
 2. N_damage(B) / N_damage(B_min) and the batch exponents of N_damage, N_prog and N_null;
 3. the drift at damage per batch and its ratio to B_min (the hypothesis: 1);
-4. the fixed-response RMS test: the slope of log RMS(shift at R responses) on log B;
+4. the fixed-response RMS test: the slope of log RMS(shift at R responses) on log B, beside the
+   mean shift and the responses spent in groups whose rewards differ by then;
 5. the margin N_damage / N_prog per batch.
 
 `PREDICTIONS` is what the noise-walk theory says before any cell runs
@@ -187,8 +188,13 @@ def per_seed(st: Config, res, start: dict) -> dict:
         for k in ("damage", "deficit"):
             at = np.where(clocks[k] > 0, clocks[k], np.nan)
             row[f"shift_at_{k}"] = at_responses(s_SxC, shift_SxC, at).tolist()
+        # responses in groups whose rewards differ (a zero advantage moves nothing) by then
+        active_SxC = np.cumsum((1.0 - np.asarray(ck["zero_adv_frac"][0], np.float64))
+                               * np.diff(s_SxC, prepend=0.0, axis=-1), axis=-1)
         for r in st.fixed_responses:
-            row[f"shift_at_{r}"] = at_responses(s_SxC, shift_SxC, np.full(len(s_SxC), r)).tolist()
+            at_r = np.full(len(s_SxC), r)
+            row[f"shift_at_{r}"] = at_responses(s_SxC, shift_SxC, at_r).tolist()
+            row[f"active_at_{r}"] = at_responses(s_SxC, active_SxC, at_r).tolist()
         row.update(final_shift=shift_SxC[:, -1].tolist(), final_deficit=d_SxC[:, -1].tolist(),
                    final_acc=np.asarray(ck["heldout_acc"][0][:, -1]).tolist(),
                    final_deploy=np.asarray(ck["deploy_acc"][0][:, -1]).tolist(),
@@ -255,6 +261,10 @@ def answers(st: dict, cells_out: dict) -> dict:
                             for r in st["fixed_responses"]},
             "4_rms": {str(r): {b: finite_or_none(np.sqrt(np.mean(np.square(
                 per[b][f"shift_at_{r}"])))) for b in bs} for r in st["fixed_responses"]},
+            "4_mean_shift": {str(r): {b: finite_or_none(np.mean(per[b][f"shift_at_{r}"]))
+                                      for b in bs} for r in st["fixed_responses"]},
+            "4_active_responses": {str(r): {b: finite_or_none(np.mean(per[b][f"active_at_{r}"]))
+                                            for b in bs} for r in st["fixed_responses"]},
             "5_margin": {k: {b: ratio_ci(per[b][k], per[b]["progress"], idx) for b in bs}
                          for k in HARM},
         }
@@ -323,6 +333,11 @@ def report(out: dict) -> str:
                          f"R {r}: {ci(x)} (RMS " + ", ".join(
                              f"{b}:{fmt(y)}" for b, y in v["4_rms"][r].items()) + ")"
                          for r, x in v["4_rms_slope"].items()))
+        for r in v["4_rms"]:
+            lines.append(f"    R {r}: mean shift " + ", ".join(
+                f"{b}:{fmt(y)}" for b, y in v["4_mean_shift"][r].items()) + "; responses in "
+                "groups with a nonzero advantage " + ", ".join(
+                f"{b}:{fmt(y, '.0f')}" for b, y in v["4_active_responses"][r].items()))
     return "\n".join(lines)
 
 
