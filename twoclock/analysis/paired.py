@@ -16,6 +16,14 @@ def med(x):
     return np.median(x, axis=-1)
 
 
+def log_slope(logb, y):
+    """Least-squares slope of y[..., k] on logb[k] (every leading index its own fit)."""
+    logb = np.asarray(logb, np.float64)
+    yc = y - y.mean(-1, keepdims=True)
+    xc = logb - logb.mean()
+    return (yc * xc).sum(-1) / (xc ** 2).sum()
+
+
 def paired_ci(fn, *x_S, idx, undefined=np.inf) -> dict:
     """fn of the seed arrays and its bootstrap 95% CI, every array resampled by the same rows
     of idx (paired). A resample where fn is undefined (nan: inf / inf) counts as `undefined`:

@@ -30,7 +30,7 @@ import numpy as np
 
 from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
-from twoclock.analysis.paired import finite_or_none, paired_ci, ratio_ci
+from twoclock.analysis.paired import finite_or_none, log_slope, paired_ci, ratio_ci
 from twoclock.config import SweepConfig, param, require, require_fraction, require_int, \
     require_positive
 from twoclock.models.policy import DEPLOY, WarmupConfig
@@ -210,13 +210,6 @@ def nanmed(x) -> np.ndarray:
         return np.nanmedian(x, axis=-1)
 
 
-def _log_slope(logb: np.ndarray, y) -> np.ndarray:
-    """Least-squares slope of y[..., k] on logb[k]."""
-    yc = y - y.mean(-1, keepdims=True)
-    xc = logb - logb.mean()
-    return (yc * xc).sum(-1) / (xc ** 2).sum()
-
-
 def rms_slope_ci(per: dict, key: str, idx) -> dict:
     """Slope of log RMS over seeds of per[b][key] on log B, paired bootstrap CI."""
     bs = sorted(per, key=int)
@@ -224,7 +217,7 @@ def rms_slope_ci(per: dict, key: str, idx) -> dict:
 
     def slope(*xs):
         rms = np.stack([np.sqrt(np.mean(np.square(x), axis=-1)) for x in xs], axis=-1)
-        return _log_slope(logb, np.log(rms))
+        return log_slope(logb, np.log(rms))
     return paired_ci(slope, *(per[b][key] for b in bs), idx=idx, undefined=np.nan)
 
 

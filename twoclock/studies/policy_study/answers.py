@@ -4,8 +4,8 @@ in docs/policy.md: 1_progress_gap, 2_exponents, 3_clipping, 4_collapse."""
 import numpy as np
 
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
-from twoclock.analysis.paired import diff_ci, finite_or_none, med, paired_ci, ratio_ci, \
-    ratio_of_ratios_ci
+from twoclock.analysis.paired import diff_ci, finite_or_none, log_slope, med, paired_ci, \
+    ratio_ci, ratio_of_ratios_ci
 from twoclock.atomic import one_line
 from twoclock.config import require, require_int
 from twoclock.models.policy.predict import measured_exponent
@@ -27,10 +27,7 @@ def exponent_ci(per_batch: dict, clock: str, idx) -> dict:
     logb = np.log([int(b) for b in use])
 
     def slope(*xs):
-        y = np.log(np.stack([med(v) for v in xs], axis=-1))  # [..., len(use)]
-        yc = y - y.mean(-1, keepdims=True)
-        xc = logb - logb.mean()
-        return (yc * xc).sum(-1) / (xc ** 2).sum()
+        return log_slope(logb, np.log(np.stack([med(v) for v in xs], axis=-1)))
     return {**paired_ci(slope, *(x[b] for b in use), idx=idx), "batches": [int(b) for b in use]}
 
 
