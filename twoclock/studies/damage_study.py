@@ -1,4 +1,4 @@
-"""The harmful drift the reward cannot see (docs/policy.md, "The damage clock"): does the policy
+"""The harmful drift the reward cannot see (docs/policy.md, "The harmful drift"): does the policy
 get damaged at a fixed amount of reward-invisible drift, and is that clock flat in batch under
 the square-root rule, as the drift-threshold hypothesis says?
 
@@ -8,19 +8,22 @@ only, so a move of the END_B log-odds towards END_B costs deploy accuracy and no
 learning-rate rule (sqrt, and fixed at the sqrt rule's lr at the smallest batch) one sweep over
 the batches, every update a checkpoint, gives per seed: the progress clock, the damage clock
 (deploy accuracy `damage_drop` below its running peak), the null clock (|shift| >= 0.3), the
-signed END_B log-odds shift at the damage crossing (interpolated between the updates around it,
-as the clock is) and at fixed numbers of responses. The answers, each with a paired bootstrap
-95% CI over seeds:
+deficit clock (`deficit`: deploy accuracy lost against the reference's END_A share reaches
+`damage_drop`; worked out here from the checkpoints, interpolated as the engine's clocks are),
+the signed END_B log-odds shift at each harm clock's crossing and at fixed numbers of
+responses. The answers, each with a paired bootstrap 95% CI over seeds:
 
 1. how many seeds reach each clock, per batch, and each clock's median;
-2. N_damage(B) / N_damage(B_min) and the batch exponents of N_damage, N_prog and N_null;
-3. the drift at damage per batch and its ratio to B_min (the hypothesis: 1);
+2. N(B) / N(B_min) of each harm clock, the share of seeds it reaches against B_min's, and every
+   clock's batch exponent;
+3. the drift at each harm clock's crossing per batch and its ratio to B_min (the hypothesis: 1);
 4. the fixed-response RMS test: the slope of log RMS(shift at R responses) on log B, beside the
    mean shift and the responses spent in groups whose rewards differ by then;
-5. the margin N_damage / N_prog per batch.
+5. the margin N_harm / N_prog per batch.
 
 `PREDICTIONS` is what the noise-walk theory says before any cell runs
-(docs/preregistered/damage_predictions.json); `report` prints it beside each measurement.
+(docs/preregistered/damage_predictions.json); `report` prints it beside each measurement. The
+deficit clock was defined after the runs, so nothing was predicted for it.
 """
 import dataclasses
 import time
@@ -35,6 +38,8 @@ from twoclock.config import SweepConfig, param, require, require_fraction, requi
     require_positive
 from twoclock.models.policy import DEPLOY, WarmupConfig
 from twoclock.models.policy.dynamics import setup
+from twoclock.pilot.clocks import crossing
+from twoclock.pilot.conditions import Condition
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.policy_study.answers import exponent_ci
 from twoclock.studies.policy_study.cells import rules as lr_rules
@@ -150,16 +155,16 @@ def at_responses(samples_SxC, x_SxC, n_S) -> np.ndarray:
 
 def first_crossing(samples_SxC, x_SxC, level: float) -> np.ndarray:
     """[S] responses at which x first reaches level (0: never), linear between the checkpoints
-    around the crossing, from x = 0 at 0 responses."""
+    around the crossing (the planner's `crossing` of a logged curve), from x = 0 at 0
+    responses."""
     s = np.asarray(samples_SxC, np.float64)
     x = np.asarray(x_SxC, np.float64)
+    cond = Condition("deficit", ">=", level, "damage_drop")
     out = np.zeros(s.shape[0])
     for i in range(s.shape[0]):
-        xs, ss = np.r_[0.0, x[i]], np.r_[0.0, s[i]]
-        hit = np.flatnonzero(xs >= level)
-        if hit.size and hit[0] > 0:  # a level <= 0 is not a crossing of a start at 0
-            j = hit[0]
-            out[i] = ss[j - 1] + (level - xs[j - 1]) / (xs[j] - xs[j - 1]) * (ss[j] - ss[j - 1])
+        n, hit = crossing(np.r_[0.0, s[i]], np.r_[0.0, x[i]], cond)
+        if hit:  # None: never; 0: met at the start, which is no crossing (a level <= 0)
+            out[i] = n
     return out
 
 
@@ -185,7 +190,7 @@ def per_seed(st: Config, res, start: dict) -> dict:
         d_SxC = deficit(ck["heldout_acc"][0], ck["deploy_acc"][0], start)
         clocks["deficit"] = first_crossing(s_SxC, d_SxC, st.damage_drop)
         row = {k: v.tolist() for k, v in clocks.items()}
-        for k in ("damage", "deficit"):
+        for k in HARM:
             at = np.where(clocks[k] > 0, clocks[k], np.nan)
             row[f"shift_at_{k}"] = at_responses(s_SxC, shift_SxC, at).tolist()
         # responses in groups whose rewards differ (a zero advantage moves nothing) by then
@@ -335,7 +340,8 @@ def report(out: dict) -> str:
 
 
 def figure(out: dict):
-    """(a) N_damage and N_prog against batch per rule; (b) the signed shift at damage."""
+    """(a) the progress and harm clocks against batch per rule; (b) the signed shift at each
+    harm crossing (figures.damage_study)."""
     from twoclock.figures.damage_study import damage_figure
     return damage_figure(out)
 
