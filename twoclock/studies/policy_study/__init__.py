@@ -13,7 +13,11 @@ Cells (`cells`), each one sweep through the engine's `run_sweep` (resumable from
 - collapse_<clip>: an unstable lr (unstable_factor x lr0, M x E = 4 x 2), eps 0.2 and
   unclipped;
 - adam: no sweep; Adam's per-coordinate noise measured at the reference policy and the clocks
-  it predicts under both rules (twoclock.models.policy.adam_noise).
+  it predicts under both rules (twoclock.models.policy.adam_noise);
+- predict (`--predict`) and prereg (`--prereg`), each alone: the pre-registered test of that
+  theory on cells it has not seen (`prereg`): predict runs the seen cell and writes the
+  predictions file (never over an existing one), prereg runs the unseen cells and writes the
+  measured file beside its comparison with the predictions.
 Every answer (`answers`) is worked out from the cells' per-seed clocks (kept in the JSON), each
 with a paired bootstrap 95% CI over seeds: (1) the progress gap N_prog(B) / N_prog(B_min) per
 batch and the critical batch per rule; (2) each clock's measured batch exponent against the
@@ -21,9 +25,12 @@ theory's, from each direction's measured noise scale; (3) the clipping claims; (
 collapse clock. `report` prints them.
 """
 import dataclasses
+import json
+import os
 import time
 
 from twoclock.analysis import results
+from twoclock.atomic import atomic_write, dumps
 from twoclock.analysis.clocks import N_BOOT
 from twoclock.config import param, require, require_int, require_positive
 from twoclock.models.policy import adam_noise
@@ -31,6 +38,7 @@ from twoclock.studies.policy_study.answers import answers, exponent_ci, reanswer
 from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS, DRIFT, PARTS,
                                                  analyse, cells, check_cells, clock_S, lend,
                                                  per_seed, rules)
+from twoclock.studies.policy_study import prereg
 from twoclock.studies.policy_study.report import report
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.protocol import Engine, Study
@@ -58,7 +66,13 @@ class Config:
     seed: int = param(0, "base PRNG seed")
     conventions: tuple = param(CONVENTIONS, "the clipping cells' minibatch conventions: "
                                             "fixed_m | fixed_size")
-    parts: tuple = param(PARTS, "cells to run: rules (sqrt and fixed), adam, clip, collapse")
+    parts: tuple = param(PARTS, "cells to run: rules (sqrt and fixed), adam, clip, collapse; "
+                                "or predict or prereg alone (the pre-registered test)")
+    predictions_file: str = param("docs/preregistered/policy_predictions.json",
+                                  "predict writes it (never over an existing file); prereg "
+                                  "reads it")
+    measured_file: str = param("docs/preregistered/policy_measured.json",
+                               "prereg writes the unseen cells' clocks and the comparison")
     # runs per compiled chunk; the study's numbers in docs/policy.md were run at 8
     max_lanes: int = param(8, "runs per compiled chunk")
 
@@ -75,27 +89,64 @@ class Config:
         require(len(set(self.batches)) >= 2 and all(
             isinstance(b, int) and b >= 1 for b in self.batches), "batches",
             "at least two distinct batches >= 1", self.batches)
-        require(len(self.parts) > 0 and set(self.parts) <= set(PARTS), "parts",
-                "some of " + ", ".join(PARTS), self.parts)
+        require((len(self.parts) > 0 and set(self.parts) <= set(PARTS))
+                or tuple(self.parts) in (("predict",), ("prereg",)), "parts",
+                "some of " + ", ".join(PARTS) + ", or predict or prereg alone", self.parts)
         require(len(self.conventions) > 0 and set(self.conventions) <= set(CONVENTIONS),
                 "conventions", "some of " + ", ".join(CONVENTIONS), self.conventions)
 
 
 QUICK_OVERRIDES = {"batches": (64, 512), "seeds": 4, "conventions": ("fixed_m",)}
 QUICK = dataclasses.replace(Config(), **QUICK_OVERRIDES)
+# the pre-registered test's design: three batches over 16x, 8 seeds, a budget that leaves the
+# half-lr cell room to reach its clocks
+PREREG_OVERRIDES = {"batches": (64, 256, 1024), "seeds": 8, "budget": 16_384}
 PRESETS = {"quick": ("batches 64 and 512, 4 seeds, fixed_m only (~20 min on 2 cores)",
-                     QUICK_OVERRIDES)}
+                     QUICK_OVERRIDES),
+           "predict": ("the per-coordinate theory's clocks for the cells it has not seen, "
+                       "calibrated on the seen cell (run here): writes --predictions-file",
+                       {**PREREG_OVERRIDES, "parts": ("predict",)}),
+           "prereg": ("run the unseen cells and compare with --predictions-file: writes "
+                      "--measured-file", {**PREREG_OVERRIDES, "parts": ("prereg",)})}
+
+
+def read_predictions(st: Config) -> dict:
+    """The predictions file prereg compares with (ValueError in one line: missing, not JSON, or
+    made for another design)."""
+    path = st.predictions_file
+    require(os.path.isfile(path), "predictions_file", "an existing file written by --predict",
+            path)
+    try:
+        with open(path) as f:
+            pred = json.load(f)
+        made_for = pred["design"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"predictions_file: {path} is not a predictions file ({e})") from None
+    require(made_for == prereg.design(st), "the study's design",
+            f"the one the predictions were made for, {made_for}", prereg.design(st))
+    return pred
 
 
 def check(model, base, opt, st: Config) -> None:
-    """Before any cell runs: every cell's configs and batches (ValueError)."""
+    """Before any cell runs: every cell's configs and batches, and the pre-registered test's
+    files (ValueError)."""
     del opt
-    check_cells(model, st, base)
+    if st.parts == ("predict",):
+        # a pre-registration is never rewritten: the file is committed before the runs
+        require(not os.path.exists(st.predictions_file), "predictions_file",
+                "a path with no file yet (a pre-registration is not rewritten)",
+                st.predictions_file)
+    elif st.parts == ("prereg",):
+        read_predictions(st)
+    else:
+        check_cells(model, st, base)
 
 
 def out_name(model, st: Config, given) -> str:
     """policy_study[_quick][_<parts>]: the parts in the name only where they were given."""
     del model
+    if st.parts in (("predict",), ("prereg",)):
+        return "policy_study_" + st.parts[0]
     return ("policy_study" + ("_quick" if "quick" in given else "")
             + ("_" + "_".join(st.parts) if "parts" in given else ""))
 
@@ -106,6 +157,8 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     the answers. base: the model's config the cells start from (opt: unused, the cells set
     their rules)."""
     del opt
+    if st.parts in (("predict",), ("prereg",)):
+        return run_prereg(model, base, st, keep=keep, quiet=quiet, engine=engine)
     log = (lambda m: None) if quiet else print
     out, t0 = {"study": dataclasses.asdict(st), "cells": {}}, time.perf_counter()
     for name, cfg, opt, sweep, res, secs in run_cells(
@@ -127,8 +180,46 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     return out
 
 
+def run_prereg(model, base, st: Config, *, keep=None, quiet: bool = False,
+               engine: Engine = Engine()) -> dict:
+    """predict: the seen cell, the theory for every cell, the predictions file. prereg: the
+    unseen cells, their comparison with the predictions, the measured file."""
+    log = (lambda m: None) if quiet else print
+    predict = st.parts == ("predict",)
+    pred = None if predict else read_predictions(st)
+    names = ("seen",) if predict else tuple(prereg.UNSEEN)
+    out, t0 = {"study": dataclasses.asdict(st), "cells": {}}, time.perf_counter()
+    for name, cfg, opt, sweep, res, secs in run_cells(
+            model, prereg.cells(st, base, names), title="policy study, pre-registered",
+            store_root=engine.store, max_lanes=st.max_lanes, keep=keep, quiet=quiet,
+            cell_key=lambda n: f"prereg_{n}"):
+        out["cells"][name] = {"per_seed": per_seed(cfg, sweep, res, st.early_samples),
+                              "seconds": secs,
+                              "config": results.config_dict(model=cfg, optimizer=opt,
+                                                            sweep=sweep)}
+    if predict:
+        raw = prereg.theory(st, base, ("seen", *prereg.UNSEEN), log)
+        out["predictions"] = prereg.predictions(st, out["cells"]["seen"]["per_seed"], raw)
+        path = st.predictions_file
+    else:
+        out["predictions"] = pred
+        out["comparison"] = prereg.compare(pred, {n: c["per_seed"]
+                                                  for n, c in out["cells"].items()})
+        path = st.measured_file
+    out["seconds"] = time.perf_counter() - t0
+    # predict writes the predictions alone; prereg the comparison with every per-seed clock
+    written = out["predictions"] if predict else {
+        k: out[k] for k in ("study", "comparison", "cells")}
+    atomic_write(path, lambda f: f.write(dumps(written)))
+    log(f"[policy study] wrote {path}")
+    out["wrote"] = path
+    return out
+
+
 def figure(out: dict):
     """The clocks against batch per rule, and the clipping delays (figures.policy_study)."""
+    if "answers" not in out:  # the pre-registered test: tables only
+        return None
     from twoclock.figures.policy_study import study_figure
     return study_figure(out)
 

@@ -7,7 +7,10 @@ from twoclock.studies.policy_study.cells import CLIPS, DRIFT
 
 
 def report(out: dict) -> str:
-    """The answers as text tables."""
+    """The answers as text tables (the pre-registered test's: `prereg.report`)."""
+    if "answers" not in out:
+        from twoclock.studies.policy_study.prereg import report as prereg_report
+        return prereg_report(out)
     a, st = out["answers"], out["study"]
     fmt = lambda v, f=".3g": "-" if v is None else format(v, f)
     ci = lambda d: f"{fmt(d['median'])} [{fmt(d['ci'][0])}, {fmt(d['ci'][1])}]"

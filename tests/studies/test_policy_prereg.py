@@ -1,0 +1,166 @@
+"""The pre-registered test of the per-coordinate theory (policy_study.prereg): its numbers from
+per-seed clocks built by hand (no sweep runs), against hand computations and np.polyfit, and
+the command's refusals before any work."""
+import dataclasses
+import json
+import os
+import statistics
+
+import numpy as np
+import pytest
+
+from twoclock.cli import run_study
+from twoclock.models.policy import PolicyConfig
+from twoclock.studies import STUDIES
+from twoclock.studies import policy_study as ps
+from twoclock.studies.policy_study import prereg
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLOCKS = ("progress", "null", "kl", "entropy")
+
+
+def per_seed(table):
+    """{batch: {clock: [S]}} from {batch: [S]} per clock (0: never), every clock the same."""
+    return {str(b): {c: list(map(float, v)) for c in CLOCKS} for b, v in table.items()}
+
+
+def test_calibrate_is_raw_times_the_seen_cells_measured_over_raw_by_hand():
+    raw = {"progress": {"64": 1000.0, "256": 2000.0, "1024": None}}
+    seen_raw = {"progress": {"64": 500.0, "256": 800.0, "1024": 900.0}}
+    seen_meas = {"progress": {"64": 700.0, "256": None, "1024": 1800.0}}
+    got = prereg.calibrate(raw, seen_raw, seen_meas)
+    # 1000 x 700 / 500; the seen cell censored at 256; no raw clock at 1024
+    assert got == {"progress": {"64": pytest.approx(1400.0), "256": None, "1024": None}}
+
+
+def test_the_unseen_cells_change_one_thing_each():
+    base = PolicyConfig()
+    st = dataclasses.replace(ps.Config(), **ps.PREREG_OVERRIDES)
+    assert prereg.cell_config(base, "seen") == base
+    w = prereg.cell_config(base, "warmup_seed1")
+    assert w.warmup == dataclasses.replace(base.warmup, seed=1)
+    assert dataclasses.replace(w, warmup=base.warmup) == base
+    assert prereg.cell_config(base, "group4") == dataclasses.replace(base, group=4)
+    assert prereg.cell_config(base, "group16") == dataclasses.replace(base, group=16)
+    assert prereg.cell_config(base, "lr_half") == base
+    lr = {n: c[3].lr0s[0] for n, c in zip(
+        ("seen", *prereg.UNSEEN), prereg.cells(st, base, ("seen", *prereg.UNSEEN)))}
+    assert lr == {"seen": 1e-4, "lr_half": 5e-5, "lr_double": 2e-4, "group4": 1e-4,
+                  "group16": 1e-4, "warmup_seed1": 1e-4}
+    for name, cfg, opt, sweep in prereg.cells(st, base, prereg.UNSEEN):
+        assert opt.lr_rule == "sqrt" and sweep.batches == (64, 256, 1024)
+        assert (sweep.seeds, sweep.budget) == (8, 16_384)
+
+
+def test_predictions_take_the_seen_medians_from_its_seeds_and_fit_the_exponent_like_polyfit():
+    st = dataclasses.replace(ps.Config(), **ps.PREREG_OVERRIDES)
+    # the seen cell: 4 seeds, one never crossing (a censored seed counts as beyond every other)
+    seen = per_seed({64: [300, 100, 200, 0], 256: [400, 0, 0, 500], 1024: [0, 0, 0, 900]})
+    raw_seen = {c: {"64": 100.0, "256": 200.0, "1024": 400.0} for c in CLOCKS}
+    raw_cell = {c: {"64": 50.0, "256": 150.0, "1024": 600.0} for c in CLOCKS}
+    out = prereg.predictions(st, seen, {"seen": raw_seen, "lr_half": raw_cell})
+    assert out["written_before_the_runs"] and out["design"] == prereg.design(st)
+    med = out["seen"]["measured_median"]["progress"]
+    assert med["64"] == statistics.median([300, 100, 200, float("inf")]) == 250.0
+    assert med["256"] is None  # two of four never cross: the median is inf
+    assert med["1024"] is None
+    c = out["cells"]["lr_half"]["clocks"]["kl"]
+    assert c["calibrated"] == {"64": pytest.approx(50 * 250 / 100), "256": None, "1024": None}
+    slope = np.polyfit(np.log([64, 256, 1024]), np.log([50.0, 150.0, 600.0]), 1)[0]
+    assert c["raw_exponent"] == pytest.approx(slope, rel=1e-12)
+    assert c["calibrated_exponent"] is None  # one batch only
+
+
+def test_compare_against_hand_medians_and_the_exponent_inside_or_outside_its_ci():
+    # 8 seeds whose clocks grow as B^0.5 times per-seed, per-batch factors in [0.8, 1.2]
+    rng = np.random.default_rng(3)
+    f = {b: rng.uniform(0.8, 1.2, 8) for b in (64, 256, 1024)}
+    per = {str(b): {c: (1000.0 * np.sqrt(b / 64) * f[b]).tolist() for c in CLOCKS}
+           for b in (64, 256, 1024)}
+    half = {str(b): 1000.0 * np.sqrt(b / 64) for b in (64, 256, 1024)}
+    steep = {str(b): 1000.0 * (b / 64) ** 1.0 for b in (64, 256, 1024)}
+    pred = {"within": 0.2, "cells": {"x": {"clocks": {
+        c: {"raw": steep, "calibrated": {k: 1.3 * v for k, v in half.items()}} for c in CLOCKS}}}}
+    got = prereg.compare(pred, {"x": per})
+    v = got["cells"]["x"]["progress"]
+    meds = {b: 1000.0 * np.sqrt(b / 64) * statistics.median(f[b].tolist()) for b in f}
+    for b in f:
+        m = v["by_batch"][str(b)]
+        assert m["median"] == pytest.approx(meds[b], rel=1e-12) and m["reached"] == 8
+        assert m["over_calibrated"]["median"] == pytest.approx(
+            meds[b] / (1.3 * 1000.0 * np.sqrt(b / 64)), rel=1e-12)
+        assert m["over_raw"]["median"] == pytest.approx(meds[b] / (1000.0 * b / 64), rel=1e-12)
+    slope = np.polyfit(np.log(list(meds)), np.log(list(meds.values())), 1)[0]
+    assert v["exponent"]["median"] == pytest.approx(slope, rel=1e-9)
+    lo, hi = v["exponent"]["ci"]
+    assert lo < slope < hi and hi < 1.0  # factors within +-20% cannot make a slope of 1
+    assert v["calibrated_exponent"] == pytest.approx(0.5, abs=1e-12)
+    assert v["raw_exponent"] == pytest.approx(1.0, abs=1e-12)
+    assert v["calibrated_exponent_inside_ci"] is (lo <= 0.5 <= hi)
+    assert v["raw_exponent_inside_ci"] is False
+    g = got["goals"]
+    within_cal = sum(abs(meds[b] / (1300.0 * np.sqrt(b / 64)) - 1) <= 0.2 for b in f)
+    within_raw = sum(abs(meds[b] / (1000.0 * b / 64) - 1) <= 0.2 for b in f)
+    assert g["calibrated_clocks_within"] == [4 * within_cal, 12]
+    assert g["raw_clocks_within"] == [4 * within_raw, 12]
+    assert g["raw_exponents_inside_ci"] == [0, 4]
+    assert g["calibrated_exponents_inside_ci"] == [4 * (lo <= 0.5 <= hi), 4]
+
+
+def test_compare_leaves_censored_batches_out_of_the_exponent_and_opens_a_censored_bound():
+    per = {"64": {c: [100.0, 110.0, 120.0, 130.0] for c in CLOCKS},
+           "256": {c: [200.0, 0.0, 240.0, 0.0] for c in CLOCKS},  # median inf: left out
+           "1024": {c: [400.0, 440.0, 480.0, 520.0] for c in CLOCKS}}
+    p = {"64": 100.0, "256": 1.0, "1024": 400.0}  # a wild prediction at the censored batch
+    pred = {"within": 0.2, "cells": {"x": {"clocks": {c: {"raw": p, "calibrated": p}
+                                                       for c in CLOCKS}}}}
+    v = prereg.compare(pred, {"x": per})["cells"]["x"]["kl"]
+    assert v["exponent"]["batches"] == [64, 1024]
+    assert v["raw_exponent"] == pytest.approx(np.log(4) / np.log(16))  # 64 and 1024 only
+    assert v["by_batch"]["256"]["median"] is None and v["by_batch"]["256"]["reached"] == 2
+    assert v["by_batch"]["256"]["over_raw"]["median"] is None
+
+
+def parse(argv):
+    return run_study.parse(STUDIES["policy_study"], argv, "policy_study.py")
+
+
+def test_predict_never_writes_over_a_pre_registration(tmp_path):
+    path = tmp_path / "pred.json"
+    path.write_text("{}")
+    with pytest.raises(ValueError, match="predictions_file"):
+        parse(["--predict", "--predictions-file", str(path)])
+    _, _, _, cfg, _ = parse(["--predict", "--predictions-file", str(tmp_path / "new.json")])
+    assert cfg.parts == ("predict",) and (cfg.seeds, cfg.budget) == (8, 16_384)
+
+
+def test_prereg_needs_predictions_made_for_its_design(tmp_path):
+    with pytest.raises(ValueError, match="predictions_file"):
+        parse(["--prereg", "--predictions-file", str(tmp_path / "missing.json")])
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    with pytest.raises(ValueError, match="not a predictions file"):
+        parse(["--prereg", "--predictions-file", str(bad)])
+    st = dataclasses.replace(ps.Config(), **ps.PREREG_OVERRIDES)
+    made = tmp_path / "pred.json"
+    made.write_text(json.dumps({"design": prereg.design(st)}))
+    parse(["--prereg", "--predictions-file", str(made)])  # the same design: accepted
+    with pytest.raises(ValueError, match="design"):
+        parse(["--prereg", "--predictions-file", str(made), "--seeds", "4"])
+
+
+def test_predict_or_prereg_run_alone():
+    with pytest.raises(ValueError, match="parts"):
+        ps.Config(parts=("predict", "rules"))
+    assert ps.Config(parts=("prereg",)).parts == ("prereg",)
+
+
+def test_the_committed_predictions_are_for_the_design_prereg_runs():
+    path = os.path.join(ROOT, "docs", "preregistered", "policy_predictions.json")
+    with open(path) as f:
+        pred = json.load(f)
+    st = dataclasses.replace(ps.Config(), **ps.PREREG_OVERRIDES)
+    assert pred["written_before_the_runs"] and pred["design"] == prereg.design(st)
+    assert set(pred["cells"]) == set(prereg.UNSEEN)
+    for cell in pred["cells"].values():
+        assert set(cell["clocks"]) == set(CLOCKS)
