@@ -188,9 +188,13 @@ def test_cells_are_configured_as_documented():
             cfg, opt, sw = got[f"clip_{name}_{conv}"]
             assert (cfg.minibatches, cfg.epochs, cfg.mb_convention, cfg.mb_ref) == (4, 2, conv, 32)
             # fixed_size's smallest batch is fixed_m's runs, borrowed (cells.borrowed)
-            assert (cfg.clip_low, cfg.clip_high, opt.lr_rule, sw.batches) == (
-                cl, ch, "sqrt", (32, 256) if conv == "fixed_m" else (256,))
-            assert sw.lr0s[0] == pytest.approx(1e-3, rel=1e-12)
+            assert (cfg.clip_low, cfg.clip_high, sw.batches) == (
+                cl, ch, (32, 256) if conv == "fixed_m" else (256,))
+            # fixed_m: the sqrt rule at lr0 / 2; fixed_size: every batch at the lr fixed_m has
+            # at B 32 (its minibatch is the same at every B): 1e-3 sqrt(32 / 8) = 2e-3
+            lrs = [opt.lr(sw.lr0s[0], b) for b in (32, 256)]
+            want = [1e-3 * 2, 1e-3 * math.sqrt(32)] if conv == "fixed_m" else [2e-3, 2e-3]
+            assert lrs == pytest.approx(want, rel=1e-12)
     assert got["clip_eps0.2_fixed_size"][0].n_minibatches(256) == 32  # 4 x 256 / 32
     for name, cl in (("eps0.2", 0.2), ("none", None)):
         cfg, opt, sw = got[f"collapse_{name}"]

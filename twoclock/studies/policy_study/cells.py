@@ -41,17 +41,28 @@ def cells(st, base) -> list:
                     sqrt, sweep((b0, b1), st.lr0)))
     lr_clip = st.lr0 * st.clip_lr_factor
     for conv in (st.conventions if "clip" in st.parts else ()):
+        opt, lr0 = clip_rule(conv, lr_clip, b0)
         for name, (cl, ch) in CLIPS.items():
             cfg = dataclasses.replace(base, minibatches=4, epochs=2, mb_convention=conv,
                                       mb_ref=b0, clip_low=cl, clip_high=ch)
             # at b0 = mb_ref, fixed_size runs fixed_m's runs (M = 4 either way): borrowed
             runs = (b1,) if f"clip_{name}_{conv}" in borrowed(st) else (b0, b1)
-            out.append((f"clip_{name}_{conv}", cfg, sqrt, sweep(runs, lr_clip)))
+            out.append((f"clip_{name}_{conv}", cfg, opt, sweep(runs, lr0)))
     for name in (("eps0.2", "none") if "collapse" in st.parts else ()):
         cl, ch = CLIPS[name]
         cfg = dataclasses.replace(base, minibatches=4, epochs=2, clip_low=cl, clip_high=ch)
         out.append((f"collapse_{name}", cfg, sqrt, sweep((b0, b1), st.lr0 * st.unstable_factor)))
     return out
+
+
+def clip_rule(conv: str, lr0: float, b0: int) -> tuple:
+    """(OptimConfig, lr0) of a clipping cell: the lr follows the batch each optimizer step
+    sees. Under fixed_m that is the rollout batch (the sqrt rule); under fixed_size it is the
+    minibatch, the same at every B, so the lr is the sqrt rule's at b0 at every batch (the fixed
+    rule) and a larger batch takes more steps at the same lr: the move per response is matched
+    instead of growing with the steps x the lr."""
+    sqrt = OptimConfig(lr_rule="sqrt")
+    return (sqrt, lr0) if conv == "fixed_m" else (OptimConfig(lr_rule="fixed"), sqrt.lr(lr0, b0))
 
 
 def borrowed(st) -> dict:
@@ -115,5 +126,5 @@ def analyse(model, cfg, opt, sweep, res, early_samples: int) -> dict:
             "per_seed": per_seed(cfg, sweep, res, early_samples)}
 
 
-__all__ = ["CLOCK_KEYS", "DRIFT", "CLIPS", "PARTS", "CONVENTIONS", "rules", "cells",
+__all__ = ["CLOCK_KEYS", "DRIFT", "CLIPS", "PARTS", "CONVENTIONS", "rules", "cells", "clip_rule",
            "borrowed", "lend", "check_cells", "clock_S", "per_seed", "analyse"]

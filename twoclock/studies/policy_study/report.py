@@ -61,7 +61,9 @@ def report(out: dict) -> str:
                      f"{d['identical_clocks']}; delay at {b1}: " + ", ".join(
                          f"{k} {ci(v)}" for k, v in d["delay"][b1].items()))
     for conv, row in ((k, v) for k, v in clip.items() if k != "M1xE1"):
-        lines.append(f"   M 4 x E 2, {conv}, lr0 x {st.get('clip_lr_factor', 1.0):g}:")
+        lr = ("sqrt rule" if conv == "fixed_m" else
+              f"the lr of B {b0} at every batch (the minibatch's size is fixed)")
+        lines.append(f"   M 4 x E 2, {conv}, lr0 x {st.get('clip_lr_factor', 1.0):g}, {lr}:")
         for name in CLIPS:
             per = "; ".join(f"B {b}: " + " ".join(f"{k} {fmt(row['median'][name][b][k])}"
                                                   for k in ("progress",) + DRIFT)
