@@ -109,8 +109,8 @@ STUDY_EDGES = [("--lr0", "1e-300"), ("--lr0", "5e-324"), ("--lr0", "3.5e38"),
                ("--budget", "1"), ("--seeds", str(10**8)), ("--batches", "64", str(2**53)),
                ("--batches", "1", "2"), ("--batches", "64", "63"), ("--seed", str(2**64)),
                ("--seed", "-1"), ("--max-lanes", str(10**9))]
-STUDY_PARTS = [("rules",), ("clip",), ("collapse",), ("adam",), ("rules", "clip", "collapse",
-                                                                 "adam")]
+STUDY_PARTS = [("rules",), ("clip",), ("collapse",), ("adam",), ("variants",),
+               ("rules", "clip", "collapse", "adam")]
 
 
 def _study(argv, x64: bool):

@@ -12,7 +12,8 @@ from twoclock.studies import policy_study as ps
 S, B0, B1 = 9, "64", "512"
 CLOCKS = ("progress", "null", "kl", "entropy", "collapse")
 CELLS = ("sqrt", "fixed", "clip_none_M1E1", "clip_eps0.2_fixed_m", "clip_none_fixed_m",
-         "clip_higher_fixed_m", "collapse_eps0.2", "collapse_none")
+         "clip_higher_fixed_m", "collapse_eps0.2", "collapse_none", "variant_lr_x4_eps0.2",
+         "variant_lr_x4_none")  # one variant only: the other's cells are missing
 
 
 def _cell(rng, scale, rule=False):
@@ -134,6 +135,45 @@ def test_clipping_claims_compare_the_cells_they_name(study):
     for name, cell in (("eps0.2", eps), ("none", none), ("higher", hi)):
         _same(row["b_progress_gap"][name], _ratio(p(cell, B1, "progress"),
                                                   p(cell, B0, "progress")))
+
+
+def test_variants_compare_their_own_cells_by_hand(study):
+    st, c, a = study
+    p = lambda cell, b, k: c[cell]["per_seed"][b][k]
+    assert list(a["5_variants"]) == ["lr_x4"]  # warmup_seed1's cells are not in the study
+    row = a["5_variants"]["lr_x4"]
+    eps, none = "variant_lr_x4_eps0.2", "variant_lr_x4_none"
+    for b in (B0, B1):
+        for k in ("progress", "null", "kl"):
+            _same(row["delay"][b][k], _ratio(p(eps, b, k), p(none, b, k)))
+        _same(row["margin_eps_over_none"][b]["entropy"], _ci(
+            lambda w, x, y, z: (np.median(w) / np.median(x)) / (np.median(y) / np.median(z)),
+            *(_cens(v) for v in (p(eps, b, "entropy"), p(eps, b, "progress"),
+                                 p(none, b, "entropy"), p(none, b, "progress")))))
+        assert row["clip_frac"][b] == pytest.approx(np.median(p(eps, b, "clip_frac")))
+    _same(row["more_at_larger_batch"]["collapse"], _ci(
+        lambda w, x, y, z: (np.median(w) / np.median(x)) / (np.median(y) / np.median(z)),
+        *(_cens(v) for v in (p(eps, B1, "collapse"), p(none, B1, "collapse"),
+                             p(eps, B0, "collapse"), p(none, B0, "collapse")))))
+
+
+def test_variant_cells_change_the_warm_up_or_the_lr_of_the_fixed_size_cells():
+    st = ps.Config(batches=(32, 128, 256), seeds=3, budget=1000, lr0=2e-3, clip_lr_factor=0.5,
+                   parts=("variants",))
+    base = PolicyConfig()
+    got = {n: (cfg, opt, sw) for n, cfg, opt, sw in ps.cells(st, base)}
+    assert list(got) == [f"variant_{v}_{c}" for v in ("warmup_seed1", "lr_x4")
+                         for c in ("eps0.2", "none")]
+    for name, (cfg, opt, sw) in got.items():
+        assert (cfg.minibatches, cfg.epochs, cfg.mb_convention, cfg.mb_ref) == (
+            4, 2, "fixed_size", 32)
+        assert cfg.clip_low == (0.2 if name.endswith("eps0.2") else None)
+        assert cfg.warmup.seed == (1 if "warmup" in name else 0) and sw.batches == (32, 256)
+        # the clipping cells' lr (2e-3 x 0.5 at b0 8 under the sqrt rule, at B 32: 2e-3), 4x
+        # for lr_x4, the same at every batch (the minibatch is 8 responses at every B)
+        want = 2e-3 * (4 if "lr_x4" in name else 1)
+        assert [opt.lr(sw.lr0s[0], b) for b in (32, 256)] == pytest.approx([want] * 2)
+    assert "variants" not in ps.Config().parts  # the default study leaves them out
 
 
 def test_collapse_answers_by_hand(study):

@@ -10,6 +10,8 @@ Cells (`cells`), each one sweep through the engine's `run_sweep` (resumable from
   clip_lr_factor x lr0, eps 0.2, unclipped, and clip-higher (0.2, 0.28), for M fixed
   (fixed_m) and the minibatch size fixed (fixed_size, M = 4 B / B_min; at B_min these are
   fixed_m's runs, borrowed rather than run twice);
+- variant_<variant>_<clip> (part variants, not run by default): the fixed_size clipping
+  comparison, eps 0.2 against unclipped, under a second warm-up and at 4x its lr;
 - collapse_<clip>: an unstable lr (unstable_factor x lr0, M x E = 4 x 2), eps 0.2 and
   unclipped;
 - adam: no sweep; Adam's per-coordinate noise measured at the reference policy and the clocks
@@ -35,7 +37,8 @@ from twoclock.analysis.clocks import N_BOOT
 from twoclock.config import param, require, require_int, require_positive
 from twoclock.models.policy import adam_noise
 from twoclock.studies.policy_study.answers import answers, exponent_ci, reanswer
-from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS, DRIFT, PARTS,
+from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS, DEFAULT_PARTS,
+                                                 DRIFT, PARTS, VARIANTS,
                                                  analyse, cells, check_cells, clock_S, lend,
                                                  per_seed, rules)
 from twoclock.studies.policy_study import prereg
@@ -66,8 +69,10 @@ class Config:
     seed: int = param(0, "base PRNG seed")
     conventions: tuple = param(CONVENTIONS, "the clipping cells' minibatch conventions: "
                                             "fixed_m | fixed_size")
-    parts: tuple = param(PARTS, "cells to run: rules (sqrt and fixed), adam, clip, collapse; "
-                                "or predict or prereg alone (the pre-registered test)")
+    parts: tuple = param(DEFAULT_PARTS, "cells to run: rules (sqrt and fixed), adam, clip, "
+                                        "collapse, variants (the fixed_size clipping cells "
+                                        "under a second warm-up and at 4x their lr); or "
+                                        "predict or prereg alone (the pre-registered test)")
     predictions_file: str = param("docs/preregistered/policy_predictions.json",
                                   "predict writes it (never over an existing file); prereg "
                                   "reads it")

@@ -1,6 +1,6 @@
 """The policy study's answers, each worked out from the cells' per-seed clocks (as kept in the
 JSON) with a paired bootstrap 95% CI over seeds. The JSON keys are numbered as the questions
-in docs/policy.md: 1_progress_gap, 2_exponents, 3_clipping, 4_collapse."""
+in docs/policy.md: 1_progress_gap, 2_exponents, 3_clipping, 4_collapse, 5_variants."""
 import numpy as np
 
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
@@ -9,7 +9,7 @@ from twoclock.analysis.paired import diff_ci, finite_or_none, log_slope, med, pa
 from twoclock.atomic import one_line
 from twoclock.config import require, require_int
 from twoclock.models.policy.predict import measured_exponent
-from twoclock.studies.policy_study.cells import CLIPS, CLOCK_KEYS, DRIFT
+from twoclock.studies.policy_study.cells import CLIPS, CLOCK_KEYS, DRIFT, VARIANTS
 
 # each clock of the exponents and the direction whose noise scale decides it (Adam's
 # per-coordinate measurement names its statistics the same)
@@ -111,6 +111,28 @@ def clipping(c: dict, ps, conventions, b0: str, b1: str, idx) -> dict:
     return clip
 
 
+def variants(c: dict, ps, b0: str, b1: str, idx) -> dict:
+    """5: per variant (another warm-up, another lr) of the fixed_size clipping cells, the
+    delay eps 0.2 / none of every clock per batch, its ratio at b1 over b0, the margin's
+    ratio, and the clipped share of tokens."""
+    out = {}
+    for v in VARIANTS:
+        eps, none = f"variant_{v}_eps0.2", f"variant_{v}_none"
+        if eps not in c or none not in c:
+            continue
+        out[v] = {
+            "delay": {b: {k: ratio_ci(ps(eps, b, k), ps(none, b, k), idx)
+                          for k in ("progress",) + DRIFT} for b in (b0, b1)},
+            "more_at_larger_batch": {k: ratio_of_ratios_ci(
+                ps(eps, b1, k), ps(none, b1, k), ps(eps, b0, k), ps(none, b0, k), idx)
+                for k in DRIFT},
+            "margin_eps_over_none": {b: {k: ratio_of_ratios_ci(
+                ps(eps, b, k), ps(eps, b, "progress"), ps(none, b, k), ps(none, b, "progress"),
+                idx) for k in DRIFT} for b in (b0, b1)},
+            "clip_frac": {b: float(np.median(ps(eps, b, "clip_frac"))) for b in (b0, b1)}}
+    return out
+
+
 def collapse(c: dict, ps, b0: str, b1: str, idx) -> dict:
     """4: the collapse clock at the unstable lr, with and without clipping, and their
     difference."""
@@ -154,7 +176,8 @@ def answers(st: dict, c: dict, adam: dict | None = None) -> dict:
     return {"1_progress_gap": {r: progress_gap(c[r], b0, idx) for r in rules},
             "2_exponents": {r: exponents(c[r], idx, adam_rule(r)) for r in rules},
             "3_clipping": clipping(c, ps, st["conventions"], b0, b1, idx),
-            "4_collapse": collapse(c, ps, b0, b1, idx)}
+            "4_collapse": collapse(c, ps, b0, b1, idx),
+            "5_variants": variants(c, ps, b0, b1, idx)}
 
 
 def reanswer(out: dict) -> dict:

@@ -12,7 +12,11 @@ CLOCK_KEYS = {"progress": "prog_n", "null": "null_n", "kl": "kl_n", "entropy": "
               "collapse": "collapse_n"}
 DRIFT = ("null", "kl", "entropy", "collapse")
 CLIPS = {"eps0.2": (0.2, None), "none": (None, None), "higher": (0.2, 0.28)}
-PARTS = ("rules", "adam", "clip", "collapse")
+PARTS = ("rules", "adam", "clip", "collapse", "variants")
+DEFAULT_PARTS = PARTS[:4]  # the variants (another 4 cells) run when asked for
+# the clipping comparison again under fixed_size, eps 0.2 against none, for a second warm-up
+# and at 4x the clipping cells' lr: {variant: (lr factor, PolicyConfig overrides)}
+VARIANTS = {"warmup_seed1": (1.0, {"warmup_seed": 1}), "lr_x4": (4.0, {})}
 CONVENTIONS = ("fixed_m", "fixed_size")
 
 
@@ -48,6 +52,15 @@ def cells(st, base) -> list:
             # at b0 = mb_ref, fixed_size runs fixed_m's runs (M = 4 either way): borrowed
             runs = (b1,) if f"clip_{name}_{conv}" in borrowed(st) else (b0, b1)
             out.append((f"clip_{name}_{conv}", cfg, opt, sweep(runs, lr0)))
+    for v, (factor, over) in (VARIANTS.items() if "variants" in st.parts else ()):
+        opt, lr0 = clip_rule("fixed_size", lr_clip * factor, b0)
+        vbase = (dataclasses.replace(base, warmup=dataclasses.replace(
+            base.warmup, seed=over["warmup_seed"])) if "warmup_seed" in over else base)
+        for name in ("eps0.2", "none"):
+            cl, ch = CLIPS[name]
+            cfg = dataclasses.replace(vbase, minibatches=4, epochs=2, mb_convention="fixed_size",
+                                      mb_ref=b0, clip_low=cl, clip_high=ch)
+            out.append((f"variant_{v}_{name}", cfg, opt, sweep((b0, b1), lr0)))
     for name in (("eps0.2", "none") if "collapse" in st.parts else ()):
         cl, ch = CLIPS[name]
         cfg = dataclasses.replace(base, minibatches=4, epochs=2, clip_low=cl, clip_high=ch)
@@ -126,5 +139,5 @@ def analyse(model, cfg, opt, sweep, res, early_samples: int) -> dict:
             "per_seed": per_seed(cfg, sweep, res, early_samples)}
 
 
-__all__ = ["CLOCK_KEYS", "DRIFT", "CLIPS", "PARTS", "CONVENTIONS", "rules", "cells", "clip_rule",
+__all__ = ["CLOCK_KEYS", "DRIFT", "CLIPS", "PARTS", "DEFAULT_PARTS", "VARIANTS", "CONVENTIONS", "rules", "cells", "clip_rule",
            "borrowed", "lend", "check_cells", "clock_S", "per_seed", "analyse"]

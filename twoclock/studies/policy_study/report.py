@@ -99,4 +99,14 @@ def report(out: dict) -> str:
     if "clip_effect_larger_over_smaller" in coll:
         lines.append(f"   collapse delay at {b1} / at {b0}: "
                      f"{ci(coll['clip_effect_larger_over_smaller'])}")
+    for v, row in a.get("5_variants", {}).items():
+        if v == list(a["5_variants"])[0]:
+            lines += ["", "5. the fixed_size clipping comparison again (eps0.2 / none):"]
+        for b in (b0, b1):
+            lines.append(f"   {v:>12} delay at {b:>4} (clip {row['clip_frac'][b]:.2%}): " + ", ".join(
+                f"{k} {ci(x)}" for k, x in row["delay"][b].items()))
+        lines.append(f"   {'':>12} delay at {b1} / at {b0}: " + ", ".join(
+            f"{k} {ci(x)}" for k, x in row["more_at_larger_batch"].items()))
+        lines.append(f"   {'':>12} margin N_fail / N_prog at {b1}, eps0.2 over none: " + ", ".join(
+            f"{k} {ci(x)}" for k, x in row["margin_eps_over_none"][b1].items()))
     return "\n".join(lines)
