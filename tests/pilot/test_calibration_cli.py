@@ -70,3 +70,6 @@ def test_the_calibrations_first_design_is_the_check_from_logs(tmp_path):
         d = r["levels"]["0.95"]
         assert d["predicted"] == h["vs_logged"]["predicted"] and d["ci"] == h["vs_logged"]["ci"]
         assert r["measured"] == h["vs_logged"]["measured"]
+        # the answer's own CI over its 16 seeds brackets it (a median of resampled seeds)
+        lo, hi = h["measured_ci"]
+        assert lo <= h["vs_logged"]["measured"] and (hi is None or h["vs_logged"]["measured"] <= hi)

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from twoclock.analysis.clocks import median_ci
 from twoclock.pilot import clocks as pc, logs as pl, reader, report
 from twoclock.pilot.conditions import parse_condition
 
@@ -125,11 +126,15 @@ def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 16, n_ckpt
             pred = (preds[float(b)]["progress_samples"] if c is conds[0]
                     else fpred[c.text][float(b)])
             at = [k for k, r in enumerate(hlogs.runs) if r.batch == b]
-            logged = _median([found[c.text][k].samples if found[c.text][k].crossed else math.inf
-                              for k in at])
+            x_S = [found[c.text][k].samples if found[c.text][k].crossed else math.inf
+                   for k in at]
+            logged = _median(x_S)
             row = {"batch": b, "times_largest_pilot": b // top, "clock": c.text,
                    "kind": "progress" if c is conds[0] else "failure",
-                   "vs_logged": _score(pred, logged)}
+                   "vs_logged": _score(pred, logged),
+                   # the answer is itself a median of a few seeds: its own bootstrap 95% CI
+                   # says how close any prediction can be shown to be
+                   "measured_ci": median_ci(x_S)["ci"]}
             if c.text in engine:
                 e = engine[c.text][i, 0, :heldout_seeds]
                 row["vs_engine"] = _score(pred, _median(np.where(e > 0, e, math.inf)))
@@ -172,7 +177,12 @@ def table(out: dict) -> str:
             if d is None:
                 continue
             what = "logs" if src == "vs_logged" else "engine"
-            lines.append(report.scored(f"{r['batch']:>6} {r['clock']:<26} {what:>7}", d, 9))
+            line = report.scored(f"{r['batch']:>6} {r['clock']:<26} {what:>7}", d, 9)
+            if src == "vs_logged" and r.get("measured_ci") and d["rel_error"] is not None:
+                lo, hi = r["measured_ci"]  # the answer's own 95% CI over its seeds
+                line += (f"  (answer's CI [{'-' if lo is None else f'{lo:.0f}'}, "
+                         f"{'>' if hi is None else f'{hi:.0f}'}])")
+            lines.append(line)
     c = out["coverage"]
     lines.append(f"band coverage (vs the held-out runs' logs): {c['covered']}/{c['scored']}; "
                  f"simulation {out['simulation_seconds']:.1f} s, plan {out['plan_seconds']:.2f} s")
