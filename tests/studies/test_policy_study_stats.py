@@ -119,6 +119,8 @@ def test_clipping_claims_compare_the_cells_they_name(study):
     row = a["3_clipping"]["fixed_m"]
     eps, none, hi = "clip_eps0.2_fixed_m", "clip_none_fixed_m", "clip_higher_fixed_m"
     for b in (B0, B1):
+        _same(row["a_delay"][b]["progress"], _ratio(p(eps, b, "progress"),
+                                                      p(none, b, "progress")))
         for k in ("null", "collapse"):
             _same(row["a_delay"][b][k], _ratio(p(eps, b, k), p(none, b, k)))
             _same(row["c_fail_higher_over_eps"][b][k], _ratio(p(hi, b, k), p(eps, b, k)))

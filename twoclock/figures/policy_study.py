@@ -34,7 +34,7 @@ def study_figure(out: dict):
     a.set_title("(a) the clocks: sqrt rule solid, fixed rule dashed")
     a.legend(fontsize=6, ncol=2)
     clip = {k: v for k, v in out["answers"].get("3_clipping", {}).items() if k != "M1xE1"}
-    drift = ("null", "kl", "entropy", "collapse")
+    drift = ("progress", "null", "kl", "entropy")  # progress: the delay the margin divides out
     x0, w = 0, 0.8 / max(1, 2 * len(clip))
     for j, (conv, row) in enumerate(clip.items()):
         for i, bb in enumerate(sorted(row["a_delay"], key=int)):
