@@ -32,21 +32,21 @@ import os
 import time
 
 from twoclock.analysis import results
-from twoclock.atomic import atomic_write, dumps
 from twoclock.analysis.clocks import N_BOOT
+from twoclock.atomic import atomic_write, dumps
 from twoclock.config import param, require, require_int, require_positive
 from twoclock.models.policy import adam_noise
 from twoclock.studies.policy_study.answers import answers, exponent_ci, reanswer
-from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS, DEFAULT_PARTS,
-                                                 DRIFT, PARTS, VARIANTS,
-                                                 analyse, cells, check_cells, clock_S, lend,
-                                                 per_seed, rules)
 from twoclock.studies.policy_study import prereg
+from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS, DEFAULT_PARTS,
+                                                 DRIFT, PARTS, analyse, cells, check_cells,
+                                                 clock_S, lend, per_seed, rules)
 from twoclock.studies.policy_study.report import report
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.protocol import Engine, Study
 
 MODELS = ("policy",)  # the study's model: its cells are the policy's GRPO settings
+ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registered test
 # the paired bootstrap holds N_BOOT x seeds indices (8 bytes each): at most 2 GiB of them
 MAX_SEEDS = 2**31 // (8 * N_BOOT)
 
@@ -95,7 +95,7 @@ class Config:
             isinstance(b, int) and b >= 1 for b in self.batches), "batches",
             "at least two distinct batches >= 1", self.batches)
         require((len(self.parts) > 0 and set(self.parts) <= set(PARTS))
-                or tuple(self.parts) in (("predict",), ("prereg",)), "parts",
+                or tuple(self.parts) in ALONE, "parts",
                 "some of " + ", ".join(PARTS) + ", or predict or prereg alone", self.parts)
         require(len(self.conventions) > 0 and set(self.conventions) <= set(CONVENTIONS),
                 "conventions", "some of " + ", ".join(CONVENTIONS), self.conventions)
@@ -150,7 +150,7 @@ def check(model, base, opt, st: Config) -> None:
 def out_name(model, st: Config, given) -> str:
     """policy_study[_quick][_<parts>]: the parts in the name only where they were given."""
     del model
-    if st.parts in (("predict",), ("prereg",)):
+    if st.parts in ALONE:
         return "policy_study_" + st.parts[0]
     return ("policy_study" + ("_quick" if "quick" in given else "")
             + ("_" + "_".join(st.parts) if "parts" in given else ""))
@@ -162,7 +162,7 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     the answers. base: the model's config the cells start from (opt: unused, the cells set
     their rules)."""
     del opt
-    if st.parts in (("predict",), ("prereg",)):
+    if st.parts in ALONE:
         return run_prereg(model, base, st, keep=keep, quiet=quiet, engine=engine)
     log = (lambda m: None) if quiet else print
     out, t0 = {"study": dataclasses.asdict(st), "cells": {}}, time.perf_counter()

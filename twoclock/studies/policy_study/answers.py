@@ -59,6 +59,21 @@ def exponents(cell: dict, idx, adam_rule: dict | None) -> dict:
     return out
 
 
+def eps_over_none(ps, eps: str, none: str, b0: str, b1: str, idx) -> dict:
+    """A clipped cell against its unclipped twin: the delay N_eps / N_none of every clock per
+    batch (progress first: a delay of the drift clocks that comes with as much delay of
+    progress buys no room), the delay at b1 over that at b0, and the margin N_fail / N_prog's
+    ratio eps over none."""
+    return {"delay": {b: {k: ratio_ci(ps(eps, b, k), ps(none, b, k), idx)
+                          for k in ("progress",) + DRIFT} for b in (b0, b1)},
+            "more_at_larger_batch": {k: ratio_of_ratios_ci(
+                ps(eps, b1, k), ps(none, b1, k), ps(eps, b0, k), ps(none, b0, k), idx)
+                for k in DRIFT},
+            "margin_eps_over_none": {b: {k: ratio_of_ratios_ci(
+                ps(eps, b, k), ps(eps, b, "progress"), ps(none, b, k), ps(none, b, "progress"),
+                idx) for k in DRIFT} for b in (b0, b1)}}
+
+
 def clipping_at(ps, conv: str, b0: str, b1: str, idx) -> dict:
     """3: the clipping claims of one minibatch convention's cells (M x E = 4 x 2)."""
     n = lambda name: f"clip_{name}_{conv}"
@@ -67,21 +82,12 @@ def clipping_at(ps, conv: str, b0: str, b1: str, idx) -> dict:
                       for name in CLIPS},
            "clip_frac": {name: {b: float(np.median(ps(n(name), b, "clip_frac")))
                                 for b in (b0, b1)} for name in CLIPS}}
-    # (a) clipping delays each drift clock, and more at the larger batch
-    # progress first: a delay of the drift clocks that comes with as much delay of progress
-    # buys no room (the margin below)
-    row["a_delay"] = {b: {k: ratio_ci(ps(n("eps0.2"), b, k), ps(n("none"), b, k), idx)
-                          for k in ("progress",) + DRIFT} for b in (b0, b1)}
-    row["a_more_at_larger_batch"] = {k: ratio_of_ratios_ci(
-        ps(n("eps0.2"), b1, k), ps(n("none"), b1, k), ps(n("eps0.2"), b0, k),
-        ps(n("none"), b0, k), idx) for k in DRIFT}
-    # the margin N_fail / N_prog of each cell, and clipping's effect on it: a delay of a drift
-    # clock that comes with as much delay of progress leaves the margin where it was
+    # (a) clipping delays each drift clock, and more at the larger batch; the margin
+    row.update({f"a_{k}": v for k, v in eps_over_none(ps, n("eps0.2"), n("none"), b0, b1,
+                                                      idx).items()})
+    # the margin N_fail / N_prog of each cell
     row["margin"] = {name: {b: {k: ratio_ci(ps(n(name), b, k), ps(n(name), b, "progress"), idx)
                                 for k in DRIFT} for b in (b0, b1)} for name in CLIPS}
-    row["a_margin_eps_over_none"] = {b: {k: ratio_of_ratios_ci(
-        ps(n("eps0.2"), b, k), ps(n("eps0.2"), b, "progress"), ps(n("none"), b, k),
-        ps(n("none"), b, "progress"), idx) for k in DRIFT} for b in (b0, b1)}
     # (b) the progress gap remains with and without clipping, and the contrast of the two gaps
     row["b_progress_gap"] = {name: ratio_ci(ps(n(name), b1, "progress"),
                                             ps(n(name), b0, "progress"), idx) for name in CLIPS}
@@ -122,16 +128,8 @@ def variants(c: dict, ps, b0: str, b1: str, idx) -> dict:
         eps, none = f"variant_{v}_eps0.2", f"variant_{v}_none"
         if eps not in c or none not in c:
             continue
-        out[v] = {
-            "delay": {b: {k: ratio_ci(ps(eps, b, k), ps(none, b, k), idx)
-                          for k in ("progress",) + DRIFT} for b in (b0, b1)},
-            "more_at_larger_batch": {k: ratio_of_ratios_ci(
-                ps(eps, b1, k), ps(none, b1, k), ps(eps, b0, k), ps(none, b0, k), idx)
-                for k in DRIFT},
-            "margin_eps_over_none": {b: {k: ratio_of_ratios_ci(
-                ps(eps, b, k), ps(eps, b, "progress"), ps(none, b, k), ps(none, b, "progress"),
-                idx) for k in DRIFT} for b in (b0, b1)},
-            "clip_frac": {b: float(np.median(ps(eps, b, "clip_frac"))) for b in (b0, b1)}}
+        out[v] = {**eps_over_none(ps, eps, none, b0, b1, idx),
+                  "clip_frac": {b: float(np.median(ps(eps, b, "clip_frac"))) for b in (b0, b1)}}
     return out
 
 

@@ -54,8 +54,7 @@ def cells(st, base) -> list:
             out.append((f"clip_{name}_{conv}", cfg, opt, sweep(runs, lr0)))
     for v, (factor, over) in (VARIANTS.items() if "variants" in st.parts else ()):
         opt, lr0 = clip_rule("fixed_size", lr_clip * factor, b0)
-        vbase = (dataclasses.replace(base, warmup=dataclasses.replace(
-            base.warmup, seed=over["warmup_seed"])) if "warmup_seed" in over else base)
+        vbase = with_overrides(base, over)
         for name in ("eps0.2", "none"):
             cl, ch = CLIPS[name]
             cfg = dataclasses.replace(vbase, minibatches=4, epochs=2, mb_convention="fixed_size",
@@ -66,6 +65,14 @@ def cells(st, base) -> list:
         cfg = dataclasses.replace(base, minibatches=4, epochs=2, clip_low=cl, clip_high=ch)
         out.append((f"collapse_{name}", cfg, sqrt, sweep((b0, b1), st.lr0 * st.unstable_factor)))
     return out
+
+
+def with_overrides(base, over: dict):
+    """base with PolicyConfig fields replaced; `warmup_seed` replaces the warm-up's seed."""
+    over = dict(over)
+    if "warmup_seed" in over:
+        over["warmup"] = dataclasses.replace(base.warmup, seed=over.pop("warmup_seed"))
+    return dataclasses.replace(base, **over)
 
 
 def clip_rule(conv: str, lr0: float, b0: int) -> tuple:
@@ -139,5 +146,6 @@ def analyse(model, cfg, opt, sweep, res, early_samples: int) -> dict:
             "per_seed": per_seed(cfg, sweep, res, early_samples)}
 
 
-__all__ = ["CLOCK_KEYS", "DRIFT", "CLIPS", "PARTS", "DEFAULT_PARTS", "VARIANTS", "CONVENTIONS", "rules", "cells", "clip_rule",
-           "borrowed", "lend", "check_cells", "clock_S", "per_seed", "analyse"]
+__all__ = ["CLOCK_KEYS", "DRIFT", "CLIPS", "PARTS", "DEFAULT_PARTS", "VARIANTS", "CONVENTIONS",
+           "rules", "cells", "with_overrides", "clip_rule", "borrowed", "lend", "check_cells",
+           "clock_S", "per_seed", "analyse"]

@@ -15,15 +15,14 @@ unseen cells and compares (`compare`): each clock's median and exponent with the
 bootstrap CIs against both predictions. Goals: every predicted exponent inside the measured
 CI, every absolute clock within 20%.
 """
-import dataclasses
-
 import numpy as np
 
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
 from twoclock.analysis.paired import finite_or_none, paired_ci
 from twoclock.config import OptimConfig, SweepConfig
-from twoclock.models.policy import WarmupConfig, adam_noise
+from twoclock.models.policy import adam_noise
 from twoclock.models.policy.predict import measured_exponent
+from twoclock.studies.policy_study.cells import with_overrides
 
 # the cells the theory has not seen: {name: (lr0 factor, PolicyConfig overrides)}
 UNSEEN = {"lr_half": (0.5, {}), "lr_double": (2.0, {}), "group4": (1.0, {"group": 4}),
@@ -44,12 +43,7 @@ def design(st) -> dict:
 
 def cell_config(base, name: str):
     """The model config of an unseen cell (or of the seen one, name 'seen')."""
-    if name == "seen":
-        return base
-    over = dict(UNSEEN[name][1])
-    if "warmup_seed" in over:
-        over["warmup"] = dataclasses.replace(base.warmup, seed=over.pop("warmup_seed"))
-    return dataclasses.replace(base, **over)
+    return base if name == "seen" else with_overrides(base, UNSEEN[name][1])
 
 
 def lr0_of(st, name: str) -> float:
