@@ -158,6 +158,32 @@ def test_no_failure_in_any_pilot_gives_the_bound_that_follows(tmp_path):
     assert "no failure expected before" in pl.table(out)
 
 
+def test_one_failed_pilot_bounds_the_others_and_is_named(tmp_path):
+    """Only run f fails kl>=1 (kl = s / 4000: at 4000, logged to 6000); it has the slowest
+    progress clock (1600) and the shortest log, so a bound that kept it would be
+    min(6000, 6000 / 1600 N_prog). Over the five that did not fail: min(8000, 8000 / 1390
+    N_prog). With two failed runs (kl>=0.35: e at 7000 too) there is no bound."""
+    from tests.pilot.test_pilot_logs import _write
+    pilots = [("a", 8, 0.01, 1050, 9e9, 8000), ("b", 8, 0.01, 1110, 9e9, 8000),
+              ("c", 16, 0.0141421356, 1130, 9e9, 8000), ("d", 16, 0.0141421356, 1190, 9e9, 8000),
+              ("e", 32, 0.02, 1390, 20000, 8000), ("f", 32, 0.02, 1600, 4000, 6000)]
+    rows = [[run, b, f"{lr:.10g}", s, f"{s / P:.12g}", f"{s / F:.12g}"]
+            for run, b, lr, P, F, last in pilots for s in range(0, last + 1, 100)]
+    path = _write(tmp_path / "l.csv", ["run", "batch", "lr", "samples", "acc", "kl"], rows)
+    out = pl.plan_logs(path, "acc>=1", ["kl>=1"], predict=[64, 128])
+    f = out["failures"][0]
+    assert f["failed_runs"] == 1 and f["form"] is None
+    assert f["failed"] == [{"run": "f", "batch": 32.0, "samples": pytest.approx(4000.0)}]
+    for b, p in zip(f["no_failure_before"], out["predictions"]):
+        n_prog = p["progress_samples"]["median"]
+        assert_close(b["samples"], min(8000.0, 8000.0 / 1390.0 * n_prog), rtol=1e-12, atol=0,
+                     what=f"bound at {b['batch']}")
+    assert "one pilot failed (f, B 32, at 4000 samples)" in pl.table(out)
+    two = pl.plan_logs(path, "acc>=1", ["kl>=0.35"], predict=[64])  # e at 7000, f at 1400
+    assert two["failures"][0]["failed_runs"] == 2 and two["failures"][0]["failed"] == []
+    assert all(b["samples"] is None for b in two["failures"][0]["no_failure_before"])
+
+
 # ---------------------------------------------------------------------------- clipping onset
 
 def test_clipping_onset_by_hand(tmp_path):

@@ -191,7 +191,12 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
             "form": o["fit"]["failure_form"],
             "no_failure_before": [{"batch": p["batch"], "samples": p["no_failure_before"]}
                                   for p in o["predictions"]],
-            "failed_runs": int(sum(c.crossed for c in fl))} for f, o, fl in zip(fcs, outs, fails)],
+            "failed_runs": int(sum(c.crossed for c in fl)),
+            # the one run that failed, where one is too few for a form (the printout names it)
+            "failed": ([{"run": r.name, "batch": r.batch, "samples": c.samples}
+                        for r, c in zip(logs.runs, fl) if c.crossed]
+                       if sum(c.crossed for c in fl) == 1 else [])}
+            for f, o, fl in zip(fcs, outs, fails)],
         "logs": _logs_block(path, logs, how, pc, prog, fcs, fails)}
 
 
@@ -230,12 +235,16 @@ def table(out: dict) -> str:
         form = f.get("form")
         if form is not None:
             lines.append(f"    form: {form['why']}")
-        elif f["failed_runs"] == 0:
-            lines.append("    no pilot failed: no failure expected before " + "; ".join(
+        elif f["failed_runs"] < 2 and f["no_failure_before"][0]["samples"] is not None:
+            head = ("no pilot failed: no failure expected" if not f["failed"] else
+                    "one pilot failed ({}, B {:g}, at {:.0f} samples), too few for a form; a run "
+                    "like the others is not expected to fail".format(
+                        f["failed"][0]["run"], f["failed"][0]["batch"], f["failed"][0]["samples"]))
+            lines.append(f"    {head} before " + "; ".join(
                 f"B {b['batch']:g}: {b['samples']:.0f}" for b in f["no_failure_before"])
                 + " samples (the shortest run, or its length / progress clock times the "
-                "progress clock, whichever is less; assumes drift per sample does not grow "
-                "with B)")
+                "progress clock, whichever is less, over the runs that did not fail; assumes "
+                "drift per sample does not grow with B)")
     co = out.get("clip_onset")
     if co is not None:
         lines += ["", "clipping: " + co["reading"]]

@@ -315,15 +315,17 @@ def _failure_form(info: dict) -> dict | None:
 
 
 def _no_failure_bound(B, prog, fail, censor, pfit, pred_B) -> list:
-    """Where no on-rule run failed: per predicted batch, the samples before which no failure
-    is expected, min(shortest run, rho N_prog(B)), rho the smallest run length / progress
+    """Where fewer than two on-rule runs failed (too few for any form): per predicted batch,
+    the samples before which a run like those that did not fail is not expected to fail,
+    min(shortest such run, rho N_prog(B)), rho the smallest such run's length / progress
     clock: the first holds if drift per sample does not grow with B (exponent >= 0), the
-    second if the failure is tied to progress. None where a run failed."""
-    if np.isfinite(fail).any():
+    second if the failure is tied to progress. None where two or more runs failed, or all."""
+    ok = ~np.isfinite(fail)
+    if (~ok).sum() >= 2 or not ok.any():
         return [None] * len(pred_B)
-    rho = float(np.min(censor / prog))
+    rho = float(np.min(censor[ok] / prog[ok]))
     n_prog = np.exp(pfit.log_median(pred_B))
-    return [float(min(np.min(censor), rho * n)) for n in n_prog]
+    return [float(min(np.min(censor[ok]), rho * n)) for n in n_prog]
 
 
 def _estimates(runs, on, cand, pfit, fail_median, spu) -> list:
