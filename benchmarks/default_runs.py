@@ -6,12 +6,12 @@ no figure), run in this fresh process, with the compilation cache that TWOCLOCK_
 time: the estimate's "of updates" against the sweep's seconds less what JAX spent tracing,
 lowering, compiling or loading compiled programs inside it (jax.monitoring's compile events; the
 estimate leaves the compile out and says so). A program compiled in this process also costs
-time outside those events at its first run (about 0.09 s for each of the bandit's five), so
+time outside those events at its first run (about 0.1 s for each of the bandit's five), so
 `bench_policy.py` reads the time from a second process that loads the first one's programs from
-a shared cache: what is left then is the updates. memory: the estimate's total (this process's resident memory when
-it was made, the results, the analysis, the largest chunk, the program constants, the compiler's
-estimated peak) against the
-process's peak resident set size at the end (the analysis and the compiler included).
+a shared cache: what is left then is the updates. memory: the estimate's total (this process's
+resident memory when it was made, the results, the analysis, the largest chunk, the program
+constants, the compiler's estimated peak) against the process's peak resident set size at the
+end (the analysis and the compiler included).
 `bench_policy.py --default-runs` runs this for every model, twice, each in its own process.
 """
 import json

@@ -286,6 +286,6 @@ def _why(forms, chosen, plausible, cf) -> str:
     return s
 
 
-__all__ = ["FAILURE_FORMS", "FORM_ERROR_SCALE", "CoupledFit", "fit_coupled", "loo_rate", "widen", "union",
-           "distance", "sigma", "progress_rate", "failure_forms", "form_band", "failure_band",
+__all__ = ["FAILURE_FORMS", "FORM_ERROR_SCALE", "CoupledFit", "fit_coupled", "loo_rate",
+           "widen", "union", "distance", "sigma", "progress_rate", "failure_forms", "form_band", "failure_band",
            "z_quantile"]

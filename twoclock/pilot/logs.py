@@ -191,13 +191,16 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
             "form": o["fit"]["failure_form"],
             "no_failure_before": [{"batch": p["batch"], "samples": p["no_failure_before"]}
                                   for p in o["predictions"]],
-            "failed_runs": int(sum(c.crossed for c in fl)),
-            # the one run that failed, where one is too few for a form (the printout names it)
-            "failed": ([{"run": r.name, "batch": r.batch, "samples": c.samples}
-                        for r, c in zip(logs.runs, fl) if c.crossed]
-                       if sum(c.crossed for c in fl) == 1 else [])}
-            for f, o, fl in zip(fcs, outs, fails)],
+            **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)],
         "logs": _logs_block(path, logs, how, pc, prog, fcs, fails)}
+
+
+def _failed(runs, crossings) -> dict:
+    """{failed_runs, failed}: how many runs met a failure condition, and the run itself where
+    only one did (too few for a form: the printout names it)."""
+    failed = [{"run": r.name, "batch": r.batch, "samples": c.samples}
+              for r, c in zip(runs, crossings) if c.crossed]
+    return {"failed_runs": len(failed), "failed": failed if len(failed) == 1 else []}
 
 
 COARSE = 0.2  # a crossing interpolated over more than this fraction of its clock is flagged
