@@ -133,9 +133,11 @@ def bench(cfg: PolicyConfig, B: int, S: int, repeats: int) -> dict:
     params = jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (S,) + v.shape), s.ref)
     keys = jax.random.split(jax.random.PRNGKey(1), S)
     ro_fn = jax.jit(jax.vmap(lambda w, k: rollout(w, k)[0]))
-    prompt = s.train.prompt[jnp.arange(B) % s.train.prompt.shape[0]]
+    # the sampler alone as the rollout calls it: P prompts, each prefilled once for its G
+    P = cfg.prompts(B)
+    prompt = s.train.prompt[jnp.arange(P) % s.train.prompt.shape[0]]
     sample_fn = jax.jit(jax.vmap(lambda w, k: net.sample(w, s.arch, prompt, task.ANSWER_LEN,
-                                                          k)[0]))
+                                                          k, cfg.group)[0]))
     ro = ro_fn(params, keys)
     tx = optax.adam(1e-4)
     opt_state = jax.vmap(tx.init)(params)

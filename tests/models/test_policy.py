@@ -142,6 +142,38 @@ def test_full_forward_equals_kv_cache_decoding():
     assert ((np.asarray(tok) >= 0) & (np.asarray(tok) < task.VOCAB)).all()
 
 
+def test_a_group_shares_its_prompt_forward():
+    """Five distinct prompts, each answered by G = 3 consecutive rows: the forward that runs
+    each prompt once gives the log-probabilities and the gradient of the per-row forward over
+    the prompts repeated (prompt + answer as one sequence), and the sampler that prefills each
+    prompt once draws the same tokens with the same log-probabilities."""
+    arch = net.Arch(task.VOCAB, task.SEQ_LEN)
+    params = net.init(arch, jax.random.PRNGKey(3))
+    pool, _, _ = task.make_pools(64, 16, 0)
+    Q, G = 5, 3
+    prompt_Q = jnp.asarray(pool.prompt[:Q])
+    prompt_N = jnp.repeat(prompt_Q, G, axis=0)
+    rng = np.random.default_rng(0)
+    resp = jnp.asarray(rng.integers(0, task.VOCAB, (Q * G, task.ANSWER_LEN)), jnp.int32)
+    wt = jnp.asarray(rng.normal(size=(Q * G, task.ANSWER_LEN)), jnp.float32)
+    shared = net.answer_logp(params, arch, prompt_Q, resp)
+    per_row = net.answer_logp(params, arch, prompt_N, resp)
+    np.testing.assert_allclose(np.asarray(shared), np.asarray(per_row), atol=2e-5)
+    f = lambda p, pr, g: jnp.sum(wt * surrogate.token_logp(p, arch, pr, resp, g))
+    g_shared = jax.grad(f)(params, prompt_N, G)
+    g_row = jax.grad(f)(params, prompt_N, 1)
+    for a, b in zip(jax.tree_util.tree_leaves(g_shared), jax.tree_util.tree_leaves(g_row)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4,
+                                   atol=1e-5 * float(np.abs(np.asarray(b)).max()))
+    key = jax.random.PRNGKey(8)
+    tok_s, lp_s = net.sample(params, arch, prompt_Q, task.ANSWER_LEN, key, G)
+    tok_r, lp_r = net.sample(params, arch, prompt_N, task.ANSWER_LEN, key)
+    np.testing.assert_array_equal(np.asarray(tok_s), np.asarray(tok_r))
+    np.testing.assert_allclose(np.asarray(lp_s), np.asarray(lp_r), atol=2e-5)
+    with pytest.raises(ValueError, match="multiple of prompt rows Q = 4"):
+        net.answer_logp(params, arch, prompt_N[:4], resp)
+
+
 @pytest.mark.parametrize("estimator", ["k1", "k3"])
 def test_kl_estimates_agree_with_the_exact_kl(estimator):
     """Per-response sum over tokens of the k1 / k3 estimate on 8000 sampled answers: its mean
@@ -299,11 +331,13 @@ def test_clipping_changes_nothing_at_one_inner_step():
     gradient bit for bit, and no token is clipped."""
     s = setup(SMALL)
     ro, _ = jax.jit(make_rollout(SMALL, s, 64))(s.ref, jax.random.PRNGKey(9))
-    tf = jax.jit(lambda w, ro: surrogate.token_logp(w, s.arch, ro.prompt, ro.resp))(s.ref, ro)
-    ratio = np.exp(np.asarray(tf, np.float64) - np.asarray(ro.logp_old, np.float64))
     counted = np.asarray(ro.mask * ro.keep[:, None]) > 0
     assert counted.sum() > 100
-    assert np.abs(ratio[counted] - 1).max() < 1e-5, np.abs(ratio[counted] - 1).max()
+    for group in (1, SMALL.group):  # the per-row forward and the update's own (shared prompt)
+        tf = jax.jit(lambda w, ro: surrogate.token_logp(w, s.arch, ro.prompt, ro.resp, group))(
+            s.ref, ro)
+        ratio = np.exp(np.asarray(tf, np.float64) - np.asarray(ro.logp_old, np.float64))
+        assert np.abs(ratio[counted] - 1).max() < 1e-5, np.abs(ratio[counted] - 1).max()
     grads = []
     for cl, ch in ((None, None), (0.2, None), (0.1, 0.28)):
         cfg = dataclasses.replace(SMALL, clip_low=cl, clip_high=ch)

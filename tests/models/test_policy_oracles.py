@@ -183,7 +183,8 @@ RIGHT = np.array([1, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1], bool)
 def _fake_sample(right):
     """A sampler that answers row i correctly iff right[i] (END_B on odd rows, junk after the
     end), else the sum with its last digit changed: the rewards are known by construction."""
-    def sample(params, arch, prompt, n_new, key):
+    def sample(params, arch, prompt_Q, n_new, key, per_prompt=1):
+        prompt = jnp.repeat(prompt_Q, per_prompt, axis=0)  # the sampler's contract: N = Q G
         s = (prompt[:, 0] * 10 + prompt[:, 1]) + (prompt[:, 3] * 10 + prompt[:, 4])
         n = 1 + (s >= 10).astype(jnp.int32) + (s >= 100).astype(jnp.int32)
         i = jnp.arange(prompt.shape[0])

@@ -102,16 +102,17 @@ def make_rollout(cfg: PolicyConfig, s: Setup, B: int):
 
     def rollout(w, key):
         kp, ks = jax.random.split(key)
-        idx_B = jnp.repeat(jax.random.randint(kp, (P,), 0, n_train), G)
-        prompt = s.train.prompt[idx_B]
+        idx_P = jax.random.randint(kp, (P,), 0, n_train)
+        idx_B = jnp.repeat(idx_P, G)
+        prompt_P, prompt = s.train.prompt[idx_P], s.train.prompt[idx_B]
         # the behaviour log-probabilities are the sampler's own (each token's distribution
         # as it was drawn): no second, teacher-forced forward; against the update's
         # teacher-forced forward they agree to float precision, not bit for bit
-        resp, logp_old = net.sample(w, s.arch, prompt, task.ANSWER_LEN, ks)
+        resp, logp_old = net.sample(w, s.arch, prompt_P, task.ANSWER_LEN, ks, G)
         logp_old = jax.lax.stop_gradient(logp_old)
         r_PxG = task.verify(resp, s.train.answer[idx_B], s.train.n_digits[idx_B],
                             xp=jnp).astype(dtype).reshape(P, G)
-        logref = (token_logp(s.ref, s.arch, prompt, resp) if cfg.kl_coef > 0
+        logref = (token_logp(s.ref, s.arch, prompt, resp, G) if cfg.kl_coef > 0
                   else jnp.zeros_like(logp_old))
         mask = task.response_mask(resp, jnp).astype(dtype)
         score = r_PxG

@@ -2,7 +2,8 @@
 
 Pre-layer-norm blocks (causal multi-head attention, GELU MLP), learned positions, an untied
 unembedding. `forward` gives teacher-forced logits of whole sequences; `sample` decodes with a
-key-value cache under `lax.scan`. Every dense layer runs on 2-D arrays ([N*S, d] @ [d, d']):
+key-value cache under `lax.scan`. Both `answer_logp` and `sample` run a prompt shared by a
+group of responses once. Every dense layer runs on 2-D arrays ([N*S, d] @ [d, d']):
 XLA's CPU gradients of 3-D contractions are several times slower.
 """
 from typing import NamedTuple
@@ -63,9 +64,11 @@ def _embed(params, tok_NxS, start: int = 0):
     return params["embed"][tok_NxS] + params["pos"][start:start + S][None]
 
 
-def forward(params, arch: Arch, tok_NxS, return_kv: bool = False):
-    """Logits [N, S, V] of every next token (position s sees tokens <= s); with return_kv also
-    each layer's keys and values [N, H, S, dh] (the prefill of `sample`)."""
+def forward(params, arch: Arch, tok_NxS, return_kv: bool = False, out_from: int = 0):
+    """Logits [N, S - out_from, V] of the next token at positions out_from.. (position s sees
+    tokens <= s); with return_kv also each layer's keys and values [N, H, S, dh] (the prefill
+    of `sample`). The last layer runs its attention output and MLP only where logits are
+    asked for: the earlier positions there give keys and values, nothing else."""
     N, S = tok_NxS.shape
     H, d = arch.n_heads, arch.d_model
     x_Rxd = _embed(params, tok_NxS).reshape(N * S, d)
@@ -76,21 +79,53 @@ def forward(params, arch: Arch, tok_NxS, return_kv: bool = False):
         qkv = _ln(x_Rxd, lp["ln1_g"], lp["ln1_b"]) @ lp["wqkv"]
         q, k, v = (_heads(t, N, S, H) for t in jnp.split(qkv, 3, axis=-1))
         kv.append((k, v))
+        if i == arch.n_layers - 1 and out_from:
+            q, causal = q[:, :, out_from:], causal[:, :, out_from:]
+            x_Rxd = x_Rxd.reshape(N, S, d)[:, out_from:].reshape(-1, d)
         s_NxHxSxS = jnp.einsum("nhsd,nhtd->nhst", q, k) * (d // H) ** -0.5
         a = jax.nn.softmax(jnp.where(causal, s_NxHxSxS, -1e30), axis=-1)
-        o = jnp.einsum("nhst,nhtd->nhsd", a, v).transpose(0, 2, 1, 3).reshape(N * S, d)
+        o = jnp.einsum("nhst,nhtd->nhsd", a, v).transpose(0, 2, 1, 3).reshape(-1, d)
         x_Rxd = x_Rxd + o @ lp["wo"]
         x_Rxd = x_Rxd + _mlp(lp, _ln(x_Rxd, lp["ln2_g"], lp["ln2_b"]))
-    logits = (_ln(x_Rxd, params["ln_g"], params["ln_b"]) @ params["unembed"]).reshape(N, S, -1)
+    logits = _ln(x_Rxd, params["ln_g"], params["ln_b"]) @ params["unembed"]
+    logits = logits.reshape(N, S - out_from, -1)
     return (logits, kv) if return_kv else logits
 
 
-def answer_logp(params, arch: Arch, prompt_NxP, answer_NxA):
-    """Teacher-forced log-probabilities [N, A, V] of each answer position's next token."""
-    P, A = prompt_NxP.shape[1], answer_NxA.shape[1]
-    seq = jnp.concatenate([prompt_NxP, answer_NxA[:, :-1]], axis=1)
-    logits = forward(params, arch, seq)[:, P - 1:P - 1 + A]
-    return jax.nn.log_softmax(logits, axis=-1)
+def answer_logp(params, arch: Arch, prompt_QxP, answer_NxA):
+    """Teacher-forced log-probabilities [N, A, V] of each answer position's next token. Each of
+    the Q prompts is answered by N / Q consecutive rows of answer_NxA (Q = N: one each), and
+    its positions run once for all of them: a GRPO group shares its prompt's keys, values and
+    first-token logits, which is most of a short response's work."""
+    Q, P = prompt_QxP.shape
+    N, A = answer_NxA.shape
+    if N % Q:
+        raise ValueError(f"answer rows N = {N} must be a multiple of prompt rows Q = {Q}")
+    if Q == N:
+        seq = jnp.concatenate([prompt_QxP, answer_NxA[:, :-1]], axis=1)
+        return jax.nn.log_softmax(forward(params, arch, seq, out_from=P - 1), axis=-1)
+    G, T = N // Q, A - 1
+    H, d = arch.n_heads, arch.d_model
+    logits_Qx1xV, kv = forward(params, arch, prompt_QxP, return_kv=True, out_from=P - 1)
+    x_Rxd = _embed(params, answer_NxA[:, :-1], start=P).reshape(N * T, d)
+    causal = jnp.tril(jnp.ones((T, T), bool))[None, None]
+    scale = (d // H) ** -0.5
+    for i, (k_QxHxPxh, v_QxHxPxh) in enumerate(kv):
+        lp = params[f"l{i}"]
+        qkv = _ln(x_Rxd, lp["ln1_g"], lp["ln1_b"]) @ lp["wqkv"]
+        q, k, v = (_heads(t, N, T, H) for t in jnp.split(qkv, 3, axis=-1))
+        q_QxGxHxTxh = q.reshape(Q, G, H, T, -1)
+        # scores against the group's shared prompt keys, then the answer's own (causal)
+        s_p = jnp.einsum("qghtd,qhsd->qghts", q_QxGxHxTxh, k_QxHxPxh).reshape(N, H, T, P)
+        s_a = jnp.where(causal, jnp.einsum("nhtd,nhsd->nhts", q, k), -1e30)
+        a = jax.nn.softmax(jnp.concatenate([s_p, s_a], axis=-1) * scale, axis=-1)
+        o_p = jnp.einsum("qghts,qhsd->qghtd", a[..., :P].reshape(Q, G, H, T, P), v_QxHxPxh)
+        o = o_p.reshape(N, H, T, -1) + jnp.einsum("nhts,nhsd->nhtd", a[..., P:], v)
+        x_Rxd = x_Rxd + o.transpose(0, 2, 1, 3).reshape(N * T, d) @ lp["wo"]
+        x_Rxd = x_Rxd + _mlp(lp, _ln(x_Rxd, lp["ln2_g"], lp["ln2_b"]))
+    logits = (_ln(x_Rxd, params["ln_g"], params["ln_b"]) @ params["unembed"]).reshape(N, T, -1)
+    first_NxV = jnp.repeat(logits_Qx1xV[:, 0], G, axis=0)
+    return jax.nn.log_softmax(jnp.concatenate([first_NxV[:, None], logits], axis=1), axis=-1)
 
 
 def _decode_step(params, arch: Arch, cache, tok_N, pos):
@@ -114,13 +149,16 @@ def _decode_step(params, arch: Arch, cache, tok_N, pos):
     return _ln(x, params["ln_g"], params["ln_b"]) @ params["unembed"], new
 
 
-def sample(params, arch: Arch, prompt_NxP, n_new: int, key):
-    """Sampled continuations (tokens int32 [N, n_new], their log-probabilities [N, n_new]):
-    a prefill forward over the prompt, then n_new - 1 cached decode steps under lax.scan.
-    Step j's token is jax.random.categorical(split(key, n_new)[j], logits)."""
-    N, P = prompt_NxP.shape
-    logits, kv = forward(params, arch, prompt_NxP, return_kv=True)
+def sample(params, arch: Arch, prompt_QxP, n_new: int, key, per_prompt: int = 1):
+    """Sampled continuations (tokens int32 [N, n_new], their log-probabilities [N, n_new]),
+    N = Q per_prompt, each prompt's per_prompt consecutive rows: a prefill forward over each
+    prompt once, then n_new - 1 cached decode steps under lax.scan. Step j's tokens are
+    jax.random.categorical(split(key, n_new)[j], logits [N, V])."""
+    Q, P = prompt_QxP.shape
+    logits, kv = forward(params, arch, prompt_QxP, return_kv=True, out_from=P - 1)
     S = P + n_new - 1  # the last sampled token is never fed back
+    rep = lambda t: jnp.repeat(t, per_prompt, axis=0) if per_prompt > 1 else t
+    logits, kv = rep(logits[:, -1]), [(rep(k), rep(v)) for k, v in kv]
     pad = lambda t: jnp.pad(t, ((0, 0), (0, 0), (0, S - P), (0, 0)))
     cache = [(pad(k), pad(v)) for k, v in kv]
     keys = jax.random.split(key, n_new)
@@ -138,7 +176,7 @@ def sample(params, arch: Arch, prompt_NxP, n_new: int, key):
         return (cache, logits_NxV), (tok, lp)
 
     (_, last), (tok_JxN, lp_JxN) = jax.lax.scan(
-        step, (cache, logits[:, -1]), (keys[:-1], P + jnp.arange(n_new - 1)))
+        step, (cache, logits), (keys[:-1], P + jnp.arange(n_new - 1)))
     tok_N, lp_N = draw(last, keys[-1])
     return (jnp.concatenate([tok_JxN.T, tok_N[:, None]], axis=1),
             jnp.concatenate([lp_JxN.T, lp_N[:, None]], axis=1))

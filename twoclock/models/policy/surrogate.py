@@ -36,9 +36,10 @@ class Rollout(NamedTuple):
     logref: jax.Array    # float [B, A]: reference policy's (zeros without a KL penalty)
 
 
-def token_logp(params, arch: net.Arch, prompt, resp):
-    """log pi(resp_t | prompt, resp_<t) [B, A]."""
-    logp = net.answer_logp(params, arch, prompt, resp)
+def token_logp(params, arch: net.Arch, prompt, resp, group: int = 1):
+    """log pi(resp_t | prompt, resp_<t) [B, A]; with group G the rows come in groups of G
+    consecutive responses to one prompt (a rollout's layout), whose forward runs once."""
+    logp = net.answer_logp(params, arch, prompt[::group] if group > 1 else prompt, resp)
     return jnp.take_along_axis(logp, resp[..., None], axis=-1)[..., 0]
 
 
@@ -66,7 +67,8 @@ def aggregate(j, ro: Rollout, agg: str):
 def loss(params, ro: Rollout, cfg, arch: net.Arch):
     """(minus the surrogate, (clipped tokens, counted tokens, clipped active tokens, active
     tokens)) of one minibatch; tokens count where mask * keep > 0."""
-    j, clipped = token_objective(token_logp(params, arch, ro.prompt, ro.resp), ro, cfg)
+    j, clipped = token_objective(token_logp(params, arch, ro.prompt, ro.resp, cfg.group), ro,
+                                 cfg)
     w = ro.mask * ro.keep[:, None]
     active = w * (ro.adv != 0)[:, None]
     c = clipped.astype(w.dtype)
@@ -77,7 +79,7 @@ def loss(params, ro: Rollout, cfg, arch: net.Arch):
 def group_objectives(params, ro: Rollout, cfg, arch: net.Arch, group: int):
     """The surrogate of each group [P] (its own loss_agg mean; seq_sum's batch surrogate is
     their mean when no group is dropped): per-group gradients are its Jacobian."""
-    j, _ = token_objective(token_logp(params, arch, ro.prompt, ro.resp), ro, cfg)
+    j, _ = token_objective(token_logp(params, arch, ro.prompt, ro.resp, group), ro, cfg)
     split = lambda v: v.reshape((-1, group) + v.shape[1:])
     ro_P = jax.tree_util.tree_map(split, ro)
     return jax.vmap(lambda jg, rg: aggregate(jg, rg, cfg.loss_agg))(split(j), ro_P)
