@@ -92,18 +92,24 @@ def forward(params, arch: Arch, tok_NxS, return_kv: bool = False, out_from: int 
     return (logits, kv) if return_kv else logits
 
 
-def answer_logp(params, arch: Arch, prompt_QxP, answer_NxA):
+def answer_logp(params, arch: Arch, prompt_QxP, answer_NxA, full: bool = False):
     """Teacher-forced log-probabilities [N, A, V] of each answer position's next token. Each of
     the Q prompts is answered by N / Q consecutive rows of answer_NxA (Q = N: one each), and
     its positions run once for all of them: a GRPO group shares its prompt's keys, values and
-    first-token logits, which is most of a short response's work."""
+    first-token logits, which is most of a short response's work. full (Q = N only): every
+    position through the whole last layer, the form the warm-up trains with (its cached and
+    published weights are that form's, bit for bit)."""
     Q, P = prompt_QxP.shape
     N, A = answer_NxA.shape
     if N % Q:
         raise ValueError(f"answer rows N = {N} must be a multiple of prompt rows Q = {Q}")
     if Q == N:
         seq = jnp.concatenate([prompt_QxP, answer_NxA[:, :-1]], axis=1)
-        return jax.nn.log_softmax(forward(params, arch, seq, out_from=P - 1), axis=-1)
+        if full:
+            logits = forward(params, arch, seq)[:, P - 1:P - 1 + A]
+        else:
+            logits = forward(params, arch, seq, out_from=P - 1)
+        return jax.nn.log_softmax(logits, axis=-1)
     G, T = N // Q, A - 1
     H, d = arch.n_heads, arch.d_model
     logits_Qx1xV, kv = forward(params, arch, prompt_QxP, return_kv=True, out_from=P - 1)

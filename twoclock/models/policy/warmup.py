@@ -84,7 +84,7 @@ def train(cfg, log=None) -> tuple:
     rng = np.random.default_rng(w.seed)
 
     def loss(p, prompt, lab, nd):
-        logp = net.answer_logp(p, arch, prompt, lab)
+        logp = net.answer_logp(p, arch, prompt, lab, full=True)
         tok = jnp.take_along_axis(logp, lab[..., None], axis=-1)[..., 0]
         mask = (jnp.arange(task.ANSWER_LEN)[None] <= nd[:, None]).astype(tok.dtype)
         return -jnp.sum(tok * mask) / jnp.sum(mask)
