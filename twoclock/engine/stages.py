@@ -181,7 +181,7 @@ def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None
                 return jax.vmap(one, in_axes=(0, 0, None, None))(state_L, lr_L, ts, noise)
             return chunk
 
-        state = jax.vmap(lambda lr: dyn[0].init(dyn[0].optimizer(lr)))(lr_KxL[0])
+        state = varying(jax.vmap(lambda lr: dyn[0].init(dyn[0].optimizer(lr)))(lr_KxL[0]), key)
         outs = []
         for k, (t0, full, rem) in enumerate(layout):
             if k > 0:
@@ -216,6 +216,16 @@ def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None
 DRAW_BLOCK = 16
 
 
+def varying(tree, key):
+    """tree, its values bit for bit, marked as varying with key (a run's own argument). A run's
+    first state is the same for every run of a vmapped sweep, so vmap's rule for lax.scan
+    would first batch a loop body over an unbatched carry, find the carry batched after one
+    update, and batch the body again, once per level of nested loops; marked, it batches each
+    body once."""
+    on = jnp.all(key == key)  # True, but it varies with each run's key
+    return jax.tree_util.tree_map(lambda v: jnp.where(on, v, v), tree)
+
+
 def make_traced_run(model: Model, cfg, opt, n_ckpt: int = 128):
     """A pure run(batch, lr, key, n_steps, every) -> Trace whose length is a traced argument.
 
@@ -244,7 +254,7 @@ def make_traced_run(model: Model, cfg, opt, n_ckpt: int = 128):
             ts = jnp.reshape(t, (1,)).astype(jnp.int32)
             return jax.vmap(one, in_axes=(0, 0, None, None))(state_L, lr_L, ts, z_1xN)
 
-        state = jax.vmap(lambda lr: d.init(d.optimizer(lr)))(lr_L)
+        state = varying(jax.vmap(lambda lr: d.init(d.optimizer(lr)))(lr_L), key)
         m0 = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype),
                                     jax.eval_shape(lambda s: update(
                                         1, s, d.draw(jnp.ones((1,), jnp.int32))), state)[1])
