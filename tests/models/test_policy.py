@@ -156,18 +156,18 @@ def test_a_group_shares_its_prompt_forward():
     rng = np.random.default_rng(0)
     resp = jnp.asarray(rng.integers(0, task.VOCAB, (Q * G, task.ANSWER_LEN)), jnp.int32)
     wt = jnp.asarray(rng.normal(size=(Q * G, task.ANSWER_LEN)), jnp.float32)
-    shared = net.answer_logp(params, arch, prompt_Q, resp)
-    per_row = net.answer_logp(params, arch, prompt_N, resp)
+    logp = jax.jit(lambda pr: net.answer_logp(params, arch, pr, resp))
+    shared, per_row = logp(prompt_Q), logp(prompt_N)
     np.testing.assert_allclose(np.asarray(shared), np.asarray(per_row), atol=2e-5)
-    f = lambda p, pr, g: jnp.sum(wt * surrogate.token_logp(p, arch, pr, resp, g))
-    g_shared = jax.grad(f)(params, prompt_N, G)
-    g_row = jax.grad(f)(params, prompt_N, 1)
+    f = lambda p, g: jnp.sum(wt * surrogate.token_logp(p, arch, prompt_N, resp, g))
+    g_shared, g_row = (jax.jit(jax.grad(f), static_argnums=1)(params, g) for g in (G, 1))
     for a, b in zip(jax.tree_util.tree_leaves(g_shared), jax.tree_util.tree_leaves(g_row)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4,
                                    atol=1e-5 * float(np.abs(np.asarray(b)).max()))
     key = jax.random.PRNGKey(8)
-    tok_s, lp_s = net.sample(params, arch, prompt_Q, task.ANSWER_LEN, key, G)
-    tok_r, lp_r = net.sample(params, arch, prompt_N, task.ANSWER_LEN, key)
+    draw = jax.jit(lambda pr, g: net.sample(params, arch, pr, task.ANSWER_LEN, key, g),
+                   static_argnums=1)
+    (tok_s, lp_s), (tok_r, lp_r) = draw(prompt_Q, G), draw(prompt_N, 1)
     np.testing.assert_array_equal(np.asarray(tok_s), np.asarray(tok_r))
     np.testing.assert_allclose(np.asarray(lp_s), np.asarray(lp_r), atol=2e-5)
     with pytest.raises(ValueError, match="multiple of prompt rows Q = 4"):
