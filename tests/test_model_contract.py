@@ -28,6 +28,11 @@ SMALL = {  # configurations whose clocks fire within a few dozen updates
                                                 lr=5e-3)), 32, 5e-4),
 }
 N_STEPS, N_CKPT, LANES = 60, 12, 3
+# vmapped against looped, checkpoint values: 1e-6 (about 8 float32 ulps) unless a model's
+# batched program rounds differently. The policy's, with a group's prompt run once, does: at
+# most 1.33e-6 over a lane's 12 checkpoints, already at the first (5 updates), so the difference
+# does not grow with the run; 2e-6 is within 2x of what was measured.
+ROUNDING_RTOL = {"policy": 2e-6}
 # Two programs that compute the same run round the network's float32 sums differently, and
 # Adam carries the last bits on (the policy's drift checkpoints differ by up to 1.8e-5 relative
 # after 60 updates). An interpolated crossing m_{t-1} / (m_{t-1} - m_t) turns such a margin
@@ -116,7 +121,7 @@ def test_vmapped_equals_looped_and_is_deterministic(name):
         for c in CLOCKS:  # to float32 rounding: a fractional clock shows the metric's last bit
             _assert_same_clock(getattr(tr, f"{c}_n"), getattr(vm, f"{c}_n")[i], batch, c)
         np.testing.assert_allclose(tr.ckpt["progress_frac"], vm.ckpt["progress_frac"][i],
-                                   rtol=1e-6, atol=0)
+                                   rtol=ROUNDING_RTOL.get(name, 1e-6), atol=0)
     for k in vm.ckpt:
         np.testing.assert_array_equal(again.ckpt[k], vm.ckpt[k], err_msg=k)
     # different keys, different runs (the keys reach the noise)
