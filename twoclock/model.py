@@ -120,6 +120,11 @@ class Model(NamedTuple):
     warm-up), caching it under store_root (None: no store); the engine calls it after its
     memory check, before compiling. prepare(None, store_root, None) only checks its cache
     folder (Refused), at start-up. None: nothing to prepare.
+    knobs(cfg) -> (cfg', {name: float}): numbers of cfg that a compiled program takes as an
+    argument instead of holding them as constants, so that sweeps of configs that differ only
+    there share one program; cfg' is cfg with them at one fixed value, and the sweep's
+    programs run dynamics(cfg', opt, batch)'s dyn(batch, key, knob) with knob {name: float32
+    []}. dyn(batch, key) (no knob) runs cfg' as it is. None: no knobs.
     """
     name: str
     config: type
@@ -141,6 +146,7 @@ class Model(NamedTuple):
     presets: Mapping = MappingProxyType({})
     phase_boundary: Callable | None = None
     prepare: Callable | None = None
+    knobs: Callable | None = None
 
 
 _SHAPES_ONLY = ContextVar("twoclock_shapes_only", default=False)

@@ -46,14 +46,15 @@ def clip_band(clip_low: float | None, clip_high: float | None = None):
 
 
 def clipped_mask(ratio, adv, clip_low: float | None, clip_high: float | None = None,
-                 clip_c: float | None = None):
+                 clip_c: float | None = None, *, band=None):
     """bool: samples on a clipped branch of the surrogate, whose gradient is zero.
 
     A > 0 and ratio > 1 + clip_high, or A < 0 and ratio < 1 - clip_low (none unclipped); with
-    the dual clip c, also A < 0 and ratio > c.
+    the dual clip c, also A < 0 and ratio > c. band: the band (lo, hi) itself, in place of
+    clip_low and clip_high (arrays allowed; (-inf, inf) clips nothing).
     """
     shape = jnp.broadcast_shapes(jnp.shape(ratio), jnp.shape(adv))
-    band = clip_band(clip_low, clip_high)
+    band = clip_band(clip_low, clip_high) if band is None else band
     out = jnp.zeros(shape, bool)
     if band is not None:
         lo, hi = band
@@ -64,23 +65,27 @@ def clipped_mask(ratio, adv, clip_low: float | None, clip_high: float | None = N
 
 
 def ppo_objective(ratio, adv, clip_low: float | None, clip_high: float | None = None,
-                  clip_c: float | None = None):
+                  clip_c: float | None = None, *, band=None):
     """Per-sample surrogate to maximise: min(ratio A, clip(ratio, 1 - clip_low, 1 + clip_high) A),
     or ratio A unclipped (clip_low None); with the dual clip c > 1 (verl's clip_ratio_c), a
     negative-advantage sample's objective is max(that, c A), so that a ratio run past c stops
-    pushing its probability down."""
-    band = clip_band(clip_low, clip_high)
+    pushing its probability down. band: as clipped_mask's. With band (-inf, inf) the min
+    takes two equal values, whose gradients JAX splits in halves that add up to ratio A's
+    exactly."""
+    band = clip_band(clip_low, clip_high) if band is None else band
     j = ratio * adv if band is None else jnp.minimum(ratio * adv, jnp.clip(ratio, *band) * adv)
     if clip_c is not None:
         j = jnp.where(adv < 0, jnp.maximum(j, clip_c * adv), j)
     return j
 
 
-def log_ratio_objective(logp, logp_old, adv, clip_low, clip_high=None, clip_c=None):
-    """(objective, clipped) of samples with log-probabilities logp under the current policy."""
+def log_ratio_objective(logp, logp_old, adv, clip_low, clip_high=None, clip_c=None, *,
+                        band=None):
+    """(objective, clipped) of samples with log-probabilities logp under the current policy
+    (band: as clipped_mask's)."""
     ratio = jnp.exp(logp - logp_old)
-    return (ppo_objective(ratio, adv, clip_low, clip_high, clip_c),
-            clipped_mask(ratio, adv, clip_low, clip_high, clip_c))
+    return (ppo_objective(ratio, adv, clip_low, clip_high, clip_c, band=band),
+            clipped_mask(ratio, adv, clip_low, clip_high, clip_c, band=band))
 
 
 def sampled_kl(logp, logp_old, logref, estimator: str = "k3"):

@@ -45,3 +45,28 @@ def test_padding_is_small_and_clocks_in_samples_are_batch_times_updates():
     np.testing.assert_allclose(res.prog_n, res.prog_t * b_B, rtol=1e-6)
     assert (res.prog_t % 1 > 0).any()  # between updates
     assert (res.prog_n <= SWEEP.budget).all() and (res.fail_n <= SWEEP.budget).all()
+
+
+def test_kept_programs_serve_another_rule_and_never_another_config(monkeypatch):
+    from collections import OrderedDict
+    from dataclasses import replace
+    from twoclock.engine import sweep as sweep_mod
+    built, real = [], sweep_mod.program
+    monkeypatch.setattr(sweep_mod, "program", lambda *a, **k: built.append(a[1]) or real(*a, **k))
+    monkeypatch.setattr(sweep_mod, "_PROGRAMS", OrderedDict())
+    quad, other = MODELS["quadratic"], replace(CFG, target=0.3)
+    sqrt_rule = run_sweep(quad, CFG, OPT, SWEEP, quiet=True)
+    n = len(built)
+    fixed = run_sweep(quad, CFG, replace(OPT, lr_rule="fixed"), SWEEP, quiet=True)
+    assert n >= 1 and len(built) == n  # the lrs are arguments: the other rule builds nothing
+    assert not np.array_equal(sqrt_rule.ckpt[0]["progress_frac"], fixed.ckpt[0]["progress_frac"])
+    moved = run_sweep(quad, other, OPT, SWEEP, quiet=True)
+    assert len(built) == 2 * n and built[n:] == [other] * n  # another config: its own programs
+    monkeypatch.setattr(sweep_mod, "_PROGRAMS", OrderedDict())  # built afresh, the same numbers
+    for kept, cfg, opt in ((fixed, CFG, replace(OPT, lr_rule="fixed")), (moved, other, OPT)):
+        fresh = run_sweep(quad, cfg, opt, SWEEP, quiet=True)
+        for name in ("prog_n", "fail_n", "div_n"):
+            np.testing.assert_array_equal(getattr(kept, name), getattr(fresh, name))
+        for i in range(len(SWEEP.batches)):
+            for k, v in fresh.ckpt[i].items():
+                np.testing.assert_array_equal(kept.ckpt[i][k], v)

@@ -13,6 +13,7 @@ from twoclock.config import OptimConfig
 from twoclock.models.policy import (MODEL, PolicyConfig, WarmupConfig, evaluate, net, surrogate,
                                     task, warmup)
 from twoclock.models.policy.dynamics import make_rollout, setup
+from twoclock.engine.stages import constant_run
 
 # a tiny enumerable case: one prompt token, answers of 2 tokens over a vocabulary of 3
 TINY = net.Arch(vocab=3, seq_len=3, d_model=8, n_layers=1, n_heads=2, d_mlp=16)
@@ -457,3 +458,29 @@ def test_fixed_size_at_its_reference_batch_is_fixed_m_bit_for_bit():
     # tell them apart
     c = _small_run(dataclasses.replace(m, mb_convention="fixed_size", mb_ref=64), n_steps=3)
     assert not np.array_equal(a.ckpt["kl"], c.ckpt["kl"])
+
+
+def test_one_program_runs_every_clip_setting_bit_for_bit():
+    """MODEL.knobs: the band as a program's argument gives the numbers of the config compiled
+    alone, for clipped, clip-higher and unclipped runs where the clip binds."""
+    opt, B, lr = OptimConfig(), 32, np.float32(3e-3)
+    key = np.asarray(jax.random.PRNGKey(3))
+    base = dataclasses.replace(SMALL, minibatches=2, epochs=2)
+    cfgs = [base, dataclasses.replace(base, clip_high=0.28),
+            dataclasses.replace(base, clip_low=None)]
+    shared = {MODEL.knobs(c)[0] for c in cfgs}
+    assert len(shared) == 1
+    run = jax.jit(constant_run(MODEL, shared.pop(), opt, 6, 3, B))
+    outs = []
+    for c in cfgs:
+        knob = {k: np.float32(v) for k, v in MODEL.knobs(c)[1].items()}
+        alone = jax.device_get(jax.jit(constant_run(MODEL, c, opt, 6, 3, B))(np.float32(B), lr,
+                                                                               key))
+        got = jax.device_get(run(np.float32(B), lr, key, knob))
+        for a, b in zip(jax.tree_util.tree_leaves(alone), jax.tree_util.tree_leaves(got)):
+            np.testing.assert_array_equal(a, b)
+        outs.append(got)
+    assert run._cache_size() == 1  # one trace served all three
+    clip = [float(np.mean(o.ckpt["clip_frac"])) for o in outs]
+    assert clip[0] > 0 and clip[1] < clip[0] and clip[2] == 0, clip  # the band binds
+    assert not np.array_equal(outs[0].ckpt["kl"], outs[2].ckpt["kl"])

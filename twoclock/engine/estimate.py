@@ -19,7 +19,7 @@ import numpy as np
 
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.engine.memory import held_bytes, memory_limit
-from twoclock.engine.stages import checkpoints, constant_run
+from twoclock.engine.stages import checkpoints, constant_run, program_opt
 from twoclock.model import Model
 from twoclock.trace import checkpoint_every
 
@@ -218,7 +218,24 @@ class _Traced(NamedTuple):
     eqns: int
 
 
+# the traces estimated before, so that a process estimating sweeps of one program (another lr
+# rule, another value of the model's knobs) traces it once: {key: (model, _Traced)}
+_TRACED: dict = {}
+TRACES_KEPT = 64
+
+
 def _trace(spec: Model, model_cfg, opt: OptimConfig, b: int, nL: int) -> _Traced:
+    key = (id(spec), model_cfg, program_opt(opt), b, nL, jax.config.jax_enable_x64)
+    hit = _TRACED.get(key)
+    if hit is not None:  # the entry holds its model, so no other object has its id
+        return hit[1]
+    if len(_TRACED) >= TRACES_KEPT:
+        _TRACED.clear()
+    _TRACED[key] = (spec, _traced(spec, model_cfg, opt, b, nL))
+    return _TRACED[key][1]
+
+
+def _traced(spec: Model, model_cfg, opt: OptimConfig, b: int, nL: int) -> _Traced:
     one = constant_run(spec, model_cfg, opt, 1, 1, b if spec.static_batch else None)
     lr_L = np.full(nL, 1e-3, np.float32)  # a lane is one noise stream run at every lr0
     key = np.zeros(2, np.uint32)  # a raw key's shape; PRNGKey(0) would compile a program

@@ -9,6 +9,7 @@ updates never set a clock). A clock is the first crossing of its condition, inte
 linearly between updates where the model gives a margin (`crossed`), so it is a fractional
 update index, and its samples are counted at the stage's batch inside that update.
 """
+import dataclasses
 import math
 
 import jax
@@ -144,7 +145,8 @@ def trace(model: Model, clocks: dict, samples, t_C, ckpt_LxC: dict) -> Trace:
 
 def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None,
              carry: str = "rescale"):
-    """A pure run(batch_K, lr_K, key) -> Trace of len(n_K) stages of n_K[k] updates.
+    """A pure run(batch_K, lr_K, key, knob=None) -> Trace of len(n_K) stages of n_K[k] updates
+    (knob: the model's knobs, `Model.knobs`, where a program takes them).
 
     batches: the stages' batches as Python ints where the model's batch sets array shapes
     (static_batch), else None; run's batch_K may then be traced. Each lr_K[k] is a scalar, or a
@@ -165,11 +167,12 @@ def make_run(model: Model, cfg, opt, n_K: tuple, n_ckpt: int = 128, batches=None
         makers.setdefault(b, model.dynamics(cfg, opt, b))
     dtype = jnp.result_type(float)
 
-    def run(batch_K, lr_K, key) -> Trace:
+    def run(batch_K, lr_K, key, knob=None) -> Trace:
         batch_K = [jnp.asarray(b, dtype) for b in batch_K]
         shared = jnp.ndim(lr_K[0]) == 1
         lr_KxL = [jnp.reshape(jnp.asarray(lr, dtype), (-1,)) for lr in lr_K]
-        dyn = [makers[static[k]](batch_K[k], key) for k in range(K)]
+        knobs = () if knob is None else (knob,)
+        dyn = [makers[static[k]](batch_K[k], key, *knobs) for k in range(K)]
 
         def chunk_fn(d):
             def one(state: RunState, lr, ts, noise):
@@ -227,7 +230,8 @@ def varying(tree, key):
 
 
 def make_traced_run(model: Model, cfg, opt, n_ckpt: int = 128):
-    """A pure run(batch, lr, key, n_steps, every) -> Trace whose length is a traced argument.
+    """A pure run(batch, lr, key, n_steps, every, knob=None) -> Trace whose length is a traced
+    argument (knob: as `make_run`'s).
 
     One compiled program serves every run length (and batch): updates run in n_ckpt chunks of
     `every` (a traced trip count; chunks past ceil(n_steps / every) run nothing), drawing the
@@ -241,8 +245,8 @@ def make_traced_run(model: Model, cfg, opt, n_ckpt: int = 128):
     require(not model.static_batch, "model", "a model whose batch is traced", model.name)
     dyn_of = model.dynamics(cfg, opt, None)
 
-    def run(batch, lr, key, n_steps, every) -> Trace:
-        d = dyn_of(batch, key)
+    def run(batch, lr, key, n_steps, every, knob=None) -> Trace:
+        d = dyn_of(batch, key) if knob is None else dyn_of(batch, key, knob)
         shared = jnp.ndim(lr) == 1
         lr_L = jnp.reshape(jnp.asarray(lr, jnp.result_type(float)), (-1,))
 
@@ -285,15 +289,22 @@ def make_traced_run(model: Model, cfg, opt, n_ckpt: int = 128):
     return run
 
 
+def program_opt(opt):
+    """opt as a compiled run sees it: the lr rule only sets the lr grid, which a run takes as
+    an argument, so runs under two rules share their programs."""
+    return dataclasses.replace(opt, lr_rule=type(opt).lr_rule)
+
+
 def checkpoints(n_steps: int, every: int) -> int:
     """How many of a traced run's checkpoints are real."""
     return math.ceil(n_steps / every)
 
 
 def constant_run(model: Model, cfg, opt, n_steps: int, n_ckpt: int = 128, batch=None):
-    """A pure run(batch, lr, key) -> Trace of n_steps updates at one batch (a one-stage run).
+    """A pure run(batch, lr, key, knob=None) -> Trace of n_steps updates at one batch (a
+    one-stage run).
 
     batch: the run's batch as a Python int where the model's batch sets array shapes."""
     run = make_run(model, cfg, opt, (n_steps,), n_ckpt,
                    batches=(batch,) if model.static_batch else None)
-    return lambda b, lr, key: run((b,), (lr,), key)
+    return lambda b, lr, key, knob=None: run((b,), (lr,), key, knob)

@@ -10,6 +10,7 @@ Every batch and lr0 sees the same seeds. Before compiling, the sweep's memory an
 estimated from one traced update, and a sweep that cannot fit is refused.
 """
 from contextlib import nullcontext
+from collections import OrderedDict
 from dataclasses import asdict, dataclass
 import math
 import os
@@ -29,7 +30,7 @@ from twoclock.engine.layout import groups, listed, n_steps_for
 from twoclock.engine.keys import seed_keys
 from twoclock.engine.runtime import check_devices, fast_rng
 from twoclock.model import Model, shapes_only
-from twoclock.engine.stages import checkpoints, constant_run, make_traced_run
+from twoclock.engine.stages import checkpoints, constant_run, make_traced_run, program_opt
 from twoclock.engine.store import CorruptChunk
 from twoclock.trace import checkpoint_every
 
@@ -61,17 +62,44 @@ class SweepResult:
 
 
 def program(model: Model, model_cfg, opt: OptimConfig, n_steps: int, n_ckpt: int,
-            static_batch: int | None = None, codegen: str = "fused"):
+            static_batch: int | None = None, codegen: str = "fused", knobbed: bool = False):
     """The compiled vmapped run that run_sweep uses for runs of n_steps updates: per batch where
     the batch sets shapes, otherwise one program whose run length and checkpoint interval are
     arguments (`length_args`), the same for every n_steps. codegen: "fused" or "quick"
-    (`twoclock.engine.layout`)."""
+    (`twoclock.engine.layout`). knobbed: the program takes the model's knobs
+    (`Model.knobs`) as a last argument, the same for every lane."""
     options = codegens.compiler_options(codegen)
+    knob_axis = (None,) if knobbed else ()
     if model.static_batch:
         return jax.jit(jax.vmap(constant_run(model, model_cfg, opt, int(n_steps), n_ckpt,
-                                             static_batch)), compiler_options=options)
+                                             static_batch), in_axes=(0, 0, 0, *knob_axis)),
+                       compiler_options=options)
     return jax.jit(jax.vmap(make_traced_run(model, model_cfg, opt, n_ckpt),
-                            in_axes=(0, 0, 0, None, None)), compiler_options=options)
+                            in_axes=(0, 0, 0, None, None, *knob_axis)), compiler_options=options)
+
+
+# Programs kept in the process, so that sweeps of one program (another lr rule, another value
+# of a model's knobs) trace it once: the last PROGRAMS_KEPT of them.
+PROGRAMS_KEPT = 16
+_PROGRAMS: OrderedDict = OrderedDict()
+
+
+def kept_program(model: Model, model_cfg, opt: OptimConfig, n_steps: int, n_ckpt: int,
+                 static_batch: int | None, codegen: str, knobbed: bool):
+    """`program`, the one built before where its arguments were the same (one jit, one trace
+    per shape)."""
+    key = (id(model), model_cfg, program_opt(opt), int(n_steps) if model.static_batch else None,
+           n_ckpt, static_batch, codegen, knobbed, jax.config.jax_enable_x64)
+    hit = _PROGRAMS.get(key)
+    if hit is not None:  # the entry holds its model, so no other object has its id
+        _PROGRAMS.move_to_end(key)
+        return hit[1]
+    fn = program(model, model_cfg, program_opt(opt), n_steps, n_ckpt, static_batch, codegen,
+                 knobbed)
+    _PROGRAMS[key] = (model, fn)
+    while len(_PROGRAMS) > PROGRAMS_KEPT:
+        _PROGRAMS.popitem(last=False)
+    return fn
 
 
 def length_args(model: Model, n_steps: int, n_ckpt: int) -> tuple:
@@ -191,10 +219,12 @@ def run_sweep(model: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, qui
     require_int("max_lanes", max_lanes)
     require_choice("codegen", codegen, codegens.CODEGENS)
     dtypes.check(model_cfg, opt, sweep.batches, sweep.lr0s)  # beta2 that rounds to 1, ...
+    # configs that differ only in the model's knobs share their programs
+    program_cfg, knob = (model_cfg, None) if model.knobs is None else model.knobs(model_cfg)
     with shapes_only():  # refused before the model prepares anything (the policy's warm-up)
-        est, grouped = _fitted(model, model_cfg, opt, sweep, max_lanes, jax.device_count(),
+        est, grouped = _fitted(model, program_cfg, opt, sweep, max_lanes, jax.device_count(),
                                analysis_bytes)
-    run = _Settings(model, model_cfg, opt, sweep, listed(grouped),
+    run = _Settings(model, program_cfg, knob, opt, sweep, listed(grouped),
                     codegens.choose(codegen, model, est), quiet, resume)
     _log(f"[{model.name}] {est.line()} ({run.codegen} codegen)", quiet)
     if model.prepare is not None:  # its caches beside the store's chunks (no store: none)
@@ -222,7 +252,8 @@ def run_sweep(model: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, qui
 class _Settings(NamedTuple):
     """What run_sweep fixed before running: the model, its grid, its chunks, its compiler."""
     model: Model
-    model_cfg: object
+    model_cfg: object  # as its programs see it (`Model.knobs`)
+    knob: dict | None  # the programs' knobs, or None
     opt: OptimConfig
     sweep: SweepConfig
     chunks: list
@@ -281,14 +312,12 @@ def _reusable(run: _Settings, store) -> set:
     return done
 
 
-def _simulate(run: _Settings, c, fns: dict, lrs_BxL, keys_S) -> dict:
+def _simulate(run: _Settings, c, lrs_BxL, keys_S) -> dict:
     """One chunk's clocks, extras and checkpoints, [streams, L, ...] (padding dropped)."""
     sweep, batches, S = run.sweep, run.sweep.batches, run.sweep.seeds
     # a traced batch: one program for every run length (the length is an argument)
-    fkey = (c.n_steps, c.static_batch) if run.model.static_batch else c.lanes
-    if fkey not in fns:
-        fns[fkey] = program(run.model, run.model_cfg, run.opt, c.n_steps, sweep.n_ckpt,
-                            c.static_batch, run.codegen)
+    fn = kept_program(run.model, run.model_cfg, run.opt, c.n_steps, sweep.n_ckpt,
+                      c.static_batch, run.codegen, run.knob is not None)
     g = len(c.batch_idx)
     batch_N = np.repeat([batches[i] for i in c.batch_idx], S).astype(np.float32)
     lr_NxL = np.repeat(lrs_BxL[list(c.batch_idx)], S, axis=0).astype(np.float32)
@@ -296,7 +325,8 @@ def _simulate(run: _Settings, c, fns: dict, lrs_BxL, keys_S) -> dict:
     lane = np.arange(c.start, c.start + c.lanes).clip(max=c.stop - 1)  # pad: repeat last
     lanes_on = lane_sharding()
     args = [_global(a[lane], lanes_on) for a in (batch_N, lr_NxL, key_N)]
-    tr = _fetch(fns[fkey](*args, *length_args(run.model, c.n_steps, sweep.n_ckpt)))
+    knob = () if run.knob is None else ({k: np.float32(v) for k, v in run.knob.items()},)
+    tr = _fetch(fn(*args, *length_args(run.model, c.n_steps, sweep.n_ckpt), *knob))
     n = c.stop - c.start
     out = {name: np.asarray(getattr(tr, name))[:n]  # [streams, L, ...]
            for name in ("prog_n", "fail_n", "div_n", "prog_t")}
@@ -317,7 +347,6 @@ def _run(run: _Settings, store, on_chunk, progress=None) -> SweepResult:
     done = _reusable(run, store)
 
     flat: dict = {}  # group key -> {name: [lanes, ...]}
-    fns: dict = {}
     scanned = useful = reused = 0
     t_start = time.perf_counter()
     bar = _progress(sum((c.stop - c.start) * nL * c.n_steps for c in chunks), run.quiet)
@@ -336,7 +365,7 @@ def _run(run: _Settings, store, on_chunk, progress=None) -> SweepResult:
             reused += out is not None
         if out is None:
             t0 = time.perf_counter()
-            out = _simulate(run, c, fns, lrs_BxL, keys_S)
+            out = _simulate(run, c, lrs_BxL, keys_S)
             if store is not None and jax.process_index() == 0:  # one writer on a shared disk
                 progress.save(ci, out, asdict(c))
             progress.finished.append((c, out))  # before the line: a signal may follow it

@@ -43,7 +43,7 @@ into a regime and a predicted batch exponent per clock.
 from twoclock.model import Model, PlanCheck, Studies
 from twoclock.models.policy import evaluate, net, surrogate, task, warmup
 from twoclock.models.policy.config import DEPLOY, PolicyConfig, WarmupConfig, describe_batch
-from twoclock.models.policy.dynamics import EXTRA_CLOCKS, dynamics, prepare, setup
+from twoclock.models.policy.dynamics import EXTRA_CLOCKS, dynamics, knobs, prepare, setup
 from twoclock.models.policy.predict import predict
 
 
@@ -76,7 +76,7 @@ MODEL = Model(
     static_batch=True, unit="responses", batch_unit="responses per update",
     extra_clocks=EXTRA_CLOCKS, progress_label="held-out error / initial error",
     title="policy (transformer, GRPO)", progress_target=progress_target, studies=STUDIES,
-    prepare=prepare, presets={"deploy": DEPLOY})
+    prepare=prepare, presets={"deploy": DEPLOY}, knobs=knobs)
 
 __all__ = ["MODEL", "DEPLOY", "EXTRA_CLOCKS", "PolicyConfig", "WarmupConfig", "describe_batch", "dynamics",
            "evaluate", "net", "predict", "prepare", "progress_target", "setup", "surrogate",

@@ -11,6 +11,7 @@ response), signal = mean(d)^2 - Var(d) / P (unbiased), so noise / signal is the 
 B_simple in responses (McCandlish et al. 2018), and drive = mean(d) says which way the
 surrogate pushes the statistic.
 """
+import dataclasses
 import functools
 import sys
 from typing import NamedTuple
@@ -142,8 +143,9 @@ def epoch_order(cfg: PolicyConfig, B: int, key):
     return epoch_orders(bits, cfg.group)
 
 
-def noise_stats(w, ro: Rollout, cfg: PolicyConfig, s: Setup) -> dict:
-    """noise_d, signal_d, drive_d for each direction d of NOISE_DIRS (see the module doc)."""
+def noise_stats(w, ro: Rollout, cfg: PolicyConfig, s: Setup, band=None) -> dict:
+    """noise_d, signal_d, drive_d for each direction d of NOISE_DIRS (see the module doc);
+    band: the ratio band in place of cfg's (`knobs`)."""
     G = cfg.group
 
     def stats(p):
@@ -155,7 +157,7 @@ def noise_stats(w, ro: Rollout, cfg: PolicyConfig, s: Setup) -> dict:
              for u in jax.tree_util.tree_leaves(U))
     inv = 1.0 / jnp.maximum(jnp.sqrt(sq), 1e-30)
     U = jax.tree_util.tree_map(lambda u: u * inv.reshape((-1,) + (1,) * (u.ndim - 1)), U)
-    f = lambda p: group_objectives(p, ro, cfg, s.arch, G)
+    f = lambda p: group_objectives(p, ro, cfg, s.arch, G, band)
     d_DxP = jax.vmap(lambda u: jax.jvp(f, (w,), (u,))[1])(U)
     P = d_DxP.shape[1]
     mean = jnp.mean(d_DxP, axis=1)
@@ -166,6 +168,16 @@ def noise_stats(w, ro: Rollout, cfg: PolicyConfig, s: Setup) -> dict:
         out[f"signal_{k}"] = mean[i] ** 2 - var[i] / P
         out[f"drive_{k}"] = mean[i]
     return out
+
+
+def knobs(cfg: PolicyConfig) -> tuple:
+    """Model.knobs: the ratio band (clip_lo, clip_hi) = (1 - clip_low, 1 + clip_high), or
+    (-inf, inf) unclipped, as a program's argument, so that one program runs every clip
+    setting; the config then carries the default clip."""
+    band = obj.clip_band(cfg.clip_low, cfg.clip_high) or (-np.inf, np.inf)
+    shared = dataclasses.replace(cfg, clip_low=PolicyConfig.clip_low,
+                                 clip_high=PolicyConfig.clip_high)
+    return shared, {"clip_lo": float(band[0]), "clip_hi": float(band[1])}
 
 
 def finite_tree(tree):
@@ -191,8 +203,9 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
                "collapse": -cfg.collapse_drop, "damage": -cfg.damage_drop}
     margin0["fail"] = margin0[cfg.fail_stat]
 
-    def dyn(batch_, key) -> Dynamics:
+    def dyn(batch_, key, knob=None) -> Dynamics:
         batch_ = jnp.asarray(batch_, dtype)
+        band = None if knob is None else (knob["clip_lo"], knob["clip_hi"])
 
         def draw(ts_T):
             """The key of each update t of ts_T, fold_in(key, t)."""
@@ -202,11 +215,11 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
             w0, opt_state, _ = carry
             ro, st = rollout(w0, k)
             if S == 1:
-                g, cnt = grad(w0, ro, cfg, s.arch)
+                g, cnt = grad(w0, ro, cfg, s.arch, band)
                 w, opt_state = optimizer_step(tx, w0, opt_state, g)
             else:
                 w, opt_state, cnt_S = inner_scan(tx, w0, opt_state, ro, M, S,
-                                                 lambda w, mb: grad(w, mb, cfg, s.arch),
+                                                 lambda w, mb: grad(w, mb, cfg, s.arch, band),
                                                  epoch_order(cfg, B, k))
                 cnt = tuple(jnp.sum(c) for c in cnt_S)
             st["clip_frac"] = cnt[0] / jnp.maximum(cnt[1], 1.0)
@@ -243,7 +256,7 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
             # first chunk): ts_T is shared by every seed and lane, so this stays a branch
             t0, t1 = ts_T[0], ts_T[-1]
             fresh = ((t1 * B) // cfg.noise_every > ((t0 - 1) * B) // cfg.noise_every) | (t0 == 1)
-            noise = jax.lax.cond(fresh, lambda: noise_stats(w_last, ro_last, cfg, s),
+            noise = jax.lax.cond(fresh, lambda: noise_stats(w_last, ro_last, cfg, s, band),
                                  lambda: state.aux[2])
             metrics.update(noise, noise_fresh=fresh.astype(dtype))
             acc = ev["acc"][-1]

@@ -43,11 +43,12 @@ def token_logp(params, arch: net.Arch, prompt, resp, group: int = 1):
     return jnp.take_along_axis(logp, resp[..., None], axis=-1)[..., 0]
 
 
-def token_objective(logp, ro: Rollout, cfg):
-    """(j [B, A] to maximise, clipped bool [B, A]) of tokens with log-probabilities logp."""
+def token_objective(logp, ro: Rollout, cfg, band=None):
+    """(j [B, A] to maximise, clipped bool [B, A]) of tokens with log-probabilities logp; band:
+    the ratio band (lo, hi) in place of cfg's (`knobs`)."""
     adv = jnp.broadcast_to(ro.adv[:, None], logp.shape)
     j, clipped = obj.log_ratio_objective(logp, ro.logp_old, adv, cfg.clip_low, cfg.clip_high,
-                                         cfg.clip_ratio_c)
+                                         cfg.clip_ratio_c, band=band)
     if cfg.kl_in_loss:
         j = j - cfg.kl_coef * obj.sampled_kl(logp, ro.logp_old, ro.logref, cfg.kl_estimator)
     return j, clipped
@@ -64,11 +65,11 @@ def aggregate(j, ro: Rollout, agg: str):
     return jnp.sum(w * j) / jnp.maximum(jnp.sum(w), 1.0)
 
 
-def loss(params, ro: Rollout, cfg, arch: net.Arch):
+def loss(params, ro: Rollout, cfg, arch: net.Arch, band=None):
     """(minus the surrogate, (clipped tokens, counted tokens, clipped active tokens, active
-    tokens)) of one minibatch; tokens count where mask * keep > 0."""
+    tokens)) of one minibatch; tokens count where mask * keep > 0. band: token_objective's."""
     j, clipped = token_objective(token_logp(params, arch, ro.prompt, ro.resp, cfg.group), ro,
-                                 cfg)
+                                 cfg, band)
     w = ro.mask * ro.keep[:, None]
     active = w * (ro.adv != 0)[:, None]
     c = clipped.astype(w.dtype)
@@ -76,10 +77,11 @@ def loss(params, ro: Rollout, cfg, arch: net.Arch):
                                              jnp.sum(active))
 
 
-def group_objectives(params, ro: Rollout, cfg, arch: net.Arch, group: int):
+def group_objectives(params, ro: Rollout, cfg, arch: net.Arch, group: int, band=None):
     """The surrogate of each group [P] (its own loss_agg mean; seq_sum's batch surrogate is
-    their mean when no group is dropped): per-group gradients are its Jacobian."""
-    j, _ = token_objective(token_logp(params, arch, ro.prompt, ro.resp, group), ro, cfg)
+    their mean when no group is dropped): per-group gradients are its Jacobian. band:
+    token_objective's."""
+    j, _ = token_objective(token_logp(params, arch, ro.prompt, ro.resp, group), ro, cfg, band)
     split = lambda v: v.reshape((-1, group) + v.shape[1:])
     ro_P = jax.tree_util.tree_map(split, ro)
     return jax.vmap(lambda jg, rg: aggregate(jg, rg, cfg.loss_agg))(split(j), ro_P)
