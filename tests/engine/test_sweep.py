@@ -70,3 +70,22 @@ def test_kept_programs_serve_another_rule_and_never_another_config(monkeypatch):
         for i in range(len(SWEEP.batches)):
             for k, v in fresh.ckpt[i].items():
                 np.testing.assert_array_equal(kept.ckpt[i][k], v)
+
+
+def test_merged_results_take_each_batch_from_the_first_that_has_it_and_refuse_a_mismatch():
+    import pytest
+    from twoclock.engine.sweep import merge_batches
+    a = run_sweep(MODELS["quadratic"], CFG, OPT, SweepConfig(**{**SWEEP.__dict__,
+                                                                "batches": (16, 4)}), quiet=True)
+    b = run_sweep(MODELS["quadratic"], CFG, OPT, SWEEP, quiet=True)
+    m = merge_batches([a, b], (4, 8, 16))
+    np.testing.assert_array_equal(m.prog_n, np.stack([a.prog_n[1], b.prog_n[1], a.prog_n[0]]))
+    assert m.ckpt[1] is b.ckpt[1] and m.n_steps_B.tolist() == [1000, 500, 250]
+    for k in a.extra:
+        np.testing.assert_array_equal(m.extra[k][2], a.extra[k][0])
+    with pytest.raises(ValueError, match="^batches must be batches of the parts' results"):
+        merge_batches([a], (4, 8))
+    fewer = run_sweep(MODELS["quadratic"], CFG, OPT, SweepConfig(**{**SWEEP.__dict__,
+                                                                    "seeds": 2}), quiet=True)
+    with pytest.raises(ValueError, match="^parts must be results with lr0s"):
+        merge_batches([a, fewer], (4, 8))

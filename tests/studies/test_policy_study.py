@@ -177,24 +177,49 @@ def test_reanswer_refuses_fewer_than_two_seeds():
                      "cells": {}})
 
 
-def test_fixed_size_cells_borrow_the_smallest_batch_from_fixed_m():
+def _result(batches, value, seeds=4):
+    """A SweepResult whose every number at batch i is value + i (one lr0)."""
+    from twoclock.engine.sweep import SweepResult
+    B = len(batches)
+    v_BxLxS = np.broadcast_to(value + np.arange(B, dtype=float)[:, None, None], (B, 1, seeds))
+    return SweepResult(tuple(batches), (1e-4,), np.full((B, 1), value), np.full(B, 12), v_BxLxS,
+                       v_BxLxS + 0.5, v_BxLxS * 0, v_BxLxS, {"kl_n": v_BxLxS * 2},
+                       [{"kl": np.full((1, seeds, 3), value + i)} for i in range(B)], 1.0, 0.0)
+
+
+def test_cells_borrow_the_runs_another_cell_has_run():
     st = ps.Config()
     cells = {name: sweep.batches for name, _, _, sweep in ps.cells(st, PolicyConfig())}
+    assert cells["sqrt"] == (64, 128, 256, 512, 1024) and cells["fixed"] == (128, 256, 512, 1024)
     for clip in ps.CLIPS:
         assert cells[f"clip_{clip}_fixed_m"] == (64, 1024)
         assert cells[f"clip_{clip}_fixed_size"] == (1024,)
-    # one convention alone runs both batches
+    # the fixed rule's lr at b0 is the sqrt rule's to the last bit: its runs there are the same
+    (sqrt, lr0), (fixed, lr0_fixed) = ps.rules(st)["sqrt"], ps.rules(st)["fixed"]
+    assert sqrt.lr(lr0, 64) == fixed.lr(lr0_fixed, 64)
+    assert ps.borrowed(st)["fixed"] == (64, "sqrt")
+    # one convention alone, or one rule alone, runs every batch
     alone = ps.cells(dataclasses.replace(st, conventions=("fixed_size",)), PolicyConfig())
     assert {sw.batches for name, _, _, sw in alone if "fixed_size" in name} == {(64, 1024)}
-    # lending copies the per-seed clocks and entries of that batch, marked
-    out = {"clip_none_fixed_m": _cell((64, 1024), 4, 1.0), "clip_none_fixed_size": _cell((1024,), 4, 3.0)}
+    assert "fixed" not in ps.borrowed(dataclasses.replace(st, parts=("clip",)))
+    # lending: the whole sweep, the borrowed batch's numbers from the lender, in the study's
+    # batch order (unsorted here)
+    un = dataclasses.replace(st, batches=(256, 64, 1024))
+    own = {name: sw for name, _, _, sw in ps.cells(un, PolicyConfig())}
+    assert own["fixed"].batches == (256, 1024)
     from twoclock.studies.policy_study.cells import lend
-    lend(out, st)
-    got = out["clip_none_fixed_size"]
-    assert list(got["per_seed"]) == ["64", "1024"] and got["borrowed"] == {"64": "clip_none_fixed_m"}
-    assert got["per_seed"]["64"] == out["clip_none_fixed_m"]["per_seed"]["64"]
-    assert got["per_seed"]["1024"] == _cell((1024,), 4, 3.0)["per_seed"]["1024"]
-    assert [r["batch"] for r in got["runs"]] == [64, 1024]
+    sq, fx = _result((256, 64, 1024), 1.0), _result((256, 1024), 10.0)
+    whole, res = lend("fixed", own["fixed"], fx, {"sqrt": sq}, un)
+    assert whole.batches == res.batches == (256, 64, 1024) and whole.seeds == un.seeds
+    np.testing.assert_array_equal(res.prog_n[:, 0, 0], [10.0, 2.0, 11.0])
+    np.testing.assert_array_equal(res.extra["kl_n"][:, 0, 0], [20.0, 4.0, 22.0])
+    assert [float(c["kl"][0, 0, 0]) for c in res.ckpt] == [10.0, 2.0, 11.0]
+    np.testing.assert_array_equal(res.lrs_BxL[:, 0], [10.0, 1.0, 10.0])
+    whole, res = lend("clip_none_fixed_size", own["clip_none_fixed_size"], _result((1024,), 3.0),
+                      {"clip_none_fixed_m": _result((64, 1024), 5.0)}, un)
+    assert whole.batches == (64, 1024)
+    np.testing.assert_array_equal(res.fail_n[:, 0, 0], [5.5, 3.5])
+    assert lend("sqrt", own["sqrt"], sq, {}, un) == (own["sqrt"], sq)  # a cell that borrows none
 
 
 def test_the_contrasts_are_stated_as_paired_ratios_by_hand():

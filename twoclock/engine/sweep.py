@@ -61,6 +61,26 @@ class SweepResult:
     codegen: str = "fused"  # the XLA code generator that compiled the programs (twoclock.engine.layout)
 
 
+def merge_batches(parts: list, batches) -> SweepResult:
+    """One result of `batches`, in that order, each batch's runs taken from the first of parts
+    that has it (ValueError where none has it, or where the parts' lr0s or seeds differ)."""
+    lr0s, S = parts[0].lr0s, parts[0].prog_n.shape[-1]
+    require(all(tuple(r.lr0s) == tuple(lr0s) and r.prog_n.shape[-1] == S for r in parts),
+            "parts", f"results with lr0s {tuple(lr0s)} and {S} seeds each", "others")
+    src = []
+    for b in batches:
+        have = [(r, list(r.batches).index(b)) for r in parts if b in r.batches]
+        require(len(have) > 0, "batches", "batches of the parts' results", b)
+        src.append(have[0])
+    pick = lambda rows: np.stack([rows(r)[i] for r, i in src])
+    return SweepResult(
+        tuple(batches), tuple(lr0s), pick(lambda r: r.lrs_BxL), pick(lambda r: r.n_steps_B),
+        *(pick(lambda r, k=k: getattr(r, k)) for k in ("prog_n", "fail_n", "div_n", "prog_t")),
+        {k: pick(lambda r, k=k: r.extra[k]) for k in parts[0].extra}, [r.ckpt[i] for r, i in src],
+        sum(r.seconds for r in parts), max(r.padded_fraction for r in parts),
+        sum(r.reused_chunks for r in parts), parts[0].codegen)
+
+
 def program(model: Model, model_cfg, opt: OptimConfig, n_steps: int, n_ckpt: int,
             static_batch: int | None = None, codegen: str = "fused", knobbed: bool = False):
     """The compiled vmapped run that run_sweep uses for runs of n_steps updates: per batch where

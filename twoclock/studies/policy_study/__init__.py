@@ -3,7 +3,8 @@ invariance, and what clipping does to them.
 
 Cells (`cells`), each one sweep through the engine's `run_sweep` (resumable from the store):
 - sqrt / fixed: the default config (M = E = 1, eps 0.2) over the batches, lr0 under the sqrt
-  rule, and under the fixed rule the sqrt rule's lr at the smallest batch (the same start);
+  rule, and under the fixed rule the sqrt rule's lr at the smallest batch (the same start, so
+  the fixed rule borrows the sqrt rule's runs there);
 - clip_none_M1E1: the sqrt cell unclipped at the smallest and largest batch (at M = E = 1
   every ratio is 1, so this must equal the sqrt cell);
 - clip_<name>_<convention>: M x E = 4 x 2 at the smallest and largest batch and
@@ -40,7 +41,7 @@ from twoclock.studies.policy_study.answers import answers, exponent_ci, reanswer
 from twoclock.studies.policy_study import prereg
 from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS, DEFAULT_PARTS,
                                                  DRIFT, PARTS, analyse, cells, check_cells,
-                                                 clock_S, lend, per_seed, rules)
+                                                 borrowed, clock_S, lend, per_seed, rules)
 from twoclock.studies.policy_study.report import report
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.protocol import Engine, Study
@@ -166,14 +167,21 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
         return run_prereg(model, base, st, keep=keep, quiet=quiet, engine=engine)
     log = (lambda m: None) if quiet else print
     out, t0 = {"study": dataclasses.asdict(st), "cells": {}}, time.perf_counter()
+    lent = borrowed(st)
+    lenders = {src for _, src in lent.values()}
+    done = {}  # the lending cells' results
     for name, cfg, opt, sweep, res, secs in run_cells(
             model, cells(st, base), title="policy study", store_root=engine.store,
             max_lanes=st.max_lanes, keep=keep, quiet=quiet):
-        out["cells"][name] = {**analyse(model, cfg, opt, sweep, res, st.early_samples),
+        if name in lenders:
+            done[name] = res
+        whole, res = lend(name, sweep, res, done, st)
+        out["cells"][name] = {**analyse(model, cfg, opt, whole, res, st.early_samples),
                               "seconds": secs,
                               "config": results.config_dict(model=cfg, optimizer=opt,
                                                             sweep=sweep)}
-    lend(out["cells"], st)
+        if name in lent:
+            out["cells"][name]["borrowed"] = {str(lent[name][0]): lent[name][1]}
     if "adam" in st.parts:
         log("[policy study] adam: per-coordinate noise at the reference policy")
         t = time.perf_counter()

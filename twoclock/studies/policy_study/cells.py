@@ -38,8 +38,11 @@ def cells(st, base) -> list:
     sqrt = rule["sqrt"][0]
     b0, b1 = min(st.batches), max(st.batches)
     out = []
+    lent = borrowed(st)
     if "rules" in st.parts:
-        out += [(name, base, opt, sweep(st.batches, lr0)) for name, (opt, lr0) in rule.items()]
+        # the fixed rule's runs at b0 are the sqrt rule's (the same lr there): borrowed
+        out += [(name, base, opt, sweep(_own(name, st.batches, lent), lr0))
+                for name, (opt, lr0) in rule.items()]
     if "clip" in st.parts:
         out.append(("clip_none_M1E1", dataclasses.replace(base, clip_low=None, clip_high=None),
                     sqrt, sweep((b0, b1), st.lr0)))
@@ -50,8 +53,8 @@ def cells(st, base) -> list:
             cfg = dataclasses.replace(base, minibatches=4, epochs=2, mb_convention=conv,
                                       mb_ref=b0, clip_low=cl, clip_high=ch)
             # at b0 = mb_ref, fixed_size runs fixed_m's runs (M = 4 either way): borrowed
-            runs = (b1,) if f"clip_{name}_{conv}" in borrowed(st) else (b0, b1)
-            out.append((f"clip_{name}_{conv}", cfg, opt, sweep(runs, lr0)))
+            cell = f"clip_{name}_{conv}"
+            out.append((cell, cfg, opt, sweep(_own(cell, (b0, b1), lent), lr0)))
     for v, (factor, over) in (VARIANTS.items() if "variants" in st.parts else ()):
         opt, lr0 = clip_rule("fixed_size", lr_clip * factor, b0)
         vbase = with_overrides(base, over)
@@ -86,25 +89,40 @@ def clip_rule(conv: str, lr0: float, b0: int) -> tuple:
 
 
 def borrowed(st) -> dict:
-    """{cell: (batch, cell it takes that batch's runs from)}: with both conventions, the
-    fixed_size clipping cells at the smallest batch (mb_ref) are fixed_m's runs, the same
-    config but for the convention's name, which sets no number there (M = 4 either way)."""
-    if "clip" not in st.parts or not set(CONVENTIONS) <= set(st.conventions):
-        return {}
-    return {f"clip_{name}_fixed_size": (min(st.batches), f"clip_{name}_fixed_m")
-            for name in CLIPS}
+    """{cell: (batch, the cell it takes that batch's runs from)}: runs that another cell has
+    already run, bit for bit. With both rules, the fixed rule's at the smallest batch b0 (its
+    lr there is the sqrt rule's, `rules`); with both conventions, the fixed_size clipping cells'
+    at b0 = mb_ref (fixed_m's config but for the convention's name, which sets no number there:
+    M = 4 either way)."""
+    b0 = min(st.batches)
+    out = {}
+    if "rules" in st.parts:
+        (sqrt, lr0), (fixed, lr0_fixed) = rules(st)["sqrt"], rules(st)["fixed"]
+        if sqrt.lr(lr0, b0) == fixed.lr(lr0_fixed, b0):
+            out["fixed"] = (b0, "sqrt")
+    if "clip" in st.parts and set(CONVENTIONS) <= set(st.conventions):
+        out.update({f"clip_{name}_fixed_size": (b0, f"clip_{name}_fixed_m") for name in CLIPS})
+    return out
 
 
-def lend(cells_out: dict, st) -> None:
-    """Fill each borrowing cell's smallest batch from the cell it borrows from (per-seed clocks
-    and result entries), marked `borrowed`."""
-    for name, (b, src) in borrowed(st).items():
-        if name not in cells_out or src not in cells_out:
-            continue
-        cell, other = cells_out[name], cells_out[src]
-        cell["per_seed"] = {str(b): other["per_seed"][str(b)], **cell["per_seed"]}
-        cell["runs"] = [r for r in other["runs"] if r["batch"] == b] + cell["runs"]
-        cell["borrowed"] = {str(b): src}
+def _own(cell: str, batches: tuple, lent: dict) -> tuple:
+    """The batches a cell runs itself: all but the one it borrows."""
+    return tuple(b for b in batches if cell not in lent or b != lent[cell][0])
+
+
+def lend(name: str, sweep, res, done: dict, st) -> tuple:
+    """(sweep, result) of a cell with the batch it borrows, if any, taken from the lending
+    cell's result done[source] (a SweepResult), so that its clocks, critical batch and
+    per-seed numbers are worked out over every batch."""
+    if name not in borrowed(st):
+        return sweep, res
+    from twoclock.engine.sweep import merge_batches  # the engine's, looked up at call time
+    b, src = borrowed(st)[name]
+    whole = tuple(x for x in (st.batches if name == "fixed" else (min(st.batches),
+                                                                    max(st.batches)))
+                  if x == b or x in sweep.batches)
+    return (dataclasses.replace(sweep, batches=whole),
+            merge_batches([res, done[src]], whole))  # its own runs first
 
 
 def check_cells(model, st, base) -> None:
