@@ -81,3 +81,27 @@ def test_each_branch_of_a_cond_adds_its_own_peak():
     assert _peak(branches, X) == 4 + 4000 + 2 * 8000
     inlined = jax.jit(lambda v: v * 2 + 1)
     assert _peak(lambda x: inlined(x) * 3, X) == 8000
+
+
+def test_a_loop_counts_as_often_as_it_runs_and_a_cond_its_costliest_branch():
+    walk = lambda f, *a: estimate._walk_bytes(jax.make_jaxpr(f)(*a).jaxpr)
+    dots = lambda f, *a: estimate._dot_bytes(jax.make_jaxpr(f)(*a).jaxpr)[0]
+    # the body makes one [1000] float32 (4000 bytes) per step, 7 steps; the scan's own outputs
+    # (the carry and the stacked [7, 1000]) are made once
+    one_step = walk(lambda x: x * 2.0, X)
+    assert one_step == 4000
+    scan = lambda x: jax.lax.scan(lambda c, _: (c * 2.0, c), x, None, length=7)
+    assert walk(scan, X) == 7 * 4000 + 4000 + 7 * 4000
+    # a [10, 20] x [20, 30] product: 6000 multiply-adds of 4 bytes, 5 times
+    A, B = np.zeros((10, 20), np.float32), np.zeros((20, 30), np.float32)
+    assert dots(lambda a, b: a @ b, A, B) == 6000 * 4
+    looped = lambda a, b: jax.lax.scan(lambda c, _: (c, c @ b), a, None, length=5)[1]
+    assert dots(looped, A, B) == 5 * 6000 * 4
+    # a cond: the branch making 3 [1000] values, not the sum of both, nor the cheaper one (and
+    # the cond's output, and its predicate as an int32 index)
+    cond = lambda p, x: jax.lax.cond(p, lambda: x * 2.0, lambda: (x * 2.0 + 1.0) * 3.0)
+    assert walk(cond, True, X) == 3 * 4000 + 4000 + 4
+    # a while loop's trip count is known only at run time: its body once
+    wl = lambda x: jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0),
+                                      (0, x))[1]
+    assert walk(wl, X) == 4004 + 1 + 4004  # its outputs, its test (a bool), its body once

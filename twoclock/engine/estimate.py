@@ -1,7 +1,10 @@
 """What a sweep will take, worked out before anything is compiled: its memory and its time.
 
-One update is traced (jax.make_jaxpr; nothing is compiled): of the largest batch, or of each
-group's batch where the batch sets the shapes. Its outputs give each lane's clocks and
+One chunk of updates is traced (jax.make_jaxpr; nothing is compiled) as the program runs it:
+where the batch sets the shapes, one checkpoint interval of each group's batch (its `every`
+updates and what runs once per checkpoint, such as the policy's noise measurement); otherwise
+one update of the largest batch (a traced-length program runs a chunk's work after every
+update). Loops count as often as they run (`_runs`). Its outputs give each lane's clocks and
 checkpoints; the bytes of its intermediates alive at once (a liveness walk of the program in
 order, `_peak_bytes`) give the working set; the compile's own host memory goes by the program's
 equations; the bytes of all its intermediates over a measured rate, with each matrix
@@ -104,14 +107,30 @@ def _sub_jaxprs(eqn):
                 yield q
 
 
+def _runs(e, subs: list):
+    """What an equation's sub-programs cost as it runs them, from each one's cost (a number, or
+    a tuple of numbers compared by its first): a scan's body as many times as its length, a
+    cond's costliest branch (an upper bound: which branch runs is known only at run time), a
+    while loop's body once (its trip count is too), anything else (a pjit, a custom
+    derivative) once each."""
+    if not subs:
+        return 0
+    if e.primitive.name == "cond":
+        return max(subs)
+    n = int(e.params.get("length", 1)) if e.primitive.name == "scan" else 1
+    if isinstance(subs[0], tuple):
+        return tuple(n * sum(parts) for parts in zip(*subs))
+    return n * sum(subs)
+
+
 def _walk_bytes(jaxpr) -> int:
-    """Bytes of every intermediate in a jaxpr, sub-programs included (an upper bound: XLA
-    reuses and fuses buffers)."""
+    """Bytes of every intermediate a jaxpr makes as it runs, sub-programs included (`_runs`;
+    an upper bound: XLA reuses and fuses buffers)."""
     total = 0
     for e in jaxpr.eqns:
         total += sum(int(np.prod(v.aval.shape)) * v.aval.dtype.itemsize for v in e.outvars
                      if hasattr(v.aval, "shape"))
-        total += sum(_walk_bytes(q) for q in _sub_jaxprs(e))
+        total += _runs(e, [_walk_bytes(q) for q in _sub_jaxprs(e)])
     return total
 
 
@@ -165,8 +184,8 @@ def _peak_bytes(jaxpr) -> int:
 
 
 def _dot_bytes(jaxpr, large: frozenset = frozenset()) -> tuple[int, int]:
-    """(multiply-adds, bytes of large-constant operands) of every dot_general in a jaxpr
-    (sub-programs included), the first in bytes of its operands' type: a matrix-vector
+    """(multiply-adds, bytes of large-constant operands) of every dot_general a jaxpr runs
+    (sub-programs included, `_runs`), the first in bytes of its operands' type: a matrix-vector
     product with a D x D constant (the quadratic's --rotate) makes only [D] intermediates but
     D^2 multiply-adds, which _walk_bytes would miss, and reads the D^2 constant. large: the
     (shape, dtype) of the program's large constants."""
@@ -179,9 +198,8 @@ def _dot_bytes(jaxpr, large: frozenset = frozenset()) -> tuple[int, int]:
             macs += int(np.prod(out.shape)) * contracted * lhs.dtype.itemsize
             read += sum(int(np.prod(v.aval.shape)) * v.aval.dtype.itemsize for v in e.invars
                         if (tuple(v.aval.shape), v.aval.dtype) in large)
-        for q in _sub_jaxprs(e):
-            m, r = _dot_bytes(q, large)
-            macs, read = macs + m, read + r
+        m, r = _runs(e, [_dot_bytes(q, large) for q in _sub_jaxprs(e)]) or (0, 0)
+        macs, read = macs + m, read + r
     return macs, read
 
 
@@ -205,13 +223,13 @@ def _n_eqns(jaxpr) -> int:
 
 
 class _Traced(NamedTuple):
-    """What one traced update (one lane, every lr0) costs: its intermediates' bytes (all, and
-    the most alive at once), its products' multiply-adds and large-constant reads, its
-    constants, its output, its equations."""
-    step: int
+    """What one traced update (one lane, every lr0) costs: its intermediates' bytes (all, per
+    update of its chunk, and the most alive at once), its products' multiply-adds and
+    large-constant reads (per update), its constants, its output, its equations."""
+    step: float
     live: int
-    macs: int
-    read: int
+    macs: float
+    read: float
     consts: int
     per_ckpt: int
     clocks_bytes: int
@@ -224,19 +242,20 @@ _TRACED: dict = {}
 TRACES_KEPT = 64
 
 
-def _trace(spec: Model, model_cfg, opt: OptimConfig, b: int, nL: int) -> _Traced:
-    key = (id(spec), model_cfg, program_opt(opt), b, nL, jax.config.jax_enable_x64)
+def _trace(spec: Model, model_cfg, opt: OptimConfig, b: int, nL: int, every: int = 1) -> _Traced:
+    key = (id(spec), model_cfg, program_opt(opt), b, nL, every, jax.config.jax_enable_x64)
     hit = _TRACED.get(key)
     if hit is not None:  # the entry holds its model, so no other object has its id
         return hit[1]
     if len(_TRACED) >= TRACES_KEPT:
         _TRACED.clear()
-    _TRACED[key] = (spec, _traced(spec, model_cfg, opt, b, nL))
+    _TRACED[key] = (spec, _traced(spec, model_cfg, opt, b, nL, every))
     return _TRACED[key][1]
 
 
-def _traced(spec: Model, model_cfg, opt: OptimConfig, b: int, nL: int) -> _Traced:
-    one = constant_run(spec, model_cfg, opt, 1, 1, b if spec.static_batch else None)
+def _traced(spec: Model, model_cfg, opt: OptimConfig, b: int, nL: int, every: int) -> _Traced:
+    """One checkpoint interval of `every` updates (one checkpoint), per update."""
+    one = constant_run(spec, model_cfg, opt, every, 1, b if spec.static_batch else None)
     lr_L = np.full(nL, 1e-3, np.float32)  # a lane is one noise stream run at every lr0
     key = np.zeros(2, np.uint32)  # a raw key's shape; PRNGKey(0) would compile a program
     closed, out = jax.make_jaxpr(one, return_shape=True)(np.float32(b), lr_L, key)
@@ -244,8 +263,8 @@ def _traced(spec: Model, model_cfg, opt: OptimConfig, b: int, nL: int) -> _Trace
     large = frozenset((c.shape, c.dtype) for c in arrays if c.nbytes >= LARGE_CONST_BYTES)
     macs, read = _dot_bytes(closed.jaxpr, large)
     per_ckpt = sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out.ckpt))  # C = 1
-    return _Traced(_walk_bytes(closed.jaxpr), _peak_bytes(closed.jaxpr), macs, read,
-                   sum(int(c.nbytes) for c in arrays), per_ckpt,
+    return _Traced(_walk_bytes(closed.jaxpr) / every, _peak_bytes(closed.jaxpr), macs / every,
+                   read / every, sum(int(c.nbytes) for c in arrays), per_ckpt,
                    sum(a.dtype.itemsize * a.size for a in jax.tree.leaves(out)) - per_ckpt,
                    _n_eqns(closed.jaxpr))
 
@@ -255,10 +274,11 @@ def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, group
     """Memory and time of a planned sweep (its `layout.groups`), from one traced update: of
     the largest batch, or, where the batch sets the shapes (static_batch), of each group's."""
     nL = len(sweep.lr0s)
-    if spec.static_batch:
-        traced = {b: _trace(spec, model_cfg, opt, b, nL)
-                  for b in sorted({g.static_batch for g in groups})}
-    else:
+    every = lambda g: checkpoint_every(g.n_steps, sweep.n_ckpt)
+    if spec.static_batch:  # a program runs `every` updates, then a checkpoint's work
+        traced = {(g.static_batch, every(g)): _trace(spec, model_cfg, opt, g.static_batch, nL,
+                                                     every(g)) for g in groups}
+    else:  # a traced-length program runs a checkpoint's work after every update
         traced = {None: _trace(spec, model_cfg, opt, max(sweep.batches), nL)}
     chunk_bytes = result_bytes = run_updates = 0
     lane_work = chunk_reads = 0.0  # (seconds at rate 1) of the lanes' updates, the reads
@@ -266,7 +286,7 @@ def estimate(spec: Model, model_cfg, opt: OptimConfig, sweep: SweepConfig, group
                                                     CONST_READ_BYTES_PER_SECOND)]
     step_rate, dot_rate, read_rate = (math.inf if r is None else r for r in rates)
     for g in groups:  # every chunk of a group has its lanes; together they hold its streams
-        t = traced[g.static_batch if spec.static_batch else None]
+        t = traced[(g.static_batch, every(g)) if spec.static_batch else None]
         n_c = checkpoints(g.n_steps, checkpoint_every(g.n_steps, sweep.n_ckpt))
         lane = t.clocks_bytes + t.per_ckpt * n_c  # one lane's output on the host
         # on the device a traced-length program holds n_ckpt checkpoints per lane
