@@ -87,5 +87,5 @@ def test_merged_results_take_each_batch_from_the_first_that_has_it_and_refuse_a_
         merge_batches([a], (4, 8))
     fewer = run_sweep(MODELS["quadratic"], CFG, OPT, SweepConfig(**{**SWEEP.__dict__,
                                                                     "seeds": 2}), quiet=True)
-    with pytest.raises(ValueError, match="^parts must be results with lr0s"):
+    with pytest.raises(ValueError, match="^parts must be results with 2 lr0s and 3 seeds"):
         merge_batches([a, fewer], (4, 8))

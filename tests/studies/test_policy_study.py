@@ -178,11 +178,11 @@ def test_reanswer_refuses_fewer_than_two_seeds():
 
 
 def _result(batches, value, seeds=4):
-    """A SweepResult whose every number at batch i is value + i (one lr0)."""
+    """A SweepResult whose every number at batch i is value + i (one lr0, value / 1000)."""
     from twoclock.engine.sweep import SweepResult
     B = len(batches)
     v_BxLxS = np.broadcast_to(value + np.arange(B, dtype=float)[:, None, None], (B, 1, seeds))
-    return SweepResult(tuple(batches), (1e-4,), np.full((B, 1), value), np.full(B, 12), v_BxLxS,
+    return SweepResult(tuple(batches), (value / 1000,), np.full((B, 1), value), np.full(B, 12), v_BxLxS,
                        v_BxLxS + 0.5, v_BxLxS * 0, v_BxLxS, {"kl_n": v_BxLxS * 2},
                        [{"kl": np.full((1, seeds, 3), value + i)} for i in range(B)], 1.0, 0.0)
 
@@ -215,6 +215,7 @@ def test_cells_borrow_the_runs_another_cell_has_run():
     np.testing.assert_array_equal(res.extra["kl_n"][:, 0, 0], [20.0, 4.0, 22.0])
     assert [float(c["kl"][0, 0, 0]) for c in res.ckpt] == [10.0, 2.0, 11.0]
     np.testing.assert_array_equal(res.lrs_BxL[:, 0], [10.0, 1.0, 10.0])
+    assert res.lr0s == fx.lr0s  # the borrowing cell's lr0 (the lender's differs, as the rules')
     whole, res = lend("clip_none_fixed_size", own["clip_none_fixed_size"], _result((1024,), 3.0),
                       {"clip_none_fixed_m": _result((64, 1024), 5.0)}, un)
     assert whole.batches == (64, 1024)

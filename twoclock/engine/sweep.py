@@ -63,10 +63,14 @@ class SweepResult:
 
 def merge_batches(parts: list, batches) -> SweepResult:
     """One result of `batches`, in that order, each batch's runs taken from the first of parts
-    that has it (ValueError where none has it, or where the parts' lr0s or seeds differ)."""
-    lr0s, S = parts[0].lr0s, parts[0].prog_n.shape[-1]
-    require(all(tuple(r.lr0s) == tuple(lr0s) and r.prog_n.shape[-1] == S for r in parts),
-            "parts", f"results with lr0s {tuple(lr0s)} and {S} seeds each", "others")
+    that has it, with its own learning rates (lrs_BxL); lr0s are the first part's, so a batch
+    taken from another part must hold the runs the first part's lr0s give there (another lr
+    rule with the same lr at that batch). ValueError where no part has a batch, or where the
+    parts' lr0 or seed counts differ."""
+    nL, S = len(parts[0].lr0s), parts[0].prog_n.shape[-1]
+    require(all(len(r.lr0s) == nL and r.prog_n.shape[-1] == S for r in parts),
+            "parts", f"results with {nL} lr0s and {S} seeds each", "others")
+    lr0s = parts[0].lr0s
     src = []
     for b in batches:
         have = [(r, list(r.batches).index(b)) for r in parts if b in r.batches]
