@@ -7,7 +7,7 @@ equal chunks; each chunk's lane axis is sharded over every visible device with a
 NamedSharding, so the same code runs on one CPU, a GPU or many hosts (jax.distributed).
 Finished chunks go to an optional results store, from which an interrupted sweep resumes.
 Every batch and lr0 sees the same seeds. Before compiling, the sweep's memory and time are
-estimated from one traced update, and a sweep that cannot fit is refused.
+estimated from one traced chunk of updates, and a sweep that cannot fit is refused.
 """
 from contextlib import nullcontext
 from collections import OrderedDict
@@ -349,7 +349,12 @@ def _simulate(run: _Settings, c, lrs_BxL, keys_S) -> dict:
     lane = np.arange(c.start, c.start + c.lanes).clip(max=c.stop - 1)  # pad: repeat last
     lanes_on = lane_sharding()
     args = [_global(a[lane], lanes_on) for a in (batch_N, lr_NxL, key_N)]
-    knob = () if run.knob is None else ({k: np.float32(v) for k, v in run.knob.items()},)
+    # in the simulation's float type (float64 with x64), as a config's number would be: one
+    # beyond its range is inf there, as in a program that holds it as a constant
+    real = jax.dtypes.canonicalize_dtype(np.float64)
+    with np.errstate(over="ignore"):
+        knob = () if run.knob is None else ({k: np.asarray(v, real)
+                                             for k, v in run.knob.items()},)
     tr = _fetch(fn(*args, *length_args(run.model, c.n_steps, sweep.n_ckpt), *knob))
     n = c.stop - c.start
     out = {name: np.asarray(getattr(tr, name))[:n]  # [streams, L, ...]
