@@ -19,7 +19,10 @@ callback, where Python prints "Exception ignored" and goes on; the code around a
 where it crashed the interpreter at exit), the exception is lost or harmful; so the handler
 records the signal there and re-delivers it to the main thread every RETRY_S seconds until it
 lands in the program's own code (or code that code called), and raises it there. A second
-signal while one is pending gets the default action (the process is killed by it). The
+signal while one is pending gets the default action (the process is killed by it). A signal
+still pending when the block ends (it came while JAX ran, and the program finished without
+running enough of its own code for a re-delivery to land there) is acted on then: the same
+line, the same exit code, never a silent exit 0. The
 re-delivery is a signal of its own (RETRY_SIGNAL), not the received one again: two deliveries
 of one signal number can merge into one, and a user's second Ctrl-C must never be taken for
 our re-delivery.
@@ -77,6 +80,7 @@ class _Signals:
 
     def __init__(self):
         self.pending = None  # the signal received, once one is
+        self.raised = False  # whether it was raised in the program's code
         self.closing = False  # the rescue is handling the interrupt: nothing more to raise
         self.saved, self.retrier, self.stop = {}, None, threading.Event()
 
@@ -93,7 +97,8 @@ class _Signals:
             self.saved[RETRY_SIGNAL] = signal.getsignal(RETRY_SIGNAL)
             signal.signal(RETRY_SIGNAL, self.retry)
 
-    def restore(self) -> None:
+    def restore(self) -> int | None:
+        """Our handlers out; returns the signal received and never raised, if one was."""
         self.closing = True
         self.stop.set()
         if self.retrier is not None:
@@ -104,6 +109,7 @@ class _Signals:
             # None: a handler set outside Python, not ours to restore
             signal.signal(sig, signal.SIG_DFL if old is None else old)
         self.saved = {}
+        return None if self.raised else self.pending
 
     def _redeliver(self) -> None:
         main = threading.main_thread().ident
@@ -118,6 +124,7 @@ class _Signals:
                 self.retrier.start()
             return
         self.stop.set()
+        self.raised = True
         raise Terminated() if self.pending == signal.SIGTERM else KeyboardInterrupt()
 
     def handle(self, signum, frame):
@@ -225,7 +232,9 @@ class Rescue:
         return self
 
     def __exit__(self, kind, error, tb) -> bool:
-        self._signals.restore()
+        unraised = self._signals.restore()
+        if error is None and unraised is not None:  # it never landed in the program's code
+            self.interrupted(Terminated() if unraised == signal.SIGTERM else KeyboardInterrupt())
         if error is None or isinstance(error, (SystemExit, GeneratorExit)):
             return False
         if isinstance(error, KeyboardInterrupt):
