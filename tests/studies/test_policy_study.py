@@ -111,6 +111,25 @@ def test_answers_from_per_seed_clocks_against_hand_computed_values():
     assert ps.answers(st, c)["3_clipping"]["M1xE1"]["identical_clocks"] is False
 
 
+def test_the_m1e1_control_pairs_with_the_sqrt_cells_first_seeds():
+    """A control of 5 seeds against a sqrt cell of 8: compared with the sqrt cell's seeds
+    0-4 (the control's keys are theirs), not 0-7 and not the last 5."""
+    st, c = _study(seeds=8)
+    c["clip_none_M1E1"] = _cell((64, 1024), 5)  # = the sqrt cell's seeds 0-4
+    m1 = ps.answers(st, c)["3_clipping"]["M1xE1"]
+    assert m1["seeds"] == 5 and m1["identical_clocks"] is True
+    assert m1["delay"]["1024"]["kl"]["median"] == 1.0
+    assert m1["delay"]["1024"]["kl"]["ci"] == [1.0, 1.0]
+    # the same 5 values as the sqrt cell's last 5 seeds: not its runs
+    for b in ("64", "1024"):
+        for k, v in c["clip_none_M1E1"]["per_seed"][b].items():
+            v[:] = c["sqrt"]["per_seed"][b][k][3:]
+    m1 = ps.answers(st, c)["3_clipping"]["M1xE1"]
+    assert m1["identical_clocks"] is False
+    # hand computation: medians of 100 f (1..5) and 100 f (4..8) at 1024 (f = 2): 600 / 1200
+    assert m1["delay"]["1024"]["kl"]["median"] == pytest.approx(600 / 1200)
+
+
 def test_report_and_figure_from_the_json_round_trip(tmp_path):
     import matplotlib
     matplotlib.use("Agg")

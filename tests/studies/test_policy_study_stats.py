@@ -1,6 +1,7 @@
 """The policy study's statistics and cells (issue 34): its answers on a hand-made study whose
 cells all differ (seeds with different clocks, some censored), against a NumPy transcription of
 a paired percentile bootstrap at 95%; each cell's configuration by hand."""
+import dataclasses
 import math
 
 import numpy as np
@@ -222,8 +223,12 @@ def test_cells_are_configured_as_documented():
     cfg, opt, sw = got["fixed"]
     assert opt.lr_rule == "fixed" and sw.lr0s[0] == pytest.approx(4e-3, rel=1e-12)
     cfg, opt, sw = got["clip_none_M1E1"]
-    assert (cfg.clip_low, cfg.minibatches, cfg.epochs, sw.batches, sw.lr0s) == (
-        None, 1, 1, (32, 256), (2e-3,))
+    # the control: min(control_seeds 8, seeds 3) seeds
+    assert (cfg.clip_low, cfg.minibatches, cfg.epochs, sw.batches, sw.lr0s, sw.seeds) == (
+        None, 1, 1, (32, 256), (2e-3,), 3)
+    wide = dataclasses.replace(st, seeds=16, control_seeds=5)
+    assert [sw.seeds for n, _, _, sw in ps.cells(wide, PolicyConfig())
+            if n in ("sqrt", "clip_none_M1E1")] == [16, 5]
     for conv in ("fixed_m", "fixed_size"):
         for name, (cl, ch) in (("eps0.2", (0.2, None)), ("none", (None, None)),
                                ("higher", (0.2, 0.28))):

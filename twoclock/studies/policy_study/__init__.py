@@ -5,8 +5,9 @@ Cells (`cells`), each one sweep through the engine's `run_sweep` (resumable from
 - sqrt / fixed: the default config (M = E = 1, eps 0.2) over the batches, lr0 under the sqrt
   rule, and under the fixed rule the sqrt rule's lr at the smallest batch (the same start, so
   the fixed rule borrows the sqrt rule's runs there);
-- clip_none_M1E1: the sqrt cell unclipped at the smallest and largest batch (at M = E = 1
-  every ratio is 1, so this must equal the sqrt cell);
+- clip_none_M1E1: the sqrt cell unclipped at the smallest and largest batch, for its first
+  min(control_seeds, seeds) seeds (at M = E = 1 every ratio is 1, so these runs must equal the sqrt
+  cell's, bit for bit: a check, for which one chunk of seeds per batch is enough);
 - clip_<name>_<convention>: M x E = 4 x 2 at the smallest and largest batch and
   clip_lr_factor x lr0, eps 0.2, unclipped, and clip-higher (0.2, 0.28), for M fixed
   (fixed_m) and the minibatch size fixed (fixed_size, M = 4 B / B_min; at B_min these are
@@ -59,6 +60,8 @@ class Config:
                                                       "collapse cells use the smallest and the "
                                                       "largest")
     seeds: int = param(16, "seeds per cell")
+    control_seeds: int = param(8, "seeds of the M = E = 1 control (--seeds if fewer), whose "
+                               "clocks must equal the sqrt cell's first ones, bit for bit")
     budget: int = param(12_288, "responses per run")
     lr0: float = param(1e-4, "base learning rate at b0 of the rule cells")
     unstable_factor: float = param(3.0, "the collapse cells' lr0 / lr0")
@@ -84,6 +87,7 @@ class Config:
 
     def __post_init__(self):
         require_int("seeds", self.seeds, lo=2)
+        require_int("control_seeds", self.control_seeds, lo=2)
         require(self.seeds <= MAX_SEEDS, "seeds", f"<= {MAX_SEEDS} (the paired bootstrap "
                 f"holds {N_BOOT} x seeds indices)", self.seeds)
         require_int("budget", self.budget, lo=1)

@@ -107,12 +107,16 @@ def clipping(c: dict, ps, conventions, b0: str, b1: str, idx) -> dict:
     convention."""
     clip = {}
     if "clip_none_M1E1" in c and "sqrt" in c:  # the sqrt cell is eps 0.2 at M = E = 1
-        clip["M1xE1"] = {"delay": {b: {k: ratio_ci(ps("sqrt", b, k), ps("clip_none_M1E1", b, k),
-                                                   idx) for k in ("progress",) + DRIFT}
-                                   for b in (b0, b1)},
-                         "identical_clocks": all(
-                             np.array_equal(ps("sqrt", b, k), ps("clip_none_M1E1", b, k))
-                             for b in (b0, b1) for k in CLOCK_KEYS)}
+        # the control runs the sqrt cell's first n seeds (its keys are theirs): paired on them
+        none = lambda b, k: ps("clip_none_M1E1", b, k)
+        n = len(none(b0, "progress"))
+        eps = lambda b, k: ps("sqrt", b, k)[:n]
+        cidx = idx if idx.shape[1] == n else bootstrap_indices(n)
+        clip["M1xE1"] = {"delay": {b: {k: ratio_ci(eps(b, k), none(b, k), cidx)
+                                       for k in ("progress",) + DRIFT} for b in (b0, b1)},
+                         "seeds": n,
+                         "identical_clocks": all(np.array_equal(eps(b, k), none(b, k))
+                                                 for b in (b0, b1) for k in CLOCK_KEYS)}
     for conv in conventions:
         if all(f"clip_{name}_{conv}" in c for name in CLIPS):
             clip[conv] = clipping_at(ps, conv, b0, b1, idx)

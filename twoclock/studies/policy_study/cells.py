@@ -31,9 +31,9 @@ def rules(st) -> dict:
 def cells(st, base) -> list:
     """[(name, model config, OptimConfig, SweepConfig)] of the study (st: its Config; base:
     the model's config); ValueError for a cell the configs refuse."""
-    sweep = lambda batches, lr0: SweepConfig(batches=tuple(batches), lr0s=(lr0,),
-                                             seeds=st.seeds, budget=st.budget, seed=st.seed,
-                                             n_ckpt=st.n_ckpt)
+    sweep = lambda batches, lr0, seeds=st.seeds: SweepConfig(
+        batches=tuple(batches), lr0s=(lr0,), seeds=seeds, budget=st.budget, seed=st.seed,
+        n_ckpt=st.n_ckpt)
     rule = rules(st)
     sqrt = rule["sqrt"][0]
     b0, b1 = min(st.batches), max(st.batches)
@@ -45,7 +45,7 @@ def cells(st, base) -> list:
                 for name, (opt, lr0) in rule.items()]
     if "clip" in st.parts:
         out.append(("clip_none_M1E1", dataclasses.replace(base, clip_low=None, clip_high=None),
-                    sqrt, sweep((b0, b1), st.lr0)))
+                    sqrt, sweep((b0, b1), st.lr0, min(st.control_seeds, st.seeds))))
     lr_clip = st.lr0 * st.clip_lr_factor
     for conv in (st.conventions if "clip" in st.parts else ()):
         opt, lr0 = clip_rule(conv, lr_clip, b0)

@@ -57,7 +57,8 @@ def report(out: dict) -> str:
     clip = a["3_clipping"]
     if "M1xE1" in clip:
         d = clip["M1xE1"]
-        lines.append(f"   M 1 x E 1: clocks identical with and without clipping: "
+        lines.append(f"   M 1 x E 1 ({d.get('seeds', st['seeds'])} seeds): clocks identical "
+                     f"with and without clipping: "
                      f"{d['identical_clocks']}; delay at {b1}: " + ", ".join(
                          f"{k} {ci(v)}" for k, v in d["delay"][b1].items()))
     for conv, row in ((k, v) for k, v in clip.items() if k != "M1xE1"):
