@@ -14,7 +14,7 @@ from twoclock.model import CLOCKS, Model
 from twoclock.models import MODELS, get
 from twoclock.models.policy import PolicyConfig, WarmupConfig
 from twoclock.engine.stages import checkpoints, constant_run, make_run
-from twoclock.engine.sweep import program
+from twoclock.engine.programs import program
 from twoclock.trace import checkpoint_every
 
 SMALL = {  # configurations whose clocks fire within a few dozen updates

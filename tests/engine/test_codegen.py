@@ -14,7 +14,7 @@ from twoclock.config import OptimConfig, SweepConfig
 from twoclock.engine.estimate import Estimate
 from twoclock.models import get as get_model
 from twoclock.models.quadratic import QuadraticConfig
-from twoclock.engine import sweep as sweep_mod
+from twoclock.engine import programs as programs_mod
 from twoclock.engine.sweep import run_sweep
 from twoclock.models import MODELS
 
@@ -100,7 +100,7 @@ def test_the_programs_are_compiled_with_the_chosen_options(monkeypatch):
                             ("fused", None), ("auto", {"xla_cpu_use_fusion_emitters": False})):
         seen.clear()
         # none kept from before: the choice builds its program
-        monkeypatch.setattr(sweep_mod, "_PROGRAMS", type(sweep_mod._PROGRAMS)())
+        monkeypatch.setattr(programs_mod, "PROGRAMS", programs_mod.Kept(16))
         res = run_sweep(MODELS["quadratic"], cfg, OptimConfig(), SWEEP, quiet=True, codegen=choice)
         assert res.codegen == ("quick" if choice == "auto" else choice)  # a short sweep
         assert seen == [options], (choice, seen)  # one program, with the choice's options

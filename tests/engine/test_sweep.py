@@ -48,12 +48,11 @@ def test_padding_is_small_and_clocks_in_samples_are_batch_times_updates():
 
 
 def test_kept_programs_serve_another_rule_and_never_another_config(monkeypatch):
-    from collections import OrderedDict
     from dataclasses import replace
-    from twoclock.engine import sweep as sweep_mod
-    built, real = [], sweep_mod.program
-    monkeypatch.setattr(sweep_mod, "program", lambda *a, **k: built.append(a[1]) or real(*a, **k))
-    monkeypatch.setattr(sweep_mod, "_PROGRAMS", OrderedDict())
+    from twoclock.engine import programs
+    built, real = [], programs.program
+    monkeypatch.setattr(programs, "program", lambda *a, **k: built.append(a[1]) or real(*a, **k))
+    monkeypatch.setattr(programs, "PROGRAMS", programs.Kept(16))
     quad, other = MODELS["quadratic"], replace(CFG, target=0.3)
     sqrt_rule = run_sweep(quad, CFG, OPT, SWEEP, quiet=True)
     n = len(built)
@@ -62,7 +61,7 @@ def test_kept_programs_serve_another_rule_and_never_another_config(monkeypatch):
     assert not np.array_equal(sqrt_rule.ckpt[0]["progress_frac"], fixed.ckpt[0]["progress_frac"])
     moved = run_sweep(quad, other, OPT, SWEEP, quiet=True)
     assert len(built) == 2 * n and built[n:] == [other] * n  # another config: its own programs
-    monkeypatch.setattr(sweep_mod, "_PROGRAMS", OrderedDict())  # built afresh, the same numbers
+    monkeypatch.setattr(programs, "PROGRAMS", programs.Kept(16))  # built afresh: same numbers
     for kept, cfg, opt in ((fixed, CFG, replace(OPT, lr_rule="fixed")), (moved, other, OPT)):
         fresh = run_sweep(quad, cfg, opt, SWEEP, quiet=True)
         for name in ("prog_n", "fail_n", "div_n"):

@@ -216,7 +216,7 @@ def test_cells_borrow_the_runs_another_cell_has_run():
     # the fixed rule's lr at b0 is the sqrt rule's to the last bit: its runs there are the same
     (sqrt, lr0), (fixed, lr0_fixed) = ps.rules(st)["sqrt"], ps.rules(st)["fixed"]
     assert sqrt.lr(lr0, 64) == fixed.lr(lr0_fixed, 64)
-    assert ps.borrowed(st)["fixed"] == (64, "sqrt")
+    assert ps.borrowed(st)["fixed"] == (64, "sqrt", (64, 128, 256, 512, 1024))
     # one convention alone, or one rule alone, runs every batch
     alone = ps.cells(dataclasses.replace(st, conventions=("fixed_size",)), PolicyConfig())
     assert {sw.batches for name, _, _, sw in alone if "fixed_size" in name} == {(64, 1024)}
@@ -228,7 +228,8 @@ def test_cells_borrow_the_runs_another_cell_has_run():
     assert own["fixed"].batches == (256, 1024)
     from twoclock.studies.policy_study.cells import lend
     sq, fx = _result((256, 64, 1024), 1.0), _result((256, 1024), 10.0)
-    whole, res = lend("fixed", own["fixed"], fx, {"sqrt": sq}, un)
+    loans = ps.borrowed(un)
+    whole, res = lend("fixed", own["fixed"], fx, {"sqrt": sq}, loans)
     assert whole.batches == res.batches == (256, 64, 1024) and whole.seeds == un.seeds
     np.testing.assert_array_equal(res.prog_n[:, 0, 0], [10.0, 2.0, 11.0])
     np.testing.assert_array_equal(res.extra["kl_n"][:, 0, 0], [20.0, 4.0, 22.0])
@@ -236,10 +237,10 @@ def test_cells_borrow_the_runs_another_cell_has_run():
     np.testing.assert_array_equal(res.lrs_BxL[:, 0], [10.0, 1.0, 10.0])
     assert res.lr0s == fx.lr0s  # the borrowing cell's lr0 (the lender's differs, as the rules')
     whole, res = lend("clip_none_fixed_size", own["clip_none_fixed_size"], _result((1024,), 3.0),
-                      {"clip_none_fixed_m": _result((64, 1024), 5.0)}, un)
+                      {"clip_none_fixed_m": _result((64, 1024), 5.0)}, loans)
     assert whole.batches == (64, 1024)
     np.testing.assert_array_equal(res.fail_n[:, 0, 0], [5.5, 3.5])
-    assert lend("sqrt", own["sqrt"], sq, {}, un) == (own["sqrt"], sq)  # a cell that borrows none
+    assert lend("sqrt", own["sqrt"], sq, {}, loans) == (own["sqrt"], sq)  # a cell that borrows none
 
 
 def test_the_contrasts_are_stated_as_paired_ratios_by_hand():

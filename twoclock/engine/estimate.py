@@ -22,6 +22,7 @@ import numpy as np
 
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.engine.memory import held_bytes, memory_limit
+from twoclock.engine.kept import Kept
 from twoclock.engine.stages import checkpoints, constant_run, program_opt
 from twoclock.model import Model
 from twoclock.trace import checkpoint_every
@@ -237,20 +238,13 @@ class _Traced(NamedTuple):
 
 
 # the traces estimated before, so that a process estimating sweeps of one program (another lr
-# rule, another value of the model's knobs) traces it once: {key: (model, _Traced)}
-_TRACED: dict = {}
-TRACES_KEPT = 64
+# rule, another value of the model's knobs) traces it once
+TRACES = Kept(64)
 
 
 def _trace(spec: Model, model_cfg, opt: OptimConfig, b: int, nL: int, every: int = 1) -> _Traced:
-    key = (id(spec), model_cfg, program_opt(opt), b, nL, every, jax.config.jax_enable_x64)
-    hit = _TRACED.get(key)
-    if hit is not None:  # the entry holds its model, so no other object has its id
-        return hit[1]
-    if len(_TRACED) >= TRACES_KEPT:
-        _TRACED.clear()
-    _TRACED[key] = (spec, _traced(spec, model_cfg, opt, b, nL, every))
-    return _TRACED[key][1]
+    key = (model_cfg, program_opt(opt), b, nL, every, jax.config.jax_enable_x64)
+    return TRACES.get(spec, key, lambda: _traced(spec, model_cfg, opt, b, nL, every))
 
 
 def _traced(spec: Model, model_cfg, opt: OptimConfig, b: int, nL: int, every: int) -> _Traced:

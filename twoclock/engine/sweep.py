@@ -10,7 +10,6 @@ Every batch and lr0 sees the same seeds. Before compiling, the sweep's memory an
 estimated from one traced chunk of updates, and a sweep that cannot fit is refused.
 """
 from contextlib import nullcontext
-from collections import OrderedDict
 from dataclasses import asdict, dataclass
 import math
 import os
@@ -30,7 +29,8 @@ from twoclock.engine.layout import groups, listed, n_steps_for
 from twoclock.engine.keys import seed_keys
 from twoclock.engine.runtime import check_devices, fast_rng
 from twoclock.model import Model, shapes_only
-from twoclock.engine.stages import checkpoints, constant_run, make_traced_run, program_opt
+from twoclock.engine.programs import kept_program
+from twoclock.engine.stages import checkpoints
 from twoclock.engine.store import CorruptChunk
 from twoclock.trace import checkpoint_every
 
@@ -83,47 +83,6 @@ def merge_batches(parts: list, batches) -> SweepResult:
         {k: pick(lambda r, k=k: r.extra[k]) for k in parts[0].extra}, [r.ckpt[i] for r, i in src],
         sum(r.seconds for r in parts), max(r.padded_fraction for r in parts),
         sum(r.reused_chunks for r in parts), parts[0].codegen)
-
-
-def program(model: Model, model_cfg, opt: OptimConfig, n_steps: int, n_ckpt: int,
-            static_batch: int | None = None, codegen: str = "fused", knobbed: bool = False):
-    """The compiled vmapped run that run_sweep uses for runs of n_steps updates: per batch where
-    the batch sets shapes, otherwise one program whose run length and checkpoint interval are
-    arguments (`length_args`), the same for every n_steps. codegen: "fused" or "quick"
-    (`twoclock.engine.layout`). knobbed: the program takes the model's knobs
-    (`Model.knobs`) as a last argument, the same for every lane."""
-    options = codegens.compiler_options(codegen)
-    knob_axis = (None,) if knobbed else ()
-    if model.static_batch:
-        return jax.jit(jax.vmap(constant_run(model, model_cfg, opt, int(n_steps), n_ckpt,
-                                             static_batch), in_axes=(0, 0, 0, *knob_axis)),
-                       compiler_options=options)
-    return jax.jit(jax.vmap(make_traced_run(model, model_cfg, opt, n_ckpt),
-                            in_axes=(0, 0, 0, None, None, *knob_axis)), compiler_options=options)
-
-
-# Programs kept in the process, so that sweeps of one program (another lr rule, another value
-# of a model's knobs) trace it once: the last PROGRAMS_KEPT of them.
-PROGRAMS_KEPT = 16
-_PROGRAMS: OrderedDict = OrderedDict()
-
-
-def kept_program(model: Model, model_cfg, opt: OptimConfig, n_steps: int, n_ckpt: int,
-                 static_batch: int | None, codegen: str, knobbed: bool):
-    """`program`, the one built before where its arguments were the same (one jit, one trace
-    per shape)."""
-    key = (id(model), model_cfg, program_opt(opt), int(n_steps) if model.static_batch else None,
-           n_ckpt, static_batch, codegen, knobbed, jax.config.jax_enable_x64)
-    hit = _PROGRAMS.get(key)
-    if hit is not None:  # the entry holds its model, so no other object has its id
-        _PROGRAMS.move_to_end(key)
-        return hit[1]
-    fn = program(model, model_cfg, program_opt(opt), n_steps, n_ckpt, static_batch, codegen,
-                 knobbed)
-    _PROGRAMS[key] = (model, fn)
-    while len(_PROGRAMS) > PROGRAMS_KEPT:
-        _PROGRAMS.popitem(last=False)
-    return fn
 
 
 def length_args(model: Model, n_steps: int, n_ckpt: int) -> tuple:

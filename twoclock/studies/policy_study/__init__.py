@@ -171,21 +171,21 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
         return run_prereg(model, base, st, keep=keep, quiet=quiet, engine=engine)
     log = (lambda m: None) if quiet else print
     out, t0 = {"study": dataclasses.asdict(st), "cells": {}}, time.perf_counter()
-    lent = borrowed(st)
-    lenders = {src for _, src in lent.values()}
+    loans = borrowed(st)
+    lenders = {loan.lender for loan in loans.values()}
     done = {}  # the lending cells' results
     for name, cfg, opt, sweep, res, secs in run_cells(
             model, cells(st, base), title="policy study", store_root=engine.store,
             max_lanes=st.max_lanes, keep=keep, quiet=quiet):
         if name in lenders:
             done[name] = res
-        whole, res = lend(name, sweep, res, done, st)
+        whole, res = lend(name, sweep, res, done, loans)
         out["cells"][name] = {**analyse(model, cfg, opt, whole, res, st.early_samples),
                               "seconds": secs,
                               "config": results.config_dict(model=cfg, optimizer=opt,
                                                             sweep=sweep)}
-        if name in lent:
-            out["cells"][name]["borrowed"] = {str(lent[name][0]): lent[name][1]}
+        if name in loans:
+            out["cells"][name]["borrowed"] = {str(loans[name].batch): loans[name].lender}
     if "adam" in st.parts:
         log("[policy study] adam: per-coordinate noise at the reference policy")
         t = time.perf_counter()

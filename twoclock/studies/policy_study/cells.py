@@ -1,6 +1,7 @@
 """The policy study's cells: which sweeps it runs (each a model config, an optimizer and a
 SweepConfig), and the per-seed numbers each cell keeps for the answers."""
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,10 +39,10 @@ def cells(st, base) -> list:
     sqrt = rule["sqrt"][0]
     b0, b1 = min(st.batches), max(st.batches)
     out = []
-    lent = borrowed(st)
+    loans = borrowed(st)
     if "rules" in st.parts:
         # the fixed rule's runs at b0 are the sqrt rule's (the same lr there): borrowed
-        out += [(name, base, opt, sweep(_own(name, st.batches, lent), lr0))
+        out += [(name, base, opt, sweep(_own(name, st.batches, loans), lr0))
                 for name, (opt, lr0) in rule.items()]
     if "clip" in st.parts:
         out.append(("clip_none_M1E1", dataclasses.replace(base, clip_low=None, clip_high=None),
@@ -54,7 +55,7 @@ def cells(st, base) -> list:
                                       mb_ref=b0, clip_low=cl, clip_high=ch)
             # at b0 = mb_ref, fixed_size runs fixed_m's runs (M = 4 either way): borrowed
             cell = f"clip_{name}_{conv}"
-            out.append((cell, cfg, opt, sweep(_own(cell, (b0, b1), lent), lr0)))
+            out.append((cell, cfg, opt, sweep(_own(cell, (b0, b1), loans), lr0)))
     for v, (factor, over) in (VARIANTS.items() if "variants" in st.parts else ()):
         opt, lr0 = clip_rule("fixed_size", lr_clip * factor, b0)
         vbase = with_overrides(base, over)
@@ -88,41 +89,45 @@ def clip_rule(conv: str, lr0: float, b0: int) -> tuple:
     return (sqrt, lr0) if conv == "fixed_m" else (OptimConfig(lr_rule="fixed"), sqrt.lr(lr0, b0))
 
 
+class Loan(NamedTuple):
+    """Runs a cell takes from another that has run them, bit for bit."""
+    batch: int  # the batch whose runs are borrowed
+    lender: str  # the cell that runs them
+    batches: tuple  # the borrowing cell's batches, its own and the borrowed, in its order
+
+
 def borrowed(st) -> dict:
-    """{cell: (batch, the cell it takes that batch's runs from)}: runs that another cell has
-    already run, bit for bit. With both rules, the fixed rule's at the smallest batch b0 (its
-    lr there is the sqrt rule's, `rules`); with both conventions, the fixed_size clipping cells'
+    """{cell: Loan}. With both rules, the fixed rule's runs at the smallest batch b0 (its lr
+    there is the sqrt rule's, `rules`); with both conventions, the fixed_size clipping cells'
     at b0 = mb_ref (fixed_m's config but for the convention's name, which sets no number there:
     M = 4 either way)."""
-    b0 = min(st.batches)
+    b0, b1 = min(st.batches), max(st.batches)
     out = {}
     if "rules" in st.parts:
         (sqrt, lr0), (fixed, lr0_fixed) = rules(st)["sqrt"], rules(st)["fixed"]
         if sqrt.lr(lr0, b0) == fixed.lr(lr0_fixed, b0):
-            out["fixed"] = (b0, "sqrt")
+            out["fixed"] = Loan(b0, "sqrt", tuple(st.batches))
     if "clip" in st.parts and set(CONVENTIONS) <= set(st.conventions):
-        out.update({f"clip_{name}_fixed_size": (b0, f"clip_{name}_fixed_m") for name in CLIPS})
+        out.update({f"clip_{name}_fixed_size": Loan(b0, f"clip_{name}_fixed_m", (b0, b1))
+                    for name in CLIPS})
     return out
 
 
-def _own(cell: str, batches: tuple, lent: dict) -> tuple:
+def _own(cell: str, batches: tuple, loans: dict) -> tuple:
     """The batches a cell runs itself: all but the one it borrows."""
-    return tuple(b for b in batches if cell not in lent or b != lent[cell][0])
+    return tuple(b for b in batches if cell not in loans or b != loans[cell].batch)
 
 
-def lend(name: str, sweep, res, done: dict, st) -> tuple:
-    """(sweep, result) of a cell with the batch it borrows, if any, taken from the lending
-    cell's result done[source] (a SweepResult), so that its clocks, critical batch and
-    per-seed numbers are worked out over every batch."""
-    if name not in borrowed(st):
+def lend(name: str, sweep, res, done: dict, loans: dict) -> tuple:
+    """(sweep, result) of a cell over all its batches: where it borrows (loans[name]), its own
+    result res with the borrowed batch taken from the lender's, done[lender] (a SweepResult),
+    so that its clocks, critical batch and per-seed numbers are worked out over every batch."""
+    loan = loans.get(name)
+    if loan is None:
         return sweep, res
     from twoclock.engine.sweep import merge_batches  # the engine's, looked up at call time
-    b, src = borrowed(st)[name]
-    whole = tuple(x for x in (st.batches if name == "fixed" else (min(st.batches),
-                                                                    max(st.batches)))
-                  if x == b or x in sweep.batches)
-    return (dataclasses.replace(sweep, batches=whole),
-            merge_batches([res, done[src]], whole))  # its own runs first
+    return (dataclasses.replace(sweep, batches=loan.batches),
+            merge_batches([res, done[loan.lender]], loan.batches))  # its own runs first
 
 
 def check_cells(model, st, base) -> None:
@@ -165,5 +170,5 @@ def analyse(model, cfg, opt, sweep, res, early_samples: int) -> dict:
 
 
 __all__ = ["CLOCK_KEYS", "DRIFT", "CLIPS", "PARTS", "DEFAULT_PARTS", "VARIANTS", "CONVENTIONS",
-           "rules", "cells", "with_overrides", "clip_rule", "borrowed", "lend", "check_cells",
+           "rules", "cells", "with_overrides", "clip_rule", "borrowed", "Loan", "lend", "check_cells",
            "clock_S", "per_seed", "analyse"]
