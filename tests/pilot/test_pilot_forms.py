@@ -88,6 +88,73 @@ def test_a_power_law_failure_clock_is_not_taken_for_progress():
                  20_000.0 * math.sqrt(2048 / 64), rtol=1e-9, atol=0, what="power median")
 
 
+def _ols_slope_ci(x, y):
+    """Least-squares slope of y on x and its 95% Student-t CI, by the textbook formulas."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    sxx = np.sum((x - x.mean()) ** 2)
+    b = np.sum((x - x.mean()) * (y - y.mean())) / sxx
+    resid = y - y.mean() - b * (x - x.mean())
+    se = math.sqrt(np.sum(resid ** 2) / (x.size - 2) / sxx)
+    t = pf.t_quantile(0.975, x.size - 2)
+    return b, (b - t * se, b + t * se)
+
+
+def _tied_runs(seed=5):
+    """Progress on a knee that turns inside the pilots; failure 1.45 x the same knee, each with
+    its own noise (so the ratio's noise does not cancel)."""
+    rng = np.random.default_rng(seed)
+    B = np.repeat([32.0, 64.0, 128.0], 8)
+    knee = _knee(B, b_crit=20.0)
+    return B, knee * np.exp(0.03 * rng.standard_normal(B.size)), \
+        1.45 * knee * np.exp(0.03 * rng.standard_normal(B.size))
+
+
+def test_a_growing_clock_with_a_constant_ratio_is_read_as_coupled(monkeypatch):
+    """The two tests by hand (textbook least squares): log N_fail on log B has a slope whose CI
+    lies above 0 (not flat), log(N_fail / N_prog) one whose CI includes 0 (ratio constant): the
+    coupled form is chosen, its median exp(mean log ratio) x the progress median. On these
+    runs the left-out error alone picks the knee."""
+    B, prog, fail = _tied_runs()
+    _, (q_lo, _) = _ols_slope_ci(np.log(B), np.log(fail))
+    _, (s_lo, s_hi) = _ols_slope_ci(np.log(B), np.log(fail / prog))
+    assert q_lo > 0 and s_lo <= 0 <= s_hi, (q_lo, s_lo, s_hi)
+    out = plan(_runs(B, prog, fail), predict=[1024.0])
+    ff = out["fit"]["failure_form"]
+    assert ff["chosen"] == "coupled" and "keeps its ratio to progress" in ff["why"], ff["why"]
+    k = math.exp(np.mean(np.log(fail / prog)))
+    p = out["predictions"][0]
+    assert_close(p["failure_samples"]["median"], k * p["progress_samples"]["median"],
+                 rtol=1e-12, atol=0, what="coupled median")
+    monkeypatch.setattr(forms, "COUPLED_WHEN_TIED", False)
+    assert plan(_runs(B, prog, fail), predict=[1024.0])["fit"]["failure_form"]["chosen"] == "knee"
+
+
+def test_the_bands_level_does_not_change_the_chosen_form():
+    """The tests run at 95% whatever the level asked: the same form and median at 50%."""
+    B, prog, fail = _tied_runs()
+    a, b = (plan(_runs(B, prog, fail), predict=[1024.0], level=lvl) for lvl in (0.5, 0.95))
+    assert a["fit"]["failure_form"]["chosen"] == b["fit"]["failure_form"]["chosen"] == "coupled"
+    assert (a["predictions"][0]["failure_samples"]["median"]
+            == b["predictions"][0]["failure_samples"]["median"])
+
+
+def test_a_flat_clock_is_left_to_the_left_out_error(monkeypatch):
+    """N_fail flat in B (a random walk's clock, noise 0.3 in log) while progress grows: the
+    exponent's CI (by hand) includes 0, so the tests do not apply and the choice is the
+    left-out error's, the same as with the rule switched off."""
+    rng = np.random.default_rng(5)
+    B = np.repeat([32.0, 64.0, 128.0], 8)
+    prog = _knee(B, b_crit=20.0) * np.exp(0.03 * rng.standard_normal(B.size))
+    fail = 20_000.0 * np.exp(0.3 * rng.standard_normal(B.size))
+    _, (q_lo, q_hi) = _ols_slope_ci(np.log(B), np.log(fail))
+    assert q_lo <= 0 <= q_hi
+    with_rule = plan(_runs(B, prog, fail), predict=[1024.0])["fit"]["failure_form"]
+    monkeypatch.setattr(forms, "COUPLED_WHEN_TIED", False)
+    without = plan(_runs(B, prog, fail), predict=[1024.0])["fit"]["failure_form"]
+    assert with_rule["chosen"] == without["chosen"]
+    assert "keeps its ratio" not in with_rule["why"]
+
+
 def test_coupled_fit_by_hand_with_a_censored_run():
     """log ratios of the failed runs: log 2, log 4 -> mean log sqrt(8); a censored run whose
     level (ratio 8) lies above that pushes it: mean of log 2, log 4, log 8 = log 4."""

@@ -1,7 +1,7 @@
 """Failure-clock forms chosen from the pilots, and the model-form error every band carries
 (numpy only, no JAX; the method and its calibration: docs/plan.md, "Forms and form error").
 
-A failure clock follows one of two forms:
+A failure clock follows one of three forms (the third, knee, is the progress form of its own):
   power:    N_fail(B) = F_ref (B / B_ref)^q, a noise-driven drift (twoclock.pilot.fit);
   coupled:  N_fail(B) = k N_prog(B), a clock of learning: the failure metric is read at a fixed
             point of the progress curve, so the ratio of a run's two clocks does not depend on B.
@@ -30,6 +30,13 @@ FAILURE_FORMS = ("power", "coupled", "knee")
 # (its band is pooled): below ~0.05 per log unit squared they are indistinguishable at pilot
 # noise
 PLAUSIBLE_RATE = (2.0, 0.05)  # (factor, additive slack)
+# A clock that grows with B (its power law's exponent CI above 0: "flat" rejected) while its
+# ratio to progress keeps constant (the ratio's slope CI includes 0: "coupled" not rejected) is
+# read as coupled, whatever the left-out errors say: three pilot batches 2x apart rarely tell
+# the two-parameter forms apart, and the one-parameter form the tests single out is the better
+# bet. False: the left-out error alone chooses (docs/plan.md, "Forms of a failure clock").
+COUPLED_WHEN_TIED = True
+TEST_LEVEL = 0.95  # the level of both tests, whatever the bands' level
 # The left-out errors include their own sampling error, so the curvature they imply is too
 # large: at the full rate the 95% bands covered 0.97 of the calibration's 120 predictions (0.84
 # at 50%). This scale is the smallest of 0.4-1.0 (steps of 0.1) at which they cover 0.95;
@@ -236,8 +243,12 @@ def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
         return out
     rate = {f: v["loo"]["rate"] for f, v in forms.items()}
     known = {f: r for f, r in rate.items() if r is not None}
+    # the tests at a fixed level: the form (and the median) must not depend on the band's level
+    tied = COUPLED_WHEN_TIED and "coupled" in known and _tied_to_progress(
+        forms, cf if level == TEST_LEVEL else fit_coupled(B, fail, censor, prog, TEST_LEVEL))
     if known:
-        chosen = min(known, key=lambda f: (_score(forms[f]), known[f]))
+        chosen = ("coupled" if tied else
+                  min(known, key=lambda f: (_score(forms[f]), known[f])))
         fac, add = PLAUSIBLE_RATE
         plausible = [f for f in forms if rate[f] is None or rate[f] <= fac * known[chosen] + add]
     else:  # no end batch could be predicted: keep both, prefer the power law
@@ -245,7 +256,18 @@ def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
         plausible = list(forms)
     plausible = [chosen] + [f for f in plausible if f != chosen]
     return {**out, "chosen": chosen, "plausible": plausible,
-            "why": _why(forms, chosen, plausible, cf)}
+            "why": _why(forms, chosen, plausible, cf, tied)}
+
+
+def _tied_to_progress(forms: dict, cf: CoupledFit) -> bool:
+    """Both one-parameter readings of a failure clock tested on the pilots at TEST_LEVEL:
+    "flat" (the power law's exponent 0) and "coupled" (the slope of log(N_fail / N_prog) on
+    log B 0, cf.slope at TEST_LEVEL). True when the pilots reject flat (the exponent's CI lies
+    above 0: the clock grows with B) and do not reject coupled."""
+    if "power" not in forms or cf is None or cf.slope is None:
+        return False
+    lo, hi = cf.slope["ci"]
+    return lo <= 0 <= hi and forms["power"]["fit"].exponent(TEST_LEVEL)["ci"][0] > 0
 
 
 def _score(form: dict) -> float:
@@ -271,10 +293,11 @@ def failure_band(info: dict, prog_band: list, B, level: float) -> list:
     return union([form_band(info, f, prog_band, B, level) for f in info["plausible"]])
 
 
-def _why(forms, chosen, plausible, cf) -> str:
+def _why(forms, chosen, plausible, cf, tied=False) -> str:
     rates = ", ".join(f"{f} {'-' if v['loo']['rate'] is None else format(v['loo']['rate'], '.3g')}"
                       for f, v in forms.items())
-    s = (f"{chosen}: the smallest error predicting each pilot batch left out"
+    s = (f"{chosen}: " + ("the clock grows with B and keeps its ratio to progress"
+                          if tied else "the smallest error predicting each pilot batch left out")
          + f" (curvature errors: {rates})")
     if cf is not None and cf.slope is not None:
         lo, hi = cf.slope["ci"]
