@@ -40,6 +40,43 @@ def test_noiseless_runs_recover_the_form_and_critical_batch(form):
     assert_close(math.exp(fit.log_n_min), 5000.0, rtol=1e-3, atol=0, what="N_min")
 
 
+def _wide_knee(B, n_min, b_crit, a, m):
+    """N_min (1 + c (B / B_crit)^m)^(a/m) with c = 1.2^(m/a) - 1, written out by hand."""
+    c = 1.2 ** (m / a) - 1
+    return n_min * (1 + c * (np.asarray(B, float) / b_crit) ** m) ** (a / m)
+
+
+@pytest.mark.parametrize("m", [0.25, 0.5, 1.0])
+def test_the_sharpness_keeps_the_critical_batch_and_the_asymptote(m):
+    """For every m: N(B_crit) = 1.2 N_min, and far past it the local exponent is a."""
+    a = 0.5
+    assert_close(pf._log_shape(np.array([300.0]), math.log(300.0), a, m)[0], math.log(1.2),
+                 rtol=1e-12, atol=0, what="log N(B_crit) / N_min")
+    far = np.array([3e40, 6e40])
+    s = pf._log_shape(far, math.log(300.0), a, m)
+    assert_close((s[1] - s[0]) / math.log(2), a, rtol=0, atol=1e-3, what="asymptotic exponent")
+    B = np.array([10.0, 300.0, 5000.0])
+    assert_close(np.exp(pf._log_shape(B, math.log(300.0), a, m)),
+                 _wide_knee(B, 1.0, 300.0, a, m), rtol=1e-12, atol=0, what="the form by hand")
+
+
+def test_a_wide_knee_is_recovered_and_extrapolated():
+    """Runs on the saturation form with m = 1/2 (a knee twice as wide in log B): the mechanism
+    is chosen on the two-parameter forms, m = 1/2 is recovered from 4 batches, and the
+    prediction 8x past the pilots is the form's own value."""
+    B = np.repeat([16.0, 32, 64, 128], 2)
+    N = _wide_knee(B, 2000.0, 60.0, 0.5, 0.5)
+    fit, plausible, _, why = pf.choose_progress(B, N, p=0.5)
+    assert fit.form == "saturation" and fit.m == 0.5 and "m = 0.5" in why, why
+    assert all(f.m == 0.5 for f in plausible if f.form == "saturation")
+    assert fit.dof == B.size - 3
+    assert_close(math.exp(fit.log_median([1024.0])[0]), _wide_knee(1024.0, 2000.0, 60.0, 0.5, 0.5),
+                 rtol=1e-6, atol=0, what="N at 8x the largest pilot")
+    # with two batches there is nothing to fit m from: the two-parameter form
+    two = pf.choose_progress(B[B <= 32], N[B <= 32], p=0.5)[0]
+    assert two.m == 1.0 and two.dof == 2
+
+
 def test_flat_progress_has_no_critical_batch():
     B = np.array([8.0, 16, 32, 64])
     fit = pf.fit_progress(B, [1000.0, 1010, 990, 1000], "saturation", 0.5)

@@ -250,7 +250,8 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
         "failure_exponent": exp, "recommendation": rec,
         "fit": {
             "rule": {**rule, "off_rule_runs": int((~on).sum())},
-            "progress": {"form": pfit.form, "asymptote_exponent": pfit.a, "why": why,
+            "progress": {"form": pfit.form, "asymptote_exponent": pfit.a,
+                         "sharpness": pfit.m, "why": why,
                          "sse_log": sse, "band_forms": [f.form for f in plausible],
                          "n_min": math.exp(pfit.log_n_min), "dof": pfit.dof, "delta": pf.DELTA},
             "progress_form_error": _form_error(prate),

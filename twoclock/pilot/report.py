@@ -29,8 +29,12 @@ def table(out: dict) -> str:
              f"{len(out['runs']) - r['off_rule_runs']} on the rule lr = {r['lr0']:.4g} "
              f"(B/{r['b0']:g})^{r['p']:g}"
              + (f" ({r['off_rule_runs']} off it, not fitted)" if r["off_rule_runs"] else ""),
-             f"progress clock: {f['progress']['form']} form, N_prog = N_min (1 + c B/B_crit)^"
-             f"{f['progress']['asymptote_exponent']:g} with N_prog(B_crit) = 1.2 N_min; "
+             f"progress clock: {f['progress']['form']} form, N_prog = N_min "
+             + (f"(1 + c B/B_crit)^{f['progress']['asymptote_exponent']:g}"
+                if f["progress"].get("sharpness", 1.0) == 1.0 else
+                f"(1 + c (B/B_crit)^{f['progress']['sharpness']:.3g})^"
+                f"{f['progress']['asymptote_exponent'] / f['progress']['sharpness']:.3g}")
+             + " with N_prog(B_crit) = 1.2 N_min; "
              f"{f['progress']['why']}"]
     cb = out["critical_batch"]
     lines.append(f"critical batch: {_g(cb['batch'])} [{_g(cb['ci'][0])}, {_g(cb['ci'][1])}]"
