@@ -72,9 +72,12 @@ def test_a_wide_knee_is_recovered_and_extrapolated():
     assert fit.dof == B.size - 3
     assert_close(math.exp(fit.log_median([1024.0])[0]), _wide_knee(1024.0, 2000.0, 60.0, 0.5, 0.5),
                  rtol=1e-6, atol=0, what="N at 8x the largest pilot")
-    # with two batches there is nothing to fit m from: the two-parameter form
+    # with two batches, or one run per batch (noise and a wider knee look alike), m is not
+    # fitted: the two-parameter form with its n - 2 degrees of freedom
     two = pf.choose_progress(B[B <= 32], N[B <= 32], p=0.5)[0]
     assert two.m == 1.0 and two.dof == 2
+    single = pf.choose_progress(B[::2], N[::2], p=0.5)[0]
+    assert single.m == 1.0 and single.dof == 2
 
 
 def test_flat_progress_has_no_critical_batch():

@@ -17,7 +17,7 @@ Both have two parameters, so the form with the smaller squared error in log N is
 The knee's width. The mechanism sets the asymptote B^a, not how sharply the clock turns to it:
 a clock made of parts with different critical batches (directions or data with different noise
 scales) turns more gradually than one knee. So the chosen form (and each plausible one) is
-refitted with a sharpness m in [1/4, 1] (SHARPNESS) where the pilots span >= 3 batches:
+refitted with a sharpness m in [1/4, 1] (SHARPNESS) where >= 3 batches have >= 2 runs each:
 
     N_prog(B) = N_min * (1 + c * (B / B_crit)^m)^(a/m),    c = 1.2^(m/a) - 1,
 
@@ -170,14 +170,18 @@ def _exp(x):
 
 
 SHARPNESS = tuple(np.round(np.geomspace(0.25, 1.0, 13), 6))  # m's grid (m = 1 included)
-SHARPNESS_FROM = 3  # distinct pilot batches needed to fit m (fewer: m = 1)
+# m is fitted from the batch medians' departure from the m = 1 form, which only repeated runs
+# tell from noise: it needs this many distinct batches with at least 2 runs each (else m = 1;
+# one run per batch, as in the published table, keeps the two-parameter form and its dof)
+SHARPNESS_FROM = 3
 FIT_SHARPNESS = True  # False: every progress form with m = 1 (the calibration's comparison)
 
 
 def fit_progress(B, N, form: str, p: float, sharp: bool = False) -> ProgressFit:
     """The form's least squares fit (m = 1); with sharp, its knee's sharpness m fitted too
-    (the smallest squared error over SHARPNESS) where the pilots span SHARPNESS_FROM batches."""
-    if not (sharp and FIT_SHARPNESS) or np.unique(np.asarray(B)).size < SHARPNESS_FROM:
+    (the smallest squared error over SHARPNESS) where SHARPNESS_FROM batches have repeats."""
+    _, runs_per_batch = np.unique(np.asarray(B), return_counts=True)
+    if not (sharp and FIT_SHARPNESS) or (runs_per_batch >= 2).sum() < SHARPNESS_FROM:
         return _fit_progress(B, N, form, p, 1.0)
     fits = [_fit_progress(B, N, form, p, m) for m in SHARPNESS]
     best = min(fits, key=lambda f: f.sse)
