@@ -80,6 +80,30 @@ def test_a_wide_knee_is_recovered_and_extrapolated():
     assert single.m == 1.0 and single.dof == 2
 
 
+def test_the_band_with_m_fitted_is_the_profile_over_m():
+    """Every m of the grid whose best fit the F threshold SSE_min (1 + t^2 / dof) does not
+    reject (fitted here one m at a time) has its prediction inside the band: the band is not
+    the fitted m's alone."""
+    rng = np.random.default_rng(2)
+    B = np.repeat([16.0, 32, 64, 128], 4)
+    N = _wide_knee(B, 2000.0, 60.0, 0.5, 0.7) * np.exp(0.05 * rng.standard_normal(B.size))
+    fit = pf.fit_progress(B, N, "saturation", 0.5, sharp=True)
+    assert fit.dof == B.size - 3
+    t = pf.t_quantile(0.975, fit.dof)
+    thr = fit.sse * (1 + t * t / fit.dof)
+    lo, hi = fit.log_interval([1024.0], 0.95)
+    kept = 0
+    for m in pf.SHARPNESS:
+        f = pf._fit_progress(B, N, "saturation", 0.5, m)
+        if f.sse <= thr:
+            kept += 1
+            assert lo[0] - 1e-9 <= f.log_median([1024.0])[0] <= hi[0] + 1e-9, m
+    assert kept >= 2  # the test means something: more than the fitted m is plausible
+    alone = pf._fit_progress(B, N, "saturation", 0.5, fit.m)
+    a_lo, a_hi = (alone.log_interval([1024.0], 0.95))
+    assert lo[0] <= a_lo[0] + 1e-9 and hi[0] >= a_hi[0] - 1e-9
+
+
 def test_flat_progress_has_no_critical_batch():
     B = np.array([8.0, 16, 32, 64])
     fit = pf.fit_progress(B, [1000.0, 1010, 990, 1000], "saturation", 0.5)

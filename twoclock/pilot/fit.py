@@ -31,7 +31,7 @@ Failure clock: N_fail(B) = F_ref (B / B_ref)^q, fitted in log N; runs that did n
 censored (their N_fail is only known to exceed a level) and enter one-sidedly: they cost only
 when the line predicts failure before that level (a hinge, fitted by an active set).
 
-Bands: least squares in log N (noise multiplicative), with n - 2 degrees of freedom and
+Bands: least squares in log N (noise multiplicative), with n - 2 degrees of freedom (n - 3 with m) and
 Student-t quantiles (with 4 pilots t_0.975 = 4.30, not 1.96). The progress clock is nonlinear
 in B_crit, so its bands are profile-likelihood intervals: the range of the prediction over
 every (N_min, B_crit) with SSE <= SSE_min (1 + t^2 / dof), found on a grid of B_crit (a
@@ -97,6 +97,9 @@ class ProgressFit:
     B_R: tuple
     y_R: tuple
     m: float = 1.0             # the knee's sharpness (fitted with >= SHARPNESS_FROM batches)
+    # with m fitted: the fits at the other m of SHARPNESS, each with this fit's sse and dof, so
+    # that the band is the profile region over (B_crit, m), not over B_crit at the fitted m
+    slices: tuple = ()
 
     def _grid(self):
         """log B_crit grid (edges: B_min e^-4, B_max e^8) with the profiled intercept a(c)
@@ -141,13 +144,15 @@ class ProgressFit:
         """Profile-likelihood interval of log N_prog(B): the range of the prediction over
         every (N_min, B_crit) the data do not reject (F test with 1 and dof degrees)."""
         B = np.atleast_1d(np.asarray(B, np.float64))
-        c, icpt, w, _ = self._region(level)
         m = self.log_median(B)
-        if c.size == 0:  # the grid missed the optimum's neighbourhood: the point itself
-            return m, m
-        pred = icpt[:, None] + _log_shape(B[None, :], c[:, None], self.a, self.m)
-        return (np.minimum(np.min(pred - w[:, None], axis=0), m),
-                np.maximum(np.max(pred + w[:, None], axis=0), m))
+        lo, hi = m, m  # where the grid misses the optimum's neighbourhood: the point itself
+        for f in (self, *self.slices):  # every m the data do not reject (with m fitted)
+            c, icpt, w, _ = f._region(level)
+            if c.size:
+                pred = icpt[:, None] + _log_shape(B[None, :], c[:, None], f.a, f.m)
+                lo = np.minimum(np.min(pred - w[:, None], axis=0), lo)
+                hi = np.maximum(np.max(pred + w[:, None], axis=0), hi)
+        return lo, hi
 
     def critical(self, level: float) -> dict:
         """{batch, ci}: B_crit and its profile interval; an end at the grid's edge is None
@@ -185,8 +190,13 @@ def fit_progress(B, N, form: str, p: float, sharp: bool = False) -> ProgressFit:
         return _fit_progress(B, N, form, p, 1.0)
     fits = [_fit_progress(B, N, form, p, m) for m in SHARPNESS]
     best = min(fits, key=lambda f: f.sse)
-    return ProgressFit(best.form, best.a, best.log_n_min, best.log_b_crit, best.dof - 1,
-                       best.sse, best.B_R, best.y_R, best.m) if best.dof > 1 else best
+    if best.dof <= 1:
+        return best
+    dof = best.dof - 1
+    slices = tuple(ProgressFit(f.form, f.a, f.log_n_min, f.log_b_crit, dof, best.sse, f.B_R,
+                               f.y_R, f.m) for f in fits if f is not best)
+    return ProgressFit(best.form, best.a, best.log_n_min, best.log_b_crit, dof, best.sse,
+                       best.B_R, best.y_R, best.m, slices)
 
 
 def _fit_progress(B, N, form: str, p: float, m: float) -> ProgressFit:
