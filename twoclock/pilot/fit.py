@@ -31,10 +31,11 @@ Failure clock: N_fail(B) = F_ref (B / B_ref)^q, fitted in log N; runs that did n
 censored (their N_fail is only known to exceed a level) and enter one-sidedly: they cost only
 when the line predicts failure before that level (a hinge, fitted by an active set).
 
-Bands: least squares in log N (noise multiplicative), with n - 2 degrees of freedom (n - 3 with m) and
-Student-t quantiles (with 4 pilots t_0.975 = 4.30, not 1.96). The progress clock is nonlinear
-in B_crit, so its bands are profile-likelihood intervals: the range of the prediction over
-every (N_min, B_crit) with SSE <= SSE_min (1 + t^2 / dof), found on a grid of B_crit (a
+Bands: least squares in log N (noise multiplicative), with n - 2 degrees of freedom (n - 3 with
+m fitted) and Student-t quantiles (with 4 pilots t_0.975 = 4.30, not 1.96). The progress clock
+is nonlinear in B_crit, so its bands are profile-likelihood intervals: the range of the
+prediction over every (N_min, B_crit), and m where fitted, with SSE <= SSE_min (1 + t^2 / dof),
+found on a grid of B_crit (a
 covariance band covered only ~90% of held-out values at a claimed 95%, worst when the noise
 hid the knee). The failure clock is a line in log-log, where the covariance band is exact.
 """
@@ -142,7 +143,8 @@ class ProgressFit:
 
     def log_interval(self, B, level: float):
         """Profile-likelihood interval of log N_prog(B): the range of the prediction over
-        every (N_min, B_crit) the data do not reject (F test with 1 and dof degrees)."""
+        every (N_min, B_crit), and m where it was fitted, the data do not reject (F test with 1
+        and dof degrees)."""
         B = np.atleast_1d(np.asarray(B, np.float64))
         m = self.log_median(B)
         lo, hi = m, m  # where the grid misses the optimum's neighbourhood: the point itself
