@@ -29,8 +29,8 @@ from twoclock.trace import checkpoint_every
 
 # Bytes of intermediates of one lane's update (a noise stream at every lr0), per second per
 # device: the quadratic headline's 0.376 s of updates on 2 CPU cores (its 288 runs and 1152
-# run 0.376 and 1.42 s, predicted 0.375 and 1.50 s; the bandit's default run 0.38 s, predicted
-# 0.21 s; the policy's 36.7 s, predicted 56.8 s; the policy study's cells 0.60-1.03 of their
+# run 0.376 and 1.42 s, predicted 0.375 and 1.50 s; the bandit's default run 0.33 s, predicted
+# 0.21 s; the policy's 37.7 s, predicted 56.8 s; the policy study's cells 0.60-1.03 of their
 # measured time: docs/performance.md). Elsewhere the progress bar's ETA is what counts.
 BYTES_PER_SECOND = {"cpu": 3.7e10}
 # A matrix product runs at its own rate: its multiply-adds (in bytes of its operands' type)
