@@ -29,3 +29,12 @@ def test_an_entry_holds_its_model_so_no_new_object_takes_its_id():
     for _ in range(100):  # objects made now never reuse the kept model's id
         assert kept.get(_Model(), ("k",), lambda: 2) == 2
         kept.entries.popitem()
+
+
+def test_a_value_that_is_none_or_falsy_is_kept_like_any_other():
+    made = []
+    kept, a = Kept(4), _Model()
+    for v in (None, 0, ()):
+        assert kept.get(a, (repr(v),), lambda v=v: made.append(v) or v) == v
+        assert kept.get(a, (repr(v),), lambda: made.append("again")) == v
+    assert made == [None, 0, ()]

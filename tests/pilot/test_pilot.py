@@ -80,6 +80,22 @@ def test_a_wide_knee_is_recovered_and_extrapolated():
     assert single.m == 1.0 and single.dof == 2
 
 
+def test_the_knee_width_switch_gives_the_two_parameter_fit(monkeypatch):
+    """fit.FIT_SHARPNESS = False (the ablation docs/plan.md reports) fits the same wide-knee runs
+    with m = 1: the two-parameter least squares fit, which misses the m = 1/2 truth at 8x."""
+    B = np.repeat([16.0, 32, 64, 128], 2)
+    N = _wide_knee(B, 2000.0, 60.0, 0.5, 0.5)
+    monkeypatch.setattr(pf, "FIT_SHARPNESS", False)
+    off = pf.fit_progress(B, N, "saturation", 0.5, sharp=True)
+    plain = pf._fit_progress(B, N, "saturation", 0.5, 1.0)
+    assert off.m == 1.0 and off.dof == B.size - 2 and off.sse == plain.sse
+    assert off.log_b_crit == plain.log_b_crit and off.log_n_min == plain.log_n_min
+    truth = _wide_knee(1024.0, 2000.0, 60.0, 0.5, 0.5)
+    assert math.exp(off.log_median([1024.0])[0]) / truth - 1 > 0.2  # +26% by hand
+    monkeypatch.setattr(pf, "FIT_SHARPNESS", True)
+    assert pf.fit_progress(B, N, "saturation", 0.5, sharp=True).m == 0.5
+
+
 def test_the_band_with_m_fitted_is_the_profile_over_m():
     """Every m of the grid whose best fit the F threshold SSE_min (1 + t^2 / dof) does not
     reject (fitted here one m at a time) has its prediction inside the band: the band is not

@@ -181,7 +181,7 @@ SHARPNESS = tuple(np.round(np.geomspace(0.25, 1.0, 13), 6))  # m's grid (m = 1 i
 # tell from noise: it needs this many distinct batches with at least 2 runs each (else m = 1;
 # one run per batch, as in the published table, keeps the two-parameter form and its dof)
 SHARPNESS_FROM = 3
-FIT_SHARPNESS = True  # False: every progress form with m = 1 (the calibration's comparison)
+FIT_SHARPNESS = True  # False: m = 1 everywhere (the ablation in docs/plan.md; tested)
 
 
 def fit_progress(B, N, form: str, p: float, sharp: bool = False) -> ProgressFit:
