@@ -82,7 +82,7 @@ def simulated_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, keep=None,
         return {**paths, "seconds": old.get("seconds"), "reused": True, "metrics": metrics}
     t0 = time.perf_counter()
     res = logs_check.simulate(model, cfg, opt, sorted(set(p4) | set(held)), s.lr0, SEEDS,
-                              int(s.budget), n_ckpt, keep=keep)
+                              int(s.budget), n_ckpt, keep=keep, quiet=quiet)
     secs = time.perf_counter() - t0
     for key, bs in (("pilots", p4), ("heldout", held)):
         tmp = paths[key] + ".tmp"

@@ -11,12 +11,13 @@ from twoclock.pilot import plan as pilot, report
 
 
 def sweep(model, model_cfg, opt: OptimConfig, batches, lr0: float, seeds: int,
-          budget: int, seed: int = 0, keep=None):
-    """One short run_sweep over every batch (pilots and held-out), all seeds."""
+          budget: int, seed: int = 0, keep=None, quiet: bool = True):
+    """One short run_sweep over every batch (pilots and held-out), all seeds (quiet: without
+    the sweep's estimate line and progress bar)."""
     cfg = SweepConfig(batches=tuple(int(b) for b in batches), lr0s=(lr0,), seeds=seeds,
                       budget=budget, seed=seed, n_ckpt=8)
     from twoclock.engine.sweep import run_sweep  # here: the rest of twoclock.pilot needs no JAX
-    return run_sweep(model, model_cfg, opt, cfg, quiet=True, keep=keep)
+    return run_sweep(model, model_cfg, opt, cfg, quiet=quiet, keep=keep)
 
 
 def pilot_runs(res, opt: OptimConfig, pilot_batches, n_seeds: int, budget: int) -> pilot.PilotRuns:
@@ -71,10 +72,10 @@ def heldout(res, plan: dict, heldout_batches) -> list:
 
 def check(model, model_cfg, opt: OptimConfig, lr0: float, pilot_batches, heldout_batches,
           pilot_seeds: int = 4, seeds: int = 16, budget: int = 200_000, csv_path=None,
-          keep=None) -> dict:
+          keep=None, quiet: bool = True) -> dict:
     """Simulate, plan from the pilots, score the held-out predictions."""
     res = sweep(model, model_cfg, opt, sorted(set(pilot_batches) | set(heldout_batches)), lr0,
-                seeds, budget, keep=keep)
+                seeds, budget, keep=keep, quiet=quiet)
     runs = pilot_runs(res, opt, pilot_batches, pilot_seeds, budget)
     if csv_path is not None:
         write_csv(runs, csv_path)

@@ -36,13 +36,13 @@ def log_conditions(model, cfg) -> tuple:
 
 
 def simulate(model, cfg, opt, batches, lr0: float, seeds: int, budget: int, n_ckpt: int,
-             seed: int = 0, keep=None):
+             seed: int = 0, keep=None, quiet: bool = True):
     """One run_sweep over every batch, all seeds, with n_ckpt checkpoints per run."""
     from twoclock.config import SweepConfig  # noqa: PLC0415
     from twoclock.engine.sweep import run_sweep  # noqa: PLC0415 (JAX: only when simulating)
     sweep = SweepConfig(batches=tuple(int(b) for b in batches), lr0s=(lr0,), seeds=seeds,
                         budget=budget, seed=seed, n_ckpt=n_ckpt)
-    return run_sweep(model, cfg, opt, sweep, quiet=True, keep=keep)
+    return run_sweep(model, cfg, opt, sweep, quiet=quiet, keep=keep)
 
 
 def write_logs(res, batches, seeds, metrics, path: str, prefix: str = "") -> int:
@@ -80,7 +80,7 @@ def _score(pred: dict, true):
 
 def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 16, n_ckpt: int = 512,
           logs_path: str = "pilot_logs.csv", heldout_path: str | None = None,
-          keep=None) -> dict:
+          keep=None, quiet: bool = True) -> dict:
     """Simulate pilots (the 3 smallest of the model's plan_check pilot batches, at its lr0 and
     budget) and held-out runs at 4x and 8x the largest, plan from the pilot log file alone, and
     score every clock at the held-out batches."""
@@ -101,13 +101,14 @@ def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 16, n_ckpt
     # two sweeps, so that each batch runs only the seeds it is read at: a seed's keys do not
     # depend on how many seeds run beside it, so seed s is the same run in either sweep
     pres = simulate(model, cfg, opt, pilot_batches, lr0, pilot_seeds, budget, n_ckpt,
-                    keep=keep)
+                    keep=keep, quiet=quiet)
     missing = [m for m in metrics if m not in pres.ckpt[0]]
     if missing:
         raise ValueError(f"--logs: model {model.name!r} checkpoints no {', '.join(missing)} "
                          f"(it has {', '.join(sorted(pres.ckpt[0]))}); give it "
                          "studies.plan_check.log_conditions")
-    res = simulate(model, cfg, opt, held, lr0, heldout_seeds, budget, n_ckpt, keep=keep)
+    res = simulate(model, cfg, opt, held, lr0, heldout_seeds, budget, n_ckpt, keep=keep,
+                   quiet=quiet)
     sim_s = time.perf_counter() - t0
     rows = write_logs(pres, pilot_batches, range(pilot_seeds), metrics, logs_path)
     t1 = time.perf_counter()

@@ -44,17 +44,16 @@ def out_name(model, cfg: Config, given) -> str:
 def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
         engine: Engine = Engine()) -> dict:
     """The check's result; a pilot setting the planner refuses exits 2 (`Refused`)."""
-    del quiet
     s = model.studies.plan_check
     try:
         if cfg.logs is not None:
             path = cfg.logs or os.path.join(engine.out, f"{out_name(model, cfg, ())}.csv")
             return logs_check.check(model, model_cfg, opt,
                                     8 if cfg.pilot_seeds is None else cfg.pilot_seeds,
-                                    cfg.seeds, cfg.n_ckpt, path, keep=keep)
+                                    cfg.seeds, cfg.n_ckpt, path, keep=keep, quiet=quiet)
         return pilot_check.check(model, model_cfg, opt, s.lr0, s.pilots, s.heldout,
                                  4 if cfg.pilot_seeds is None else cfg.pilot_seeds, cfg.seeds,
-                                 s.budget, cfg.csv, keep=keep)
+                                 s.budget, cfg.csv, keep=keep, quiet=quiet)
     except ValueError as e:
         raise Refused(str(e)) from None
 

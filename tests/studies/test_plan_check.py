@@ -1,0 +1,33 @@
+"""plan_check --logs end to end on the quadratic: the pilots and the held-out batches each run
+their own seeds, and the sweeps' estimate lines show unless --quiet."""
+import csv
+import json
+
+from twoclock.cli import run_study
+from twoclock.studies import STUDIES
+
+
+def _runs(path):
+    with open(path, newline="") as f:
+        return sorted({r["run"] for r in csv.DictReader(f)})
+
+
+def test_the_check_from_logs_runs_each_batch_at_its_own_seeds_and_shows_its_sweeps(tmp_path,
+                                                                                   capsys):
+    argv = ["--logs", "--model", "quadratic", "--pilot-seeds", "2", "--seeds", "3",
+            "--n-ckpt", "256", "--out", str(tmp_path)]
+    assert run_study.main(STUDIES.plan_check, argv) == 0
+    err = capsys.readouterr().err
+    sweeps = [line for line in err.splitlines() if line.startswith("[quadratic]")
+              and "runs in" in line]
+    # two sweeps: 3 pilot batches x 2 seeds, then 2 held-out batches x 3 seeds
+    assert [s.split(" runs in")[0] for s in sweeps] == ["[quadratic] 6", "[quadratic] 6"], err
+    out = json.loads((tmp_path / "plan_check_quadratic_logs.json").read_text())
+    pilots, held = out["pilot_batches"], out["heldout_batches"]
+    assert held == [4 * max(pilots), 8 * max(pilots)] and out["heldout_seeds"] == 3
+    assert _runs(out["log_file"]) == sorted(f"B{b}-s{s}" for b in pilots for s in range(2))
+    assert _runs(out["log_file"] + ".heldout.csv") == sorted(
+        f"B{b}-s{s}" for b in held for s in range(3))
+    assert set(out["logging_interval_samples"]) == {str(b) for b in pilots + held}
+    assert run_study.main(STUDIES.plan_check, [*argv, "--quiet"]) == 0
+    assert "[quadratic]" not in capsys.readouterr().err
