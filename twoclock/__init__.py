@@ -22,7 +22,7 @@ _EXPORTS = {
     "MODELS": "twoclock.models",
     "QuadraticConfig": "twoclock.models.quadratic", "BanditConfig": "twoclock.models.bandit",
     "theory": "twoclock.models.quadratic",
-    "SweepResult": "twoclock.engine.sweep", "run_sweep": "twoclock.engine.sweep",
+    "SweepResult": "twoclock.engine.result", "run_sweep": "twoclock.engine.sweep",
     "run_schedule": "twoclock.engine.schedule", "Store": "twoclock.engine.store",
 }
 _PACKAGES = ("config", "model", "trace", "scaling", "objectives", "atomic", "models", "engine",

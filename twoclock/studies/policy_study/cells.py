@@ -7,6 +7,7 @@ import numpy as np
 
 from twoclock.analysis.paired import at_samples
 from twoclock.config import OptimConfig, SweepConfig
+from twoclock.engine.result import merge_batches
 from twoclock.studies.assemble import assemble
 
 CLOCK_KEYS = {"progress": "prog_n", "null": "null_n", "kl": "kl_n", "entropy": "entropy_n",
@@ -125,7 +126,6 @@ def lend(name: str, sweep, res, done: dict, loans: dict) -> tuple:
     loan = loans.get(name)
     if loan is None:
         return sweep, res
-    from twoclock.engine.sweep import merge_batches  # the engine's, looked up at call time
     return (dataclasses.replace(sweep, batches=loan.batches),
             merge_batches([res, done[loan.lender]], loan.batches))  # its own runs first
 
