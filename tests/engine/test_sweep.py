@@ -73,7 +73,7 @@ def test_kept_programs_serve_another_rule_and_never_another_config(monkeypatch):
 
 def test_merged_results_take_each_batch_from_the_first_that_has_it_and_refuse_a_mismatch():
     import pytest
-    from twoclock.engine.sweep import merge_batches
+    from twoclock.engine.result import merge_batches
     a = run_sweep(MODELS["quadratic"], CFG, OPT, SweepConfig(**{**SWEEP.__dict__,
                                                                 "batches": (16, 4)}), quiet=True)
     b = run_sweep(MODELS["quadratic"], CFG, OPT, SWEEP, quiet=True)

@@ -30,7 +30,7 @@ from twoclock.engine.keys import seed_keys
 from twoclock.engine.runtime import check_devices, fast_rng
 from twoclock.model import Model, shapes_only
 from twoclock.engine.programs import kept_program
-from twoclock.engine.result import SweepResult, merge_batches  # noqa: F401 (their old home)
+from twoclock.engine.result import SweepResult
 from twoclock.engine.stages import checkpoints
 from twoclock.engine.store import CorruptChunk
 from twoclock.trace import checkpoint_every
