@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import assert_close
-from twoclock.pilot import calibrate, clipping, forms, logs as pl
+from twoclock.pilot import calibrate, clipping, forms, logs as pl, report
 from twoclock.pilot import fit as pf
 from twoclock.pilot.plan import PilotError, PilotRuns, plan
 
@@ -153,6 +153,74 @@ def test_a_flat_clock_is_left_to_the_left_out_error(monkeypatch):
     without = plan(_runs(B, prog, fail), predict=[1024.0])["fit"]["failure_form"]
     assert with_rule["chosen"] == without["chosen"]
     assert "keeps its ratio" not in with_rule["why"]
+
+
+def _flat_runs():
+    """The flat clock of the test above: progress on a knee, failure a random walk's clock."""
+    rng = np.random.default_rng(5)
+    B = np.repeat([32.0, 64.0, 128.0], 8)
+    prog = _knee(B, b_crit=20.0) * np.exp(0.03 * rng.standard_normal(B.size))
+    return B, prog, 20_000.0 * np.exp(0.3 * rng.standard_normal(B.size))
+
+
+def test_each_plausible_forms_median_is_reported_beside_the_band():
+    """by_form holds each plausible form's own median: the power law's is the least squares
+    line of log N_fail on log B (no run censored), the coupled form's exp(mean log ratio) x the
+    progress median (both by hand); the band's median is the chosen form's, and the spread is
+    max / min - 1. A form the tests chose says so; one the left-out error chose says that."""
+    B, prog, fail = _flat_runs()
+    out = plan(_runs(B, prog, fail), predict=[512.0, 1024.0])
+    ff = out["fit"]["failure_form"]
+    assert set(ff["plausible"]) >= {"power", "coupled"} and ff["chosen_by"] == "left-out error"
+    q, a = np.polyfit(np.log(B), np.log(fail), 1)
+    k = math.exp(np.mean(np.log(fail / prog)))
+    for p in out["predictions"]:
+        fs, b = p["failure_samples"], p["batch"]
+        assert_close(fs["by_form"]["power"], math.exp(a + q * math.log(b)), rtol=1e-9, atol=0,
+                     what=f"power median at {b}")
+        assert_close(fs["by_form"]["coupled"], k * p["progress_samples"]["median"], rtol=1e-12,
+                     atol=0, what=f"coupled median at {b}")
+        assert fs["median"] == fs["by_form"][ff["chosen"]]
+        m = list(fs["by_form"].values())
+        assert_close(forms.disagreement(fs), max(m) / min(m) - 1, rtol=1e-12, atol=0,
+                     what="spread")
+    assert "the forms disagree at B 1024" in report.table(out)  # the CSV path's table too
+    B, prog, fail = _tied_runs()
+    assert plan(_runs(B, prog, fail), predict=[1024.0])["fit"]["failure_form"]["chosen_by"] == \
+        "tests"
+
+
+def test_forms_that_disagree_are_reported_only_where_the_left_out_error_chose(tmp_path,
+                                                                            monkeypatch):
+    """From logs (acc = s / P and drift = s / F, linear, so the clocks are P and F exactly):
+    on the flat clock the forms differ by more than 15% at the largest batch and the table
+    says so with their medians; on the tied clock the tests chose, and it says nothing even
+    with the threshold below its forms' spread (11%)."""
+    from tests.pilot.test_pilot_logs import _write
+
+    def table_of(B, prog, fail):
+        rows = []
+        for i, (b, P, F) in enumerate(zip(B, prog, fail)):
+            for smp in np.linspace(0.0, 1.5 * max(prog.max(), fail.max()), 400):
+                rows.append([f"r{i}", f"{b:g}", f"{1e-3 * math.sqrt(b / 32):.10g}",
+                             f"{smp:.10g}", f"{smp / P:.12g}", f"{smp / F:.12g}"])
+        path = _write(tmp_path / "l.csv", ["run", "batch", "lr", "samples", "acc", "drift"],
+                      rows)
+        out = pl.plan_logs(path, "acc>=1", ["drift>=1"], predict=[512, 1024])
+        return out, pl.table(out)
+
+    out, text = table_of(*_flat_runs())
+    fs = out["failures"][0]["predictions"][-1]["failure_samples"]
+    assert forms.disagreement(fs) > report.FORMS_DISAGREE
+    line = [x for x in text.splitlines() if x.startswith("    the forms disagree")]  # its own
+    assert len(line) == 1 and "B 1024" in line[0], text
+    for name, v in fs["by_form"].items():
+        assert f"{name} {v:.0f}" in line[0], line
+    monkeypatch.setattr(report, "FORMS_DISAGREE", 0.05)
+    out, text = table_of(*_tied_runs())
+    assert out["failures"][0]["form"]["chosen_by"] == "tests"
+    assert forms.disagreement(out["failures"][0]["predictions"][-1]["failure_samples"]) > 0.05
+    assert "the forms disagree" not in text
 
 
 def test_coupled_fit_by_hand_with_a_censored_run():

@@ -257,6 +257,7 @@ def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
         plausible = list(forms)
     plausible = [chosen] + [f for f in plausible if f != chosen]
     return {**out, "chosen": chosen, "plausible": plausible,
+            "chosen_by": "tests" if tied else "left-out error" if known else "default",
             "why": _why(forms, chosen, plausible, cf, tied)}
 
 
@@ -287,11 +288,19 @@ def form_band(info: dict, form: str, prog_band: list, B, level: float) -> list:
 
 
 def failure_band(info: dict, prog_band: list, B, level: float) -> list:
-    """The chosen form's medians with the union of the plausible forms' bands; None medians
-    where no form was fitted."""
+    """The chosen form's medians with the union of the plausible forms' bands, and each
+    plausible form's own median (by_form); None medians where no form was fitted."""
     if info["chosen"] is None:
         return [{"median": None, "ci": [None, None]} for _ in np.atleast_1d(B)]
-    return union([form_band(info, f, prog_band, B, level) for f in info["plausible"]])
+    bands = [form_band(info, f, prog_band, B, level) for f in info["plausible"]]
+    return [{**u, "by_form": {f: b[i]["median"] for f, b in zip(info["plausible"], bands)}}
+            for i, u in enumerate(union(bands))]
+
+
+def disagreement(band: dict) -> float | None:
+    """max / min of the plausible forms' medians at one batch, less 1 (None for one form)."""
+    m = [v for v in band.get("by_form", {}).values() if v is not None]
+    return max(m) / min(m) - 1 if len(m) > 1 else None
 
 
 def _why(forms, chosen, plausible, cf, tied=False) -> str:
@@ -312,4 +321,4 @@ def _why(forms, chosen, plausible, cf, tied=False) -> str:
 
 __all__ = ["FAILURE_FORMS", "FORM_ERROR_SCALE", "CoupledFit", "fit_coupled", "loo_rate",
            "widen", "union", "distance", "sigma", "progress_rate", "failure_forms", "form_band", "failure_band",
-           "z_quantile"]
+           "disagreement", "z_quantile"]

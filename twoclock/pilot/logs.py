@@ -238,6 +238,7 @@ def table(out: dict) -> str:
         form = f.get("form")
         if form is not None:
             lines.append(f"    form: {form['why']}")
+            lines += report.disagreement_lines(form, f["predictions"])
         elif f["failed_runs"] < 2 and f["no_failure_before"][0]["samples"] is not None:
             head = ("no pilot failed: no failure expected" if not f["failed"] else
                     "one pilot failed ({}, B {:g}, at {:.0f} samples), too few for a form; a run "

@@ -304,7 +304,8 @@ def _failure_form(info: dict) -> dict | None:
     parameters and leave-one-end-out error."""
     if info["chosen"] is None:
         return None
-    out = {"chosen": info["chosen"], "plausible": info["plausible"], "why": info["why"]}
+    out = {"chosen": info["chosen"], "plausible": info["plausible"],
+           "chosen_by": info["chosen_by"], "why": info["why"]}
     for name, f in info["forms"].items():
         fit = f["fit"]
         par = ({"exponent": fit.q} if name == "power" else

@@ -1,5 +1,25 @@
 """One call from a CSV path (or the published GRPO table) to the plan, and its text table."""
-from twoclock.pilot import article as pilot_article, plan as pilot
+from twoclock.pilot import article as pilot_article, forms, plan as pilot
+
+
+# plausible failure forms whose medians differ by more than this, where only their left-out
+# errors chose, are reported: the choice then moves the plan more than its 15% accuracy goal
+FORMS_DISAGREE = 0.15
+
+
+def disagreement_lines(form: dict, predictions, indent: str = "    ") -> list:
+    """A line where the plausible forms' medians at the largest predicted batch differ by more
+    than FORMS_DISAGREE and the tests did not choose the form: the chosen form's median is
+    then one reading of several."""
+    if not predictions or form["chosen_by"] == "tests":
+        return []
+    p = max(predictions, key=lambda x: x["batch"])
+    d = forms.disagreement(p["failure_samples"])
+    if d is None or d <= FORMS_DISAGREE:
+        return []
+    by = ", ".join(f"{k} {v:.0f}" for k, v in p["failure_samples"]["by_form"].items())
+    return [f"{indent}the forms disagree at B {p['batch']:g}: {by} ({1 + d:.2f}x), and only "
+            "their left-out errors chose: plan on the band, or add pilot seeds"]
 
 
 def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95) -> dict:
@@ -48,6 +68,7 @@ def table(out: dict) -> str:
     if ff is not None:
         lines.append(f"failure clock's form (the clock that fails first at the largest batch): "
                      f"{ff['why']}")
+        lines += disagreement_lines(ff, out["predictions"], indent="  ")
     pe = f.get("progress_form_error")
     if pe is not None and pe["curvature"] is not None:
         lines.append(f"form error: the bands past the pilots carry each form's leave-one-end-out "
