@@ -223,6 +223,36 @@ def test_forms_that_disagree_are_reported_only_where_the_left_out_error_chose(tm
     assert "the forms disagree" not in text
 
 
+def test_a_form_given_with_form_is_the_median_and_the_band(tmp_path):
+    """--form 'drift>=1=power' on the flat clock: the median is the least squares power law by
+    hand, the band that form's band alone (no wider than the pilots' union), and it says so;
+    without it the pilots chose another form."""
+    from tests.pilot.test_pilot_logs import _write
+    B, prog, fail = _flat_runs()
+    rows = []
+    for i, (b, P, F) in enumerate(zip(B, prog, fail)):
+        for smp in np.linspace(0.0, 1.5 * fail.max(), 400):
+            rows.append([f"r{i}", f"{b:g}", f"{1e-3 * math.sqrt(b / 32):.10g}", f"{smp:.10g}",
+                         f"{smp / P:.12g}", f"{smp / F:.12g}"])
+    path = _write(tmp_path / "l.csv", ["run", "batch", "lr", "samples", "acc", "drift"], rows)
+    free = pl.plan_logs(path, "acc>=1", ["drift>=1"], predict=[512, 1024])
+    given = pl.plan_logs(path, "acc>=1", ["drift>=1"], predict=[512, 1024],
+                         forms=["drift >= 1=power"])
+    assert free["failures"][0]["form"]["chosen"] != "power"
+    form = given["failures"][0]["form"]
+    assert form["chosen"] == "power" and form["chosen_by"] == "--form"
+    assert form["plausible"] == ["power"] and "chosen with --form" in form["why"]
+    q, a = np.polyfit(np.log(B), np.log(fail), 1)
+    for p, f in zip(given["failures"][0]["predictions"], free["failures"][0]["predictions"]):
+        g = p["failure_samples"]
+        assert_close(g["median"], math.exp(a + q * math.log(p["batch"])), rtol=1e-9, atol=0,
+                     what=f"power median at {p['batch']}")
+        assert g["by_form"] == {"power": g["median"]}
+        lo, hi = f["failure_samples"]["ci"]
+        assert lo <= g["ci"][0] and g["ci"][1] <= hi
+    assert "the forms disagree" not in pl.table(given)
+
+
 def test_coupled_fit_by_hand_with_a_censored_run():
     """log ratios of the failed runs: log 2, log 4 -> mean log sqrt(8); a censored run whose
     level (ratio 8) lies above that pushes it: mean of log 2, log 4, log 8 = log 4."""

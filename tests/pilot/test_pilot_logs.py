@@ -279,6 +279,16 @@ BAD = {  # name: (header, rows, extra argv, needles)
                              ["--predict must be batches in [1, 2^53]", "1e+30"]),
     "batch above 2^53": (HEAD, _with(_rows(), 2, "batch", "1e30"), [],
                          ["line 4, column batch", "at most 2^53", "'1e30'"]),
+    "--form of no form": (HEAD, _rows(), ["--form", "kl>=1=linear"],
+                          ["--form 'kl>=1=linear'", "one of power, coupled, knee"]),
+    "--form of a clock not asked for": (HEAD, _rows(), ["--form", "ent<=1=power"],
+                                        ["'ent<=1' is not one of the --failure conditions "
+                                         "(kl>=1)"]),
+    # run f never fails: the knee (fitted only where every pilot failed) is not there
+    "--form knee with a censored run": (HEAD, _rows(), ["--form", "kl>=1=knee"],
+                                        ["--form", "'knee' was not fitted", "power, coupled"]),
+    "--form twice": (HEAD, _rows(), ["--form", "kl>=1=power", "--form", "kl >= 1=coupled"],
+                     ["--form 'kl >= 1=coupled'", "already has the form 'power'"]),
 }
 
 

@@ -42,9 +42,12 @@ class PlanConfig:
                               "record it", action="append", metavar="RUN=B")
     lr: tuple = option((), "a run's learning rate (default: the peak it logs)",
                        action="append", metavar="RUN=LR")
+    form: tuple = option((), "a failure clock's form, chosen by you: power, coupled or knee "
+                             "(e.g. 'drift>=0.3=power'; default: from the pilots)",
+                         action="append", metavar="CONDITION=FORM")
 
     LOGS_ONLY = ("progress", "failure", "col", "smooth", "preset", "batch", "lr",
-                 "clip")  # flags that read a log file
+                 "clip", "form")  # flags that read a log file
     LOGS_GROUP = ("logs",) + LOGS_ONLY + ("clip_bind", "clip_steps")  # their --help group
 
     def __post_init__(self):
@@ -71,7 +74,8 @@ def plan(cfg: PlanConfig) -> dict:
                                      ("lr", parse_per_run(cfg.lr, "--lr"))) if v}
         return pilot_logs.plan_logs(cfg.logs, cfg.progress, list(cfg.failure), predict,
                                     cfg.margin, cfg.level, cfg.smooth, list(cfg.col),
-                                    cfg.clip, cfg.clip_bind, cfg.clip_steps, **reading)
+                                    cfg.clip, cfg.clip_bind, cfg.clip_steps, list(cfg.form),
+                                    **reading)
     return report.plan_file(cfg.runs, predict, cfg.margin, cfg.level)
 
 

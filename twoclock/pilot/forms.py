@@ -214,10 +214,12 @@ def _coupled_band(cf, prog_band, level):
     return out
 
 
-def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.5) -> dict:
+def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.5,
+                  force: str | None = None) -> dict:
     """Both forms of a failure clock on the on-rule runs, each with its leave-one-end-out rate;
     the chosen form (the smaller rate), the plausible ones, and why. No forms where too few
-    runs failed."""
+    runs failed. force: the form the user chose (`--form`), alone in the band; ValueError
+    where it was not fitted."""
     B, fail = np.asarray(B, np.float64), np.asarray(fail, np.float64)
     censor, prog = np.asarray(censor, np.float64), np.asarray(prog, np.float64)
     measure = lambda b: _log_median(fail[B == b])
@@ -242,6 +244,12 @@ def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
            "plausible": [], "why": "fewer than two failed runs: no form fitted"}
     if not forms:
         return out
+    if force is not None:
+        if force not in forms:
+            raise ValueError(f"form {force!r} was not fitted to this clock (fitted: "
+                             f"{', '.join(forms)}; knee only where every pilot failed)")
+        return {**out, "chosen": force, "plausible": [force], "chosen_by": "--form",
+                "why": _why(forms, force, [force], cf, reason="chosen with --form")}
     rate = {f: v["loo"]["rate"] for f, v in forms.items()}
     known = {f: r for f, r in rate.items() if r is not None}
     # the tests at a fixed level: the form (and the median) must not depend on the band's level
@@ -303,12 +311,12 @@ def disagreement(band: dict) -> float | None:
     return max(m) / min(m) - 1 if len(m) > 1 else None
 
 
-def _why(forms, chosen, plausible, cf, tied=False) -> str:
+def _why(forms, chosen, plausible, cf, tied=False, reason=None) -> str:
     rates = ", ".join(f"{f} {'-' if v['loo']['rate'] is None else format(v['loo']['rate'], '.3g')}"
                       for f, v in forms.items())
-    s = (f"{chosen}: " + ("the clock grows with B and keeps its ratio to progress"
-                          if tied else "the smallest error predicting each pilot batch left out")
-         + f" (curvature errors: {rates})")
+    reason = reason or ("the clock grows with B and keeps its ratio to progress" if tied
+                        else "the smallest error predicting each pilot batch left out")
+    s = f"{chosen}: {reason} (curvature errors: {rates})"
     if cf is not None and cf.slope is not None:
         lo, hi = cf.slope["ci"]
         s += (f"; log(N_fail/N_prog) vs log B slope {cf.slope['value']:.3g} [{lo:.3g}, {hi:.3g}]"

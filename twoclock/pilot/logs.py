@@ -31,6 +31,7 @@ import numpy as np
 from twoclock.pilot import clipping, plan as pilot, report
 from twoclock.pilot.clocks import Clock, clocks, crossing, smooth
 from twoclock.pilot.conditions import Condition, parse_columns, parse_condition, parse_smooth
+from twoclock.pilot.forms import FAILURE_FORMS
 from twoclock.pilot.plan import PilotError, PilotRuns
 from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
 
@@ -139,10 +140,11 @@ def _logs_block(path, logs, how, pc, prog, fcs, fails) -> dict:
 
 def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 0.1,
               level: float = 0.95, smoothing=None, columns=None, clip=None,
-              clip_bind: float = 0.02, clip_steps: str = "fixed", **reading) -> dict:
+              clip_bind: float = 0.02, clip_steps: str = "fixed", forms=(), **reading) -> dict:
     """Read the log, find the clocks, and plan: pilot.plan once per failure condition (each its
     own fit and row); the recommendation takes, at each batch, the earliest failure clock.
-    clip: the logged clipped-share metric, whose onset (clip_bind) is predicted; `reading`:
+    clip: the logged clipped-share metric, whose onset (clip_bind) is predicted; forms:
+    ['CONDITION=FORM', ...] (--form), a failure clock's form chosen by the user; `reading`:
     how to read a trainer's own files (preset, batch, lr: reader.read_logs)."""
     pilot.check_settings(predict, margin, level)
     if not failures:
@@ -153,6 +155,7 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
         raise PilotError(f"--clip-steps: {' or '.join(clipping.STEPS)} (got {clip_steps!r})")
     pc = parse_condition(progress, "--progress")
     fcs = [parse_condition(f, "--failure") for f in failures]
+    chosen = parse_forms(forms, fcs)
     how = parse_smooth(smoothing)
     logs = read_logs(path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs]
                                                + ([clip] if clip else []))),
@@ -160,7 +163,8 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
     prog = clocks(logs, pc, how)
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{path} (logged curves)"
-    outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level) for fl in fails]
+    outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level, chosen.get(f.text))
+            for f, fl in zip(fcs, fails)]
     first = outs[0]
     est = _estimates(outs, fcs)
     predictions = _predictions(outs, fcs)
@@ -193,6 +197,25 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
                                   for p in o["predictions"]],
             **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)],
         "logs": _logs_block(path, logs, how, pc, prog, fcs, fails)}
+
+
+def parse_forms(items, fcs) -> dict:
+    """['drift>=0.3=power', ...] (--form) -> {failure condition's text: form}; PilotError
+    where malformed, for a condition that is not a --failure, or given twice."""
+    out, texts = {}, [f.text for f in fcs]
+    for item in items or ():
+        cond, sep, form = item.rpartition("=")
+        if not sep or form not in FAILURE_FORMS:
+            raise PilotError(f"--form {item!r}: expected CONDITION=FORM with FORM one of "
+                             f"{', '.join(FAILURE_FORMS)} (e.g. --form 'drift>=0.3=power')")
+        text = parse_condition(cond, "--form").text
+        if text not in texts:
+            raise PilotError(f"--form {item!r}: {cond!r} is not one of the --failure conditions "
+                             f"({', '.join(texts)})")
+        if text in out:
+            raise PilotError(f"--form {item!r}: {cond!r} already has the form {out[text]!r}")
+        out[text] = form
+    return out
 
 
 def _failed(runs, crossings) -> dict:

@@ -185,8 +185,10 @@ def _measured(x_R, mask_R):
     return m if math.isfinite(m) else None
 
 
-def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95) -> dict:
-    """Fit the clocks, predict at `predict` batches and recommend; a JSON-ready dict."""
+def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95,
+         failure_form: str | None = None) -> dict:
+    """Fit the clocks, predict at `predict` batches and recommend; a JSON-ready dict.
+    failure_form: the failure clock's form, chosen by the user (else from the pilots)."""
     rule = infer_rule(runs.batch_R, runs.lr_R)
     on = rule.pop("on_rule")
     B, prog, fail = runs.batch_R[on], runs.prog_R[on], runs.fail_R[on]
@@ -201,8 +203,11 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     # rows' order to the last bit
     o = np.lexsort((fail, prog, B))
     prate = forms.progress_rate(B[o], prog[o], rule["p"])
-    finfo = forms.failure_forms(B[o], fail[o], runs.censor_R()[on][o], prog[o], level,
-                                rule["p"])
+    try:
+        finfo = forms.failure_forms(B[o], fail[o], runs.censor_R()[on][o], prog[o], level,
+                                    rule["p"], failure_form)
+    except ValueError as e:
+        raise PilotError(f"--form: {e}") from None
     lo_b, hi_b = float(B.min()), float(B.max())
 
     def prog_band(bs):  # the plausible forms' envelope, widened by the procedure's form error
