@@ -51,7 +51,7 @@ def test_calibration_on_the_quadratic(tmp_path, capsys):
 
 
 def test_the_calibrations_first_design_is_the_check_from_logs(tmp_path):
-    """plan_check --logs (3 pilot batches x 8 seeds, 16 held-out seeds) and the calibration's
+    """plan_check --logs (3 pilot batches x 8 seeds, 64 held-out seeds) and the calibration's
     '3 batches, 8 seeds' design simulate the same runs and plan from the same pilots: the same
     predictions, bands and answers at 95%."""
     from twoclock.config import OptimConfig
@@ -70,6 +70,6 @@ def test_the_calibrations_first_design_is_the_check_from_logs(tmp_path):
         d = r["levels"]["0.95"]
         assert d["predicted"] == h["vs_logged"]["predicted"] and d["ci"] == h["vs_logged"]["ci"]
         assert r["measured"] == h["vs_logged"]["measured"]
-        # the answer's own CI over its 16 seeds brackets it (a median of resampled seeds)
+        # the answer's own CI over its 64 seeds brackets it (a median of resampled seeds)
         lo, hi = h["measured_ci"]
         assert lo <= h["vs_logged"]["measured"] and (hi is None or h["vs_logged"]["measured"] <= hi)

@@ -1,10 +1,12 @@
 """The planner's bands calibrated on this project's models (`plan_check.py --calibrate`).
 
 Per model with a plan-check entry: simulate 16 seeds at four pilot batches (its three plan-check
-pilots and half the smallest) and at 4x and 8x the largest, write the curves as log files, and
-plan from six pilot designs: 3 or 4 pilot batches, with seeds 0-7, 8-11 or 12-15 (8 seeds, and
-two disjoint sets of 4). Every clock the model logs is scored at both held-out batches against
-the median of the 16 held-out seeds' own logged clocks, at the levels 50%, 80% and 95%.
+pilots and half the smallest) and 64 at 4x and 8x the largest, write the curves as log files,
+and plan from six pilot designs: 3 or 4 pilot batches, with seeds 0-7, 8-11 or 12-15 (8 seeds,
+and two disjoint sets of 4). Every clock the model logs is scored at both held-out batches
+against the median of the 64 held-out seeds' own logged clocks, at the levels 50%, 80% and 95%
+(a random walk's clock needs them: 16 seeds' medians of the policy model's null drift at B 1024
+range over 2.4x).
 
 The simulated logs are kept beside the result with the fingerprint of what made them (the
 configurations and the simulation's source: twoclock/models, twoclock/engine and the core
@@ -26,7 +28,8 @@ from twoclock.pilot import clocks as pc, logs as pl, logs_check, reader
 from twoclock.pilot.conditions import parse_condition
 
 LEVELS = (0.5, 0.8, 0.95)
-SEEDS = 16
+SEEDS = 16  # at the pilot batches
+HELDOUT_SEEDS = 64  # at the held-out batches: the answers
 SEED_SETS = (("8 seeds", range(0, 8)), ("4 seeds (a)", range(8, 12)),
              ("4 seeds (b)", range(12, 16)))
 CORE = ("config.py", "model.py", "trace.py", "objectives.py", "scaling.py", "atomic.py")
@@ -48,7 +51,8 @@ def simulation_fingerprint(model, cfg, opt, n_ckpt: int) -> str:
     _, p4, held = batches(model)
     h = hashlib.sha256(json.dumps(results.config_dict(
         model_name=model.name, model=cfg, optimizer=opt, lr0=s.lr0, budget=s.budget,
-        batches=sorted(set(p4) | set(held)), seeds=SEEDS, n_ckpt=n_ckpt), sort_keys=True,
+        batches=sorted(set(p4) | set(held)), seeds=SEEDS, heldout_seeds=HELDOUT_SEEDS,
+        n_ckpt=n_ckpt), sort_keys=True,
         default=str).encode())
     for part in ("models", "engine"):
         h.update(source_fingerprint(os.path.join(PACKAGE_DIR, part)).encode())
@@ -81,13 +85,13 @@ def simulated_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, keep=None,
             print(f"{model.name}: simulated logs read back from {base}_*.csv (same fingerprint)")
         return {**paths, "seconds": old.get("seconds"), "reused": True, "metrics": metrics}
     t0 = time.perf_counter()
-    res = logs_check.simulate(model, cfg, opt, sorted(set(p4) | set(held)), s.lr0, SEEDS,
-                              int(s.budget), n_ckpt, keep=keep, quiet=quiet)
-    secs = time.perf_counter() - t0
-    for key, bs in (("pilots", p4), ("heldout", held)):
+    for key, bs, seeds in (("pilots", p4, SEEDS), ("heldout", held, HELDOUT_SEEDS)):
+        res = logs_check.simulate(model, cfg, opt, bs, s.lr0, seeds, int(s.budget), n_ckpt,
+                                  keep=keep, quiet=quiet)
         tmp = paths[key] + ".tmp"
-        logs_check.write_logs(res, bs, range(SEEDS), metrics, tmp)
+        logs_check.write_logs(res, bs, range(seeds), metrics, tmp)
         os.replace(tmp, paths[key])
+    secs = time.perf_counter() - t0
     atomic_write(stamp, lambda f: json.dump({"fingerprint": fp, "seconds": secs}, f))
     return {**paths, "seconds": secs, "reused": False, "metrics": metrics}
 
@@ -195,7 +199,8 @@ def calibrate(panels, opt, folder: str, n_ckpt: int = 512, keep=None, quiet: boo
                         "pilots": list(batches(m)[1]), "heldout": list(batches(m)[2]),
                         "log_files": [logs["pilots"], logs["heldout"]]}
         rows += score_model(m, cfg, logs, folder)
-    return {"calibration": True, "levels": list(LEVELS), "seeds": SEEDS, "n_ckpt": n_ckpt,
+    return {"calibration": True, "levels": list(LEVELS), "seeds": SEEDS,
+            "heldout_seeds": HELDOUT_SEEDS, "n_ckpt": n_ckpt,
             "simulations": sims, "rows": rows, "coverage": coverage(rows)}
 
 
@@ -203,7 +208,8 @@ def table(out: dict) -> str:
     """The coverage table, then every scored prediction at 95%."""
     lv = [str(v) for v in out["levels"]]
     lines = ["planner calibration: pilots from simulated logs, answers the medians of "
-             f"{out['seeds']} held-out seeds' logged clocks at 4x and 8x the largest pilot",
+             f"{out.get('heldout_seeds', out['seeds'])} held-out seeds' logged clocks at 4x and "
+             "8x the largest pilot",
              f"{'model':<10} {'clocks':<9} {'scored':>6} " + " ".join(
                  f"{'cov ' + str(round(100 * float(v))) + '%':>8}" for v in lv)
              + f" {'median half-width':>18} {'within 15%':>10}"]

@@ -78,7 +78,7 @@ def _score(pred: dict, true):
             "covered": bool((lo or 0) <= true <= (hi if hi is not None else math.inf))}
 
 
-def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 16, n_ckpt: int = 512,
+def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 64, n_ckpt: int = 512,
           logs_path: str = "pilot_logs.csv", heldout_path: str | None = None,
           keep=None, quiet: bool = True) -> dict:
     """Simulate pilots (the 3 smallest of the model's plan_check pilot batches, at its lr0 and

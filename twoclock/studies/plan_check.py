@@ -17,7 +17,8 @@ class Config:
     """How many pilot and held-out seeds, and whether the plan is made from logs."""
     pilot_seeds: int | None = option(None, "pilot runs per pilot batch (default 4; with --logs "
                                            "8)", type=int)
-    seeds: int = param(16, "seeds behind the held-out answers")
+    seeds: int | None = option(None, "seeds behind the held-out answers (default 16; with "
+                                     "--logs 64)", type=int)
     csv: str | None = option(None, "also write the simulated pilot runs to this CSV", type=str)
     logs: str | None = option(None, "plan from the pilots' logged curves, written to FILE "
                                     "(default OUT/plan_check_MODEL_logs.csv)", type=str,
@@ -28,7 +29,8 @@ class Config:
         require_int("--n-ckpt", self.n_ckpt, lo=2)
         if self.pilot_seeds is not None:
             require_int("--pilot-seeds", self.pilot_seeds)
-        require_int("--seeds", self.seeds)
+        if self.seeds is not None:
+            require_int("--seeds", self.seeds)
 
 
 def defaults(model):
@@ -50,9 +52,11 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
             path = cfg.logs or os.path.join(engine.out, f"{out_name(model, cfg, ())}.csv")
             return logs_check.check(model, model_cfg, opt,
                                     8 if cfg.pilot_seeds is None else cfg.pilot_seeds,
-                                    cfg.seeds, cfg.n_ckpt, path, keep=keep, quiet=quiet)
+                                    64 if cfg.seeds is None else cfg.seeds, cfg.n_ckpt, path,
+                                    keep=keep, quiet=quiet)
         return pilot_check.check(model, model_cfg, opt, s.lr0, s.pilots, s.heldout,
-                                 4 if cfg.pilot_seeds is None else cfg.pilot_seeds, cfg.seeds,
+                                 4 if cfg.pilot_seeds is None else cfg.pilot_seeds,
+                                 16 if cfg.seeds is None else cfg.seeds,
                                  s.budget, cfg.csv, keep=keep, quiet=quiet)
     except ValueError as e:
         raise Refused(str(e)) from None
