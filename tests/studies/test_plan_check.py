@@ -31,3 +31,7 @@ def test_the_check_from_logs_runs_each_batch_at_its_own_seeds_and_shows_its_swee
     assert set(out["logging_interval_samples"]) == {str(b) for b in pilots + held}
     assert run_study.main(STUDIES.plan_check, [*argv, "--quiet"]) == 0
     assert "[quadratic]" not in capsys.readouterr().err
+    # chunks of at most 16 runs (logs_check.MAX_LANES): 20 held-out seeds a batch are 2 chunks
+    assert run_study.main(STUDIES.plan_check, [*argv[:-2], "--seeds", "20", "--out",
+                                               str(tmp_path)]) == 0
+    assert "[quadratic] 40 runs in 4 chunks" in capsys.readouterr().err
