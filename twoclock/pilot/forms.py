@@ -45,6 +45,10 @@ TEST_LEVEL = 0.95  # the level of both tests, whatever the bands' level
 FORM_ERROR_SCALE = 0.7
 
 
+class FormNotFitted(ValueError):
+    """A form given with --form that the pilots did not fit (the message says which were)."""
+
+
 def z_quantile(level: float) -> float:
     return NormalDist().inv_cdf((1 + level) / 2)
 
@@ -218,7 +222,7 @@ def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
                   force: str | None = None) -> dict:
     """Both forms of a failure clock on the on-rule runs, each with its leave-one-end-out rate;
     the chosen form (the smaller rate), the plausible ones, and why. No forms where too few
-    runs failed. force: the form the user chose (`--form`), alone in the band; ValueError
+    runs failed. force: the form the user chose (`--form`), alone in the band; FormNotFitted
     where it was not fitted."""
     B, fail = np.asarray(B, np.float64), np.asarray(fail, np.float64)
     censor, prog = np.asarray(censor, np.float64), np.asarray(prog, np.float64)
@@ -246,7 +250,7 @@ def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
         return out
     if force is not None:
         if force not in forms:
-            raise ValueError(f"form {force!r} was not fitted to this clock (fitted: "
+            raise FormNotFitted(f"form {force!r} was not fitted to this clock (fitted: "
                              f"{', '.join(forms)}; knee only where every pilot failed)")
         return {**out, "chosen": force, "plausible": [force], "chosen_by": "--form",
                 "why": _why(forms, force, [force], cf, reason="chosen with --form")}
@@ -327,6 +331,6 @@ def _why(forms, chosen, plausible, cf, tied=False, reason=None) -> str:
     return s
 
 
-__all__ = ["FAILURE_FORMS", "FORM_ERROR_SCALE", "CoupledFit", "fit_coupled", "loo_rate",
+__all__ = ["FAILURE_FORMS", "FORM_ERROR_SCALE", "FormNotFitted", "CoupledFit", "fit_coupled", "loo_rate",
            "widen", "union", "distance", "sigma", "progress_rate", "failure_forms", "form_band", "failure_band",
            "disagreement", "z_quantile"]

@@ -206,7 +206,7 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     try:
         finfo = forms.failure_forms(B[o], fail[o], runs.censor_R()[on][o], prog[o], level,
                                     rule["p"], failure_form)
-    except ValueError as e:
+    except forms.FormNotFitted as e:
         raise PilotError(f"--form: {e}") from None
     lo_b, hi_b = float(B.min()), float(B.max())
 
