@@ -29,7 +29,7 @@ from twoclock.pilot.conditions import parse_condition
 
 LEVELS = (0.5, 0.8, 0.95)
 SEEDS = 16  # at the pilot batches
-HELDOUT_SEEDS = 64  # at the held-out batches: the answers
+HELDOUT_SEEDS = logs_check.HELDOUT_SEEDS  # at the held-out batches: the answers
 SEED_SETS = (("8 seeds", range(0, 8)), ("4 seeds (a)", range(8, 12)),
              ("4 seeds (b)", range(12, 16)))
 CORE = ("config.py", "model.py", "trace.py", "objectives.py", "scaling.py", "atomic.py")

@@ -38,6 +38,9 @@ def log_conditions(model, cfg) -> tuple:
 # runs a chunk: 64 seeds of the policy model at B 1024 in one chunk took 9.7 GiB (estimated;
 # 11.9 GB peak), 16 take a quarter, so the default check fits a 16 GiB machine
 MAX_LANES = 16
+# seeds a pilot batch and a held-out batch run by default (the calibration's held-out seeds too:
+# a random walk's clock needs 64, its 16-seed medians range over 2.4x)
+PILOT_SEEDS, HELDOUT_SEEDS = 8, 64
 
 
 def simulate(model, cfg, opt, batches, lr0: float, seeds: int, budget: int, n_ckpt: int,
@@ -84,8 +87,8 @@ def _score(pred: dict, true):
             "covered": bool((lo or 0) <= true <= (hi if hi is not None else math.inf))}
 
 
-def check(model, cfg, opt, pilot_seeds: int = 8, heldout_seeds: int = 64, n_ckpt: int = 512,
-          logs_path: str = "pilot_logs.csv", heldout_path: str | None = None,
+def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = HELDOUT_SEEDS,
+          n_ckpt: int = 512, logs_path: str = "pilot_logs.csv", heldout_path: str | None = None,
           keep=None, quiet: bool = True) -> dict:
     """Simulate pilots (the 3 smallest of the model's plan_check pilot batches, at its lr0 and
     budget) and held-out runs at 4x and 8x the largest, plan from the pilot log file alone, and

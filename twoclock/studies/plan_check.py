@@ -43,6 +43,11 @@ def out_name(model, cfg: Config, given) -> str:
     return f"plan_check_{model.name}" + ("" if cfg.logs is None else "_logs")
 
 
+def _given(**flags) -> dict:
+    """The flags given (not None): the others take the check's own defaults."""
+    return {k: v for k, v in flags.items() if v is not None}
+
+
 def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
         engine: Engine = Engine()) -> dict:
     """The check's result; a pilot setting the planner refuses exits 2 (`Refused`)."""
@@ -50,14 +55,12 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
     try:
         if cfg.logs is not None:
             path = cfg.logs or os.path.join(engine.out, f"{out_name(model, cfg, ())}.csv")
-            return logs_check.check(model, model_cfg, opt,
-                                    8 if cfg.pilot_seeds is None else cfg.pilot_seeds,
-                                    64 if cfg.seeds is None else cfg.seeds, cfg.n_ckpt, path,
-                                    keep=keep, quiet=quiet)
+            return logs_check.check(model, model_cfg, opt, n_ckpt=cfg.n_ckpt, logs_path=path,
+                                    keep=keep, quiet=quiet, **_given(
+                                        pilot_seeds=cfg.pilot_seeds, heldout_seeds=cfg.seeds))
         return pilot_check.check(model, model_cfg, opt, s.lr0, s.pilots, s.heldout,
-                                 4 if cfg.pilot_seeds is None else cfg.pilot_seeds,
-                                 16 if cfg.seeds is None else cfg.seeds,
-                                 s.budget, cfg.csv, keep=keep, quiet=quiet)
+                                 budget=s.budget, csv_path=cfg.csv, keep=keep, quiet=quiet,
+                                 **_given(pilot_seeds=cfg.pilot_seeds, seeds=cfg.seeds))
     except ValueError as e:
         raise Refused(str(e)) from None
 
