@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 
+from twoclock.pilot.forms import FAILURE_FORMS
 from twoclock.pilot.plan import PilotError
 
 _OPS = {">=": np.greater_equal, "<=": np.less_equal, ">": np.greater, "<": np.less}
@@ -111,6 +112,25 @@ def parse_per_run(items, flag: str) -> dict:
     return out
 
 
+
+def parse_forms(items, fcs) -> dict:
+    """['drift>=0.3=power', ...] (--form) -> {failure condition's text: form}; PilotError
+    where malformed, for a condition that is not a --failure, or given twice."""
+    out, texts = {}, [f.text for f in fcs]
+    for item in items or ():
+        cond, sep, form = item.rpartition("=")
+        if not sep or form not in FAILURE_FORMS:
+            raise PilotError(f"--form {item!r}: expected CONDITION=FORM with FORM one of "
+                             f"{', '.join(FAILURE_FORMS)} (e.g. --form 'drift>=0.3=power')")
+        text = parse_condition(cond, "--form").text
+        if text not in texts:
+            raise PilotError(f"--form {item!r}: {cond!r} is not one of the --failure conditions "
+                             f"({', '.join(texts)})")
+        if text in out:
+            raise PilotError(f"--form {item!r}: {cond!r} already has the form {out[text]!r}")
+        out[text] = form
+    return out
+
 def parse_smooth(text):
     """'ema:2000' / 'window:4000' -> (kind, samples); None for None."""
     if text is None:
@@ -127,4 +147,5 @@ def parse_smooth(text):
     return kind, width
 
 
-__all__ = ["Condition", "parse_condition", "parse_columns", "parse_per_run", "parse_smooth"]
+__all__ = ["Condition", "parse_condition", "parse_columns", "parse_per_run", "parse_forms",
+           "parse_smooth"]

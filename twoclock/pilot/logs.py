@@ -30,8 +30,8 @@ import numpy as np
 
 from twoclock.pilot import clipping, plan as pilot, report
 from twoclock.pilot.clocks import Clock, clocks, crossing, smooth
-from twoclock.pilot.conditions import Condition, parse_columns, parse_condition, parse_smooth
-from twoclock.pilot.forms import FAILURE_FORMS
+from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
+                                       parse_smooth)
 from twoclock.pilot.plan import PilotError, PilotRuns
 from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
 
@@ -197,25 +197,6 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
                                   for p in o["predictions"]],
             **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)],
         "logs": _logs_block(path, logs, how, pc, prog, fcs, fails)}
-
-
-def parse_forms(items, fcs) -> dict:
-    """['drift>=0.3=power', ...] (--form) -> {failure condition's text: form}; PilotError
-    where malformed, for a condition that is not a --failure, or given twice."""
-    out, texts = {}, [f.text for f in fcs]
-    for item in items or ():
-        cond, sep, form = item.rpartition("=")
-        if not sep or form not in FAILURE_FORMS:
-            raise PilotError(f"--form {item!r}: expected CONDITION=FORM with FORM one of "
-                             f"{', '.join(FAILURE_FORMS)} (e.g. --form 'drift>=0.3=power')")
-        text = parse_condition(cond, "--form").text
-        if text not in texts:
-            raise PilotError(f"--form {item!r}: {cond!r} is not one of the --failure conditions "
-                             f"({', '.join(texts)})")
-        if text in out:
-            raise PilotError(f"--form {item!r}: {cond!r} already has the form {out[text]!r}")
-        out[text] = form
-    return out
 
 
 def _failed(runs, crossings) -> dict:
