@@ -25,47 +25,82 @@ COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
                   "/jax/compilation_cache/cache_retrieval_time_sec")
 
 
+class SweepProbe:
+    """Records each sweep the engine runs: its estimate, what the process held when the estimate
+    was made, and its seconds less the compile events inside it. With reset_peak, VmHWM is reset
+    (/proc/self/clear_refs) before each estimate, so a sweep's `peak` is its own."""
+
+    def __init__(self, reset_peak: bool = False):
+        self.reset_peak, self.sweeps = reset_peak, []
+        self._inside, self._compile_s = False, 0.0
+
+    def install(self):
+        import jax
+        from twoclock.engine import memory, sweep
+
+        def on_event(event, secs, **_):
+            if self._inside and event in COMPILE_EVENTS:
+                self._compile_s += secs
+        jax.monitoring.register_event_duration_secs_listener(on_event)
+        real_estimate, real_run = sweep.estimate, sweep._run
+
+        def estimate(*a, **k):
+            reset = self.reset_peak and _reset_peak()
+            held = memory.resident_bytes()
+            e = real_estimate(*a, **k)
+            self.sweeps.append({"est": e, "held": held, "peak_is_the_sweeps": reset})
+            return e
+
+        def run(*a, **k):  # the sweep after its estimate (the warm-up is prepared before it)
+            self._inside, self._compile_s, t = True, 0.0, time.perf_counter()
+            try:
+                return real_run(*a, **k)
+            finally:
+                self._inside = False
+                self.sweeps[-1].update(run_s=time.perf_counter() - t, compile_s=self._compile_s,
+                                       peak=memory.peak_resident_bytes())
+        sweep.estimate, sweep._run = estimate, run
+        return self
+
+
+def estimated_bytes(rec: dict) -> int:
+    """The estimate's total: what the process held, the results, the analysis, the largest
+    chunk, the program constants and the compiler's estimated peak."""
+    e = rec["est"]
+    return (rec["held"] + e.result_bytes + e.analysis_bytes + e.chunk_bytes + e.program_bytes
+            + e.compile_bytes)
+
+
+def _reset_peak() -> bool:
+    """VmHWM back to the current resident set (Linux); False where it cannot be."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def measure(model: str) -> dict:
-    import jax
-    from twoclock.engine import estimate as est_mod, memory, sweep
+    from twoclock.engine import estimate as est_mod, memory
     from twoclock.studies import STUDIES
     from twoclock.cli import run_study
 
-    seen: dict = {"compile_s": 0.0, "inside": False}
-
-    def on_event(event, secs, **_):
-        if seen["inside"] and event in COMPILE_EVENTS:
-            seen["compile_s"] += secs
-    jax.monitoring.register_event_duration_secs_listener(on_event)
-
-    real_estimate, real_run = sweep.estimate, sweep._run
-
-    def estimate(*a, **k):  # records the estimate it returns, and what the process held then
-        e = real_estimate(*a, **k)
-        seen["est"], seen["held"] = e, memory.resident_bytes()
-        return e
-
-    def run(*a, **k):  # the sweep after its estimate (the warm-up is prepared before it)
-        seen["inside"], t = True, time.perf_counter()
-        try:
-            return real_run(*a, **k)
-        finally:
-            seen["inside"], seen["run_s"] = False, time.perf_counter() - t
-
-    sweep.estimate, sweep._run = estimate, run
+    probe = SweepProbe().install()
     t0 = time.perf_counter()
     rc = run_study.main(STUDIES.headline, ["--model", model, "--no-store", "--no-figure",
                                            "--quiet"])
     wall = time.perf_counter() - t0
-    e: est_mod.Estimate = seen["est"]
-    est_bytes = (seen["held"] + e.result_bytes + e.analysis_bytes + e.chunk_bytes
-                 + e.program_bytes + e.compile_bytes)
+    rec = probe.sweeps[-1]
+    e: est_mod.Estimate = rec["est"]
+    est_bytes = estimated_bytes(rec)
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and execve, so a run started by
-    # bench_policy.py would report the benchmark's own peak
+    # bench_policy.py would report the benchmark's own peak; read at the end, so the analysis
+    # and the compiler are in it
     peak = memory.peak_resident_bytes()
-    updates_s = seen["run_s"] - seen["compile_s"]
+    updates_s = rec["run_s"] - rec["compile_s"]
     return {"model": model, "rc": rc, "wall_s": wall, "estimate_line": e.line(),
-            "estimated_s": e.seconds, "measured_s": updates_s, "compile_s": seen["compile_s"],
+            "estimated_s": e.seconds, "measured_s": updates_s, "compile_s": rec["compile_s"],
             "estimated_bytes": est_bytes, "peak_rss_bytes": peak,
             "time": e.seconds / updates_s, "memory": est_bytes / peak}
 

@@ -14,73 +14,36 @@ The process keeps the programs of earlier cells, so both sides include them.
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from default_runs import COMPILE_EVENTS  # noqa: E402
-
-
-def _reset_peak() -> bool:
-    """VmHWM back to the current resident set (Linux); False where it cannot be."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
+from default_runs import SweepProbe, estimated_bytes  # noqa: E402
 
 
 def measure(argv: list) -> list:
-    import jax
-    from twoclock.engine import memory, sweep
     from twoclock.studies import STUDIES
     from twoclock.cli import run_study
-
-    rows, now = [], {"compile_s": 0.0, "inside": False}
-
-    def on_event(event, secs, **_):
-        if now["inside"] and event in COMPILE_EVENTS:
-            now["compile_s"] += secs
-    jax.monitoring.register_event_duration_secs_listener(on_event)
-    real_estimate, real_run = sweep.estimate, sweep._run
-
-    def estimate(*a, **k):
-        reset = _reset_peak()
-        held = memory.resident_bytes()
-        e = real_estimate(*a, **k)
-        now.update(est=e, held=held, reset=reset, compile_s=0.0)
-        return e
-
-    def run(*a, **k):
-        now["inside"], t = True, time.perf_counter()
-        try:
-            return real_run(*a, **k)
-        finally:
-            now["inside"] = False
-            e = now["est"]
-            est_bytes = (now["held"] + e.result_bytes + e.analysis_bytes + e.chunk_bytes
-                         + e.program_bytes + e.compile_bytes)
-            secs = time.perf_counter() - t - now["compile_s"]
-            peak = memory.peak_resident_bytes()
-            rows.append({"estimate_line": e.line(), "estimated_s": e.seconds,
-                         "measured_s": secs, "compile_s": now["compile_s"],
-                         "time": e.seconds / secs, "estimated_bytes": est_bytes,
-                         "peak_rss_bytes": peak, "memory": est_bytes / peak,
-                         "peak_is_the_sweeps": now["reset"]})
-
     import twoclock.studies.policy_study as study
+
+    probe, names = SweepProbe(reset_peak=True).install(), []
     real_cells = study.run_cells
 
     def run_cells(model, todo, **k):  # the cells' names, in the order their sweeps run
-        now["names"] = [name for name, *_ in todo]
+        names[:] = [name for name, *_ in todo]
         return real_cells(model, todo, **k)
 
-    sweep.estimate, sweep._run, study.run_cells = estimate, run, run_cells
+    study.run_cells = run_cells
     rc = run_study.main(STUDIES.policy_study, [*argv, "--no-figure"])
     if rc != 0:
         raise SystemExit(f"study_cells.py: the study exited {rc}")
-    for name, r in zip(now.get("names", []), rows):
-        r["cell"] = name
+    rows = []
+    for i, rec in enumerate(probe.sweeps):
+        e, secs, est = rec["est"], rec["run_s"] - rec["compile_s"], estimated_bytes(rec)
+        rows.append({"cell": names[i] if i < len(names) else "?", "estimate_line": e.line(),
+                     "estimated_s": e.seconds, "measured_s": secs,
+                     "compile_s": rec["compile_s"], "time": e.seconds / secs,
+                     "estimated_bytes": est, "peak_rss_bytes": rec["peak"],
+                     "memory": est / rec["peak"],
+                     "peak_is_the_sweeps": rec["peak_is_the_sweeps"]})
     return rows
 
 
