@@ -17,7 +17,8 @@ def test_the_check_from_logs_runs_each_batch_at_its_own_seeds_and_shows_its_swee
     argv = ["--logs", "--model", "quadratic", "--pilot-seeds", "2", "--seeds", "3",
             "--n-ckpt", "256", "--out", str(tmp_path)]
     assert run_study.main(STUDIES.plan_check, argv) == 0
-    err = capsys.readouterr().err
+    printed = capsys.readouterr()
+    err = printed.err
     sweeps = [line for line in err.splitlines() if line.startswith("[quadratic]")
               and "runs in" in line]
     # two sweeps: 3 pilot batches x 2 seeds, then 2 held-out batches x 3 seeds
@@ -29,6 +30,11 @@ def test_the_check_from_logs_runs_each_batch_at_its_own_seeds_and_shows_its_swee
     assert _runs(out["log_file"] + ".heldout.csv") == sorted(
         f"B{b}-s{s}" for b in held for s in range(3))
     assert set(out["logging_interval_samples"]) == {str(b) for b in pilots + held}
+    # every scored prediction is either counted against the goal or named as imprecise
+    g = out["goal"]
+    assert g["scored"] + len(g["imprecise"]) == sum(
+        r["vs_logged"]["rel_error"] is not None for r in out["heldout"])
+    assert f"within 15%: {g['within']}/{g['scored']} of the predictions" in printed.out
     assert run_study.main(STUDIES.plan_check, [*argv, "--quiet"]) == 0
     assert "[quadratic]" not in capsys.readouterr().err
     # chunks of at most 16 runs (logs_check.MAX_LANES): 20 held-out seeds a batch are 2 chunks

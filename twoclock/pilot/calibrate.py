@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from twoclock.atomic import atomic_write
-from twoclock.pilot import clocks as pc, logs as pl, logs_check, reader
+from twoclock.pilot import clocks as pc, logs as pl, logs_check, reader, report
 from twoclock.pilot.conditions import parse_condition
 
 LEVELS = (0.5, 0.8, 0.95)
@@ -180,7 +180,8 @@ def coverage(rows) -> list:
         scored = [r for r in rs if r["levels"][str(LEVELS[-1])]["covered"] is not None]
         hw = [r["levels"][str(LEVELS[-1])]["half_width"] for r in scored]
         hw = [h for h in hw if h is not None]
-        within = [abs(r["levels"][str(LEVELS[-1])]["rel_error"]) <= 0.15 for r in scored]
+        within = [abs(r["levels"][str(LEVELS[-1])]["rel_error"]) <= report.GOAL
+                  for r in scored]
         out.append({"model": model, "kind": kind, "scored": len(scored),
                     "coverage": {str(lvl): (sum(r["levels"][str(lvl)]["covered"]
                                                 for r in scored) / len(scored)

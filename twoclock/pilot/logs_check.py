@@ -87,6 +87,30 @@ def _score(pred: dict, true):
             "covered": bool((lo or 0) <= true <= (hi if hi is not None else math.inf))}
 
 
+def answer_precise(row: dict) -> bool:
+    """Whether a held-out answer can score the accuracy goal: its own 95% CI lies within
+    report.GOAL of it on both sides (a wider answer cannot tell a prediction within the goal
+    from one outside)."""
+    ans, ci = row["vs_logged"]["measured"], row.get("measured_ci")
+    if ans is None or not ci or ci[0] is None or ci[1] is None:
+        return False
+    return ans * (1 - report.GOAL) <= ci[0] and ci[1] <= ans * (1 + report.GOAL)
+
+
+def goal(rows) -> dict:
+    """Predictions within report.GOAL of their answers, among those whose answers can score it;
+    the others ("imprecise": batch, clock, and the answer's CI relative to it)."""
+    scored = [r for r in rows if r["vs_logged"]["rel_error"] is not None]
+    precise = [r for r in scored if answer_precise(r)]
+    return {"within": sum(abs(r["vs_logged"]["rel_error"]) <= report.GOAL for r in precise),
+            "scored": len(precise),
+            "imprecise": [{"batch": r["batch"], "clock": r["clock"],
+                           "answer_ci_rel": [None if v is None
+                                             else v / r["vs_logged"]["measured"] - 1
+                                             for v in (r.get("measured_ci") or (None, None))]}
+                          for r in scored if not answer_precise(r)]}
+
+
 def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = HELDOUT_SEEDS,
           n_ckpt: int = 512, logs_path: str = "pilot_logs.csv", heldout_path: str | None = None,
           keep=None, quiet: bool = True) -> dict:
@@ -167,7 +191,7 @@ def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = 
             "recommendation": plan["recommendation"]["constant"],
             "heldout": out_rows,
             "coverage": {"covered": sum(s["covered"] for s in scored), "scored": len(scored)},
-            "simulation_seconds": sim_s, "plan_seconds": plan_s}
+            "goal": goal(out_rows), "simulation_seconds": sim_s, "plan_seconds": plan_s}
 
 
 def table(out: dict) -> str:
@@ -198,7 +222,21 @@ def table(out: dict) -> str:
     c = out["coverage"]
     lines.append(f"band coverage (vs the held-out runs' logs): {c['covered']}/{c['scored']}; "
                  f"simulation {out['simulation_seconds']:.1f} s, plan {out['plan_seconds']:.2f} s")
+    if "goal" in out:
+        lines.extend(goal_lines(out["goal"], out["heldout_seeds"]))
     return "\n".join(lines)
+
+
+def goal_lines(g: dict, seeds: int) -> list:
+    """The accuracy goal's score, and the answers too imprecise to score it."""
+    pct = f"{100 * report.GOAL:g}%"
+    lines = [f"within {pct}: {g['within']}/{g['scored']} of the predictions whose answer's CI "
+             f"lies within {pct} of it"]
+    for r in g["imprecise"]:
+        lo, hi = (("-" if v is None else f"{100 * v:+.0f}%") for v in r["answer_ci_rel"])
+        lines.append(f"  not scored at B {r['batch']} {r['clock']}: its answer ({seeds} seeds) "
+                     f"is known only to {lo} / {hi}; more held-out seeds (--seeds) narrow it")
+    return lines
 
 
 def example(path: str, model, seeds: int = 4) -> int:
@@ -212,4 +250,5 @@ def example(path: str, model, seeds: int = 4) -> int:
                       ["heldout_acc", "kl", "entropy", "drift", "clip_frac"], path)
 
 
-__all__ = ["log_conditions", "simulate", "write_logs", "check", "table", "example"]
+__all__ = ["log_conditions", "simulate", "write_logs", "answer_precise", "goal", "check", "table",
+           "goal_lines", "example"]

@@ -2,9 +2,11 @@
 from twoclock.pilot import article as pilot_article, forms, plan as pilot
 
 
+# the planner's accuracy goal: a prediction within this share of the answer
+GOAL = 0.15
 # plausible failure forms whose medians differ by more than this, where only their left-out
-# errors chose, are reported: the choice then moves the plan more than its 15% accuracy goal
-FORMS_DISAGREE = 0.15
+# errors chose, are reported: the choice then moves the plan more than its accuracy goal
+FORMS_DISAGREE = GOAL
 
 
 def disagreement_lines(form: dict, predictions, indent: str = "    ") -> list:
