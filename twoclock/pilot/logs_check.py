@@ -87,28 +87,34 @@ def _score(pred: dict, true):
             "covered": bool((lo or 0) <= true <= (hi if hi is not None else math.inf))}
 
 
-def answer_precise(row: dict) -> bool:
-    """Whether a held-out answer can score the accuracy goal: its own 95% CI lies within
-    report.GOAL of it on both sides (a wider answer cannot tell a prediction within the goal
-    from one outside)."""
-    ans, ci = row["vs_logged"]["measured"], row.get("measured_ci")
-    if ans is None or not ci or ci[0] is None or ci[1] is None:
-        return False
-    return ans * (1 - report.GOAL) <= ci[0] and ci[1] <= ans * (1 + report.GOAL)
+def verdict(row: dict) -> str | None:
+    """The accuracy goal judged against the answer's own 95% CI, not its median alone:
+    "within" when the prediction is within report.GOAL of every answer in the CI, "outside"
+    when of none, "open" otherwise (not established); None when a side is censored."""
+    d = row["vs_logged"]
+    p, ci = d["predicted"], row.get("measured_ci")
+    if d["rel_error"] is None:
+        return None
+    lo, hi = (0.0, math.inf) if not ci else (ci[0] or 0.0, math.inf if ci[1] is None else ci[1])
+    # the answers a with |p / a - 1| <= GOAL
+    w_lo, w_hi = p / (1 + report.GOAL), p / (1 - report.GOAL)
+    if w_lo <= lo and hi <= w_hi:
+        return "within"
+    return "outside" if hi < w_lo or lo > w_hi else "open"
 
 
 def goal(rows) -> dict:
-    """Predictions within report.GOAL of their answers, among those whose answers can score it;
-    the others ("imprecise": batch, clock, and the answer's CI relative to it)."""
-    scored = [r for r in rows if r["vs_logged"]["rel_error"] is not None]
-    precise = [r for r in scored if answer_precise(r)]
-    return {"within": sum(abs(r["vs_logged"]["rel_error"]) <= report.GOAL for r in precise),
-            "scored": len(precise),
-            "imprecise": [{"batch": r["batch"], "clock": r["clock"],
-                           "answer_ci_rel": [None if v is None
-                                             else v / r["vs_logged"]["measured"] - 1
-                                             for v in (r.get("measured_ci") or (None, None))]}
-                          for r in scored if not answer_precise(r)]}
+    """{"within" | "outside" | "open": [{batch, clock, rel_error, answer_ci_rel}]}: each scored
+    prediction under its verdict (answer_ci_rel: the answer's CI relative to it)."""
+    out = {"within": [], "outside": [], "open": []}
+    for r in rows:
+        v = verdict(r)
+        if v is not None:
+            d = r["vs_logged"]
+            out[v].append({"batch": r["batch"], "clock": r["clock"], "rel_error": d["rel_error"],
+                           "answer_ci_rel": [None if c is None else c / d["measured"] - 1
+                                             for c in (r.get("measured_ci") or (None, None))]})
+    return out
 
 
 def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = HELDOUT_SEEDS,
@@ -228,14 +234,20 @@ def table(out: dict) -> str:
 
 
 def goal_lines(g: dict, seeds: int) -> list:
-    """The accuracy goal's score, and the answers too imprecise to score it."""
+    """The accuracy goal's verdicts, and the predictions outside it or open."""
     pct = f"{100 * report.GOAL:g}%"
-    lines = [f"within {pct}: {g['within']}/{g['scored']} of the predictions whose answer's CI "
-             f"lies within {pct} of it"]
-    for r in g["imprecise"]:
-        lo, hi = (("-" if v is None else f"{100 * v:+.0f}%") for v in r["answer_ci_rel"])
-        lines.append(f"  not scored at B {r['batch']} {r['clock']}: its answer ({seeds} seeds) "
-                     f"is known only to {lo} / {hi}; more held-out seeds (--seeds) narrow it")
+    lines = [f"the {pct} goal against each answer's 95% CI: within {len(g['within'])}, outside "
+             f"{len(g['outside'])}, open {len(g['open'])}"]
+
+    def ci(r):
+        return " / ".join("-" if v is None else f"{100 * v:+.0f}%" for v in r["answer_ci_rel"])
+    for r in g["outside"]:
+        lines.append(f"  outside at B {r['batch']} {r['clock']}: {100 * r['rel_error']:+.1f}%, "
+                     f"and more than {pct} off every answer in its CI ({ci(r)})")
+    for r in g["open"]:
+        lines.append(f"  open at B {r['batch']} {r['clock']}: {100 * r['rel_error']:+.1f}%, but "
+                     f"its answer ({seeds} seeds) is known only to {ci(r)}: more held-out seeds "
+                     "(--seeds) narrow it")
     return lines
 
 
@@ -250,5 +262,5 @@ def example(path: str, model, seeds: int = 4) -> int:
                       ["heldout_acc", "kl", "entropy", "drift", "clip_frac"], path)
 
 
-__all__ = ["log_conditions", "simulate", "write_logs", "answer_precise", "goal", "check", "table",
+__all__ = ["log_conditions", "simulate", "write_logs", "verdict", "goal", "check", "table",
            "goal_lines", "example"]
