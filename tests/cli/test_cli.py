@@ -132,6 +132,9 @@ def test_adams_flags_have_one_spelling(name):
     ("clipping", ["--model", "quadratic"], "model"),  # the clipping study is the bandit's
     ("bandit_regimes", ["--cases", "9"], "cases"), ("bandit_regimes", ["--seeds", "0"], "seeds"),
     ("plan_check", ["--n-ckpt", "1"], "--n-ckpt"), ("clipping", ["--clips", "0.2"], "clips"),
+    ("plan_check", ["--pilots", "16", "32", "64"], "--pilots"),  # the CSV check has its own
+    ("plan_check", ["--logs", "--pilots", "16", "16", "32"], "--pilots"),
+    ("plan_check", ["--logs", "--pilots", "16", "32", "1000000"], "--pilots"),  # past budget
     ("phase_diagram", ["--batches", "8", "16"], "--batches"),  # two models: one grid each
     ("policy_study", ["--seeds", "1"], "seeds"), ("policy_study", ["--parts", "x"], "parts"),
     # a cell's batch the model cannot split, or one the budget cannot hold (issue 33, 5)

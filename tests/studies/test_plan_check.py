@@ -42,3 +42,14 @@ def test_the_check_from_logs_runs_each_batch_at_its_own_seeds_and_shows_its_swee
     assert run_study.main(STUDIES.plan_check, [*argv[:-2], "--seeds", "20", "--out",
                                                str(tmp_path)]) == 0
     assert "[quadratic] 40 runs in 4 chunks" in capsys.readouterr().err
+
+
+def test_the_pilots_flag_moves_the_pilots_and_the_held_out_batches(tmp_path):
+    argv = ["--logs", "--model", "quadratic", "--pilots", "64", "16", "32", "--pilot-seeds", "2",
+            "--seeds", "2", "--n-ckpt", "256", "--quiet", "--out", str(tmp_path)]
+    assert run_study.main(STUDIES.plan_check, argv) == 0
+    out = json.loads((tmp_path / "plan_check_quadratic_logs.json").read_text())
+    # unsorted on the command line, sorted in the check; held out at 4x and 8x the largest
+    assert out["pilot_batches"] == [16, 32, 64] and out["heldout_batches"] == [256, 512]
+    assert _runs(out["log_file"]) == sorted(f"B{b}-s{s}" for b in (16, 32, 64) for s in range(2))
+    assert sorted({r["batch"] for r in out["heldout"]}) == [256, 512]

@@ -119,17 +119,24 @@ def goal(rows) -> dict:
 
 def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = HELDOUT_SEEDS,
           n_ckpt: int = 512, logs_path: str = "pilot_logs.csv", heldout_path: str | None = None,
-          keep=None, quiet: bool = True) -> dict:
-    """Simulate pilots (the 3 smallest of the model's plan_check pilot batches, at its lr0 and
-    budget) and held-out runs at 4x and 8x the largest, plan from the pilot log file alone, and
-    score every clock at the held-out batches."""
+          pilots=None, keep=None, quiet: bool = True) -> dict:
+    """Simulate pilots (`pilots`, by default the 3 smallest of the model's plan_check pilot
+    batches; at its lr0 and budget) and held-out runs at 4x and 8x the largest, plan from the
+    pilot log file alone, and score every clock at the held-out batches."""
     from twoclock.config import require, require_int  # noqa: PLC0415
     require_int("--pilot-seeds", pilot_seeds, 1)
     require_int("--seeds", heldout_seeds, 1)
     require_int("--n-ckpt", n_ckpt, 2)
     s = model.studies.plan_check
     require(s is not None, "--model", "a model with a plan-check entry", model.name)
-    lr0, pilot_batches, budget = s.lr0, tuple(sorted(s.pilots)[:3]), int(s.budget)
+    lr0, budget = s.lr0, int(s.budget)
+    pilot_batches = tuple(sorted(s.pilots)[:3] if pilots is None else sorted(pilots))
+    require(len(set(pilot_batches)) == len(pilot_batches) >= 3
+            and all(isinstance(b, int) and b >= 1 for b in pilot_batches), "--pilots",
+            "at least three distinct batches >= 1", list(pilots or ()))
+    require(8 * max(pilot_batches) <= budget, "--pilots", f"batches whose 8x (the largest "
+            f"held-out batch) fits the model's budget of {budget} samples: at most "
+            f"{budget // 8}", list(pilot_batches))
     progress, failures = log_conditions(model, cfg)
     conds = [parse_condition(progress, "--progress")] + \
         [parse_condition(f, "--failure") for f in failures]

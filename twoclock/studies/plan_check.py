@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import os
 
 from twoclock.atomic import Refused
-from twoclock.config import option, param, require_int
+from twoclock.config import option, param, require, require_int
 from twoclock.model import StudyDefaults
 from twoclock.pilot import check as pilot_check, logs_check
 from twoclock.studies.protocol import Engine, Study
@@ -24,6 +24,9 @@ class Config:
                                     "(default OUT/plan_check_MODEL_logs.csv)", type=str,
                               nargs="?", const="", metavar="FILE")
     n_ckpt: int = param(512, "with --logs: logged points per run")
+    pilots: tuple | None = option(None, "with --logs: the pilot batches (default the model's "
+                                        "three smallest); held out at 4x and 8x the largest",
+                                  type=int, nargs="+", metavar="B")
 
     def __post_init__(self):
         require_int("--n-ckpt", self.n_ckpt, lo=2)
@@ -31,6 +34,9 @@ class Config:
             require_int("--pilot-seeds", self.pilot_seeds)
         if self.seeds is not None:
             require_int("--seeds", self.seeds)
+        if self.pilots is not None:
+            require(self.logs is not None, "--pilots", "given with --logs (the CSV check "
+                    "uses the model's own pilots)", list(self.pilots))
 
 
 def defaults(model):
@@ -57,7 +63,8 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
             path = cfg.logs or os.path.join(engine.out, f"{out_name(model, cfg, ())}.csv")
             return logs_check.check(model, model_cfg, opt, n_ckpt=cfg.n_ckpt, logs_path=path,
                                     keep=keep, quiet=quiet, **_given(
-                                        pilot_seeds=cfg.pilot_seeds, heldout_seeds=cfg.seeds))
+                                        pilot_seeds=cfg.pilot_seeds, heldout_seeds=cfg.seeds,
+                                        pilots=cfg.pilots))
         return pilot_check.check(model, model_cfg, opt, s.lr0, s.pilots, s.heldout,
                                  budget=s.budget, csv_path=cfg.csv, keep=keep, quiet=quiet,
                                  **_given(pilot_seeds=cfg.pilot_seeds, seeds=cfg.seeds))
