@@ -112,7 +112,6 @@ def parse_per_run(items, flag: str) -> dict:
     return out
 
 
-
 def parse_forms(items, fcs) -> dict:
     """['drift>=0.3=power', ...] (--form) -> {failure condition's text: form}; PilotError
     where malformed, for a condition that is not a --failure, or given twice."""
@@ -130,6 +129,7 @@ def parse_forms(items, fcs) -> dict:
             raise PilotError(f"--form {item!r}: {cond!r} already has the form {out[text]!r}")
         out[text] = form
     return out
+
 
 def parse_smooth(text):
     """'ema:2000' / 'window:4000' -> (kind, samples); None for None."""

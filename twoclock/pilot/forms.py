@@ -331,6 +331,6 @@ def _why(forms, chosen, plausible, cf, tied=False, reason=None) -> str:
     return s
 
 
-__all__ = ["FAILURE_FORMS", "FORM_ERROR_SCALE", "FormNotFitted", "CoupledFit", "fit_coupled", "loo_rate",
-           "widen", "union", "distance", "sigma", "progress_rate", "failure_forms", "form_band", "failure_band",
-           "disagreement", "z_quantile"]
+__all__ = ["FAILURE_FORMS", "FORM_ERROR_SCALE", "FormNotFitted", "CoupledFit", "fit_coupled",
+           "loo_rate", "widen", "union", "distance", "sigma", "progress_rate", "failure_forms",
+           "form_band", "failure_band", "disagreement", "z_quantile"]

@@ -90,7 +90,8 @@ def _score(pred: dict, true):
 def verdict(row: dict) -> str | None:
     """The accuracy goal judged against the answer's own 95% CI, not its median alone:
     "within" when the prediction is within report.GOAL of every answer in the CI, "outside"
-    when of none, "open" otherwise (not established); None when a side is censored."""
+    when of none, "open" otherwise (not established); None when the answer or the prediction
+    is censored (no error to judge)."""
     d = row["vs_logged"]
     p, ci = d["predicted"], row.get("measured_ci")
     if d["rel_error"] is None:
@@ -130,10 +131,11 @@ def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = 
     s = model.studies.plan_check
     require(s is not None, "--model", "a model with a plan-check entry", model.name)
     lr0, budget = s.lr0, int(s.budget)
+    for b in pilots or ():
+        require_int("--pilots", b)
     pilot_batches = tuple(sorted(s.pilots)[:3] if pilots is None else sorted(pilots))
-    require(len(set(pilot_batches)) == len(pilot_batches) >= 3
-            and all(isinstance(b, int) and b >= 1 for b in pilot_batches), "--pilots",
-            "at least three distinct batches >= 1", list(pilots or ()))
+    require(len(set(pilot_batches)) == len(pilot_batches) >= 3, "--pilots",
+            "at least three distinct batches", list(pilot_batches))
     require(8 * max(pilot_batches) <= budget, "--pilots", f"batches whose 8x (the largest "
             f"held-out batch) fits the model's budget of {budget} samples: at most "
             f"{budget // 8}", list(pilot_batches))
@@ -235,8 +237,7 @@ def table(out: dict) -> str:
     c = out["coverage"]
     lines.append(f"band coverage (vs the held-out runs' logs): {c['covered']}/{c['scored']}; "
                  f"simulation {out['simulation_seconds']:.1f} s, plan {out['plan_seconds']:.2f} s")
-    if "goal" in out:
-        lines.extend(goal_lines(out["goal"], out["heldout_seeds"]))
+    lines.extend(goal_lines(out["goal"], out["heldout_seeds"]))
     return "\n".join(lines)
 
 
