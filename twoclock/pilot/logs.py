@@ -258,7 +258,8 @@ def table(out: dict) -> str:
         lines += ["", "clipping: " + co["reading"]]
         if co["predictions"]:
             lines.append("  predicted " + co["metric"] + ": " + "; ".join(
-                f"B {p['batch']:g}: {p['share']:.3g}" for p in co["predictions"]))
+                f"B {p['batch']:g}: " + ("-" if p["share"] is None else f"{p['share']:.3g}")
+                for p in co["predictions"]) + clipping.reach_note(co))
     return "\n".join(lines)
 
 
