@@ -86,8 +86,9 @@ def clip_onset(runs, prog, metric: str, bind: float, pred_B, rule: dict, steps: 
         out["binds_at"] = line_at if within((math.log(bind) - a) / b) else None
     if out["reach"]["batches"] is not None:  # the line over the pilots and its reach
         Bs = np.geomspace(min(p["batch"] for p in pos), out["reach"]["batches"][1], 32)
-        out["curve"] = {"batch": Bs.tolist(),
-                        "share": [share(log_move(B, lr_of(B))) for B in Bs.tolist()]}
+        pts = [(B, share(log_move(B, lr_of(B)))) for B in Bs.tolist()]
+        pts = [(B, f) for B, f in pts if f is not None]
+        out["curve"] = {"batch": [B for B, _ in pts], "share": [f for _, f in pts]}
     slope = f"log share vs log move slope {b:.3g} [{b - t * se:.3g}, {b + t * se:.3g}]"
     if out["binds_at"] is not None:
         out["reading"] = (f"{metric} passes {bind:g} at B ~ {line_at:.0f} (pilots up to "
