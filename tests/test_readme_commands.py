@@ -88,3 +88,20 @@ def test_every_readme_command_runs_as_written_and_writes_what_it_says():
         assert os.path.exists(full), f"the README says {path} is written; it is not"
         assert os.path.getmtime(full) >= start, f"{path} is left from an earlier run"
         assert os.path.getsize(full) > 0, path
+
+
+def python_blocks(text: str) -> list:
+    """The README's ```python blocks, each a program a reader may paste as it is."""
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def test_every_readme_python_block_runs_as_written():
+    blocks = python_blocks(_readme())
+    assert blocks, "the README shows no Python"
+    assert python_blocks("```python\nx = 1\n```\n```bash\ny\n```\n") == ["x = 1\n"]
+    for code in blocks:
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                              text=True, timeout=600, env=dict(os.environ, MPLBACKEND="Agg"))
+        assert done.returncode == 0, (f"a README Python block exits {done.returncode}:\n{code}\n"
+                                      + (done.stdout + done.stderr)[-3000:])
+        assert done.stdout.strip(), f"a README Python block printed nothing:\n{code}"
