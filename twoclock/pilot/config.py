@@ -39,16 +39,27 @@ class PlanConfig:
                                      "heldout_acc, reward, kl, entropy, clip (docs/plan.md)",
                                choices=tuple(PRESETS))
     batch: tuple = option((), "a run's batch (responses per update) where its files do not "
-                              "record it", action="append", metavar="RUN=B")
+                              "record it; RUN may be a glob ('grpo_bs64*=64')",
+                          action="append", metavar="RUN=B")
     lr: tuple = option((), "a run's learning rate (default: the peak it logs)",
                        action="append", metavar="RUN=LR")
     form: tuple = option((), "a failure clock's form, chosen by you: power, coupled or knee "
                              "(e.g. 'drift>=0.3=power'; default: from the pilots)",
                          action="append", metavar="CONDITION=FORM")
+    # reading a run's batch, samples and restarts (docs/plan.md, "Trainers' own files")
+    batch_from_name: str | None = option(None, "a regular expression whose group, found in a "
+                                               "run's name, is its batch where nothing else "
+                                               "gives it (e.g. 'bs(\\d+)')", metavar="REGEX")
+    samples_from_step: str | None = option(None, "a CSV / JSON Lines log without samples: "
+                                                 "samples = COLUMN (the step) x the batch",
+                                           metavar="COLUMN")
+    restarts: str = param("refuse", "a run that logs a step twice (a resumed run): refuse, or "
+                                    "keep-last (the later copy)", choices=("refuse", "keep-last"))
+    READING = ("batch_from_name", "samples_from_step")
 
     LOGS_ONLY = ("progress", "failure", "col", "smooth", "preset", "batch", "lr",
-                 "clip", "form")  # flags that read a log file
-    LOGS_GROUP = ("logs",) + LOGS_ONLY + ("clip_bind", "clip_steps")  # their --help group
+                 "clip", "form") + READING  # flags that read a log file
+    LOGS_GROUP = ("logs",) + LOGS_ONLY + ("clip_bind", "clip_steps", "restarts")  # --help group
 
     def __post_init__(self):
         given = [f for f in self.LOGS_ONLY if getattr(self, f)]
@@ -72,6 +83,8 @@ def plan(cfg: PlanConfig) -> dict:
         reading = {k: v for k, v in (("preset", cfg.preset),
                                      ("batch", parse_per_run(cfg.batch, "--batch")),
                                      ("lr", parse_per_run(cfg.lr, "--lr"))) if v}
+        reading.update({k: getattr(cfg, k) for k in cfg.READING if getattr(cfg, k)},
+                       **({"restarts": cfg.restarts} if cfg.restarts != "refuse" else {}))
         return pilot_logs.plan_logs(cfg.logs, cfg.progress, list(cfg.failure), predict,
                                     cfg.margin, cfg.level, cfg.smooth, list(cfg.col),
                                     cfg.clip, cfg.clip_bind, cfg.clip_steps, list(cfg.form),
