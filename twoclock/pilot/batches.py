@@ -26,6 +26,7 @@ def check_given(given: dict, names, flag: str, path: str):
 def per_run(given: dict, name: str, flag: str):
     """The value --batch / --lr gives run `name`: its own key, else the globs matching it (all
     with one value); None when none does."""
+    given = given or {}
     if name in given:
         return given[name]
     hits = {k: v for k, v in given.items() if any(c in k for c in GLOB)
