@@ -136,3 +136,23 @@ def test_two_tensorboard_runs_of_one_name_are_refused_naming_the_duplicate(tmp_p
     err = _one_line_exit_2(tmp_path, d, ["--preset", "trl", "--batch", "runs=64"],
                            ["two runs are named 'runs'", str(d / "runs")])
     assert "schedule" not in err
+
+
+@needs_tensorboard
+def test_hparams_plugin_data_that_does_not_decode_names_the_event(tmp_path):
+    from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.compat.proto import event_pb2
+    w = EventFileWriter(str(tmp_path / "tb" / "run"))
+    for t in range(1, 4):
+        w.add_event(event_pb2.Event(step=t, summary=Summary(value=[
+            Summary.Value(tag="acc", simple_value=0.1 * t),
+            Summary.Value(tag="lr", simple_value=1e-6)])))
+    smd = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="hparams",
+                                                                 content=b"\xff\xff\xff"))
+    w.add_event(event_pb2.Event(summary=Summary(value=[
+        Summary.Value(tag="_hparams_/session_start_info", metadata=smd)])))
+    w.close()
+    with pytest.raises(PilotError, match=r"run/events\.out\.tfevents\.\S+ event 5 \(step 0\): "
+                                         r"hparams plugin data that does not decode"):
+        read_logs(str(tmp_path / "tb"), ("acc",), batch={"run": 8.0})

@@ -76,6 +76,22 @@ def test_plan_py_plans_a_trl_output_folder_with_no_batch_flag(tmp_path):
     _clocks_are_the_curves(runs, lambda n: int(n[len("grpo_bs"):].split("_")[0]))
 
 
+def test_a_trl_output_folder_of_events_alone_takes_its_batch_from_the_args_text(tmp_path):
+    """No trainer_state.json (a crashed run): the TensorBoard runs under runs/<date_host>/ are
+    read, named by their path, the batch from their args text, lr from the lr tag."""
+    d = tmp_path / "out"
+    shutil.copytree(TRL_OUT, d)
+    for b in STEPS:
+        os.remove(d / f"grpo_bs{b}_g8" / "trainer_state.json")
+    logs = read_logs(str(d), ("kl",), preset="trl", lr={"*": 1e-6})
+    assert {r.name: (r.batch, r.lr) for r in logs.runs} == {
+        f"grpo_bs{b}_g8/runs/Oct17_12-00-00_vm": (b, 1e-6) for b in STEPS}
+    for r in logs.runs:
+        b = int(r.batch)
+        np.testing.assert_allclose(r.metrics["kl"], [expected(b, t)["kl"] for t in
+                                                     range(2, STEPS[b] + 1, 2)], rtol=1e-6)
+
+
 def test_add_hparams_sub_folders_are_merged_into_their_run(tmp_path):
     """torch's add_hparams writes <run>/<time.time()>/ with the hparams and a scalar of the
     metric at step 0: one run each (b64, b128, b256), not six, planned by their names."""
