@@ -14,6 +14,8 @@ from twoclock.pilot.plan import MAX_BATCH, PilotError
 
 REQUIRED = ("run", "batch", "lr", "samples")
 OPTIONAL = ("seconds_per_update",)  # median per run, the step time the plan's throughput uses
+_OR_FLAG = {"batch": ", or give --batch RUN=B or --batch-from-name REGEX",
+            "samples": ", or read a step column with --samples-from-step COLUMN"}
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,8 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
     for col in REQUIRED:
         if col not in first and col not in fill:
             raise PilotError(f"{top}: missing column {col!r} (columns: "
-                             f"{limits.listing(named)}); map another with --col {col}=COLUMN")
+                             f"{limits.listing(named)}); map another with --col {col}=COLUMN"
+                             + _OR_FLAG.get(col, "") * (table is None))
     for m in metrics:
         if m not in first:
             raise PilotError(f"{top}: no column {m!r} for the condition on it (columns: "
