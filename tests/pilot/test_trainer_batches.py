@@ -102,6 +102,37 @@ def test_add_hparams_sub_folders_are_merged_into_their_run(tmp_path):
     _clocks_are_the_curves(runs, lambda n: int(n[1:]))
 
 
+def test_tf_style_hparams_runs_under_a_config_root_stay_runs(tmp_path):
+    """tf.summary's hparams API writes the experiment at the root and each run's hparams in the
+    run itself (many steps): two runs, each with its own batch, nothing merged into the root."""
+    fx = _fixtures()
+    root = fx._TorchWriter(str(tmp_path / "tb"))
+    root.add_summary(_hparams_summary({}))
+    root.close()
+    for name, prompts in (("run-0", 4), ("run-1", 16)):
+        w = fx._TorchWriter(str(tmp_path / "tb" / name))
+        w.add_summary(_hparams_summary({"data.train_batch_size": prompts,
+                                        "actor_rollout_ref.rollout.n": 8}))
+        for t in range(1, 5):
+            w.add_scalar("acc", 0.1 * t, t)
+            w.add_scalar("lr", 1e-6, t)
+        w.close()
+    logs = read_logs(str(tmp_path / "tb"), ("acc",))
+    assert [(r.name, r.batch) for r in logs.runs] == [("run-0", 32.0), ("run-1", 128.0)]
+
+
+def _hparams_summary(hparams):
+    from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+    from tensorboard.plugins.hparams import metadata, plugin_data_pb2 as pd
+    ssi = pd.SessionStartInfo()
+    for k, v in hparams.items():
+        ssi.hparams[k].number_value = v
+    data = pd.HParamsPluginData(version=0, session_start_info=ssi)
+    smd = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
+        plugin_name=metadata.PLUGIN_NAME, content=data.SerializeToString()))
+    return Summary(value=[Summary.Value(tag=metadata.SESSION_START_INFO_TAG, metadata=smd)])
+
+
 def test_the_hparams_of_add_hparams_give_the_batch_where_they_record_it(tmp_path):
     """verl's config logged as hparams: data.train_batch_size 8 prompts x rollout.n 8 = 64."""
     w = _fixtures()._TorchWriter(str(tmp_path / "tb" / "run"))

@@ -153,12 +153,15 @@ def _above(d: str, read: dict, root: str):
 
 def runs(root: str, dirs: dict, places: list, restarts: str = "refuse"):
     """[(name, directory, {step: {tag: value}}, {step: place}, settings)] of the runs under
-    root: an add_hparams directory (hparams, below another run's directory) is merged into the
-    nearest run above it: its hparams join the run's settings, its scalars (add_hparams'
-    metric_dict, one summary value each) are not steps."""
+    root: an add_hparams directory (hparams and scalars at one step at most, below a run with
+    scalars) is merged into the nearest run above it: its hparams join the run's settings, its
+    scalars (add_hparams' metric_dict, one summary value each) are not steps."""
     read = {d: _read(d, f, places, restarts) for d, f in sorted(dirs.items())}
-    into = {d: _above(d, read, root) for d, got in read.items() if got.hparams is not None}
-    into = {d: up for d, up in into.items() if up is not None}
+    # add_hparams' sub-folder: hparams and scalars at one step at most (its metric_dict), below
+    # a run with scalars; tf.summary's hparams runs (many steps, under a config-only root) stay
+    into = {d: _above(d, read, root) for d, got in read.items()
+            if got.hparams is not None and len(got.by_step) <= 1}
+    into = {d: up for d, up in into.items() if up is not None and read[up].by_step}
     merged = {}
     for d, up in into.items():
         merged.setdefault(up, {}).update(read[d].hparams)
