@@ -56,6 +56,9 @@ PSTUDY = f"{S}test_policy_study_stats.py"
 CENSOR = f"{P}test_logs_censoring.py"
 QORACLES = f"{M}test_quadratic_oracles.py"
 FLAGS = "tests/cli/test_flags_reach_outputs.py"
+# issue 56: numbers no test read (the noise-scale bias, the null shift, the KL root, same batches)
+EST = f"{M}test_policy_estimator_oracles.py"
+SAME = f"{S}test_policy_same_batches.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -406,6 +409,34 @@ BUGS = [
     ("--smooth not passed to the log planner", "glue", "twoclock/pilot/config.py",
      "cfg.margin, cfg.level, cfg.smooth, list(cfg.col))",
      "cfg.margin, cfg.level, None, list(cfg.col))", f"{FLAGS} -k smoothing"),
+    # ------------------------------------------------------------------ issue 56
+    ("noise: the signal's bias - Var / P dropped", "self", "twoclock/models/policy/dynamics.py",
+     'out[f"signal_{k}"] = mean[i] ** 2 - var[i] / P', 'out[f"signal_{k}"] = mean[i] ** 2',
+     f"{EST} -k 'unbiased or regime'"),
+    ("noise: the signal's bias over G, not P", "trivial", "twoclock/models/policy/dynamics.py",
+     'out[f"signal_{k}"] = mean[i] ** 2 - var[i] / P',
+     'out[f"signal_{k}"] = mean[i] ** 2 - var[i] / G', f"{EST} -k 'unbiased or regime'"),
+    ("null clock: the shift measured from 0, not the reference", "glue",
+     "twoclock/models/policy/dynamics.py", 'shift_T = jnp.abs(ev["null"] - st0["null"])',
+     'shift_T = jnp.abs(ev["null"])', f"{EST} -k null -m slow"),
+    ("null metric: the log-odds, not their shift", "glue", "twoclock/models/policy/dynamics.py",
+     'null=ev["null"][-1] - st0["null"],', 'null=ev["null"][-1],', f"{EST} -k null -m slow"),
+    ("Adam KL clock: the root over a, not 2 a", "trivial", "twoclock/models/policy/adam_noise.py",
+     "np.sqrt(c ** 2 + 8 * a * th))\n                                              / (2 * a))",
+     "np.sqrt(c ** 2 + 8 * a * th))\n                                              / a)",
+     f"{EST} -k kl"),
+    ("Adam KL clock: 2 c for c outside the root", "trivial",
+     "twoclock/models/policy/adam_noise.py", "(-c + np.sqrt(c ** 2 + 8 * a * th))",
+     "(-2 * c + np.sqrt(c ** 2 + 8 * a * th))", f"{EST} -k kl"),
+    ("Adam KL walk: c halved", "trivial", "twoclock/models/policy/adam_noise.py",
+     "G / b * float(np.mean(", "G / (2 * b) * float(np.mean(", f"{EST} -k kl"),
+    ("prereg: the prediction's exponent over every batch", "trivial",
+     "twoclock/studies/policy_study/prereg.py", 'e = exponent_of(p[kind], meas["batches"])',
+     "e = exponent_of(p[kind])", SAME),
+    ("study: Adam's same-batches exponent over every batch", "glue",
+     "twoclock/studies/policy_study/answers.py",
+     'v["measured"]["batches"], [by_b.get(str(b)) for b in v["measured"]["batches"]])',
+     "[int(b) for b in by_b], list(by_b.values()))", SAME),
 ]
 
 
