@@ -362,3 +362,18 @@ def test_the_clipping_margins_are_the_variants_table():
                for c in rows[k][-2:] for v in c[1:]]
     at4 = [float(v) for c in (kl4, ent4) for v in c[1:]]
     assert [float(v) for v in m.groups()] == [min(same_lr), max(same_lr), min(at4), max(at4)]
+
+
+def test_the_collapse_exponent_is_the_tables():
+    t = _text("docs/policy.md")
+    # the unclipped rows: collapsed, still down, then the collapse clock
+    b64, b1024 = (re.fullmatch(CI, _row("docs/policy.md", f"none | {b}")[2]).groups()
+                  for b in (64, 1024))
+    m = _after(t, "unclipped it moves from ", NUM + " to " + NUM + r" responses \(an exponent of "
+               + NUM + r"; that ratio has no paired CI here, but the two medians' CIs, \[" + NUM +
+               ", " + NUM + r"\] and \[" + NUM + ", " + NUM + r"\], do not overlap\)")
+    g = [float(v) for v in m.groups()]
+    lo, hi = [float(v) for v in b64], [float(v) for v in b1024]
+    assert g[:2] == [lo[0], hi[0]] and g[3:] == lo[1:] + hi[1:]
+    assert g[2] == round(math.log(hi[0] / lo[0]) / math.log(16), 2)
+    assert lo[2] < hi[1]  # "do not overlap"
