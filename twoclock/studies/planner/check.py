@@ -16,7 +16,7 @@ def sweep(model, model_cfg, opt: OptimConfig, batches, lr0: float, seeds: int,
     the sweep's estimate line and progress bar)."""
     cfg = SweepConfig(batches=tuple(int(b) for b in batches), lr0s=(lr0,), seeds=seeds,
                       budget=budget, seed=seed, n_ckpt=8)
-    from twoclock.engine.sweep import run_sweep  # here: the rest of twoclock.pilot needs no JAX
+    from twoclock.engine.sweep import run_sweep  # noqa: PLC0415 (JAX: only when simulating)
     return run_sweep(model, model_cfg, opt, cfg, quiet=quiet, keep=keep)
 
 
