@@ -10,7 +10,12 @@ import pytest
 from tests.helpers import assert_close
 from twoclock.pilot import clipping, forms, logs as pl, report
 from twoclock.pilot import fit as pf
-from twoclock.pilot.plan import PilotError, PilotRuns, plan
+from twoclock.pilot.plan import PilotError, PilotRuns, plan as typed_plan
+
+
+def plan(runs, **kw) -> dict:
+    """The plan's JSON (what plan.json holds, and what these tests read)."""
+    return typed_plan(runs, **kw).to_json()
 
 
 # ---------------------------------------------------------------------------- relative conditions

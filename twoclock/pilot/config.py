@@ -64,8 +64,8 @@ class PlanConfig:
 
 
 def plan(cfg: PlanConfig) -> dict:
-    """The plan: from the logs (pilot.logs.plan_logs) or from RUNS.csv / the published table
-    (pilot.report.plan_file)."""
+    """The plan's JSON: from the logs (pilot.logs.plan_logs) or from RUNS.csv / the published
+    table (pilot.report.plan_file's Plan.to_json())."""
     predict = cfg.predict or None  # none given: the pilot batches
     if cfg.logs is not None:
         # how to read a trainer's own files (pilot.reader.read_logs), given only when set
@@ -76,7 +76,7 @@ def plan(cfg: PlanConfig) -> dict:
                                     cfg.margin, cfg.level, cfg.smooth, list(cfg.col),
                                     cfg.clip, cfg.clip_bind, cfg.clip_steps, list(cfg.form),
                                     **reading)
-    return report.plan_file(cfg.runs, predict, cfg.margin, cfg.level)
+    return report.plan_file(cfg.runs, predict, cfg.margin, cfg.level).to_json()
 
 
 __all__ = ["PlanConfig", "plan"]
