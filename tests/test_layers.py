@@ -109,6 +109,17 @@ def test_the_layer_check_sees_imports_anywhere_in_a_module(tmp_path):
                    "twoclock.model"}, bad
 
 
+def test_the_planners_fits_call_nothing_above_them():
+    """pilot/fit.py (each form's fit and sampling band) imports no other planner module;
+    forms.py (a clock's form, fit and band) only fit.py below it; plan.py reads its clocks
+    from forms.py."""
+    pilot = lambda name: {m.split(".")[2] for m in _imports(os.path.join(PKG, "pilot", name))
+                          if m.startswith("twoclock.pilot.")}
+    assert pilot("fit.py") == set()
+    assert pilot("forms.py") == {"fit"}
+    assert "forms" in pilot("plan.py")
+
+
 # a model's name compared or used as a key: only the models' own packages may do that
 NAME_USE = re.compile(r"(\b(model|spec)\.name\s*(==|!=|in\b))|(\w\[\s*(model|spec)\.name\s*\](?!\s*=))|"
                       r"(==\s*[\"'](quadratic|bandit|policy)[\"'])")

@@ -261,8 +261,8 @@ def test_a_form_given_with_form_is_the_median_and_the_band(tmp_path):
 def test_coupled_fit_by_hand_with_a_censored_run():
     """log ratios of the failed runs: log 2, log 4 -> mean log sqrt(8); a censored run whose
     level (ratio 8) lies above that pushes it: mean of log 2, log 4, log 8 = log 4."""
-    cf = forms.fit_coupled([1.0, 2.0, 4.0], [200.0, 400.0, math.inf], [0, 0, 800.0],
-                           [100.0, 100.0, 100.0])
+    cf = pf.fit_coupled([1.0, 2.0, 4.0], [200.0, 400.0, math.inf], [0, 0, 800.0],
+                        [100.0, 100.0, 100.0])
     assert cf.censored_active == 1
     assert_close(cf.log_k, math.log(4.0), rtol=0, atol=1e-12, what="log k")
     # standard error: sd of (log 2, log 4, log 8) with ddof 1 is log 2, over sqrt(3)

@@ -3,7 +3,7 @@
 Source: "When Do Larger Batches Help Scale LLM Reinforcement Learning?" (Tencent Hy Team),
 data and column meanings in twoclock/data/README.md. The table is relative to P = 128; the
 absolute scale (122.88K responses, 357 s per 1024-response step) is the one
-twoclock/throughput.py calibrates its GRPO defaults to, so it is taken from there.
+twoclock/analysis/throughput.py calibrates its GRPO defaults to, so it is taken from there.
 """
 import csv
 import math

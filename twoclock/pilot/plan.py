@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from twoclock.config import require
+from twoclock.config import DELTA, require
 from twoclock.pilot import fit as pf, forms
 from twoclock.pilot.result import (CriticalBatch, Curves, Estimate, Exponent, FailureForm,
                                    FailureReport, Fit, Plan, Prediction, ProgressReport,
@@ -203,47 +203,39 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
         raise PilotError(f"{runs.source}, column batch: needs >= 3 distinct batches on one "
                          f"learning-rate rule (got {distinct.size}: "
                          f"{', '.join(f'{b:g}' for b in distinct)})")
-    pfit, plausible, sse, why = pf.choose_progress(B, prog, rule.p)
-    ffit = pf.fit_failure(B, fail, runs.censor_R()[on])
-    # the form errors are small differences of fits: sorted runs make them independent of the
-    # rows' order to the last bit
-    o = np.lexsort((fail, prog, B))
-    prate = forms.progress_rate(B[o], prog[o], rule.p)
+    progress = forms.progress_clock(B, prog, rule.p)
     try:
-        finfo = forms.failure_forms(B[o], fail[o], runs.censor_R()[on][o], prog[o], level,
-                                    rule.p, failure_form)
+        failure = forms.failure_clock(B, fail, runs.censor_R()[on], prog, level, rule.p,
+                                      failure_form)
     except forms.FormNotFitted as e:
         raise PilotError(f"--form: {e}") from None
-    lo_b, hi_b = float(B.min()), float(B.max())
-
-    def prog_band(bs):  # the plausible forms' envelope, widened by the procedure's form error
-        return forms.widen(pf.envelope(pfit, plausible, bs, level),
-                           forms.sigma(prate, bs, lo_b, hi_b), level)
-
-    def fail_band(bs):
-        return forms.failure_band(finfo, prog_band(bs), bs, level)
+    prog_band = lambda bs: progress.band(bs, level)
+    fail_band = lambda bs: failure.band(prog_band(bs), bs, level)
     tmodel, spu = _step_times(runs)
     cand = sorted(set(float(b) for b in distinct) | set(float(b) for b in (predict or ())))
     pred_B = sorted(set(float(b) for b in predict)) if predict else cand
-    bound = _no_failure_bound(B, prog, fail, runs.censor_R()[on], pfit, pred_B)
+    bound = _no_failure_bound(B, prog, fail, runs.censor_R()[on], progress.fit, pred_B)
     predictions = tuple(Prediction(b, rule.lr(b), pb, fb, nb, spu(b), _hours(pb, spu(b), b))
                         for b, pb, fb, nb in zip(pred_B, prog_band(pred_B), fail_band(pred_B),
                                                  bound))
     grid = np.geomspace(min(cand + [float(runs.batch_R.min())]), max(cand), 41).tolist()
     curves = Curves(grid, prog_band(grid),
-                    None if finfo["chosen"] is None else fail_band(grid))
-    est = _estimates(runs, on, cand, pfit, lambda b: fail_band([b])[0]["median"], spu)
+                    None if failure.chosen is None else fail_band(grid))
+    est = _estimates(runs, on, cand, progress.median, lambda b: fail_band([b])[0]["median"],
+                     spu)
     rec = recommend(est, margin, objective="seconds" if tmodel is not None else "samples")
     fit_only = recommend([replace(e, progress=e.progress_fit, failure=e.failure_fit)
                           for e in est], margin, rec.objective, schedules=False)
+    ffit, pfit = failure.power, progress.fit
     exp = ffit.exponent(level) if ffit is not None else {"value": None, "ci": [None, None]}
     fit = Fit(
-        rule, ProgressReport(pfit.form, pfit.a, pfit.m, why, sse, [f.form for f in plausible],
-                             math.exp(pfit.log_n_min), pfit.dof, pf.DELTA),
-        _form_error(prate),
+        rule, ProgressReport(pfit.form, pfit.a, pfit.m, progress.why, progress.sse,
+                             [f.form for f in progress.plausible], math.exp(pfit.log_n_min),
+                             pfit.dof, DELTA),
+        _form_error(progress.rate),
         None if ffit is None else FailureReport(math.exp(ffit.log_f_ref), ffit.b_ref, ffit.q,
                                                 ffit.dof, ffit.censored_active),
-        _failure_form(finfo),
+        _failure_form(failure.forms),
         None if tmodel is None else Throughput(tmodel.gen_latency, tmodel.critical_gen_batch,
                                                tmodel.knee),
         level, margin, BANDS)
@@ -334,14 +326,14 @@ def _no_failure_bound(B, prog, fail, censor, pfit, pred_B) -> list:
     return [float(min(np.min(censor[ok]), rho * n)) for n in n_prog]
 
 
-def _estimates(runs, on, cand, pfit, fail_median, spu) -> list[Estimate]:
+def _estimates(runs, on, cand, prog_median, fail_median, spu) -> list[Estimate]:
     """Per candidate batch: the clocks the plan uses. Where on-rule runs exist at a batch their
     median is the estimate (fewest assumptions; the smooth forms miss a sharp knee); the fits
     fill the batches without runs. Both are kept."""
     out = []
     for b in cand:
         at = on & (runs.batch_R == b)
-        pf_med = pf.band(pfit, [b], 0.5)[0]["median"]
+        pf_med = prog_median(b)
         ff_med = fail_median(b)
         ff_med = math.inf if ff_med is None else ff_med
         p_meas, f_meas = _measured(runs.prog_R, at), _measured(runs.fail_R, at)
@@ -360,8 +352,8 @@ def _cost(e: Estimate, objective):
 def recommend(est: list, margin: float, objective: str,
               schedules: bool = True) -> Recommendation:
     """The fastest constant batch that reaches the target with at least `margin` of its
-    failure clock left, and the fastest small-then-large schedule (schedule.plan_switch), over
-    the estimates `est` (Estimate records)."""
+    failure clock left, and the fastest small-then-large schedule (analysis.switch's
+    plan_switch), over the estimates `est` (Estimate records)."""
     safe = [e for e in est if e.progress <= (1 - margin) * e.failure]
     const = None
     if safe:

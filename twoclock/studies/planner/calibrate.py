@@ -1,4 +1,4 @@
-"""The planner's bands calibrated on this project's models (`plan_check.py --calibrate`).
+"""The planner's bands calibrated on this project's models (`plan_calibration.py`).
 
 Per model with a plan-check entry: simulate 16 seeds at four pilot batches (its three plan-check
 pilots and half the smallest) and 64 at 4x and 8x the largest, write the curves as log files,
