@@ -15,8 +15,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG = os.path.join(ROOT, "twoclock")
 
 # the JAX-free layers: every module of these packages, and the shared command-line helpers
-JAX_FREE = ["twoclock", "twoclock.config", "twoclock.atomic", "twoclock.cli.common",
-            "twoclock.cli.flags", "twoclock.cli.rescue", "twoclock.engine.result"] + [
+JAX_FREE = ["twoclock", "twoclock.clock", "twoclock.config", "twoclock.atomic",
+            "twoclock.cli.common", "twoclock.cli.flags", "twoclock.cli.rescue",
+            "twoclock.engine.result"] + [
     m.name for pkg in ("analysis", "pilot", "figures")
     for m in pkgutil.walk_packages([os.path.join(PKG, pkg)], f"twoclock.{pkg}.")]
 

@@ -357,30 +357,74 @@ def test_one_failed_pilot_bounds_the_others_and_is_named(tmp_path):
 
 # ---------------------------------------------------------------------------- clipping onset
 
-def test_clipping_onset_by_hand(tmp_path):
-    """share = 0.001 (lr / 0.01)^2 under the sqrt rule from lr 0.01 at B 8, so share =
-    0.001 B / 8: it passes 0.02 at B = 160; with a fixed minibatch size (steps ~ B) the move
-    is lr B, share = 0.001 (lr B / 0.08)^2 ... = 0.001 (B / 8)^3, passing 0.02 at 8 * 20^(1/3)."""
+def _clip_log(tmp_path, share_of_lr) -> str:
+    """PILOTS's log with a clipped share share_of_lr(lr) on every row."""
     from tests.pilot.test_pilot_logs import PILOTS
     rows = []
     for run, b, lr, P, F, E, last in PILOTS:
         for s in range(0, last + 1, 100):
-            rows.append([run, b, f"{lr:.10g}", s, s / P, s / F, 0.001 * (lr / 0.01) ** 2])
+            rows.append([run, b, f"{lr:.10g}", s, s / P, s / F, share_of_lr(lr)])
     path = tmp_path / "l.csv"
     with open(path, "w", newline="") as f:
         csv.writer(f).writerows([["run", "batch", "lr", "samples", "acc", "kl", "clip"]] + rows)
-    out = pl.plan_logs(str(path), "acc>=1", ["kl>=1"], predict=[64, 128], clip="clip")
+    return str(path)
+
+
+def test_clipping_onset_by_hand(tmp_path):
+    """share = 0.004 (lr / 0.01)^2 under the sqrt rule from lr 0.01 at B 8, so share =
+    0.004 B / 8 (0.016 at B 32, the largest pilot): it passes 0.02 at B = 40; with a fixed
+    minibatch size (steps ~ B) the move is lr B, share = c (lr B)^(2/3), passing 0.02 at B = 40
+    still. The line's reach: shares up to 4 x 0.016 = 0.064 (B 128), moves up to 4x B 32's
+    (fixed steps: move ~ B^0.5, B 512; per batch: move ~ B^1.5, B 32 4^(2/3) = 80.6)."""
+    path = _clip_log(tmp_path, lambda lr: 0.004 * (lr / 0.01) ** 2)
+    out = pl.plan_logs(path, "acc>=1", ["kl>=1"], predict=[48, 64, 256], clip="clip")
     co = out["clip_onset"]
     assert_close(co["slope"]["value"], 2.0, rtol=1e-6, atol=0, what="slope")
-    assert_close(co["binds_at"], 160.0, rtol=1e-6, atol=0, what="bind batch")
-    assert_close([p["share"] for p in co["predictions"]], [0.008, 0.016], rtol=1e-6, atol=0,
+    assert_close(co["binds_at"], 40.0, rtol=1e-6, atol=0, what="bind batch")
+    assert_close([p["share"] for p in co["predictions"][:2]], [0.024, 0.032], rtol=1e-6, atol=0,
                  what="predicted shares")
-    assert "passes 0.02 at B ~ 160" in pl.table(out)
-    per = pl.plan_logs(str(path), "acc>=1", ["kl>=1"], predict=[64], clip="clip",
+    assert co["predictions"][2]["share"] is None  # the line's 0.128 is 8x the largest pilot's
+    assert_close(co["reach"]["batches"], [0.5, 128.0], rtol=1e-6, atol=0, what="reach")
+    assert_close(co["reach"]["share"], 0.064, rtol=1e-9, atol=0, what="reach share")
+    text = pl.table(out)
+    assert "passes 0.02 at B ~ 40" in text and "B 48: 0.024; B 64: 0.032; B 256: -" in text
+    assert "past the line's checked reach, B 0.5 to 128, shares up to 0.064" in text
+    per = pl.plan_logs(path, "acc>=1", ["kl>=1"], predict=[64, 128], clip="clip",
                        clip_steps="per_batch")["clip_onset"]
-    # share = 0.001 (B/8) = c (lr B)^b with lr B ~ B^1.5: b = 2/3; passes 0.02 at B = 160 still
+    # share = 0.004 (B/8) = c (lr B)^b with lr B ~ B^1.5: b = 2/3; passes 0.02 at B = 40 still
     assert_close(per["slope"]["value"], 2 / 3, rtol=1e-6, atol=0, what="per-batch slope")
-    assert_close(per["binds_at"], 160.0, rtol=1e-6, atol=0, what="per-batch bind")
+    assert_close(per["binds_at"], 40.0, rtol=1e-6, atol=0, what="per-batch bind")
+    assert_close(per["reach"]["batches"][1], 32 * 4 ** (2 / 3), rtol=1e-6, atol=0,
+                 what="per-batch reach")
+    # B 128: the line's 0.064 is within 4x the largest share, but its move is 8x B 32's
+    assert_close(per["predictions"][0]["share"], 0.032, rtol=1e-6, atol=0, what="per-batch 64")
+    assert per["predictions"][1]["share"] is None
+
+
+def test_the_clip_share_is_not_extrapolated_past_its_checked_reach(tmp_path):
+    """Pilots below 0.03 (share = 0.025 (lr / 0.02)^5, 0.025 at B 32, B^2.5 under the sqrt
+    rule): the line gives 0.025 4^2.5 = 0.8 at B 128 (32x the pilots) and 0.025 8^2.5 = 4.5
+    at B 256, neither predicted; 0.025 1.25^2.5 = 0.0437 at B 40 is. The reach ends where the
+    line reaches 4 x 0.025: B = 32 4^0.4 = 55.7; the onset (0.02) is at B = 32 0.8^0.4 = 29.3."""
+    path = _clip_log(tmp_path, lambda lr: 0.025 * (lr / 0.02) ** 5)
+    out = pl.plan_logs(path, "acc>=1", ["kl>=1"], predict=[40, 64, 128, 256], clip="clip")
+    co = out["clip_onset"]
+    assert [p["share"] is None for p in co["predictions"]] == [False, True, True, True]
+    assert_close(co["predictions"][0]["share"], 0.025 * 1.25 ** 2.5, rtol=1e-6, atol=0,
+                 what="share at 40")
+    assert_close(co["reach"]["batches"][1], 32 * 4 ** 0.4, rtol=1e-6, atol=0, what="reach")
+    assert_close(co["binds_at"], 32 * 0.8 ** 0.4, rtol=1e-6, atol=0, what="onset")
+    assert all(0 < s <= 0.1 * (1 + 1e-9) for s in co["curve"]["share"])
+    # a bind level past the reach (4 x 0.025 = 0.1): the line's onset is not given
+    far = pl.plan_logs(path, "acc>=1", ["kl>=1"], clip="clip", clip_bind=0.2)["clip_onset"]
+    assert far["binds_at"] is None and "past its checked reach" in far["reading"]
+    # shares near 0.5: the cap is 1, never more (B 40: 0.4 1.25^2.5 = 0.699; B 48: 1.10)
+    big = pl.plan_logs(_clip_log(tmp_path, lambda lr: 0.4 * (lr / 0.02) ** 5), "acc>=1",
+                       ["kl>=1"], predict=[40, 48], clip="clip")["clip_onset"]
+    assert big["reach"]["share"] == 1.0
+    assert_close(big["predictions"][0]["share"], 0.4 * 1.25 ** 2.5, rtol=1e-6, atol=0,
+                 what="share at 40")
+    assert big["predictions"][1]["share"] is None
 
 
 def test_a_clip_share_that_stays_zero_has_no_onset(tmp_path):

@@ -1,76 +1,114 @@
 """Figure of a plan from logs (twoclock.pilot.logs.plan_logs's dict): the pilots' logged
-curves with the crossings found in them, and every clock against batch with the fits, their
-bands and the predicted batches. No JAX."""
+curves as their conditions compare them, with the crossings found in them, the logged clipped
+share and its onset, and every clock against batch with the fits, their bands and the
+predicted batches. No JAX."""
 import math
 
+from matplotlib.lines import Line2D
 import matplotlib.pyplot as plt
 import numpy as np
 
 from twoclock.figures.style import FULL_IN, OKABE_ITO, RC, band, log_batch_axis, plain_log_y
+from twoclock.pilot.conditions import parse_condition
 
 
 def _grid(n: int):
-    """(fig, axes): n panels, at most three a row, full width."""
+    """(fig, axes): n panels, at most three a row, full width; the last spans what is left of
+    its row, so no slot is empty."""
     plt.rcParams.update(RC)
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(FULL_IN, 2.3 * rows), layout="constrained",
-                             squeeze=False)
-    flat = list(axes.ravel())
-    for a in flat[n:]:
-        fig.delaxes(a)
-    return fig, flat[:n]
+    fig = plt.figure(figsize=(FULL_IN, 2.3 * rows), layout="constrained")
+    gs = fig.add_gridspec(rows, cols)
+    axes = [fig.add_subplot(gs[i // cols, i % cols]) for i in range(n - 1)]
+    axes.append(fig.add_subplot(gs[(n - 1) // cols, (n - 1) % cols:]))
+    return fig, axes
 
 
-def _curves(a, out, cond: str, colour_of, title: str):
-    """Every run's logged curve of cond's metric, its crossing (filled) or censoring (open at
-    the last logged point), and the threshold."""
-    seen = set()
+def _curves(a, out, text: str, colour_of, title: str):
+    """Every run's logged curve as its condition compares it (the metric, or its distance from
+    the run's running peak or trough), its crossing (filled) or censoring (open at the last
+    logged point), and the condition's level."""
+    cond = parse_condition(text, "--failure")
     for c in out["logs"]["curves"]:
-        d = c[cond]
+        d = c[text]
         col = colour_of[c["batch"]]
-        label = None if c["batch"] in seen else f"B = {c['batch']:g}"
-        seen.add(c["batch"])
-        a.plot(d["samples"], d["values"], color=col, lw=0.6, alpha=0.7, label=label)
-        y = float(np.interp(d["clock"], d["samples"], d["values"]))
-        a.plot([d["clock"]], [y], marker="o", ms=3.5, ls="none",
+        y = cond.curve(d["values"])
+        a.plot(d["samples"], y, color=col, lw=0.6, alpha=0.7)
+        at = float(np.interp(d["clock"], d["samples"], y))
+        a.plot([d["clock"]], [at], marker="o", ms=3.5, ls="none",
                mfc=col if d["crossed"] else "white", mec="k", mew=0.4)
-    thr = _threshold(cond)
-    a.axhline(thr, color="0.3", ls=":", lw=1)
+    a.axhline(cond.level, color="0.3", ls=":", lw=1)
     a.set_xscale("log")
     a.set_xlabel("samples")
-    a.set_ylabel(_metric(cond))
+    a.set_ylabel(cond.metric + {"peak": " - running peak", "trough": " - running trough"}.get(
+        cond.ref, ""))
     a.set_title(title, loc="left")
 
 
-def _metric(cond: str) -> str:
-    for op in (">=", "<=", ">", "<"):
-        if op in cond:
-            return cond.split(op)[0]
-    return cond
+def _batch_legend(a, batches, colour_of):
+    """One entry per batch, in numeric order."""
+    a.legend([Line2D([], [], color=colour_of[b], lw=1) for b in batches],
+             [f"B = {b:g}" for b in batches], fontsize=6, loc="best")
 
 
-def _threshold(cond: str) -> float:
-    for op in (">=", "<=", ">", "<"):
-        if op in cond:
-            return float(cond.split(op)[1])
-    return math.nan
+def _has_clip(co) -> bool:
+    return co is not None and any((p["share"] or 0) > 0 for p in co["runs"])
+
+
+def _onset(a, co, label=True):
+    """The batch where the clipped share passes its bind level, as a vertical line."""
+    if co is not None and co["binds_at"] is not None:
+        a.axvline(co["binds_at"], color=OKABE_ITO[5], ls="--", lw=1,
+                  label=f"clipping binds, B ~ {co['binds_at']:.0f}" if label else None)
+
+
+def _clip(a, co, colour_of, pred_B, title: str):
+    """The clipped share per pilot run against batch, the fitted line over its checked reach,
+    the shares predicted there, the bind level and the onset."""
+    runs = [p for p in co["runs"] if (p["share"] or 0) > 0]
+    for p in runs:
+        a.plot([p["batch"]], [p["share"]], marker="o", ms=3.5, ls="none",
+               color=colour_of[p["batch"]], mec="k", mew=0.4)
+    if co["curve"] is not None:
+        a.plot(co["curve"]["batch"], co["curve"]["share"], color="0.2", lw=1,
+               label="fit (its checked reach)")
+    ok = [p for p in co["predictions"] if p["share"] is not None]
+    if ok:
+        a.plot([p["batch"] for p in ok], [p["share"] for p in ok], marker="s", ls="none",
+               color="0.2", mec="k", mew=0.4, ms=4, label="predicted")
+    reach = co["reach"]["batches"] if co["reach"] is not None else None
+    if reach is not None and pred_B and max(pred_B) > reach[1]:
+        a.axvspan(reach[1], max(pred_B) * 1.2, color="0.9", lw=0, label="past the reach")
+    a.axhline(co["bind"], color="0.3", ls=":", lw=1, label=f"bind level {co['bind']:g}")
+    _onset(a, co)
+    log_batch_axis(a, sorted({p["batch"] for p in runs} | set(pred_B)), label="batch B")
+    plain_log_y(a)
+    a.set_ylabel(f"clipped share ({co['metric']})")
+    a.set_title(title, loc="left")
+    a.legend(fontsize=5.5, loc="best")
 
 
 def logs_figure(out: dict):
-    """(a) the progress metric's curves; (b...) one panel per failure metric; last: the clocks
-    against batch (pilot runs' crossings, fits with bands, predictions with their bands)."""
+    """(a) the progress metric's curves; (b...) one panel per failure condition; with a logged
+    clipped share, its panel; last: the clocks against batch (pilot runs' crossings, fits with
+    bands, predictions with their bands, the clipping onset)."""
     lg = out["logs"]
     conds = [lg["progress"]] + list(lg["failures"])
-    fig, axes = _grid(len(conds) + 1)
-    batches = sorted({c["batch"] for c in lg["curves"]})
+    co = out.get("clip_onset")
+    clip = _has_clip(co)
+    fig, axes = _grid(len(conds) + clip + 1)
+    batches = sorted({c["batch"] for c in lg["curves"]})  # numbers, in numeric order
     colour_of = {b: OKABE_ITO[i % len(OKABE_ITO)] for i, b in enumerate(batches)}
-    letters = "abcdefghij"
+    letters = "abcdefghijklmnopqrstuvwxyz"
     for k, (a, cond) in enumerate(zip(axes, conds)):
         kind = "progress" if k == 0 else "failure"
         _curves(a, out, cond, colour_of, f"({letters[k]}) {kind}: {cond}")
         if k == 0:
-            a.legend(fontsize=6, loc="best")
+            _batch_legend(a, batches, colour_of)
+    if clip:
+        _clip(axes[len(conds)], co, colour_of, [p["batch"] for p in out["predictions"]],
+              f"({letters[len(conds)]}) clipping: {co['metric']} per run, fit, onset")
     a = axes[-1]
     clock_col = [OKABE_ITO[0]] + [OKABE_ITO[(3 + i) % len(OKABE_ITO)] for i in range(len(conds))]
     cur = out["curves"]
@@ -103,13 +141,14 @@ def logs_figure(out: dict):
         a.plot([rec["batch"]], [rec["progress_samples"]], marker="*", ms=10, ls="none",
                color=OKABE_ITO[2], mec="k", mew=0.5, label=f"recommended B = {rec['batch']:g}",
                zorder=5)
+    _onset(a, co)
     log_batch_axis(a, sorted(set(batches) | {p["batch"] for p in out["predictions"]}),
                    label="batch B")
     plain_log_y(a)
     a.set_ylabel("samples to the clock")
-    a.set_title(f"({letters[len(conds)]}) clocks: runs (o; ^ censored), fits, "
+    a.set_title(f"({letters[len(axes) - 1]}) clocks: runs (o; ^ censored),\nfits, "
                 "predicted (squares)", loc="left")
-    a.legend(fontsize=5.5, loc="best")
+    a.legend(fontsize=5.5, loc="best", framealpha=0.85)
     return fig
 
 

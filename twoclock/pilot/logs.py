@@ -30,12 +30,12 @@ import math
 import numpy as np
 
 from twoclock.pilot import clipping, plan as pilot, report
-from twoclock.pilot.result import to_json
 from twoclock.pilot.clocks import Clock, clocks, crossing, smooth
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
 from twoclock.pilot.plan import PilotError, PilotRuns
 from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
+from twoclock.pilot.result import to_json
 
 
 def _runs(logs, prog, fail, source):
@@ -260,7 +260,8 @@ def table(out: dict) -> str:
         lines += ["", "clipping: " + co["reading"]]
         if co["predictions"]:
             lines.append("  predicted " + co["metric"] + ": " + "; ".join(
-                f"B {p['batch']:g}: {p['share']:.3g}" for p in co["predictions"]))
+                f"B {p['batch']:g}: " + ("-" if p["share"] is None else f"{p['share']:.3g}")
+                for p in co["predictions"]) + clipping.reach_note(co))
     return "\n".join(lines)
 
 
