@@ -100,7 +100,8 @@ def test_the_layer_check_sees_imports_anywhere_in_a_module(tmp_path):
     like a forbidden package is not."""
     p = tmp_path / "m.py"
     p.write_text("import numpy\nfrom twoclock.models import get\n"
-                 "def f():\n    import jax.numpy as jnp\n    from twoclock.engine.sweep import run_sweep\n"
+                 "def f():\n    import jax.numpy as jnp\n"
+                 "    from twoclock.engine.sweep import run_sweep\n"
                  "class C:\n    def g(self):\n        from twoclock import model\n"
                  "from twoclock.modelsx import y\n")
     found = _imports(str(p), every=True)

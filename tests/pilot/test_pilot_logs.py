@@ -330,25 +330,6 @@ def test_logs_flags_without_logs_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         _plan_main()(["--progress", "acc>=1", "--out", str(tmp_path)])
     assert e.value.code == 2 and "needs --logs" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as e:  # one with a default of its own is no exception
-        _plan_main()(["--clip-bind", "0.5", "--out", str(tmp_path)])
-    assert e.value.code == 2 and "--clip-bind needs --logs" in capsys.readouterr().err
-
-
-def test_a_plan_config_holds_one_input_mode():
-    """Neither input given: the published table (runs without a path); logs alone: no runs;
-    both: refused, as is a logs input without its file or its target."""
-    from twoclock.pilot.config import LogsInput, PlanConfig, RunsInput
-    assert PlanConfig().runs == RunsInput(None) and PlanConfig().logs is None
-    cfg = PlanConfig(logs=LogsInput("l.csv", "acc>=1", ("kl>=1",)))
-    assert cfg.runs is None and cfg.logs.path == "l.csv" and cfg.logs.failure == ("kl>=1",)
-    assert PlanConfig(runs=RunsInput("r.csv")).runs.path == "r.csv"
-    with pytest.raises(ValueError, match="not both"):
-        PlanConfig(runs=RunsInput("r.csv"), logs=LogsInput("l.csv", "acc>=1"))
-    with pytest.raises(ValueError, match="^--smooth needs --logs"):
-        LogsInput(smooth="ema:10")
-    with pytest.raises(ValueError, match="give --progress"):
-        LogsInput("l.csv")
 
 
 # ---------------------------------------------------------------------------- end to end

@@ -1,10 +1,14 @@
 """The plan's records (twoclock.pilot.result) and their JSON: every field in order, tuples as
-lists, inf clocks as null, the article only where there is one."""
+lists, inf clocks as null, the article only where there is one; and its config, one input mode
+at a time (twoclock.pilot.config)."""
 import json
 import math
 
 import numpy as np
+import pytest
 
+from tests.helpers import plan_main
+from twoclock.pilot.config import LogsInput, PlanConfig, RunsInput
 from twoclock.pilot.plan import PilotRuns, plan
 from twoclock.pilot.result import Estimate, FailureForm, Recommendation, Rule, to_json
 
@@ -46,3 +50,24 @@ def test_a_plans_json_survives_a_round_trip_and_has_no_article_of_its_own():
                        "fit", "curves", "estimates", "runs", "source"]
     assert j["predictions"][0]["batch"] == out.predictions[0].batch == 1024.0
     assert j["fit"]["rule"]["off_rule_runs"] == out.fit.rule.off_rule_runs == 0
+
+
+def test_a_plan_config_holds_one_input_mode():
+    """Neither input given: the published table (runs without a path); logs alone: no runs;
+    both: refused, as is a logs input without its file or its target."""
+    assert PlanConfig().runs == RunsInput(None) and PlanConfig().logs is None
+    cfg = PlanConfig(logs=LogsInput("l.csv", "acc>=1", ("kl>=1",)))
+    assert cfg.runs is None and cfg.logs.path == "l.csv" and cfg.logs.failure == ("kl>=1",)
+    assert PlanConfig(runs=RunsInput("r.csv")).runs.path == "r.csv"
+    with pytest.raises(ValueError, match="not both"):
+        PlanConfig(runs=RunsInput("r.csv"), logs=LogsInput("l.csv", "acc>=1"))
+    with pytest.raises(ValueError, match="^--smooth needs --logs"):
+        LogsInput(smooth="ema:10")
+    with pytest.raises(ValueError, match="give --progress"):
+        LogsInput("l.csv")
+
+
+def test_a_logs_flag_with_a_default_of_its_own_needs_logs_too(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        plan_main("plan_script_config")(["--clip-bind", "0.5", "--out", str(tmp_path)])
+    assert e.value.code == 2 and "--clip-bind needs --logs" in capsys.readouterr().err
