@@ -402,11 +402,10 @@ BUGS = [
      "rec = recommend(est, margin, objective=", "rec = recommend(est, 0.1, objective=",
      f"{FLAGS} -k margin"),
     ("--level not used for the progress bands", "glue", "twoclock/pilot/plan.py",
-     "prog_band = pf.envelope(pfit, plausible, pred_B, level)",
-     "prog_band = pf.envelope(pfit, plausible, pred_B, 0.95)", f"{FLAGS} -k level"),
+     "prog_band = lambda bs: progress.band(bs, level)",
+     "prog_band = lambda bs: progress.band(bs, 0.95)", f"{FLAGS} -k level"),
     ("--smooth not passed to the log planner", "glue", "twoclock/pilot/config.py",
-     "cfg.margin, cfg.level, cfg.smooth, list(cfg.col))",
-     "cfg.margin, cfg.level, None, list(cfg.col))", f"{FLAGS} -k smoothing"),
+     "smoothing=lg.smooth,", "smoothing=None,", f"{FLAGS} -k smoothing"),
 ]
 
 

@@ -93,10 +93,10 @@ def plan(cfg: PlanConfig) -> dict:
         reading = {k: v for k, v in (("preset", lg.preset),
                                      ("batch", parse_per_run(lg.batch, "--batch")),
                                      ("lr", parse_per_run(lg.lr, "--lr"))) if v}
-        return pilot_logs.plan_logs(lg.path, lg.progress, list(lg.failure), predict,
-                                    cfg.margin, cfg.level, lg.smooth, list(lg.col),
-                                    lg.clip, lg.clip_bind, lg.clip_steps, list(lg.form),
-                                    **reading)
+        return pilot_logs.plan_logs(
+            lg.path, lg.progress, list(lg.failure), predict=predict, margin=cfg.margin,
+            level=cfg.level, smoothing=lg.smooth, columns=list(lg.col), clip=lg.clip,
+            clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=list(lg.form), **reading)
     return report.plan_file(cfg.runs.path, predict, cfg.margin, cfg.level).to_json()
 
 
