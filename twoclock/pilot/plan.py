@@ -226,22 +226,12 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     rec = recommend(est, margin, objective="seconds" if tmodel is not None else "samples")
     fit_only = recommend([replace(e, progress=e.progress_fit, failure=e.failure_fit)
                           for e in est], margin, rec.objective, schedules=False)
-    ffit, pfit = failure.power, progress.fit
+    ffit = failure.power
     exp = ffit.exponent(level) if ffit is not None else {"value": None, "ci": [None, None]}
-    fit = Fit(
-        rule, ProgressReport(pfit.form, pfit.a, pfit.m, progress.why, progress.sse,
-                             [f.form for f in progress.plausible], math.exp(pfit.log_n_min),
-                             pfit.dof, DELTA),
-        _form_error(progress.rate),
-        None if ffit is None else FailureReport(math.exp(ffit.log_f_ref), ffit.b_ref, ffit.q,
-                                                ffit.dof, ffit.censored_active),
-        _failure_form(failure.forms),
-        None if tmodel is None else Throughput(tmodel.gen_latency, tmodel.critical_gen_batch,
-                                               tmodel.knee),
-        level, margin, BANDS)
-    return Plan(predictions, CriticalBatch(**pfit.critical(level)),
+    return Plan(predictions, CriticalBatch(**progress.fit.critical(level)),
                 Exponent(**exp, reading=_drift_reading(exp, int(np.isfinite(fail).sum()))),
-                replace(rec, fit_only_constant=fit_only.constant), fit, curves, tuple(est),
+                replace(rec, fit_only_constant=fit_only.constant),
+                _fit(rule, progress, failure, tmodel, level, margin), curves, tuple(est),
                 tuple(RunRow(float(b), float(lr), float(p), None if not math.isfinite(f)
                              else float(f), bool(o), s)
                       for b, lr, p, f, o, s in zip(runs.batch_R, runs.lr_R, runs.prog_R,
@@ -252,6 +242,22 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
 BANDS = ("Student-t sampling error (progress: profile likelihood over the plausible forms; "
          "failure: covariance of the log-log line, or of the mean log ratio to progress), each "
          "widened by its form's leave-one-end-out error growing with the distance in log B")
+
+
+def _fit(rule: Rule, progress, failure, tmodel, level: float, margin: float) -> Fit:
+    """What the plan says it fitted: the rule, both clocks' forms and fits, the throughput."""
+    pfit, ffit = progress.fit, failure.power
+    return Fit(
+        rule, ProgressReport(pfit.form, pfit.a, pfit.m, progress.why, progress.sse,
+                             [f.form for f in progress.plausible], math.exp(pfit.log_n_min),
+                             pfit.dof, DELTA),
+        _form_error(progress.rate),
+        None if ffit is None else FailureReport(math.exp(ffit.log_f_ref), ffit.b_ref, ffit.q,
+                                                ffit.dof, ffit.censored_active),
+        _failure_form(failure.forms),
+        None if tmodel is None else Throughput(tmodel.gen_latency, tmodel.critical_gen_batch,
+                                               tmodel.knee),
+        level, margin, BANDS)
 
 
 def _step_times(runs: PilotRuns) -> tuple:
