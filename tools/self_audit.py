@@ -283,7 +283,8 @@ BUGS = [
     ("noise: the first chunk not measured", "narrow", "twoclock/models/policy/dynamics.py",
      "| (t0 == 1)", "| (t0 == 0)", NOISE),
     ("noise: measured at the updated policy", "glue", "twoclock/models/policy/dynamics.py",
-     "noise_stats(w_last, ro_last, cfg, s)", "noise_stats(w, ro_last, cfg, s)", NOISE),
+     "noise_stats(w_last, ro_last, cfg, s, clip)", "noise_stats(w, ro_last, cfg, s, clip)",
+     NOISE),
     # ------------------------------------------------------------------ issue 34: adam_noise
     ("Adam walk: the group factor lost", "trivial", "twoclock/models/policy/adam_noise.py",
      "np.sqrt(group * np.var(x_P, ddof=1) / batch)", "np.sqrt(np.var(x_P, ddof=1) / batch)",
