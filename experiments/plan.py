@@ -8,32 +8,38 @@ RUNS.csv has one row per pilot run: batch, lr, progress_samples, failure_samples
 the run did not fail) and optionally budget, seconds_per_update, seed. With no CSV the plan
 runs on the published GRPO time-to-target table shipped in twoclock/data.
 """
+from dataclasses import fields
 import sys
 
 from twoclock.cli.common import (OneLineParser, add_output_args, check_outputs, fail, json_path,
                                  publish)
-from twoclock.cli.flags import add_config_flags, config_from_flags
+from twoclock.cli.flags import add_config_flags, config_from_flags, dest
 from twoclock.cli.rescue import Rescue
 from twoclock.figures import pilot as pilot_figure, pilot_logs as logs_figure
 from twoclock.pilot import logs as pilot_logs, report as pilot_report
-from twoclock.pilot.config import PlanConfig, plan
+from twoclock.pilot.config import LogsInput, PlanConfig, RunsInput, plan
 
-FROM_LOGS = PlanConfig.LOGS_GROUP  # their own group in --help
+
+def _given(ns, cls) -> bool:
+    """Whether any flag of cls is on the command line."""
+    return any(hasattr(ns, dest(cls, f.name)) for f in fields(cls))
 
 
 def main(argv=None) -> int:
     p = OneLineParser(prog="plan.py", description=__doc__)
-    add_config_flags(p, PlanConfig, skip=FROM_LOGS)
+    add_config_flags(p, RunsInput)
+    add_config_flags(p, PlanConfig, skip=PlanConfig.INPUTS)
     add_config_flags(p.add_argument_group("from logs (one row per logged step: run, batch, lr, "
                                           "samples, metrics; CSV or JSON Lines; or a "
                                           "TensorBoard directory, trainer_state.json, verl's "
                                           "file logger)"),
-                     PlanConfig, skip=tuple(f for f in PlanConfig.__dataclass_fields__
-                                            if f not in FROM_LOGS))
+                     LogsInput, rename=LogsInput.RENAME)
     add_output_args(p, "plan")
     ns = p.parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        cfg = config_from_flags(ns, PlanConfig)
+    try:  # one input mode, nested: only the one whose flags were given
+        logs = config_from_flags(ns, LogsInput) if _given(ns, LogsInput) else None
+        runs = config_from_flags(ns, RunsInput) if _given(ns, RunsInput) else None
+        cfg = config_from_flags(ns, PlanConfig, runs=runs, logs=logs)
     except ValueError as e:
         fail("plan.py", str(e))
     check_outputs(ns, "plan", "plan.py")

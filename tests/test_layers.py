@@ -15,11 +15,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG = os.path.join(ROOT, "twoclock")
 
 # the JAX-free layers: every module of these packages, and the shared command-line helpers
-JAX_FREE = ["twoclock", "twoclock.config", "twoclock.atomic", "twoclock.cli.common",
-            "twoclock.cli.flags", "twoclock.cli.rescue", "twoclock.engine.result"] + [
+JAX_FREE = ["twoclock", "twoclock.clock", "twoclock.config", "twoclock.atomic",
+            "twoclock.cli.common", "twoclock.cli.flags", "twoclock.cli.rescue",
+            "twoclock.engine.result"] + [
     m.name for pkg in ("analysis", "pilot", "figures")
-    for m in pkgutil.walk_packages([os.path.join(PKG, pkg)], f"twoclock.{pkg}.")
-    if m.name != "twoclock.pilot.check"]  # the planner's check simulates its pilots
+    for m in pkgutil.walk_packages([os.path.join(PKG, pkg)], f"twoclock.{pkg}.")]
 
 
 def test_the_analysis_pilot_and_figure_layers_load_no_jax():
@@ -44,7 +44,9 @@ def test_importing_twoclock_changes_nothing_in_jax():
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 
 
-def _imports(path: str) -> set:
+def _imports(path: str, every: bool = False) -> set:
+    """The twoclock modules (every: all modules) a file imports, anywhere in it (inside
+    functions too): each `from a import b` as both a and a.b."""
     with open(path) as f:
         tree = ast.parse(f.read())
     out = set()
@@ -54,7 +56,7 @@ def _imports(path: str) -> set:
             out.update(f"{node.module}.{a.name}" for a in node.names)
         elif isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
-    return {m for m in out if m.startswith("twoclock")}
+    return out if every else {m for m in out if m.startswith("twoclock")}
 
 
 def _modules(sub: str):
@@ -64,9 +66,10 @@ def _modules(sub: str):
                 yield os.path.join(dirpath, f)
 
 
-# layer -> the twoclock packages it must not import. Imports flow cli, experiments -> studies,
-# pilot -> engine -> models -> core; analysis (NumPy statistics, tables, result files) imports
-# only the core, so every layer above the core may use it
+# layer -> the twoclock packages it must not import. Imports flow cli, experiments -> studies
+# -> engine -> models -> core; pilot (plans from pilots and logs) sits beside analysis, below
+# studies, with no engine, no model and no JAX; analysis (NumPy statistics, tables, result
+# files) imports only the core, so every layer above the core may use it
 FORBIDDEN = {
     "models": ("twoclock.engine", "twoclock.studies", "twoclock.pilot", "twoclock.cli",
                "twoclock.figures"),
@@ -75,14 +78,48 @@ FORBIDDEN = {
     "analysis": ("twoclock.engine", "twoclock.models", "twoclock.studies", "twoclock.pilot",
                  "twoclock.cli", "twoclock.figures"),
     "figures": ("twoclock.engine", "twoclock.studies", "twoclock.cli"),
+    "pilot": ("twoclock.engine", "twoclock.model", "twoclock.models", "twoclock.studies",
+              "twoclock.cli", "twoclock.figures", "jax", "jaxlib", "optax"),
 }
+
+
+def _forbidden(name: str, packages) -> bool:
+    """name is one of the packages or inside one (twoclock.model, not twoclock.models)."""
+    return any(name == p or name.startswith(p + ".") for p in packages)
 
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_imports_flow_one_way(layer):
-    bad = [(os.path.relpath(p, ROOT), m) for p in _modules(layer) for m in _imports(p)
-           if m.startswith(FORBIDDEN[layer])]
+    bad = [(os.path.relpath(p, ROOT), m) for p in _modules(layer) for m in _imports(p, every=True)
+           if _forbidden(m, FORBIDDEN[layer])]
     assert not bad, bad
+
+
+def test_the_layer_check_sees_imports_anywhere_in_a_module(tmp_path):
+    """Inside a function or a method, or of a submodule: each is found; a name that only begins
+    like a forbidden package is not."""
+    p = tmp_path / "m.py"
+    p.write_text("import numpy\nfrom twoclock.models import get\n"
+                 "def f():\n    import jax.numpy as jnp\n"
+                 "    from twoclock.engine.sweep import run_sweep\n"
+                 "class C:\n    def g(self):\n        from twoclock import model\n"
+                 "from twoclock.modelsx import y\n")
+    found = _imports(str(p), every=True)
+    bad = {m for m in found if _forbidden(m, FORBIDDEN["pilot"])}
+    assert bad == {"twoclock.models", "twoclock.models.get", "jax.numpy",
+                   "twoclock.engine.sweep", "twoclock.engine.sweep.run_sweep",
+                   "twoclock.model"}, bad
+
+
+def test_the_planners_fits_call_nothing_above_them():
+    """pilot/fit.py (each form's fit and sampling band) imports no other planner module;
+    forms.py (a clock's form, fit and band) only fit.py below it; plan.py reads its clocks
+    from forms.py."""
+    pilot = lambda name: {m.split(".")[2] for m in _imports(os.path.join(PKG, "pilot", name))
+                          if m.startswith("twoclock.pilot.")}
+    assert pilot("fit.py") == set()
+    assert pilot("forms.py") == {"fit"}
+    assert "forms" in pilot("plan.py")
 
 
 # a model's name compared or used as a key: only the models' own packages may do that

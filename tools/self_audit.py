@@ -56,6 +56,9 @@ PSTUDY = f"{S}test_policy_study_stats.py"
 CENSOR = f"{P}test_logs_censoring.py"
 QORACLES = f"{M}test_quadratic_oracles.py"
 FLAGS = "tests/cli/test_flags_reach_outputs.py"
+# issue 56: numbers no test read (the noise-scale bias, the null shift, the KL root, same batches)
+EST = f"{M}test_policy_estimator_oracles.py"
+SAME = f"{S}test_policy_same_batches.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -152,11 +155,12 @@ BUGS = [
      "b0 = float(batch_R[on].min())", "b0 = float(batch_R[on][0])", PILOT),
     ("pilot plan: hours without the batch (seconds per update as per sample)", "glue",
      "twoclock/pilot/plan.py",
-     '"median": pb["median"] * s / b / 3600,', '"median": pb["median"] * s / 3600,', PILOT),
+     '"median": band["median"] * spu / b / 3600,', '"median": band["median"] * spu / 3600,',
+     PILOT),
     ("pilot recommendation: a batch exactly at the margin is unsafe", "narrow",
      "twoclock/pilot/plan.py",
-     'safe = [e for e in est if e["progress"] <= (1 - margin) * e["failure"]]',
-     'safe = [e for e in est if e["progress"] < (1 - margin) * e["failure"]]', PILOT),
+     'safe = [e for e in est if e.progress <= (1 - margin) * e.failure]',
+     'safe = [e for e in est if e.progress < (1 - margin) * e.failure]', PILOT),
     ("pilot estimates: off-rule runs measured at their batch", "trivial",
      "twoclock/pilot/plan.py",
      "at = on & (runs.batch_R == b)", "at = runs.batch_R == b", PILOT),
@@ -279,7 +283,8 @@ BUGS = [
     ("noise: the first chunk not measured", "narrow", "twoclock/models/policy/dynamics.py",
      "| (t0 == 1)", "| (t0 == 0)", NOISE),
     ("noise: measured at the updated policy", "glue", "twoclock/models/policy/dynamics.py",
-     "noise_stats(w_last, ro_last, cfg, s)", "noise_stats(w, ro_last, cfg, s)", NOISE),
+     "noise_stats(w_last, ro_last, cfg, s, clip)", "noise_stats(w, ro_last, cfg, s, clip)",
+     NOISE),
     # ------------------------------------------------------------------ issue 34: adam_noise
     ("Adam walk: the group factor lost", "trivial", "twoclock/models/policy/adam_noise.py",
      "np.sqrt(group * np.var(x_P, ddof=1) / batch)", "np.sqrt(np.var(x_P, ddof=1) / batch)",
@@ -345,8 +350,8 @@ BUGS = [
      "take(lambda i: fail[i].samples if fail[i].crossed else math.inf),",
      "take(lambda i: fail[i].samples),", CENSOR),
     ("logs: the latest failure condition at each batch", "trivial", "twoclock/pilot/logs.py",
-     'k = _earliest(outs, j, "estimates", lambda x: x["failure"])',
-     'k = max(range(len(outs)), key=lambda k: _inf(outs[k]["estimates"][j]["failure"]))',
+     'k = _earliest(outs, j, "estimates", lambda x: x.failure)',
+     'k = max(range(len(outs)), key=lambda k: _inf(outs[k].estimates[j].failure))',
      CENSOR),
     ("logs: a run fails at its latest condition", "trivial", "twoclock/pilot/logs.py",
      '"failure_samples": min(got) if got else None',
@@ -401,11 +406,38 @@ BUGS = [
      "rec = recommend(est, margin, objective=", "rec = recommend(est, 0.1, objective=",
      f"{FLAGS} -k margin"),
     ("--level not used for the progress bands", "glue", "twoclock/pilot/plan.py",
-     "prog_band = pf.envelope(pfit, plausible, pred_B, level)",
-     "prog_band = pf.envelope(pfit, plausible, pred_B, 0.95)", f"{FLAGS} -k level"),
+     "prog_band = lambda bs: progress.band(bs, level)",
+     "prog_band = lambda bs: progress.band(bs, 0.95)", f"{FLAGS} -k level"),
     ("--smooth not passed to the log planner", "glue", "twoclock/pilot/config.py",
-     "cfg.margin, cfg.level, cfg.smooth, list(cfg.col))",
-     "cfg.margin, cfg.level, None, list(cfg.col))", f"{FLAGS} -k smoothing"),
+     "smoothing=lg.smooth,", "smoothing=None,", f"{FLAGS} -k smoothing"),
+    # ------------------------------------------------------------------ issue 56
+    ("noise: the signal's bias - Var / P dropped", "self", "twoclock/models/policy/dynamics.py",
+     'out[f"signal_{k}"] = mean[i] ** 2 - var[i] / P', 'out[f"signal_{k}"] = mean[i] ** 2',
+     f"{EST} -k 'unbiased or regime'"),
+    ("noise: the signal's bias over G, not P", "trivial", "twoclock/models/policy/dynamics.py",
+     'out[f"signal_{k}"] = mean[i] ** 2 - var[i] / P',
+     'out[f"signal_{k}"] = mean[i] ** 2 - var[i] / G', f"{EST} -k 'unbiased or regime'"),
+    ("null clock: the shift measured from 0, not the reference", "glue",
+     "twoclock/models/policy/dynamics.py", 'shift_T = jnp.abs(ev["null"] - st0["null"])',
+     'shift_T = jnp.abs(ev["null"])', f"{EST} -k null -m slow"),
+    ("null metric: the log-odds, not their shift", "glue", "twoclock/models/policy/dynamics.py",
+     'null=ev["null"][-1] - st0["null"],', 'null=ev["null"][-1],', f"{EST} -k null -m slow"),
+    ("Adam KL clock: the root over a, not 2 a", "trivial", "twoclock/models/policy/adam_noise.py",
+     "np.sqrt(c ** 2 + 8 * a * th))\n                                              / (2 * a))",
+     "np.sqrt(c ** 2 + 8 * a * th))\n                                              / a)",
+     f"{EST} -k kl"),
+    ("Adam KL clock: 2 c for c outside the root", "trivial",
+     "twoclock/models/policy/adam_noise.py", "(-c + np.sqrt(c ** 2 + 8 * a * th))",
+     "(-2 * c + np.sqrt(c ** 2 + 8 * a * th))", f"{EST} -k kl"),
+    ("Adam KL walk: c halved", "trivial", "twoclock/models/policy/adam_noise.py",
+     "G / b * float(np.mean(", "G / (2 * b) * float(np.mean(", f"{EST} -k kl"),
+    ("prereg: the prediction's exponent over every batch", "trivial",
+     "twoclock/studies/policy_study/prereg.py", 'e = exponent_of(p[kind], meas["batches"])',
+     "e = exponent_of(p[kind])", SAME),
+    ("study: Adam's same-batches exponent over every batch", "glue",
+     "twoclock/studies/policy_study/answers.py",
+     'v["measured"]["batches"], [by_b.get(str(b)) for b in v["measured"]["batches"]])',
+     "[int(b) for b in by_b], list(by_b.values()))", SAME),
 ]
 
 

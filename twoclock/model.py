@@ -15,13 +15,16 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from twoclock.clock import NEVER
+
 CLOCKS = ("prog", "fail", "div")  # every model's clocks; a model may add its own (`extra_clocks`)
 
 
 def initial_clocks(model_extra: tuple = ()) -> dict:
-    """Every clock at 0 (not yet crossed): the `clocks` of a model's start `RunState`."""
-    zero = jnp.zeros((), jnp.result_type(float))
-    return {name: zero for name in CLOCKS + tuple(model_extra)}
+    """Every clock at NEVER (0: not yet crossed, `twoclock.clock`): the `clocks` of a model's
+    start `RunState`."""
+    never = jnp.full((), NEVER, jnp.result_type(float))
+    return {name: never for name in CLOCKS + tuple(model_extra)}
 
 
 def initial_margins(margin0: dict) -> dict:
@@ -35,7 +38,7 @@ class RunState(NamedTuple):
     """One run's state between updates."""
     params: Any  # any pytree
     opt_state: optax.OptState
-    # clock name -> float []: the first crossing in (fractional, 1-based) updates, 0 = never
+    # clock name -> float []: the first crossing in (fractional, 1-based) updates, NEVER = 0
     clocks: dict
     aux: Any = ()  # model-specific running quantities (the bandit's peak accuracy)
     # margin clock name -> float []: its margin after the last update run (NaN: unknown)

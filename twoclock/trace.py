@@ -10,11 +10,12 @@ import jax
 
 
 class Trace(NamedTuple):
-    """First crossings of one run (0 = never within the budget) and checkpointed metrics.
+    """First crossings of one run (NEVER, 0: not within the budget; `twoclock.clock`) and
+    checkpointed metrics.
 
     prog_t / fail_t / div_t are 1-based update indices, fractional where the clock's margin
-    is interpolated between updates (`twoclock.engine.stages.crossed`); prog_n / fail_n /
-    div_n are the samples consumed by then (batch * t for a constant batch).
+    is interpolated between updates (`Clock.fraction`, in `twoclock.engine.stages.crossed`);
+    prog_n / fail_n / div_n are the samples consumed by then (batch * t for a constant batch).
     """
     prog_t: jax.Array  # float []
     fail_t: jax.Array  # float []

@@ -6,6 +6,7 @@ Real file systems where the test can mount them (tests run as root here, for who
 does not stop a write): a 64 KiB tmpfs filled up mid-sweep, and a read-only bind mount. Where
 mounting is refused the test is skipped; the fake writer raising ENOSPC runs everywhere.
 """
+import argparse
 from contextlib import contextmanager, redirect_stderr
 import errno
 import io
@@ -289,3 +290,40 @@ def test_the_clocks_are_on_disk_before_the_theory_runs(tmp_path, monkeypatch):
     (sim,) = seen["partial"]["simulations"]
     assert len(sim["clocks"]["prog_n"]) == 2
     assert not (tmp_path / "critical_batch_quadratic.partial.json").exists()
+
+
+@pytest.mark.parametrize("resume_flag, says", [(True, "rerun with --resume to continue"),
+                                               (False, "rerun the same command to continue")])
+def test_the_interrupted_line_names_only_a_way_to_resume_the_command_has(tmp_path, resume_flag,
+                                                                          says):
+    """The policy and damage studies have no --resume (their sweeps always read their store):
+    their interrupted line said 'rerun with --resume', which their parser refuses."""
+    err = io.StringIO()
+    with pytest.raises(SystemExit) as e, redirect_stderr(err):
+        with rescue_mod.Rescue("t", str(tmp_path / "r.json"), resume_flag=resume_flag) as r:
+            r.keep("cell", {"chunks_finished": 1, "chunks_total": 2, "chunks": [{}]},
+                   store=str(tmp_path / "store"))
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert e.value.code == 143
+    (line,) = err.getvalue().strip().splitlines()
+    assert f"the finished chunks are in {tmp_path / 'store'}: {says} from them" in line, line
+    assert ("--resume" in line) is resume_flag
+
+
+@pytest.mark.parametrize("has", [False, True])
+def test_the_guard_knows_whether_the_command_has_resume(has, monkeypatch, tmp_path):
+    """cli.common.guard builds the rescue from the parsed flags: --resume only where the parser
+    has it (the engine flags), so the line of a study without it says to rerun the command."""
+    from twoclock.cli import common
+    seen = {}
+
+    class Spy(rescue_mod.Rescue):
+        def __init__(self, *a, **k):
+            seen.update(k)
+            super().__init__(*a, **k)
+    monkeypatch.setattr(common, "Rescue", Spy)
+    ns = argparse.Namespace(out=str(tmp_path), json=None, no_figure=True,
+                            **({"resume": False} if has else {}))
+    with common.guard(ns, "x", "x.py"):
+        pass
+    assert seen["resume_flag"] is has

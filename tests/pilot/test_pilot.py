@@ -10,6 +10,7 @@ from hypothesis import example, given, strategies as st
 from tests.helpers import assert_close, plan_main
 from twoclock.pilot import article as pilot_article, fit as pf, plan as pilot, report as pilot_report
 from twoclock.pilot.plan import PilotRuns
+from twoclock.pilot.result import Estimate
 
 
 
@@ -204,19 +205,18 @@ clock = st.floats(1e3, 1e6)
 @example([(500.0, 1000.0, 0.01), (400.0, 100.0, 0.001)], 0.5)
 @example([(1000.0, 1000.0, 0.01), (2000.0, math.inf, 0.02)], 0.0)  # a tie at margin 0
 def test_recommendation_never_fails_before_the_target(rows, margin):
-    est = [{"batch": float(2 ** i), "progress": p, "failure": f, "seconds_per_sample": s,
-            "source": "fit"} for i, (p, f, s) in enumerate(rows)]
+    est = [Estimate(float(2 ** i), p, f, p, f, "fit", s) for i, (p, f, s) in enumerate(rows)]
     rec = pilot.recommend(est, margin, "seconds")
-    c = rec["constant"]
+    c = rec.constant
     if c is not None:
         f = math.inf if c["failure_samples"] is None else c["failure_samples"]
         assert c["progress_samples"] <= (1 - margin) * f
-        faster = [e for e in est if e["progress"] * e["seconds_per_sample"] < c["cost"] - 1e-9]
-        assert all(e["progress"] > (1 - margin) * e["failure"] for e in faster)
+        faster = [e for e in est if e.progress * e.seconds_per_sample < c["cost"] - 1e-9]
+        assert all(e.progress > (1 - margin) * e.failure for e in faster)
     else:
-        assert all(e["progress"] > (1 - margin) * e["failure"] for e in est)
-    if rec["schedule"] is not None:
-        assert rec["schedule"]["failure_fraction"] <= 1 - margin + 1e-9
+        assert all(e.progress > (1 - margin) * e.failure for e in est)
+    if rec.schedule is not None:
+        assert rec.schedule["failure_fraction"] <= 1 - margin + 1e-9
 
 
 def test_plan_skips_fast_batches_that_fail_first():
@@ -225,10 +225,10 @@ def test_plan_skips_fast_batches_that_fail_first():
     fail = 40000.0 * (B / 64) ** -1.5                # but drift per sample grows with B
     spu = 10.0 + 0.01 * B                            # and larger batches are faster
     out = pilot.plan(_runs(B, 1e-3 * np.sqrt(B / 64), prog, fail, spu=spu), predict=[1024.0])
-    assert out["failure_exponent"]["ci"][1] < 0
-    c = out["recommendation"]["constant"]
+    assert out.failure_exponent.ci[1] < 0
+    c = out.recommendation.constant
     assert c["batch"] == 256.0  # 512 would be fastest, but it fails first
-    assert 512.0 in out["recommendation"]["unsafe"] and 1024.0 in out["recommendation"]["unsafe"]
+    assert 512.0 in out.recommendation.unsafe and 1024.0 in out.recommendation.unsafe
 
 
 # ---------------------------------------------------------------------------- the article
@@ -242,12 +242,12 @@ def test_published_table_is_consistent():
 
 def test_default_plan_reproduces_the_article_reading():
     out = pilot_report.plan_file()
-    a = out["article"]
+    a = out.article
     assert a["optimum_prompts"] == a["published_optimum_prompts"] == 1024
     t = {r["prompts"]: r["planned"] for r in a["rows"]}
     assert t[2048] > t[1024] and t[4096] > t[1024]
-    assert out["fit"]["rule"]["p"] == 0.5 and out["fit"]["rule"]["off_rule_runs"] == 1
-    hi = out["critical_batch"]["ci"][1]
+    assert out.fit.rule.p == 0.5 and out.fit.rule.off_rule_runs == 1
+    hi = out.critical_batch.ci[1]
     assert hi is None or hi > 1024 * 8  # the runs do not rule out invariance through P = 1024
 
 
@@ -287,7 +287,8 @@ def test_script_writes_the_json_schema(tmp_path, capsys):
 def test_figure_is_labelled(tmp_path):
     from twoclock.figures.style import axes_labelled
     from twoclock.figures.pilot import plan_figure
-    fig = plan_figure(pilot.plan(pilot.read_runs(_csv(tmp_path, GOOD)), predict=[128.0]))
+    fig = plan_figure(pilot.plan(pilot.read_runs(_csv(tmp_path, GOOD)),
+                                 predict=[128.0]).to_json())
     assert axes_labelled(fig) and len(fig.axes) == 2
 
 

@@ -1,6 +1,6 @@
 """Failure-clock forms, the model-form error in the bands, relative (collapse) conditions, the
-bound where no pilot failed, the clipping onset and the calibration's coverage
-(twoclock.pilot.forms, .conditions, .clipping, .calibrate), each against a hand computation."""
+bound where no pilot failed and the clipping onset (twoclock.pilot.forms, .conditions,
+.clipping), each against a hand computation."""
 import csv
 import math
 
@@ -8,9 +8,14 @@ import numpy as np
 import pytest
 
 from tests.helpers import assert_close
-from twoclock.pilot import calibrate, clipping, forms, logs as pl, report
+from twoclock.pilot import clipping, forms, logs as pl, report
 from twoclock.pilot import fit as pf
-from twoclock.pilot.plan import PilotError, PilotRuns, plan
+from twoclock.pilot.plan import PilotError, PilotRuns, plan as typed_plan
+
+
+def plan(runs, **kw) -> dict:
+    """The plan's JSON (what plan.json holds, and what these tests read)."""
+    return typed_plan(runs, **kw).to_json()
 
 
 # ---------------------------------------------------------------------------- relative conditions
@@ -256,8 +261,8 @@ def test_a_form_given_with_form_is_the_median_and_the_band(tmp_path):
 def test_coupled_fit_by_hand_with_a_censored_run():
     """log ratios of the failed runs: log 2, log 4 -> mean log sqrt(8); a censored run whose
     level (ratio 8) lies above that pushes it: mean of log 2, log 4, log 8 = log 4."""
-    cf = forms.fit_coupled([1.0, 2.0, 4.0], [200.0, 400.0, math.inf], [0, 0, 800.0],
-                           [100.0, 100.0, 100.0])
+    cf = pf.fit_coupled([1.0, 2.0, 4.0], [200.0, 400.0, math.inf], [0, 0, 800.0],
+                        [100.0, 100.0, 100.0])
     assert cf.censored_active == 1
     assert_close(cf.log_k, math.log(4.0), rtol=0, atol=1e-12, what="log k")
     # standard error: sd of (log 2, log 4, log 8) with ddof 1 is log 2, over sqrt(3)
@@ -441,30 +446,3 @@ def test_clip_settings_are_refused_in_one_line(tmp_path):
     with pytest.raises(PilotError, match="--clip-steps"):
         pl.plan_logs(path, "acc>=1", ["kl>=1"], clip="kl", clip_steps="sometimes")
     assert clipping.STEPS == ("fixed", "per_batch")
-
-
-# ---------------------------------------------------------------------------- calibration
-
-def test_coverage_counts_by_hand():
-    def row(model, kind, cov95, cov50, err, hw):
-        return {"model": model, "kind": kind, "levels": {
-            "0.5": {"covered": cov50, "rel_error": err, "half_width": hw / 3},
-            "0.8": {"covered": cov95, "rel_error": err, "half_width": hw / 2},
-            "0.95": {"covered": cov95, "rel_error": err, "half_width": hw}}}
-    rows = [row("a", "progress", True, True, 0.1, 0.2), row("a", "progress", True, False, -0.2, 0.4),
-            row("a", "failure", False, False, 0.3, 0.1),
-            {"model": "a", "kind": "failure", "levels": {str(v): {"covered": None, "rel_error": None,
-                                                                  "half_width": None}
-                                                         for v in calibrate.LEVELS}}]
-    got = {(c["model"], c["kind"]): c for c in calibrate.coverage(rows)}
-    assert got[("a", "progress")]["scored"] == 2
-    assert got[("a", "progress")]["coverage"] == {"0.5": 0.5, "0.8": 1.0, "0.95": 1.0}
-    assert got[("a", "all")]["scored"] == 3 and got[("all", "all")]["coverage"]["0.95"] == 2 / 3
-    assert got[("a", "all")]["median_half_width"] == pytest.approx(0.2)
-    assert got[("a", "progress")]["within_15pct"] == 0.5
-
-
-def test_the_calibration_designs_are_disjoint_seed_sets_and_nested_batches():
-    seeds = [set(s) for _, s in calibrate.SEED_SETS]
-    assert seeds[0] == set(range(8)) and seeds[1] | seeds[2] == set(range(8, 16))
-    assert not seeds[1] & seeds[2]

@@ -59,8 +59,9 @@ def _close_tree(a, b, where=""):
 def test_the_plan_does_not_depend_on_the_order_of_the_rows(order):
     want = pilot.plan(_pilots(), predict=[1024.0])
     got = pilot.plan(_pilots(order), predict=[1024.0])
-    assert want["fit"]["rule"]["b0"] == 64.0 and want["fit"]["rule"]["p"] == 0.5
-    assert_close(want["fit"]["rule"]["lr0"], 1e-3, rtol=1e-9, atol=0, what="lr0")
+    assert want.fit.rule.b0 == 64.0 and want.fit.rule.p == 0.5
+    assert_close(want.fit.rule.lr0, 1e-3, rtol=1e-9, atol=0, what="lr0")
+    want, got = want.to_json(), got.to_json()
     for k in ("predictions", "critical_batch", "failure_exponent", "recommendation", "fit",
               "curves", "estimates"):
         _close_tree(want[k], got[k], k)
@@ -68,25 +69,25 @@ def test_the_plan_does_not_depend_on_the_order_of_the_rows(order):
 
 def test_hours_are_samples_over_the_batch_times_seconds_per_update():
     out = pilot.plan(_pilots(), predict=[128.0, 1024.0])
-    for p in out["predictions"]:
-        s = 10.0 + 0.01 * p["batch"] if p["batch"] == 128.0 else p["seconds_per_update"]
-        assert_close(p["seconds_per_update"], s, rtol=1e-12, atol=0, what="measured step time")
-        assert_close(p["hours_to_target"]["median"],
-                     p["progress_samples"]["median"] / p["batch"] * s / 3600, rtol=1e-12,
-                     atol=0, what=f"hours at {p['batch']}")
+    for p in out.predictions:
+        s = 10.0 + 0.01 * p.batch if p.batch == 128.0 else p.seconds_per_update
+        assert_close(p.seconds_per_update, s, rtol=1e-12, atol=0, what="measured step time")
+        assert_close(p.hours_to_target["median"],
+                     p.progress_samples["median"] / p.batch * s / 3600, rtol=1e-12,
+                     atol=0, what=f"hours at {p.batch}")
     # a whole-step roofline through 10 + 0.01 B grows with B where nothing was measured
-    assert out["predictions"][1]["seconds_per_update"] > 10.0 + 0.01 * 512
+    assert out.predictions[1].seconds_per_update > 10.0 + 0.01 * 512
 
 
 def test_a_fixed_lr_control_stays_out_of_the_estimates():
     """The control at B = 128 (lr 1e-3, off the sqrt rule) took 50000 samples; the estimate at
     128 is the on-rule runs' median, by hand the mean of their two values."""
     out = pilot.plan(_pilots(control=True))
-    assert out["fit"]["rule"]["off_rule_runs"] == 1
-    est = {e["batch"]: e for e in out["estimates"]}
+    assert out.fit.rule.off_rule_runs == 1
+    est = {e.batch: e for e in out.estimates}
     on = _truth("saturation", np.array([128.0]), 2000.0, 300.0)[0]
-    assert_close(est[128.0]["progress"], on, rtol=1e-12, atol=0, what="on-rule median")
-    assert est[128.0]["source"] == "runs"
+    assert_close(est[128.0].progress, on, rtol=1e-12, atol=0, what="on-rule median")
+    assert est[128.0].source == "runs"
 
 
 def test_the_envelope_spans_both_plausible_forms():

@@ -380,7 +380,7 @@ def test_logs_figure_is_labelled(tmp_path):
 
 
 def test_importing_the_logs_code_loads_no_jax():
-    code = ("import sys; import twoclock.pilot.logs, twoclock.pilot.logs_check, "
+    code = ("import sys; import twoclock.pilot.logs, "
             "twoclock.figures.pilot_logs; "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'optax'));"
             "print(bad); sys.exit(1 if bad else 0)")

@@ -87,10 +87,10 @@ def test_the_answers_against_hand_computations_and_a_plain_bootstrap():
     finite = lambda v: [x for x in v if not math.isnan(x)]
     # 1: seeds reached, counted by hand
     for b in per:
-        assert a["1_reached"][b]["damage"] == sum(x > 0 for x in per[b]["damage"]) == 6
+        assert a.reached[b]["damage"] == sum(x > 0 for x in per[b]["damage"]) == 6
     # 3: the drift at damage is the median of the damaged seeds' shifts
     for b in per:
-        assert a["3_drift_at"]["damage"][b]["median"] == pytest.approx(
+        assert a.drift_at["damage"][b]["median"] == pytest.approx(
             statistics.median(finite(per[b]["shift_at_damage"])), rel=1e-12)
     # 3: its ratio to B 64, paired: each resample takes the same seed rows at both batches
     x, y = per["1024"]["shift_at_damage"], per["64"]["shift_at_damage"]
@@ -99,7 +99,7 @@ def test_the_answers_against_hand_computations_and_a_plain_bootstrap():
         fx, fy = finite([x[i] for i in r]), finite([y[i] for i in r])
         boot.append(statistics.median(fx) / statistics.median(fy) if fx and fy else math.nan)
     assert not any(math.isnan(v) for v in boot)  # 6 of 9 damaged: no all-nan resample here
-    got = a["3_drift_ratio"]["damage"]["1024"]
+    got = a.drift_ratio["damage"]["1024"]
     assert got["median"] == pytest.approx(statistics.median(finite(x)) /
                                           statistics.median(finite(y)), rel=1e-12)
     assert got["ci"] == pytest.approx(list(lower_quantiles(boot)), rel=1e-12)
@@ -107,22 +107,22 @@ def test_the_answers_against_hand_computations_and_a_plain_bootstrap():
     bs = [64, 256, 1024]
     rms = lambda v: math.sqrt(sum(t * t for t in v) / len(v))
     slope = np.polyfit(np.log(bs), np.log([rms(per[str(b)]["shift_at_4096"]) for b in bs]), 1)[0]
-    assert a["4_rms_slope"]["4096"]["median"] == pytest.approx(slope, rel=1e-10)
+    assert a.rms_slope["4096"]["median"] == pytest.approx(slope, rel=1e-10)
     boot = [np.polyfit(np.log(bs), np.log([rms([per[str(b)]["shift_at_4096"][i] for i in r])
                                            for b in bs]), 1)[0] for r in rows[:400]]
-    lo, hi = a["4_rms_slope"]["4096"]["ci"]
+    lo, hi = a.rms_slope["4096"]["ci"]
     # the CI of 2000 resamples against 400 of the same rows: the same 2.5%..97.5% band
     assert lo <= np.quantile(boot, 0.10) and hi >= np.quantile(boot, 0.90)
     # 5: the margin is the ratio of the two medians in one cell, censored seeds as never
-    m = a["5_margin"]["damage"]["256"]["median"]
+    m = a.margin["damage"]["256"]["median"]
     dm = statistics.median([v if v > 0 else math.inf for v in per["256"]["damage"]])
     assert m == pytest.approx(dm / statistics.median(per["256"]["progress"]), rel=1e-12)
     # 2: the share of seeds damaged, minus B 64's, is 0 here (6 of 9 at each batch)
-    assert a["2_damaged_share_difference"]["damage"]["1024"]["median"] == 0.0
+    assert a.damaged_share_difference["damage"]["1024"]["median"] == 0.0
     # the deficit clock is half the damage clock here: its ratios are the damage clock's
-    assert a["2_ratio"]["deficit"]["1024"] == a["2_ratio"]["damage"]["1024"]
-    assert a["3_drift_ratio"]["deficit"]["256"]["median"] == pytest.approx(
-        a["3_drift_ratio"]["damage"]["256"]["median"], rel=1e-12)
+    assert a.ratio["deficit"]["1024"] == a.ratio["damage"]["1024"]
+    assert a.drift_ratio["deficit"]["256"]["median"] == pytest.approx(
+        a.drift_ratio["damage"]["256"]["median"], rel=1e-12)
 
 
 def test_a_batch_with_no_damaged_seed_has_no_drift_not_a_number():
@@ -133,11 +133,31 @@ def test_a_batch_with_no_damaged_seed_has_no_drift_not_a_number():
     per["1024"]["shift_at_deficit"] = [math.nan] * 9
     a = ds.answers({"seeds": 9, "batches": [64, 256, 1024], "fixed_responses": [4096]},
                    {"sqrt": {"per_seed": per}})["sqrt"]
-    assert a["3_drift_at"]["damage"]["1024"] == {"median": None, "ci": [None, None]}
-    assert a["3_drift_ratio"]["damage"]["1024"]["median"] is None
-    assert a["1_median"]["1024"]["damage"]["median"] is None  # censored, never NaN
-    assert a["2_damaged_share_difference"]["damage"]["1024"]["median"] == pytest.approx(-6 / 9)
-    json.dumps(a, allow_nan=False)  # no NaN reaches the JSON
+    assert a.drift_at["damage"]["1024"] == {"median": None, "ci": [None, None]}
+    assert a.drift_ratio["damage"]["1024"]["median"] is None
+    assert a.median["1024"]["damage"]["median"] is None  # censored, never NaN
+    assert a.damaged_share_difference["damage"]["1024"]["median"] == pytest.approx(-6 / 9)
+    json.dumps(a.json(), allow_nan=False)  # no NaN reaches the JSON
+
+
+def test_the_answers_keep_their_json_keys_and_the_report_reads_them_back():
+    """The typed answers write the keys the result files have always had, in their order, and
+    the report reads a result as written to (and read back from) JSON."""
+    S = 9
+    st = {"seeds": S, "batches": [64, 256, 1024], "fixed_responses": [4096], "budget": 32768,
+          "end_b": 0.5, "damage_drop": 0.03}
+    a = ds.answers(st, {"sqrt": {"per_seed": _per(S)}})["sqrt"]
+    assert list(a.json()) == [
+        "1_reached", "1_median", "2_ratio", "2_exponent", "2_damaged_share_difference",
+        "3_drift_at", "3_drift_ratio", "3_towards_end_b", "4_rms_slope", "4_rms",
+        "4_mean_shift", "4_active_responses", "5_margin"]
+    assert a.json()["2_ratio"] is a.ratio and ds.Answers.from_json(a.json()) == a
+    out = json.loads(json.dumps({"study": st, "predictions": ds.PREDICTIONS, "seconds": 1.0,
+                                 "answers": {"sqrt": a.json()}}))
+    text = ds.report(out)
+    # 6 of 9 seeds damaged at every batch (_per), and the deficit likewise
+    assert "damage 6 " in text and "deficit 6 " in text and text.count("B ") >= 3
+    assert f"1024: {a.ratio['damage']['1024']['median']:.3g} [" in text
 
 
 def test_the_preregistered_file_is_what_the_study_reports_and_runs():

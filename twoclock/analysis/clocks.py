@@ -9,15 +9,16 @@ import math
 
 import numpy as np
 
+from twoclock.clock import reached
 from twoclock.config import DELTA
 
 N_BOOT = 2000
 
 
 def censored(n_S) -> np.ndarray:
-    """float64 copy with never-crossed runs (0) as +inf."""
+    """float64 copy with never-crossed runs (NEVER, 0: `twoclock.clock`) as +inf."""
     x = np.asarray(n_S, dtype=np.float64)
-    return np.where(x > 0, x, np.inf)
+    return np.where(reached(x), x, np.inf)
 
 
 def _median_S(x_RxS: np.ndarray) -> np.ndarray:

@@ -94,7 +94,8 @@ def guard(ns, name: str, prog: str):
     exits 2 with one line; any failure after simulating saves the kept clocks to
     OUT/name.partial.json and exits 3 with one line (`twoclock.cli.rescue`)."""
     check_outputs(ns, name, prog)
-    with Rescue(prog, json_path(ns, name), fallback=(ns.out,)) as rescue:
+    with Rescue(prog, json_path(ns, name), fallback=(ns.out,),
+                resume_flag=hasattr(ns, "resume")) as rescue:
         yield rescue
 
 

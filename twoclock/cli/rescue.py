@@ -146,8 +146,11 @@ class _Signals:
 class Rescue:
     """The clocks a script has simulated so far, saved if the script then fails."""
 
-    def __init__(self, prog: str, path: str, fallback: tuple = ()):
+    def __init__(self, prog: str, path: str, fallback: tuple = (), resume_flag: bool = True):
         self.prog, self.path = prog, path
+        # how the interrupted line says to continue: the command's --resume where it has one,
+        # else the same command again (a study whose sweeps always read their store resumes so)
+        self.resume_flag = resume_flag
         self.fallback = tuple(fallback) + (os.getcwd(),)
         self.kept, self.written, self.result, self.ahead = [], None, None, None
 
@@ -209,8 +212,9 @@ class Rescue:
             msg = (f"after {' and '.join(parts)}; their clocks are saved in "
                    f"{saved or 'no writable place'}")
             if stores:
-                msg += (f"; the finished chunks are in {', '.join(stores)}: rerun with --resume "
-                        "to continue from them")
+                how = "with --resume" if self.resume_flag else "the same command"
+                msg += (f"; the finished chunks are in {', '.join(stores)}: rerun {how} to "
+                        "continue from them")
         print(f"{self.prog}: interrupted by {what} {msg}", file=sys.stderr, flush=True)
         sys.exit(code)
 

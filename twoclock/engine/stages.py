@@ -17,9 +17,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from twoclock.clock import NEVER, Clock, between
 from twoclock.config import require, require_carry
 from twoclock.model import Model, RunState
 from twoclock.trace import Trace, checkpoint_every
+
+# every margin clock of a model: its margin >= 0 where its condition holds (twoclock.model)
+MARGIN = Clock("margin", ">=", 0.0)
+
 
 def stage_layout(n_K, every: int) -> tuple:
     """([(t_start, full chunks, remainder)] per stage, t_C): the chunks of each stage and the
@@ -99,13 +104,14 @@ def carry_state(opt_state, fresh_state, b_from, b_to, carry: str, beta1: float, 
 
 
 def crossed(state: RunState, hits: dict, ts, n_total) -> RunState:
-    """state with each clock set to the first crossing in ts, if not set yet.
+    """state with each clock set to the first crossing in ts, if not set yet (NEVER: not yet).
 
-    A bool hit crosses at its update t; a margin (float, >= 0: the condition holds) at
-    t - 1 + f, f = m_{t-1} / (m_{t-1} - m_t) in (0, 1], the zero of the line through the
-    margins after updates t - 1 and t (f = 1 where m_{t-1} is unknown, NaN, or >= 0: the start
-    state already met the condition). Updates past n_total (padding of the last chunk) never
-    set a clock; each margin clock's last margin is carried in state.margins."""
+    A bool hit crosses at its update t; a margin (float, >= 0: the condition holds, `MARGIN`)
+    at t - 1 + f, f = MARGIN.fraction(m_{t-1}, m_t) = (0 - m_{t-1}) / (m_t - m_{t-1}) in
+    [tiny, 1] (`twoclock.clock`), the zero of the line through the margins after updates t - 1
+    and t (f = 1 where m_{t-1} is unknown, NaN, or >= 0: the start state already met the
+    condition). Updates past n_total (padding of the last chunk) never set a clock; each
+    margin clock's last margin is carried in state.margins."""
     live = ts <= n_total
     dtype = jnp.result_type(float)
     clocks, margins = {}, dict(state.margins or {})
@@ -119,15 +125,15 @@ def crossed(state: RunState, hits: dict, ts, n_total) -> RunState:
                                "its start margin in RunState.margins (NaN: unknown)")
             m_T = h_T.astype(dtype)
             before_T = jnp.concatenate([margins[name][None].astype(dtype), m_T[:-1]])
-            hit_T = (m_T >= 0) & live
-            f_T = jnp.where(before_T < 0, before_T / (before_T - m_T), 1.0)
-            # -inf before: the line is vertical (f -> 1); an underflow to 0 is still in
-            # update t, not at t - 1 (which would read as "never" at t = 1)
-            f_T = jnp.clip(jnp.where(jnp.isnan(f_T), 1.0, f_T), jnp.finfo(dtype).tiny, 1.0)
+            hit_T = MARGIN.holds(m_T) & live
+            # (0 - m0) / (m1 - m0) is m0 / (m0 - m1) bit for bit wherever it is read (m1 >= 0 >
+            # m0): IEEE negation and a nonzero difference are exactly antisymmetric
+            f_T = MARGIN.fraction(before_T, m_T, where=jnp.where)
             margins[name] = m_T[-1]
         i = jnp.argmax(hit_T)
-        at = ts[i].astype(dtype) - 1 + f_T[i]
-        clocks[name] = jnp.where((prev == 0) & jnp.any(hit_T), at, prev)
+        t = ts[i].astype(dtype)
+        at = between(t - 1, t, f_T[i])
+        clocks[name] = jnp.where((prev == NEVER) & jnp.any(hit_T), at, prev)
     return state._replace(clocks=clocks, margins=margins or state.margins)
 
 

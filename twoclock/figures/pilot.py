@@ -1,5 +1,6 @@
-"""Figure of a plan (twoclock.pilot.plan's dict): pilot points, fitted clocks with their
-bands, and the recommended batch; time to target when step times are known. No JAX."""
+"""Figure of a plan (its JSON, twoclock.pilot.plan's Plan.to_json()): pilot points, fitted
+clocks with their bands, and the recommended batch; time to target when step times are known.
+No JAX."""
 import numpy as np
 
 from twoclock.figures.style import OKABE_ITO, band, figure, log_batch_axis, plain_log_y

@@ -3,7 +3,7 @@
 Source: "When Do Larger Batches Help Scale LLM Reinforcement Learning?" (Tencent Hy Team),
 data and column meanings in twoclock/data/README.md. The table is relative to P = 128; the
 absolute scale (122.88K responses, 357 s per 1024-response step) is the one
-twoclock/throughput.py calibrates its GRPO defaults to, so it is taken from there.
+twoclock/analysis/throughput.py calibrates its GRPO defaults to, so it is taken from there.
 """
 import csv
 import math
@@ -58,20 +58,20 @@ def predict_batches(path: str = DATA) -> list:
     return sorted({r["prompts"] * r["responses_per_prompt"] for r in published(path)})
 
 
-def reading(result: dict, path: str = DATA) -> dict:
+def reading(result, path: str = DATA) -> dict:
     """Planned vs published time-to-target (both relative to P = 128) on the sqrt rule, and
-    the planned optimum in prompts."""
-    est = {e["batch"]: e for e in result["estimates"]}
+    the planned optimum in prompts, from a plan (pilot.plan's Plan)."""
+    est = {e.batch: e for e in result.estimates}
     ref = est[float(REF_BATCH)]
-    t = lambda e: e["progress"] * e["seconds_per_sample"]
+    t = lambda e: e.progress * e.seconds_per_sample
     rows = []
     for r in published(path):
         b = float(r["prompts"] * r["responses_per_prompt"])
         if r["lr_rule"] != "sqrt" or b not in est:
             continue
         rows.append({"prompts": r["prompts"], "batch": b, "published": r["time_to_target"],
-                     "planned": t(est[b]) / t(ref), "source": est[b]["source"]})
-    best = result["recommendation"]["constant"]
+                     "planned": t(est[b]) / t(ref), "source": est[b].source})
+    best = result.recommendation.constant
     return {"rows": rows, "optimum_prompts": None if best is None else
             best["batch"] / REF_BATCH * REF_PROMPTS,
             "published_optimum_prompts": min((r for r in rows if r["published"] is not None),

@@ -31,11 +31,12 @@ def _share(run, metric: str, until: float) -> float | None:
     return float(np.mean(v[ok])) if ok.any() else None
 
 
-def clip_onset(runs, prog, metric: str, bind: float, pred_B, rule: dict, steps: str = "fixed",
+def clip_onset(runs, prog, metric: str, bind: float, pred_B, rule, steps: str = "fixed",
                level: float = 0.95) -> dict:
     """The clipped share per pilot run, its fit against the move per rollout batch, the share
-    predicted at pred_B, and the batch where it passes `bind` (None: it does not grow)."""
-    s = rule["p"] + (1.0 if steps == "per_batch" else 0.0)  # d log move / d log B
+    predicted at pred_B, and the batch where it passes `bind` (None: it does not grow);
+    rule: the plan's learning-rate rule (result.Rule)."""
+    s = rule.p + (1.0 if steps == "per_batch" else 0.0)  # d log move / d log B
     log_move = lambda b, lr: math.log(lr) + (math.log(b) if steps == "per_batch" else 0.0)
     per_run = []
     for r, c in zip(runs, prog):
@@ -62,7 +63,7 @@ def clip_onset(runs, prog, metric: str, bind: float, pred_B, rule: dict, steps: 
     t = pf.t_quantile((1 + level) / 2, dof)
     a, b = float(coef[0]), float(coef[1])
     out["slope"] = {"value": b, "ci": [b - t * se, b + t * se]}
-    lr_of = lambda B: rule["lr0"] * (B / rule["b0"]) ** rule["p"]
+    lr_of = rule.lr
     now = max(p["share"] for p in per_run if p["share"] is not None)
     # the reach: moves within REACH of the pilots', where the line stays below REACH x now
     cap = min(1.0, REACH * now)  # a share: at most 1

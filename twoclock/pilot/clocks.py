@@ -1,9 +1,11 @@
 """A logged run's clock for a condition: the first logged crossing, linear in samples between
-the points either side, after optional smoothing (rules: twoclock.pilot.logs)."""
+the points either side (`twoclock.clock`, the crossing the engine's clocks use too), after
+optional smoothing (rules: twoclock.pilot.logs)."""
 from dataclasses import dataclass
 
 import numpy as np
 
+from twoclock.clock import Crossing, first_crossing
 from twoclock.pilot.conditions import Condition
 from twoclock.pilot.plan import PilotError
 from twoclock.pilot.reader import Logs
@@ -28,25 +30,19 @@ def smooth(s, v, how):
     return (c[hi] - c[lo]) / (hi - lo)
 
 
-def crossing(s, v, cond: Condition):
+def crossing(s, v, cond: Condition) -> Crossing:
     """(samples, index) of the first logged crossing, linear in samples between the point
     before and the first that meets cond; (last sample, None) when no point meets it (censored);
-    (s[0], 0) when the first point already does (no crossing was observed)."""
-    s, v = np.asarray(s, np.float64), cond.curve(v)  # (relative conditions: from the extreme)
-    hit = np.flatnonzero(cond.holds(v))
-    if hit.size == 0:
-        return float(s[-1]), None
-    i = int(hit[0])
-    if i == 0:
-        return float(s[0]), 0
-    s0, s1, v0, v1 = s[i - 1], s[i], v[i - 1], v[i]
-    frac = 1.0 if v1 == v0 else min(max((cond.level - v0) / (v1 - v0), 0.0), 1.0)
-    return float(s0 + frac * (s1 - s0)), i
+    (s[0], 0) when the first point already does (no crossing was observed). The one crossing
+    of every clock (`twoclock.clock.first_crossing`), on what cond compares (`cond.curve`:
+    relative conditions count from the running extreme)."""
+    return first_crossing(s, cond.curve(v), cond.clock)
 
 
 @dataclass(frozen=True)
 class Clock:
-    """One run's clock for one condition: samples, and whether it was observed (else censored)."""
+    """One run's reading of a condition's clock (`twoclock.clock.Clock`): samples (at a
+    censored run's last logged point), and whether it was observed (else censored)."""
     samples: float
     crossed: bool
     line: int | None  # the row where it was first met

@@ -7,10 +7,10 @@ import re
 
 import numpy as np
 
+from twoclock.clock import Clock
 from twoclock.pilot.forms import FAILURE_FORMS
 from twoclock.pilot.plan import PilotError
 
-_OPS = {">=": np.greater_equal, "<=": np.less_equal, ">": np.greater, "<": np.less}
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _COND = re.compile(rf"^\s*([^<>=!\s](?:[^<>=!]*[^<>=!\s])?)\s*(>=|<=|>|<)\s*"
                    rf"(?:(peak)\s*-\s*|(trough)\s*\+\s*)?({_NUM})\s*$")
@@ -47,9 +47,14 @@ class Condition:
         """The threshold on `curve`."""
         return -self.threshold if self.ref == "peak" else self.threshold
 
+    @property
+    def clock(self) -> Clock:
+        """The clock this condition times, on `curve`'s values (`twoclock.clock`)."""
+        return Clock(self.metric, self.op, self.level)
+
     def holds(self, curve):
         """The condition on values already passed through `curve`."""
-        return _OPS[self.op](curve, self.level)
+        return self.clock.holds(curve)
 
     def met(self, v):
         return self.holds(self.curve(v))

@@ -1,6 +1,6 @@
 """What experiments/plan.py plans from, as one frozen config: pilot runs (RUNS.csv, or the
 published GRPO table) or the curves their trainer logged, and the plan's settings."""
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from twoclock.config import option, param, require_choice
 from twoclock.pilot import logs as pilot_logs, report
@@ -10,14 +10,17 @@ from twoclock.pilot.plan import check_settings
 
 
 @dataclass(frozen=True)
-class PlanConfig:
-    """A plan's input and settings; ValueError (one line naming the flag) when inconsistent."""
-    runs: str | None = option(None, "pilot-run CSV (default: the published GRPO table)",
+class RunsInput:
+    """Pilot runs, one row each (RUNS.csv), or with no path the published GRPO table."""
+    path: str | None = option(None, "pilot-run CSV (default: the published GRPO table)",
                               positional=True, nargs="?", metavar="RUNS.csv")
-    predict: tuple = param((), "batches to predict and plan over (none: the pilot batches)")
-    margin: float = param(0.1, "fraction of the failure clock that must be left at the target")
-    level: float = param(0.95, "confidence level of the bands")
-    logs: str | None = param(None, "per-step log file of the pilot runs (instead of RUNS.csv), "
+
+
+@dataclass(frozen=True)
+class LogsInput:
+    """The curves the pilots' trainer logged, and how to find the clocks in them (their flags
+    keep their names: `path` is --logs)."""
+    path: str | None = param(None, "per-step log file of the pilot runs (instead of RUNS.csv), "
                                    "or a trainer's own: a TensorBoard directory, trainer_state."
                                    "json (or a directory of runs holding one), verl's .jsonl")
     progress: str | None = param(None, "the target, e.g. 'heldout_acc>=0.7'")
@@ -57,39 +60,57 @@ class PlanConfig:
                                     "keep-last (the later copy)", choices=("refuse", "keep-last"))
     READING = ("batch_from_name", "samples_from_step")
 
-    LOGS_ONLY = ("progress", "failure", "col", "smooth", "preset", "batch", "lr",
-                 "clip", "form") + READING  # flags that read a log file
-    LOGS_GROUP = ("logs",) + LOGS_ONLY + ("clip_bind", "clip_steps", "restarts")  # --help group
+    RENAME = {"path": "logs"}  # the flag of `path`
 
     def __post_init__(self):
-        given = [f for f in self.LOGS_ONLY if getattr(self, f)]
-        if self.logs is None and given:
-            raise ValueError(f"--{given[0]} needs --logs LOGS.csv")
-        if self.logs is not None and self.runs is not None:
-            raise ValueError("give RUNS.csv or --logs LOGS.csv, not both")
-        if self.logs is not None and self.progress is None:
+        if self.path is None:
+            given = [f.name for f in fields(self) if getattr(self, f.name) != f.default]
+            raise ValueError(f"--{given[0].replace('_', '-')} needs --logs LOGS.csv" if given
+                             else "the flags that read logs need --logs LOGS.csv")
+        if self.progress is None:
             raise ValueError("--logs: give --progress (and no RUNS.csv)")
         if self.preset is not None:
             require_choice("--preset", self.preset, tuple(PRESETS))
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """A plan's input, one mode at a time (runs: pilot runs' clocks, or the published table;
+    logs: their logged curves), and its settings; ValueError (one line naming the flag) when
+    inconsistent. With neither input given, runs is the published table."""
+    runs: RunsInput | None = None
+    logs: LogsInput | None = None
+    predict: tuple = param((), "batches to predict and plan over (none: the pilot batches)")
+    margin: float = param(0.1, "fraction of the failure clock that must be left at the target")
+    level: float = param(0.95, "confidence level of the bands")
+
+    INPUTS = ("runs", "logs")  # the nested input modes (their flags: RunsInput, LogsInput)
+
+    def __post_init__(self):
+        if self.logs is not None and self.runs is not None:
+            raise ValueError("give RUNS.csv or --logs LOGS.csv, not both")
+        if self.logs is None and self.runs is None:
+            object.__setattr__(self, "runs", RunsInput())  # frozen: the default input
         check_settings(self.predict, self.margin, self.level)
 
 
 def plan(cfg: PlanConfig) -> dict:
-    """The plan: from the logs (pilot.logs.plan_logs) or from RUNS.csv / the published table
-    (pilot.report.plan_file)."""
+    """The plan's JSON: from the logs (pilot.logs.plan_logs) or from RUNS.csv / the published
+    table (pilot.report.plan_file's Plan.to_json())."""
     predict = cfg.predict or None  # none given: the pilot batches
-    if cfg.logs is not None:
+    lg = cfg.logs
+    if lg is not None:
         # how to read a trainer's own files (pilot.reader.read_logs), given only when set
-        reading = {k: v for k, v in (("preset", cfg.preset),
-                                     ("batch", parse_per_run(cfg.batch, "--batch")),
-                                     ("lr", parse_per_run(cfg.lr, "--lr"))) if v}
-        reading.update({k: getattr(cfg, k) for k in cfg.READING if getattr(cfg, k)},
-                       **({"restarts": cfg.restarts} if cfg.restarts != "refuse" else {}))
-        return pilot_logs.plan_logs(cfg.logs, cfg.progress, list(cfg.failure), predict,
-                                    cfg.margin, cfg.level, cfg.smooth, list(cfg.col),
-                                    cfg.clip, cfg.clip_bind, cfg.clip_steps, list(cfg.form),
-                                    **reading)
-    return report.plan_file(cfg.runs, predict, cfg.margin, cfg.level)
+        reading = {k: v for k, v in (("preset", lg.preset),
+                                     ("batch", parse_per_run(lg.batch, "--batch")),
+                                     ("lr", parse_per_run(lg.lr, "--lr"))) if v}
+        reading.update({k: getattr(lg, k) for k in lg.READING if getattr(lg, k)},
+                       **({"restarts": lg.restarts} if lg.restarts != "refuse" else {}))
+        return pilot_logs.plan_logs(
+            lg.path, lg.progress, list(lg.failure), predict=predict, margin=cfg.margin,
+            level=cfg.level, smoothing=lg.smooth, columns=list(lg.col), clip=lg.clip,
+            clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=list(lg.form), **reading)
+    return report.plan_file(cfg.runs.path, predict, cfg.margin, cfg.level).to_json()
 
 
-__all__ = ["PlanConfig", "plan"]
+__all__ = ["PlanConfig", "RunsInput", "LogsInput", "plan"]

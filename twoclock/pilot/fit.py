@@ -1,4 +1,6 @@
-"""Fits of the two clocks to pilot runs, with confidence bands (numpy only, no JAX).
+"""Fits of the two clocks to pilot runs, with their sampling bands (numpy only, no JAX): the
+floor under forms.py (a clock's form, its fit and its band, which the plan reads); nothing
+here calls up.
 
 Progress clock (samples to target) against batch B, under a learning-rate rule that keeps it
 batch-invariant below a critical batch (what the sqrt rule does for noise-dominated Adam):
@@ -6,10 +8,11 @@ batch-invariant below a critical batch (what the sqrt rule does for noise-domina
     N_prog(B) = N_min * (1 + c * B / B_crit)^a,    c = 1.2^(1/a) - 1,
 
 parametrised by the critical batch itself: N_prog(B_crit) = 1.2 N_min, the project's
-delta = 0.2 definition (clocks.critical_batch). The mechanism sets a:
-  saturation: Adam drifts to sign descent, slower by sqrt(1 + B/B_s) (theory.py) under the sqrt
-              rule; under lr ~ B^p sign-descent updates fall as B^-p, so samples grow as
-              B^(1-p): a = 1 - p (1/2 for sqrt, giving c = 1.2^2 - 1 = 0.44).
+delta = 0.2 definition (twoclock.analysis.clocks.critical_batch). The mechanism sets a:
+  saturation: Adam drifts to sign descent, slower by sqrt(1 + B/B_s) under the sqrt rule
+              (twoclock/models/quadratic/adam_progress.py); under lr ~ B^p sign-descent
+              updates fall as B^-p, so samples grow as B^(1-p): a = 1 - p (1/2 for sqrt,
+              giving c = 1.2^2 - 1 = 0.44).
   curvature:  past lr_eff h_max = 1 a larger lr buys nothing, updates stop falling and samples
               grow as B: a = 1 (McCandlish's E = E_min (1 + B/B_noise)).
 Both have two parameters, so the form with the smaller squared error in log N is chosen.
@@ -29,7 +32,9 @@ predictions from +7% to +17% to within 15% in every pilot design.
 
 Failure clock: N_fail(B) = F_ref (B / B_ref)^q, fitted in log N; runs that did not fail are
 censored (their N_fail is only known to exceed a level) and enter one-sidedly: they cost only
-when the line predicts failure before that level (a hinge, fitted by an active set).
+when the line predicts failure before that level (a hinge, fitted by an active set). Or tied to
+progress, N_fail(B) = k N_prog(B): log k the runs' mean log(N_fail / N_prog), censored runs
+again one-sided (`fit_coupled`; forms.py says when which form holds).
 
 Bands: least squares in log N (noise multiplicative), with n - 2 degrees of freedom (n - 3 with
 m fitted) and Student-t quantiles (with 4 pilots t_0.975 = 4.30, not 1.96). The progress clock
@@ -171,7 +176,7 @@ _LO, _HI, _N_GRID = -4.0, 8.0, 1201  # B_crit search range around the pilots (lo
 GROUP_ABOVE = 1024  # runs beyond which a fit's grid works over the distinct batches
 
 
-def _exp(x):
+def exp_or_none(x):
     """exp, None when it overflows (an unbounded CI end)."""
     return math.exp(x) if x < 700 else None
 
@@ -308,11 +313,57 @@ def fit_failure(B, fail, censor_at) -> FailureFit | None:
     return FailureFit(float(coef[0]), float(coef[1]), b_ref, cov, dof, int(active.sum()))
 
 
+@dataclass(frozen=True)
+class CoupledFit:
+    """log N_fail(B) = log_k + log N_prog(B): log_k the (censoring-aware) mean log ratio."""
+    log_k: float
+    se: float  # standard error of log_k
+    dof: int
+    censored_active: int
+    slope: dict  # {"value", "ci"}: log(N_fail / N_prog) against log B; None where < 2 batches
+
+    def log_interval_k(self, level: float) -> float:
+        """The half-width of log k at `level` (Student-t)."""
+        return t_quantile((1 + level) / 2, self.dof) * self.se
+
+
+def fit_coupled(B, fail, censor_at, prog, level: float = 0.95) -> CoupledFit | None:
+    """The ratio form from each run's own two clocks; None when fewer than two runs failed."""
+    B, fail = np.asarray(B, np.float64), np.asarray(fail, np.float64)
+    lvl, prog = np.asarray(censor_at, np.float64), np.asarray(prog, np.float64)
+    obs = np.isfinite(fail)
+    if obs.sum() < 2:
+        return None
+    y = np.log(np.where(obs, fail, lvl) / prog)
+    active = np.zeros_like(obs)
+    for _ in range(50):  # censored runs whose level lies above the fitted ratio push it up
+        m = float(np.mean(y[obs | active]))
+        new = ~obs & (m < y)
+        if np.array_equal(new, active):
+            break
+        active = new
+    use = obs | active
+    n = int(use.sum())
+    sd = float(np.std(y[use], ddof=1)) if n > 1 else 0.0
+    slope = None
+    x = np.log(B[use])
+    if np.unique(x).size >= 2 and n >= 3:
+        A = np.stack([np.ones(n), x], axis=1)
+        coef, *_ = np.linalg.lstsq(A, y[use], rcond=None)
+        dof = n - 2
+        s2 = float(np.sum((y[use] - A @ coef) ** 2)) / max(dof, 1)
+        se = math.sqrt(s2 * np.linalg.pinv(A.T @ A)[1, 1])
+        t = t_quantile((1 + level) / 2, max(dof, 1))
+        slope = {"value": float(coef[1]), "ci": [float(coef[1] - t * se),
+                                                  float(coef[1] + t * se)]}
+    return CoupledFit(m, sd / math.sqrt(n), max(n - 1, 1), int(active.sum()), slope)
+
+
 def band(fit, B, level: float) -> list:
     """[{median, ci}] of exp(fitted log clock) at each B."""
     m = np.atleast_1d(fit.log_median(B))
     lo, hi = fit.log_interval(B, level)
-    return [{"median": float(math.exp(mi)), "ci": [_exp(l), _exp(h)]}
+    return [{"median": float(math.exp(mi)), "ci": [exp_or_none(l), exp_or_none(h)]}
             for mi, l, h in zip(m, lo, hi)]
 
 
@@ -338,5 +389,6 @@ def fit_step_times(B, seconds) -> tp.ThroughputModel:
                               train_per_sample=0.0)
 
 
-__all__ = ["DELTA", "FORMS", "t_quantile", "ProgressFit", "FailureFit", "fit_progress",
-           "choose_progress", "fit_failure", "band", "envelope", "fit_step_times", "form_exponent"]
+__all__ = ["DELTA", "FORMS", "t_quantile", "ProgressFit", "FailureFit", "CoupledFit",
+           "fit_progress", "choose_progress", "fit_failure", "fit_coupled", "band", "envelope",
+           "fit_step_times", "form_exponent", "exp_or_none"]

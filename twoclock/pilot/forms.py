@@ -24,6 +24,7 @@ from statistics import NormalDist
 import numpy as np
 
 from twoclock.pilot import fit as pf
+from twoclock.pilot.fit import exp_or_none
 
 FAILURE_FORMS = ("power", "coupled", "knee")
 # a form whose leave-one-end-out curvature is within this of the best form's stays plausible
@@ -57,52 +58,6 @@ def distance(B, lo: float, hi: float) -> np.ndarray:
     """How far each B lies outside [lo, hi], in log B (0 inside)."""
     lb = np.log(np.atleast_1d(np.asarray(B, np.float64)))
     return np.maximum(0.0, np.maximum(lb - math.log(hi), math.log(lo) - lb))
-
-
-@dataclass(frozen=True)
-class CoupledFit:
-    """log N_fail(B) = log_k + log N_prog(B): log_k the (censoring-aware) mean log ratio."""
-    log_k: float
-    se: float  # standard error of log_k
-    dof: int
-    censored_active: int
-    slope: dict  # {"value", "ci"}: log(N_fail / N_prog) against log B; None where < 2 batches
-
-    def log_interval_k(self, level: float) -> float:
-        """The half-width of log k at `level` (Student-t)."""
-        return pf.t_quantile((1 + level) / 2, self.dof) * self.se
-
-
-def fit_coupled(B, fail, censor_at, prog, level: float = 0.95) -> CoupledFit | None:
-    """The ratio form from each run's own two clocks; None when fewer than two runs failed."""
-    B, fail = np.asarray(B, np.float64), np.asarray(fail, np.float64)
-    lvl, prog = np.asarray(censor_at, np.float64), np.asarray(prog, np.float64)
-    obs = np.isfinite(fail)
-    if obs.sum() < 2:
-        return None
-    y = np.log(np.where(obs, fail, lvl) / prog)
-    active = np.zeros_like(obs)
-    for _ in range(50):  # censored runs whose level lies above the fitted ratio push it up
-        m = float(np.mean(y[obs | active]))
-        new = ~obs & (m < y)
-        if np.array_equal(new, active):
-            break
-        active = new
-    use = obs | active
-    n = int(use.sum())
-    sd = float(np.std(y[use], ddof=1)) if n > 1 else 0.0
-    slope = None
-    x = np.log(B[use])
-    if np.unique(x).size >= 2 and n >= 3:
-        A = np.stack([np.ones(n), x], axis=1)
-        coef, *_ = np.linalg.lstsq(A, y[use], rcond=None)
-        dof = n - 2
-        s2 = float(np.sum((y[use] - A @ coef) ** 2)) / max(dof, 1)
-        se = math.sqrt(s2 * np.linalg.pinv(A.T @ A)[1, 1])
-        t = pf.t_quantile((1 + level) / 2, max(dof, 1))
-        slope = {"value": float(coef[1]), "ci": [float(coef[1] - t * se),
-                                                  float(coef[1] + t * se)]}
-    return CoupledFit(m, sd / math.sqrt(n), max(n - 1, 1), int(active.sum()), slope)
 
 
 def _log_median(x_R):
@@ -176,8 +131,8 @@ def widen(band: list, sigma_B, level: float) -> list:
             out.append(b)
             continue
         lm, extra = math.log(m), z * float(s)
-        lo2 = None if lo is None else pf._exp(lm - math.hypot(lm - math.log(lo), extra))
-        hi2 = None if hi is None else pf._exp(lm + math.hypot(math.log(hi) - lm, extra))
+        lo2 = None if lo is None else exp_or_none(lm - math.hypot(lm - math.log(lo), extra))
+        hi2 = None if hi is None else exp_or_none(lm + math.hypot(math.log(hi) - lm, extra))
         out.append({"median": m, "ci": [lo2, hi2]})
     return out
 
@@ -213,8 +168,10 @@ def _coupled_band(cf, prog_band, level):
         m, (lo, hi) = b["median"], b["ci"]
         lm = math.log(m)
         out.append({"median": k * m, "ci": [
-            None if lo is None else pf._exp(cf.log_k + lm - math.hypot(lm - math.log(lo), hw)),
-            None if hi is None else pf._exp(cf.log_k + lm + math.hypot(math.log(hi) - lm, hw))]})
+            None if lo is None else exp_or_none(cf.log_k + lm - math.hypot(lm - math.log(lo),
+                                                                           hw)),
+            None if hi is None else exp_or_none(cf.log_k + lm + math.hypot(math.log(hi) - lm,
+                                                                           hw))]})
     return out
 
 
@@ -233,10 +190,10 @@ def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
         def pred_power(k, b):
             return _predict(pf.fit_failure(B[k], fail[k], censor[k]), b)
         forms["power"] = {"fit": ff, "loo": loo_rate(B, pred_power, measure)}
-    cf = fit_coupled(B, fail, censor, prog, level)
+    cf = pf.fit_coupled(B, fail, censor, prog, level)
     if cf is not None:
         def pred_coupled(k, b):  # the ratio's own error: times the measured progress at b
-            c, pm = fit_coupled(B[k], fail[k], censor[k], prog[k]), _log_median(prog[B == b])
+            c, pm = pf.fit_coupled(B[k], fail[k], censor[k], prog[k]), _log_median(prog[B == b])
             return None if c is None or pm is None else (c.log_k + pm[0], math.hypot(c.se, pm[1]))
         forms["coupled"] = {"fit": cf, "loo": loo_rate(B, pred_coupled, measure)}
     if np.isfinite(fail).all():  # a knee of its own (the progress form): no run censored
@@ -258,7 +215,7 @@ def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
     known = {f: r for f, r in rate.items() if r is not None}
     # the tests at a fixed level: the form (and the median) must not depend on the band's level
     tied = COUPLED_WHEN_TIED and "coupled" in known and _tied_to_progress(
-        forms, cf if level == TEST_LEVEL else fit_coupled(B, fail, censor, prog, TEST_LEVEL))
+        forms, cf if level == TEST_LEVEL else pf.fit_coupled(B, fail, censor, prog, TEST_LEVEL))
     if known:
         chosen = ("coupled" if tied else
                   min(known, key=lambda f: (_score(forms[f]), known[f])))
@@ -273,7 +230,7 @@ def failure_forms(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
             "why": _why(forms, chosen, plausible, cf, tied)}
 
 
-def _tied_to_progress(forms: dict, cf: CoupledFit) -> bool:
+def _tied_to_progress(forms: dict, cf: pf.CoupledFit) -> bool:
     """Both one-parameter readings of a failure clock tested on the pilots at TEST_LEVEL:
     "flat" (the power law's exponent 0) and "coupled" (the slope of log(N_fail / N_prog) on
     log B 0, cf.slope at TEST_LEVEL). True when the pilots reject flat (the exponent's CI lies
@@ -331,6 +288,67 @@ def _why(forms, chosen, plausible, cf, tied=False, reason=None) -> str:
     return s
 
 
-__all__ = ["FAILURE_FORMS", "FORM_ERROR_SCALE", "FormNotFitted", "CoupledFit", "fit_coupled",
-           "loo_rate", "widen", "union", "distance", "sigma", "progress_rate", "failure_forms",
-           "form_band", "failure_band", "disagreement", "z_quantile"]
+@dataclass(frozen=True)
+class ProgressClock:
+    """The progress clock: its chosen form's fit, the plausible forms (their bands pooled),
+    each form's squared log error and why, and the procedure's leave-one-end-out error
+    (`rate`) over the pilot batches' range."""
+    fit: pf.ProgressFit
+    plausible: list
+    sse: dict
+    why: str
+    rate: dict
+    range: tuple
+
+    def band(self, B, level: float) -> list:
+        """The plausible forms' envelope at B, widened by the procedure's form error."""
+        return widen(pf.envelope(self.fit, self.plausible, B, level),
+                     sigma(self.rate, B, *self.range), level)
+
+    def median(self, b: float) -> float:
+        """The chosen fit's median at b (no form error: it widens the band, not the median)."""
+        return pf.band(self.fit, [b], 0.5)[0]["median"]
+
+
+def progress_clock(B, prog, p: float) -> ProgressClock:
+    """The progress clock of the on-rule runs under lr ~ B^p: its form chosen and fitted on
+    the runs as given, its form error on the runs sorted (independent of the rows' order to
+    the last bit: the errors are small differences of fits)."""
+    fit, plausible, sse, why = pf.choose_progress(B, prog, p)
+    o = np.lexsort((prog, B))
+    return ProgressClock(fit, plausible, sse, why, progress_rate(B[o], prog[o], p),
+                         (float(B.min()), float(B.max())))
+
+
+@dataclass(frozen=True)
+class FailureClock:
+    """A failure clock: its power law fitted on the runs as given (the exponent the plan
+    reports; None where failures are at fewer than two batches) and its forms on the runs
+    sorted (`failure_forms`: each form's fit and left-out error, the chosen and the plausible
+    ones; chosen None where too few runs failed)."""
+    power: pf.FailureFit | None
+    forms: dict
+
+    @property
+    def chosen(self) -> str | None:
+        return self.forms["chosen"]
+
+    def band(self, prog_band: list, B, level: float) -> list:
+        """The chosen form's medians with the plausible forms' union at B (prog_band: the
+        progress band there)."""
+        return failure_band(self.forms, prog_band, B, level)
+
+
+def failure_clock(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.5,
+                  force: str | None = None) -> FailureClock:
+    """The failure clock of the on-rule runs (fail inf where a run did not fail, censored at
+    `censor`); force: the form the user chose (FormNotFitted where it was not fitted)."""
+    o = np.lexsort((fail, prog, B))
+    return FailureClock(pf.fit_failure(B, fail, censor),
+                        failure_forms(B[o], fail[o], censor[o], prog[o], level, p_rule, force))
+
+
+__all__ = ["FAILURE_FORMS", "FORM_ERROR_SCALE", "FormNotFitted", "ProgressClock",
+           "progress_clock", "FailureClock", "failure_clock", "loo_rate", "widen", "union",
+           "distance", "sigma", "progress_rate", "failure_forms", "form_band", "failure_band",
+           "disagreement", "z_quantile"]

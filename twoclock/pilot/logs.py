@@ -24,6 +24,7 @@ censored at its last logged sample of that metric. Optional smoothing first: `em
 exponential average with time constant T samples, irregular intervals handled exactly) or
 `window:W` (centred moving mean over samples within W/2 either side).
 """
+from dataclasses import replace
 import math
 
 import numpy as np
@@ -34,6 +35,7 @@ from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition
                                        parse_smooth)
 from twoclock.pilot.plan import PilotError, PilotRuns
 from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
+from twoclock.pilot.result import to_json
 
 
 def _runs(logs, prog, fail, source):
@@ -62,38 +64,39 @@ def _thin(s, v, n=400):
 
 def _earliest(outs, j: int, table: str, get) -> int:
     """Which failure condition's plan has the earliest `get` in row j of `table`."""
-    return min(range(len(outs)), key=lambda k: _inf(get(outs[k][table][j])))
+    return min(range(len(outs)), key=lambda k: _inf(get(getattr(outs[k], table)[j])))
 
 
-def _estimates(outs, fcs) -> list:
+def _estimates(outs) -> tuple:
     """The first plan's estimates with, at every candidate batch, the earliest failure clock
-    (measured where runs are, else fitted) of all the conditions' plans."""
-    est = []
-    for j, e in enumerate(outs[0]["estimates"]):
-        k = _earliest(outs, j, "estimates", lambda x: x["failure"])
-        kf = _earliest(outs, j, "estimates", lambda x: x["failure_fit"])
-        est.append({**e, "failure": _inf(outs[k]["estimates"][j]["failure"]),
-                    "failure_fit": _inf(outs[kf]["estimates"][j]["failure_fit"]),
-                    "failure_clock": fcs[k].text})
-    return est
+    (measured where runs are, else fitted) of all the conditions' plans; and which condition's
+    it is at each."""
+    est, which = [], []
+    for j, e in enumerate(outs[0].estimates):
+        k = _earliest(outs, j, "estimates", lambda x: x.failure)
+        kf = _earliest(outs, j, "estimates", lambda x: x.failure_fit)
+        est.append(replace(e, failure=outs[k].estimates[j].failure,
+                           failure_fit=outs[kf].estimates[j].failure_fit))
+        which.append(k)
+    return est, which
 
 
 def _predictions(outs, fcs) -> list:
     """The first plan's predictions, each with the earliest predicted failure clock."""
     out = []
-    for j, p in enumerate(outs[0]["predictions"]):
-        k = _earliest(outs, j, "predictions", lambda x: x["failure_samples"]["median"])
-        out.append({**p, "failure_samples": outs[k]["predictions"][j]["failure_samples"],
-                    "failure_clock": fcs[k].text})
+    for j, p in enumerate(outs[0].predictions):
+        k = _earliest(outs, j, "predictions", lambda x: x.failure_samples["median"])
+        out.append({**replace(p, failure_samples=outs[k].predictions[j].failure_samples)
+                    .to_json(), "failure_clock": fcs[k].text})
     return out
 
 
 def _recommendation(est, margin: float, objective: str, fcs) -> dict:
     """pilot.recommend on the earliest clocks, and on the fitted curves alone."""
     rec = pilot.recommend(est, margin, objective)
-    fit_only = pilot.recommend([{**e, "progress": e["progress_fit"], "failure": e["failure_fit"]}
-                                for e in est], margin, rec["objective"], schedules=False)
-    return {**rec, "fit_only_constant": fit_only["constant"],
+    fit_only = pilot.recommend([replace(e, progress=e.progress_fit, failure=e.failure_fit)
+                                for e in est], margin, rec.objective, schedules=False)
+    return {**replace(rec, fit_only_constant=fit_only.constant).to_json(),
             "failure_clocks": [f.text for f in fcs]}
 
 
@@ -107,7 +110,7 @@ def _run_rows(rows, logs, prog, fcs, fails) -> list:
         failures = {f.text: (fl[at[name]].samples if fl[at[name]].crossed else None)
                     for f, fl in zip(fcs, fails)}
         got = [v for v in failures.values() if v is not None]
-        out.append({**r, "failure_samples": min(got) if got else None, "run": name,
+        out.append({**r.to_json(), "failure_samples": min(got) if got else None, "run": name,
                     "failures": failures})
     return out
 
@@ -166,35 +169,34 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
     outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level, chosen.get(f.text))
             for f, fl in zip(fcs, fails)]
     first = outs[0]
-    est = _estimates(outs, fcs)
+    est, which = _estimates(outs)
     predictions = _predictions(outs, fcs)
     # the plan's one failure fit: the condition that fails first at the largest batch
     last = [f.text for f in fcs].index(predictions[-1]["failure_clock"])
-    rule = first["fit"]["rule"]
     return {
         "clip_onset": None if not clip else clipping.clip_onset(
-            logs.runs, prog, clip, clip_bind, [p["batch"] for p in predictions], rule,
-            clip_steps, level),
+            logs.runs, prog, clip, clip_bind, [p["batch"] for p in predictions],
+            first.fit.rule, clip_steps, level),
         "predictions": predictions,
-        "critical_batch": first["critical_batch"],  # every plan fits the same progress clocks
-        "failure_exponent": {**outs[last]["failure_exponent"], "clock": fcs[last].text},
-        "recommendation": _recommendation(est, margin, first["recommendation"]["objective"],
-                                          fcs),
-        "fit": {**first["fit"], "failure": outs[last]["fit"]["failure"],
-                "failure_form": outs[last]["fit"]["failure_form"]},
-        "curves": {**first["curves"], "failure_samples": outs[last]["curves"]["failure_samples"]},
-        "estimates": [{k: (None if isinstance(v, float) and math.isinf(v) else v)
-                       for k, v in e.items()} for e in est],
-        "runs": _run_rows(first["runs"], logs, prog, fcs, fails),
+        "critical_batch": first.critical_batch.to_json(),  # every plan: the same progress
+        "failure_exponent": {**outs[last].failure_exponent.to_json(), "clock": fcs[last].text},
+        "recommendation": _recommendation(est, margin, first.recommendation.objective, fcs),
+        "fit": replace(first.fit, failure=outs[last].fit.failure,
+                       failure_form=outs[last].fit.failure_form).to_json(),
+        "curves": replace(first.curves,
+                          failure_samples=outs[last].curves.failure_samples).to_json(),
+        "estimates": [{**e.to_json(), "failure_clock": fcs[k].text} for e, k in zip(est, which)],
+        "runs": _run_rows(first.runs, logs, prog, fcs, fails),
         "source": source,
         "failures": [{
-            "condition": f.text, "metric": f.metric, "failure_exponent": o["failure_exponent"],
-            "fit": o["fit"]["failure"], "curves": o["curves"]["failure_samples"],
-            "predictions": [{"batch": p["batch"], "failure_samples": p["failure_samples"]}
-                            for p in o["predictions"]],
-            "form": o["fit"]["failure_form"],
-            "no_failure_before": [{"batch": p["batch"], "samples": p["no_failure_before"]}
-                                  for p in o["predictions"]],
+            "condition": f.text, "metric": f.metric,
+            "failure_exponent": o.failure_exponent.to_json(), "fit": to_json(o.fit.failure),
+            "curves": to_json(o.curves.failure_samples),
+            "predictions": [{"batch": p.batch, "failure_samples": to_json(p.failure_samples)}
+                            for p in o.predictions],
+            "form": to_json(o.fit.failure_form),
+            "no_failure_before": [{"batch": p.batch, "samples": p.no_failure_before}
+                                  for p in o.predictions],
             **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)],
         "logs": _logs_block(path, logs, how, pc, prog, fcs, fails)}
 

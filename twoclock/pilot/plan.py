@@ -2,17 +2,21 @@
 
 CSV: one row per pilot run; columns batch, lr, progress_samples, failure_samples (empty when
 the run did not fail) and optionally budget, seconds_per_update, seed. The fits are in
-twoclock/pilot_fit.py; the method and its measured errors in docs/plan.md.
+twoclock/pilot/fit.py; the plan's records in twoclock/pilot/result.py; the method and its
+measured errors in docs/plan.md.
 """
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import itertools
 import math
 
 import numpy as np
 
-from twoclock.config import require
+from twoclock.config import DELTA, require
 from twoclock.pilot import fit as pf, forms
+from twoclock.pilot.result import (CriticalBatch, Curves, Estimate, Exponent, FailureForm,
+                                   FailureReport, Fit, Plan, Prediction, ProgressReport,
+                                   Recommendation, Rule, RunRow, Throughput)
 from twoclock.analysis.switch import Clocks, plan_switch
 
 REQUIRED = ("batch", "lr", "progress_samples", "failure_samples")
@@ -186,102 +190,96 @@ def _measured(x_R, mask_R):
 
 
 def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95,
-         failure_form: str | None = None) -> dict:
-    """Fit the clocks, predict at `predict` batches and recommend; a JSON-ready dict.
-    failure_form: the failure clock's form, chosen by the user (else from the pilots)."""
-    rule = infer_rule(runs.batch_R, runs.lr_R)
-    on = rule.pop("on_rule")
+         failure_form: str | None = None) -> Plan:
+    """Fit the clocks, predict at `predict` batches and recommend (Plan.to_json() is the
+    plan's JSON). failure_form: the failure clock's form, chosen by the user (else from the
+    pilots)."""
+    found = infer_rule(runs.batch_R, runs.lr_R)
+    on = found["on_rule"]
+    rule = Rule(found["p"], found["lr0"], found["b0"], int((~on).sum()))
     B, prog, fail = runs.batch_R[on], runs.prog_R[on], runs.fail_R[on]
     distinct = np.unique(B)
     if distinct.size < 3:
         raise PilotError(f"{runs.source}, column batch: needs >= 3 distinct batches on one "
                          f"learning-rate rule (got {distinct.size}: "
                          f"{', '.join(f'{b:g}' for b in distinct)})")
-    pfit, plausible, sse, why = pf.choose_progress(B, prog, rule["p"])
-    ffit = pf.fit_failure(B, fail, runs.censor_R()[on])
-    # the form errors are small differences of fits: sorted runs make them independent of the
-    # rows' order to the last bit
-    o = np.lexsort((fail, prog, B))
-    prate = forms.progress_rate(B[o], prog[o], rule["p"])
+    progress = forms.progress_clock(B, prog, rule.p)
     try:
-        finfo = forms.failure_forms(B[o], fail[o], runs.censor_R()[on][o], prog[o], level,
-                                    rule["p"], failure_form)
+        failure = forms.failure_clock(B, fail, runs.censor_R()[on], prog, level, rule.p,
+                                      failure_form)
     except forms.FormNotFitted as e:
         raise PilotError(f"--form: {e}") from None
-    lo_b, hi_b = float(B.min()), float(B.max())
+    prog_band = lambda bs: progress.band(bs, level)
+    fail_band = lambda bs: failure.band(prog_band(bs), bs, level)
+    tmodel, spu = _step_times(runs)
+    cand = sorted(set(float(b) for b in distinct) | set(float(b) for b in (predict or ())))
+    pred_B = sorted(set(float(b) for b in predict)) if predict else cand
+    bound = _no_failure_bound(B, prog, fail, runs.censor_R()[on], progress.fit, pred_B)
+    predictions = tuple(Prediction(b, rule.lr(b), pb, fb, nb, spu(b), _hours(pb, spu(b), b))
+                        for b, pb, fb, nb in zip(pred_B, prog_band(pred_B), fail_band(pred_B),
+                                                 bound))
+    grid = np.geomspace(min(cand + [float(runs.batch_R.min())]), max(cand), 41).tolist()
+    curves = Curves(grid, prog_band(grid),
+                    None if failure.chosen is None else fail_band(grid))
+    est = _estimates(runs, on, cand, progress.median, lambda b: fail_band([b])[0]["median"],
+                     spu)
+    rec = recommend(est, margin, objective="seconds" if tmodel is not None else "samples")
+    fit_only = recommend([replace(e, progress=e.progress_fit, failure=e.failure_fit)
+                          for e in est], margin, rec.objective, schedules=False)
+    ffit = failure.power
+    exp = ffit.exponent(level) if ffit is not None else {"value": None, "ci": [None, None]}
+    return Plan(predictions, CriticalBatch(**progress.fit.critical(level)),
+                Exponent(**exp, reading=_drift_reading(exp, int(np.isfinite(fail).sum()))),
+                replace(rec, fit_only_constant=fit_only.constant),
+                _fit(rule, progress, failure, tmodel, level, margin), curves, tuple(est),
+                tuple(RunRow(float(b), float(lr), float(p), None if not math.isfinite(f)
+                             else float(f), bool(o), s)
+                      for b, lr, p, f, o, s in zip(runs.batch_R, runs.lr_R, runs.prog_R,
+                                                   runs.fail_R, on, runs.seed_R)),
+                runs.source)
 
-    def prog_band(bs):  # the plausible forms' envelope, widened by the procedure's form error
-        return forms.widen(pf.envelope(pfit, plausible, bs, level),
-                           forms.sigma(prate, bs, lo_b, hi_b), level)
 
-    def fail_band(bs):
-        return forms.failure_band(finfo, prog_band(bs), bs, level)
+BANDS = ("Student-t sampling error (progress: profile likelihood over the plausible forms; "
+         "failure: covariance of the log-log line, or of the mean log ratio to progress), each "
+         "widened by its form's leave-one-end-out error growing with the distance in log B")
+
+
+def _fit(rule: Rule, progress, failure, tmodel, level: float, margin: float) -> Fit:
+    """What the plan says it fitted: the rule, both clocks' forms and fits, the throughput."""
+    pfit, ffit = progress.fit, failure.power
+    return Fit(
+        rule, ProgressReport(pfit.form, pfit.a, pfit.m, progress.why, progress.sse,
+                             [f.form for f in progress.plausible], math.exp(pfit.log_n_min),
+                             pfit.dof, DELTA),
+        _form_error(progress.rate),
+        None if ffit is None else FailureReport(math.exp(ffit.log_f_ref), ffit.b_ref, ffit.q,
+                                                ffit.dof, ffit.censored_active),
+        _failure_form(failure.forms),
+        None if tmodel is None else Throughput(tmodel.gen_latency, tmodel.critical_gen_batch,
+                                               tmodel.knee),
+        level, margin, BANDS)
+
+
+def _step_times(runs: PilotRuns) -> tuple:
+    """(the roofline fitted to the runs' step times or None, spu(b): the measured step time
+    where runs measured one at b, else the roofline's, None without either)."""
     has_t = np.isfinite(runs.spu_R)
     if has_t.any() and np.unique(runs.batch_R[has_t]).size < 2:
         raise PilotError(f"{runs.source}, column seconds_per_update: needs step times at >= 2 "
                          "distinct batches to fit the throughput (or none at all)")
     tmodel = pf.fit_step_times(runs.batch_R[has_t], runs.spu_R[has_t]) if has_t.any() else None
-    cand = sorted(set(float(b) for b in distinct) | set(float(b) for b in (predict or ())))
-    pred_B = sorted(set(float(b) for b in predict)) if predict else cand
-    bound = _no_failure_bound(B, prog, fail, runs.censor_R()[on], pfit, pred_B)
 
-    def spu(b):  # measured step time where runs measured one, else the fitted roofline
+    def spu(b):
         m = _measured(runs.spu_R, has_t & (runs.batch_R == b))
         return m if m is not None else (None if tmodel is None else float(tmodel.step_seconds(b)))
+    return tmodel, spu
 
-    lr_of = lambda b: rule["lr0"] * (b / rule["b0"]) ** rule["p"]
-    predictions = []
-    for b, pb, fb, nb in zip(pred_B, prog_band(pred_B), fail_band(pred_B), bound):
-        s = spu(b)
-        hours = None if s is None else {
-            "median": pb["median"] * s / b / 3600,
-            "ci": [None if v is None else v * s / b / 3600 for v in pb["ci"]]}
-        predictions.append({"batch": b, "lr": lr_of(b), "progress_samples": pb,
-                            "failure_samples": fb, "no_failure_before": nb,
-                            "seconds_per_update": s, "hours_to_target": hours})
-    grid = np.geomspace(min(cand + [float(runs.batch_R.min())]), max(cand), 41).tolist()
-    curves = {"batch": grid, "progress_samples": prog_band(grid),
-              "failure_samples": None if finfo["chosen"] is None else fail_band(grid)}
-    est = _estimates(runs, on, cand, pfit, lambda b: fail_band([b])[0]["median"], spu)
-    rec = recommend(est, margin, objective="seconds" if tmodel is not None else "samples")
-    fit_only = recommend([{**e, "progress": e["progress_fit"], "failure": e["failure_fit"]}
-                          for e in est], margin, rec["objective"], schedules=False)
-    rec["fit_only_constant"] = fit_only["constant"]
-    exp = (ffit.exponent(level) if ffit is not None else
-           {"value": None, "ci": [None, None]})
-    exp["reading"] = _drift_reading(exp, int(np.isfinite(fail).sum()))
-    return {
-        "predictions": predictions, "critical_batch": pfit.critical(level),
-        "failure_exponent": exp, "recommendation": rec,
-        "fit": {
-            "rule": {**rule, "off_rule_runs": int((~on).sum())},
-            "progress": {"form": pfit.form, "asymptote_exponent": pfit.a,
-                         "sharpness": pfit.m, "why": why,
-                         "sse_log": sse, "band_forms": [f.form for f in plausible],
-                         "n_min": math.exp(pfit.log_n_min), "dof": pfit.dof, "delta": pf.DELTA},
-            "progress_form_error": _form_error(prate),
-            "failure": None if ffit is None else {
-                "f_ref": math.exp(ffit.log_f_ref), "b_ref": ffit.b_ref, "exponent": ffit.q,
-                "dof": ffit.dof, "censored_active": ffit.censored_active},
-            "failure_form": _failure_form(finfo),
-            "throughput": None if tmodel is None else {
-                "gen_latency": tmodel.gen_latency, "critical_gen_batch":
-                tmodel.critical_gen_batch, "knee": tmodel.knee},
-            "level": level, "margin": margin,
-            "bands": "Student-t sampling error (progress: profile likelihood over the "
-                     "plausible forms; failure: covariance of the log-log line, or of the "
-                     "mean log ratio to progress), each widened by its form's "
-                     "leave-one-end-out error growing with the distance in log B"},
-        "curves": curves,
-        "estimates": [{k: (None if isinstance(v, float) and math.isinf(v) else v)
-                       for k, v in e.items()} for e in est],  # inf (never fails) -> null
-        "runs": [{"batch": float(b), "lr": float(l), "progress_samples": float(p),
-                  "failure_samples": None if not math.isfinite(f) else float(f),
-                  "on_rule": bool(o), "seed": s}
-                 for b, l, p, f, o, s in zip(runs.batch_R, runs.lr_R, runs.prog_R, runs.fail_R,
-                                             on, runs.seed_R)],
-        "source": runs.source,
-    }
+
+def _hours(band: dict, spu, b: float) -> dict | None:
+    """Hours to target from samples to target: samples x step seconds / batch."""
+    return None if spu is None else {
+        "median": band["median"] * spu / b / 3600,
+        "ci": [None if v is None else v * spu / b / 3600 for v in band["ci"]]}
 
 
 def _drift_reading(exp: dict, n_failed: int) -> str:
@@ -304,21 +302,20 @@ def _form_error(loo: dict) -> dict:
     return {"curvature": loo["rate"], "left_out": loo["errors"]}
 
 
-def _failure_form(info: dict) -> dict | None:
+def _failure_form(info: dict) -> FailureForm | None:
     """What the plan says of the failure clock's form: chosen, plausible, why, each form's
     parameters and leave-one-end-out error."""
     if info["chosen"] is None:
         return None
-    out = {"chosen": info["chosen"], "plausible": info["plausible"],
-           "chosen_by": info["chosen_by"], "why": info["why"]}
+    par = {}
     for name, f in info["forms"].items():
         fit = f["fit"]
-        par = ({"exponent": fit.q} if name == "power" else
-               {"ratio_to_progress": math.exp(fit.log_k), "ratio_slope": fit.slope}
-               if name == "coupled" else
-               {"form": fit.form, "critical_batch": fit.critical(0.95)["batch"]})
-        out[name] = {**par, "form_error": _form_error(f["loo"])}
-    return out
+        par[name] = {**({"exponent": fit.q} if name == "power" else
+                        {"ratio_to_progress": math.exp(fit.log_k), "ratio_slope": fit.slope}
+                        if name == "coupled" else
+                        {"form": fit.form, "critical_batch": fit.critical(0.95)["batch"]}),
+                     "form_error": _form_error(f["loo"])}
+    return FailureForm(info["chosen"], info["plausible"], info["chosen_by"], info["why"], par)
 
 
 def _no_failure_bound(B, prog, fail, censor, pfit, pred_B) -> list:
@@ -335,60 +332,59 @@ def _no_failure_bound(B, prog, fail, censor, pfit, pred_B) -> list:
     return [float(min(np.min(censor[ok]), rho * n)) for n in n_prog]
 
 
-def _estimates(runs, on, cand, pfit, fail_median, spu) -> list:
+def _estimates(runs, on, cand, prog_median, fail_median, spu) -> list[Estimate]:
     """Per candidate batch: the clocks the plan uses. Where on-rule runs exist at a batch their
     median is the estimate (fewest assumptions; the smooth forms miss a sharp knee); the fits
     fill the batches without runs. Both are kept."""
     out = []
     for b in cand:
         at = on & (runs.batch_R == b)
-        pf_med = pf.band(pfit, [b], 0.5)[0]["median"]
+        pf_med = prog_median(b)
         ff_med = fail_median(b)
         ff_med = math.inf if ff_med is None else ff_med
         p_meas, f_meas = _measured(runs.prog_R, at), _measured(runs.fail_R, at)
         s = spu(b)
-        out.append({"batch": b, "progress": p_meas if p_meas is not None else pf_med,
-                    "failure": f_meas if f_meas is not None else ff_med,
-                    "progress_fit": pf_med, "failure_fit": ff_med,
-                    "source": "runs" if p_meas is not None else "fit",
-                    "seconds_per_sample": None if s is None else s / b})
+        out.append(Estimate(b, p_meas if p_meas is not None else pf_med,
+                            f_meas if f_meas is not None else ff_med, pf_med, ff_med,
+                            "runs" if p_meas is not None else "fit",
+                            None if s is None else s / b))
     return out
 
 
-def _cost(e, objective):
-    return e["progress"] * (e["seconds_per_sample"] if objective == "seconds" else 1.0)
+def _cost(e: Estimate, objective):
+    return e.progress * (e.seconds_per_sample if objective == "seconds" else 1.0)
 
 
-def recommend(est: list, margin: float, objective: str, schedules: bool = True) -> dict:
+def recommend(est: list, margin: float, objective: str,
+              schedules: bool = True) -> Recommendation:
     """The fastest constant batch that reaches the target with at least `margin` of its
-    failure clock left, and the fastest small-then-large schedule (schedule.plan_switch)."""
-    safe = [e for e in est if e["progress"] <= (1 - margin) * e["failure"]]
+    failure clock left, and the fastest small-then-large schedule (analysis.switch's
+    plan_switch), over the estimates `est` (Estimate records)."""
+    safe = [e for e in est if e.progress <= (1 - margin) * e.failure]
     const = None
     if safe:
         e = min(safe, key=lambda e: _cost(e, objective))
-        const = {"batch": e["batch"], "progress_samples": e["progress"],
-                 "failure_samples": None if math.isinf(e["failure"]) else e["failure"],
-                 "cost": _cost(e, objective), "source": e["source"]}
-    out = {"objective": objective, "margin": margin, "constant": const, "schedule": None,
-           "unsafe": [e["batch"] for e in est if e not in safe]}
+        const = {"batch": e.batch, "progress_samples": e.progress,
+                 "failure_samples": None if math.isinf(e.failure) else e.failure,
+                 "cost": _cost(e, objective), "source": e.source}
+    unsafe = tuple(e.batch for e in est if e not in safe)
     if not schedules:
-        return out
-    sps = {e["batch"]: (e["seconds_per_sample"] if objective == "seconds" else 1.0) for e in est}
+        return Recommendation(objective, margin, const, None, unsafe)
+    sps = {e.batch: (e.seconds_per_sample if objective == "seconds" else 1.0) for e in est}
     best = None
     for s, l in itertools.combinations(est, 2):
-        cl = [Clocks(e["batch"], e["progress"], e["failure"]) for e in (s, l)]
+        cl = [Clocks(e.batch, e.progress, e.failure) for e in (s, l)]
         pl = plan_switch(cl[0], cl[1], sps.__getitem__, margin=margin, objective=objective)
         for o in pl.options:
             cost = o.seconds if objective == "seconds" else o.samples
             if o.kind == "schedule" and o.safe and (best is None or cost < best["cost"]):
-                best = {"b1": s["batch"], "b2": l["batch"], "switch_samples": o.switch,
+                best = {"b1": s.batch, "b2": l.batch, "switch_samples": o.switch,
                         "samples": o.samples, "cost": cost,
                         "failure_fraction": o.failure_fraction}
     if best is not None:
         best["beats_constant"] = const is None or best["cost"] < const["cost"]
-    out["schedule"] = best
-    return out
+    return Recommendation(objective, margin, const, best, unsafe)
 
 
-__all__ = ["PilotRuns", "PilotError", "read_runs", "infer_rule", "plan", "recommend",
+__all__ = ["PilotRuns", "PilotError", "read_runs", "infer_rule", "plan", "recommend", "Plan",
            "REQUIRED", "OPTIONAL"]

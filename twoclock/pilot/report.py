@@ -1,5 +1,9 @@
-"""One call from a CSV path (or the published GRPO table) to the plan, and its text table."""
+"""One call from a CSV path (or the published GRPO table) to the plan, and its text table
+(from the plan's JSON, `Plan.to_json()`, as the file holds it)."""
+from dataclasses import replace
+
 from twoclock.pilot import article as pilot_article, forms, plan as pilot
+from twoclock.pilot.result import Plan
 
 
 # the planner's accuracy goal: a prediction within this share of the answer
@@ -24,14 +28,13 @@ def disagreement_lines(form: dict, predictions, indent: str = "    ") -> list:
             "their left-out errors chose: plan on the band, or add pilot seeds"]
 
 
-def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95) -> dict:
+def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95) -> Plan:
     """pilot.plan on a CSV, or with path None on the published table (plus its reading)."""
     pilot.check_settings(predict, margin, level)
     if path is None:
         out = pilot.plan(pilot_article.article_runs(),
                          predict or pilot_article.predict_batches(), margin, level)
-        out["article"] = pilot_article.reading(out)
-        return out
+        return replace(out, article=pilot_article.reading(out))
     return pilot.plan(pilot.read_runs(path), predict, margin, level)
 
 
@@ -44,7 +47,7 @@ def ci(d, fmt="{:.4g}"):
 
 
 def table(out: dict) -> str:
-    """The plan as printed text."""
+    """The plan (its JSON) as printed text."""
     f, lvl = out["fit"], round(100 * out["fit"]["level"])
     r = f["rule"]
     lines = [f"pilot runs: {out['source']}: {len(out['runs'])} runs, "

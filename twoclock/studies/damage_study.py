@@ -27,6 +27,7 @@ deficit clock was defined after the runs, so nothing was predicted for it.
 """
 import dataclasses
 import time
+from typing import NamedTuple
 import warnings
 
 import numpy as np
@@ -34,12 +35,11 @@ import numpy as np
 from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
 from twoclock.analysis.paired import finite_or_none, log_slope, paired_ci, ratio_ci
+from twoclock.clock import Clock, first_crossing as clock_first, reached, stored
 from twoclock.config import SweepConfig, param, require, require_fraction, require_int, \
     require_positive
 from twoclock.models.policy import DEPLOY, WarmupConfig
 from twoclock.models.policy.dynamics import setup
-from twoclock.pilot.clocks import crossing
-from twoclock.pilot.conditions import Condition
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.policy_study.answers import exponent_ci
 from twoclock.studies.policy_study.cells import rules as lr_rules
@@ -154,18 +154,14 @@ def at_responses(samples_SxC, x_SxC, n_S) -> np.ndarray:
 
 
 def first_crossing(samples_SxC, x_SxC, level: float) -> np.ndarray:
-    """[S] responses at which x first reaches level (0: never), linear between the checkpoints
-    around the crossing (the planner's `crossing` of a logged curve), from x = 0 at 0
-    responses."""
+    """[S] responses at which x first reaches level (NEVER: not in the budget), the shared
+    crossing of every clock (`twoclock.clock`), from x = 0 at 0 responses (the reference, where
+    the deficit is 0: met there, a level <= 0, is no crossing)."""
     s = np.asarray(samples_SxC, np.float64)
     x = np.asarray(x_SxC, np.float64)
-    cond = Condition("deficit", ">=", level, "damage_drop")
-    out = np.zeros(s.shape[0])
-    for i in range(s.shape[0]):
-        n, hit = crossing(np.r_[0.0, s[i]], np.r_[0.0, x[i]], cond)
-        if hit:  # None: never; 0: met at the start, which is no crossing (a level <= 0)
-            out[i] = n
-    return out
+    clock = Clock("deficit", ">=", level)
+    return np.array([stored(clock_first(np.r_[0.0, s[i]], np.r_[0.0, x[i]], clock))
+                     for i in range(s.shape[0])], np.float64)
 
 
 def deficit(acc_SxC, deploy_SxC, start: dict) -> np.ndarray:
@@ -178,9 +174,9 @@ def deficit(acc_SxC, deploy_SxC, start: dict) -> np.ndarray:
 
 
 def per_seed(st: Config, res, start: dict) -> dict:
-    """{batch: {clock: [S] responses (0: never), shift_at_<clock>, shift_at_<R>, final_*}}:
-    every per-seed number the answers are worked out from, so they can be again from the JSON.
-    start: the reference policy's held-out {acc, deploy}."""
+    """{batch: {clock: [S] responses (NEVER: not reached), shift_at_<clock>, shift_at_<R>,
+    final_*}}: every per-seed number the answers are worked out from, so they can be again
+    from the JSON. start: the reference policy's held-out {acc, deploy}."""
     out = {}
     for i, b in enumerate(res.batches):
         ck = res.ckpt[i]
@@ -191,7 +187,7 @@ def per_seed(st: Config, res, start: dict) -> dict:
         clocks["deficit"] = first_crossing(s_SxC, d_SxC, st.damage_drop)
         row = {k: v.tolist() for k, v in clocks.items()}
         for k in HARM:
-            at = np.where(clocks[k] > 0, clocks[k], np.nan)
+            at = np.where(reached(clocks[k]), clocks[k], np.nan)
             row[f"shift_at_{k}"] = at_responses(s_SxC, shift_SxC, at).tolist()
         # responses in groups whose rewards differ (a zero advantage moves nothing) by then
         active_SxC = np.cumsum((1.0 - np.asarray(ck["zero_adv_frac"][0], np.float64))
@@ -226,8 +222,37 @@ def rms_slope_ci(per: dict, key: str, idx) -> dict:
     return paired_ci(slope, *(per[b][key] for b in bs), idx=idx, undefined=np.nan)
 
 
+class Answers(NamedTuple):
+    """One rule's answers, by the question of the module's docstring they answer (each a
+    {clock or R: {batch: value}}, or the other way round, as the JSON has them). `json()` gives
+    the file's keys, "1_reached", "2_ratio", ...; `from_json` reads them back."""
+    reached: dict                   # 1: seeds that reach each clock, per batch
+    median: dict                    # 1: each clock's censored median [CI], per batch
+    ratio: dict                     # 2: N(B) / N(B_min) of each harm clock
+    exponent: dict                  # 2: every clock's batch exponent
+    damaged_share_difference: dict  # 2: share of seeds reached, minus B_min's
+    drift_at: dict                  # 3: drift at each harm clock's crossing
+    drift_ratio: dict               # 3: ... over B_min's
+    towards_end_b: dict             # 3: seeds whose drift at the crossing is towards END_B
+    rms_slope: dict                 # 4: slope of log RMS shift at R responses on log B
+    rms: dict                       # 4: RMS shift at R responses
+    mean_shift: dict                # 4: mean shift at R responses
+    active_responses: dict          # 4: responses in groups with a nonzero advantage by R
+    margin: dict                    # 5: N_harm / N_prog
+
+    QUESTION = (1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 4, 5)  # per field, its number in the JSON key
+
+    def json(self) -> dict:
+        return {f"{q}_{k}": v for q, (k, v) in zip(self.QUESTION, self._asdict().items())}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Answers":
+        return cls(**{k.split("_", 1)[1]: v for k, v in d.items()})
+
+
 def answers(st: dict, cells_out: dict) -> dict:
-    """Every answer from the cells' per-seed numbers (st: the study as a dict, as in the JSON)."""
+    """{rule: Answers} from the cells' per-seed numbers (st: the study as a dict, as in the
+    JSON)."""
     require_int("the study's seeds", st["seeds"], lo=2)
     idx = bootstrap_indices(st["seeds"])
     b0 = str(min(st["batches"]))
@@ -236,36 +261,33 @@ def answers(st: dict, cells_out: dict) -> dict:
         per = cell["per_seed"]
         bs = sorted(per, key=int)
         nanratio = lambda a, c: nanmed(a) / nanmed(c)
-        out[rule] = {
-            "1_reached": {b: {k: int(np.sum(np.asarray(per[b][k]) > 0)) for k in CLOCKS}
-                          for b in bs},
-            "1_median": {b: {k: median_ci(censored(per[b][k]), idx=idx) for k in CLOCKS}
-                         for b in bs},
-            "2_ratio": {k: {b: ratio_ci(per[b][k], per[b0][k], idx) for b in bs if b != b0}
-                        for k in HARM},
-            "2_exponent": {k: exponent_ci(per, k, idx) for k in CLOCKS},
-            "2_damaged_share_difference": {k: {b: paired_ci(
-                lambda x, y: np.mean(x > 0, axis=-1) - np.mean(y > 0, axis=-1),
+        out[rule] = Answers(
+            reached={b: {k: int(np.sum(reached(per[b][k]))) for k in CLOCKS} for b in bs},
+            median={b: {k: median_ci(censored(per[b][k]), idx=idx) for k in CLOCKS}
+                    for b in bs},
+            ratio={k: {b: ratio_ci(per[b][k], per[b0][k], idx) for b in bs if b != b0}
+                   for k in HARM},
+            exponent={k: exponent_ci(per, k, idx) for k in CLOCKS},
+            damaged_share_difference={k: {b: paired_ci(
+                lambda x, y: np.mean(reached(x), axis=-1) - np.mean(reached(y), axis=-1),
                 per[b][k], per[b0][k], idx=idx) for b in bs if b != b0} for k in HARM},
-            "3_drift_at": {k: {b: paired_ci(nanmed, per[b][f"shift_at_{k}"], idx=idx,
-                                            undefined=np.nan) for b in bs} for k in HARM},
-            "3_drift_ratio": {k: {b: paired_ci(nanratio, per[b][f"shift_at_{k}"],
-                                               per[b0][f"shift_at_{k}"], idx=idx,
-                                               undefined=np.nan) for b in bs if b != b0}
-                              for k in HARM},
-            "3_towards_end_b": {k: {b: int(np.sum(np.asarray(per[b][f"shift_at_{k}"]) > 0))
-                                    for b in bs} for k in HARM},
-            "4_rms_slope": {str(r): rms_slope_ci(per, f"shift_at_{r}", idx)
-                            for r in st["fixed_responses"]},
-            "4_rms": {str(r): {b: finite_or_none(np.sqrt(np.mean(np.square(
+            drift_at={k: {b: paired_ci(nanmed, per[b][f"shift_at_{k}"], idx=idx,
+                                       undefined=np.nan) for b in bs} for k in HARM},
+            drift_ratio={k: {b: paired_ci(nanratio, per[b][f"shift_at_{k}"],
+                                          per[b0][f"shift_at_{k}"], idx=idx, undefined=np.nan)
+                             for b in bs if b != b0} for k in HARM},
+            towards_end_b={k: {b: int(np.sum(np.asarray(per[b][f"shift_at_{k}"]) > 0))
+                               for b in bs} for k in HARM},
+            rms_slope={str(r): rms_slope_ci(per, f"shift_at_{r}", idx)
+                       for r in st["fixed_responses"]},
+            rms={str(r): {b: finite_or_none(np.sqrt(np.mean(np.square(
                 per[b][f"shift_at_{r}"])))) for b in bs} for r in st["fixed_responses"]},
-            "4_mean_shift": {str(r): {b: finite_or_none(np.mean(per[b][f"shift_at_{r}"]))
-                                      for b in bs} for r in st["fixed_responses"]},
-            "4_active_responses": {str(r): {b: finite_or_none(np.mean(per[b][f"active_at_{r}"]))
-                                            for b in bs} for r in st["fixed_responses"]},
-            "5_margin": {k: {b: ratio_ci(per[b][k], per[b]["progress"], idx) for b in bs}
-                         for k in HARM},
-        }
+            mean_shift={str(r): {b: finite_or_none(np.mean(per[b][f"shift_at_{r}"]))
+                                 for b in bs} for r in st["fixed_responses"]},
+            active_responses={str(r): {b: finite_or_none(np.mean(per[b][f"active_at_{r}"]))
+                                       for b in bs} for r in st["fixed_responses"]},
+            margin={k: {b: ratio_ci(per[b][k], per[b]["progress"], idx) for b in bs}
+                    for k in HARM})
     return out
 
 
@@ -286,7 +308,7 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
                               "seconds": secs,
                               "config": results.config_dict(model=cfg, optimizer=opt_,
                                                             sweep=sweep)}
-    out["answers"] = answers(out["study"], out["cells"])
+    out["answers"] = {rule: a.json() for rule, a in answers(out["study"], out["cells"]).items()}
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -304,38 +326,38 @@ def report(out: dict) -> str:
              "budget (or undefined); damage = deploy accuracy below its running peak, deficit "
              "= deploy accuracy lost against the reference's END_A share (not predicted: "
              "defined after the runs)"]
-    for rule, v in a.items():
-        p = pred[rule]
+    for rule, raw in a.items():
+        p, v = pred[rule], Answers.from_json(raw)
         lines += ["", f"{rule} rule: reached/{S} median [CI] in responses"]
-        for b in sorted(v["1_reached"], key=int):
-            r, m = v["1_reached"][b], v["1_median"][b]
+        for b in sorted(v.reached, key=int):
+            r, m = v.reached[b], v.median[b]
             lines.append(f"  B {b:>5}: " + "; ".join(f"{k} {r[k]} {ci(m[k])}" for k in CLOCKS))
         for k in HARM:
             lines.append(f"  {k}:")
             lines.append("    drift at the crossing per batch: " + "; ".join(
-                f"{b}: {ci(x)} ({v['3_towards_end_b'][k][b]} towards END_B)"
-                for b, x in v["3_drift_at"][k].items()))
+                f"{b}: {ci(x)} ({v.towards_end_b[k][b]} towards END_B)"
+                for b, x in v.drift_at[k].items()))
             lines.append(f"    drift at the crossing / at B_min (predicted "
                          f"{p['drift_at_damage_ratio']:g}): " + "; ".join(
-                             f"{b}: {ci(x)}" for b, x in v["3_drift_ratio"][k].items()))
+                             f"{b}: {ci(x)}" for b, x in v.drift_ratio[k].items()))
             lines.append("    N(B) / N(B_min): " + "; ".join(
-                f"{b}: {ci(x)}" for b, x in v["2_ratio"][k].items()))
+                f"{b}: {ci(x)}" for b, x in v.ratio[k].items()))
             lines.append("    share of seeds reached, minus B_min's: " + "; ".join(
-                f"{b}: {ci(x)}" for b, x in v["2_damaged_share_difference"][k].items()))
+                f"{b}: {ci(x)}" for b, x in v.damaged_share_difference[k].items()))
             lines.append("    margin N / N_prog: " + "; ".join(
-                f"{b}: {ci(x)}" for b, x in v["5_margin"][k].items()))
+                f"{b}: {ci(x)}" for b, x in v.margin[k].items()))
         lines.append(f"  batch exponents (damage predicted {p['damage_exponent']:g}): " +
-                     "; ".join(f"{k} {ci(x)}" for k, x in v["2_exponent"].items()))
+                     "; ".join(f"{k} {ci(x)}" for k, x in v.exponent.items()))
         lines.append(f"  RMS shift at fixed responses, slope on log B (predicted "
                      f"{p['rms_slope']:g}): " + "; ".join(
                          f"R {r}: {ci(x)} (RMS " + ", ".join(
-                             f"{b}:{fmt(y)}" for b, y in v["4_rms"][r].items()) + ")"
-                         for r, x in v["4_rms_slope"].items()))
-        for r in v["4_rms"]:
+                             f"{b}:{fmt(y)}" for b, y in v.rms[r].items()) + ")"
+                         for r, x in v.rms_slope.items()))
+        for r in v.rms:
             lines.append(f"    R {r}: mean shift " + ", ".join(
-                f"{b}:{fmt(y)}" for b, y in v["4_mean_shift"][r].items()) + "; responses in "
+                f"{b}:{fmt(y)}" for b, y in v.mean_shift[r].items()) + "; responses in "
                 "groups with a nonzero advantage " + ", ".join(
-                f"{b}:{fmt(y, '.0f')}" for b, y in v["4_active_responses"][r].items()))
+                f"{b}:{fmt(y, '.0f')}" for b, y in v.active_responses[r].items()))
     return "\n".join(lines)
 
 

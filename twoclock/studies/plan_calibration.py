@@ -2,13 +2,13 @@
 
 Per model with a plan-check entry, simulated pilots in six designs (3 or
 4 pilot batches; 8 seeds, or two disjoint sets of 4), every logged clock scored at 4x and 8x
-the largest pilot at the levels 50/80/95% (`twoclock.pilot.calibrate`; docs/plan.md);
+the largest pilot at the levels 50/80/95% (`twoclock.studies.planner.calibrate`; docs/plan.md);
 experiments/plan_calibration.py is its command."""
 from dataclasses import dataclass, field
 
 from twoclock.config import param, require_int
 from twoclock.model import StudyDefaults
-from twoclock.pilot import calibrate
+from twoclock.studies.planner import calibrate
 from twoclock.studies.protocol import Engine, Study
 
 

@@ -1,14 +1,14 @@
 """Known-answer check of the planner (experiments/plan_check.py): simulate pilot runs at a few
 small batches, plan from them, and score the predictions at held-out larger batches
-(`twoclock.pilot.check`); with `logs`, plan from the pilots' logged curves alone
-(`twoclock.pilot.logs_check`). Each model's pilots are its `Model.studies.plan_check`."""
+(`twoclock.studies.planner.check`); with `logs`, plan from the pilots' logged curves alone
+(`twoclock.studies.planner.logs_check`). Each model's pilots are its `Model.studies.plan_check`."""
 from dataclasses import dataclass
 import os
 
 from twoclock.atomic import Refused
 from twoclock.config import option, param, require, require_int
 from twoclock.model import StudyDefaults
-from twoclock.pilot import check as pilot_check, logs_check
+from twoclock.studies.planner import check as pilot_check, logs_check
 from twoclock.studies.protocol import Engine, Study
 
 

@@ -1,4 +1,4 @@
-"""The planner's bands calibrated on this project's models (`plan_check.py --calibrate`).
+"""The planner's bands calibrated on this project's models (`plan_calibration.py`).
 
 Per model with a plan-check entry: simulate 16 seeds at four pilot batches (its three plan-check
 pilots and half the smallest) and 64 at 4x and 8x the largest, write the curves as log files,
@@ -11,8 +11,7 @@ range over 2.4x).
 The simulated logs are kept beside the result with the fingerprint of what made them (the
 configurations and the simulation's source: twoclock/models, twoclock/engine and the core
 modules); a later run with the same fingerprint reads them instead of simulating again, and
-any other fingerprint simulates anew. The engine is imported only to simulate: importing this
-module loads no JAX.
+any other fingerprint simulates anew.
 """
 import csv
 import hashlib
@@ -24,8 +23,9 @@ import time
 import numpy as np
 
 from twoclock.atomic import atomic_write
-from twoclock.pilot import clocks as pc, logs as pl, logs_check, reader, report
+from twoclock.pilot import clocks as pc, logs as pl, reader, report
 from twoclock.pilot.conditions import parse_condition
+from twoclock.studies.planner import logs_check
 
 LEVELS = (0.5, 0.8, 0.95)
 SEEDS = 16  # at the pilot batches

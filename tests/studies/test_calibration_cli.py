@@ -1,9 +1,13 @@
 """The calibration command end to end on the quadratic: its table agrees with its own rows,
 the simulated logs are read back only under the same fingerprint, and a changed model
-configuration simulates anew."""
+configuration simulates anew; and its coverage counts and seed sets by hand."""
 import importlib.util
 import json
 import os
+
+import pytest
+
+from twoclock.studies.planner import calibrate
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -57,7 +61,7 @@ def test_the_calibrations_first_design_is_the_check_from_logs(tmp_path):
     from twoclock.config import OptimConfig
     from twoclock.engine.runtime import setup
     from twoclock.models import get
-    from twoclock.pilot import calibrate, logs_check
+    from twoclock.studies.planner import logs_check
     setup()
     m = get("quadratic")
     cfg, opt = m.config(), OptimConfig()
@@ -73,3 +77,30 @@ def test_the_calibrations_first_design_is_the_check_from_logs(tmp_path):
         # the answer's own CI over its 64 seeds brackets it (a median of resampled seeds)
         lo, hi = h["measured_ci"]
         assert lo <= h["vs_logged"]["measured"] and (hi is None or h["vs_logged"]["measured"] <= hi)
+
+
+# ---------------------------------------------------------------------------- calibration
+
+def test_coverage_counts_by_hand():
+    def row(model, kind, cov95, cov50, err, hw):
+        return {"model": model, "kind": kind, "levels": {
+            "0.5": {"covered": cov50, "rel_error": err, "half_width": hw / 3},
+            "0.8": {"covered": cov95, "rel_error": err, "half_width": hw / 2},
+            "0.95": {"covered": cov95, "rel_error": err, "half_width": hw}}}
+    rows = [row("a", "progress", True, True, 0.1, 0.2), row("a", "progress", True, False, -0.2, 0.4),
+            row("a", "failure", False, False, 0.3, 0.1),
+            {"model": "a", "kind": "failure", "levels": {str(v): {"covered": None, "rel_error": None,
+                                                                  "half_width": None}
+                                                         for v in calibrate.LEVELS}}]
+    got = {(c["model"], c["kind"]): c for c in calibrate.coverage(rows)}
+    assert got[("a", "progress")]["scored"] == 2
+    assert got[("a", "progress")]["coverage"] == {"0.5": 0.5, "0.8": 1.0, "0.95": 1.0}
+    assert got[("a", "all")]["scored"] == 3 and got[("all", "all")]["coverage"]["0.95"] == 2 / 3
+    assert got[("a", "all")]["median_half_width"] == pytest.approx(0.2)
+    assert got[("a", "progress")]["within_15pct"] == 0.5
+
+
+def test_the_calibration_designs_are_disjoint_seed_sets_and_nested_batches():
+    seeds = [set(s) for _, s in calibrate.SEED_SETS]
+    assert seeds[0] == set(range(8)) and seeds[1] | seeds[2] == set(range(8, 16))
+    assert not seeds[1] & seeds[2]

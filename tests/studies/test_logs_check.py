@@ -2,7 +2,8 @@
 prediction is within the goal of every answer in it, outside when of none, open otherwise."""
 import pytest
 
-from twoclock.pilot import logs_check, report
+from twoclock.pilot import report
+from twoclock.studies.planner import logs_check
 
 
 def _row(answer, ci, predicted, batch=512, clock="c>=1"):

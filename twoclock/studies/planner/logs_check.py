@@ -2,8 +2,6 @@
 plan from the file alone, and score the predictions at 4x and 8x the largest pilot against
 runs simulated there (their clocks read from their own logged curves, as a user would, and
 the engine's per-update clocks where the engine has one).
-
-The engine is imported inside the functions that simulate: importing this module loads no JAX.
 """
 import csv
 import math
@@ -148,7 +146,7 @@ def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = 
     t0 = time.perf_counter()
     # two sweeps, so that each batch runs only the seeds it is read at. A seed's keys do not
     # depend on how many seeds run beside it, so seed s is the same run; its floats are the
-    # same bit for bit on the quadratic (tests/pilot/test_calibration_cli.py) and within
+    # same bit for bit on the quadratic (tests/studies/test_calibration_cli.py) and within
     # about 1e-6 relative on the policy model, whose vectorised kernels round by lane count
     pres = simulate(model, cfg, opt, pilot_batches, lr0, pilot_seeds, budget, n_ckpt,
                     keep=keep, quiet=quiet)

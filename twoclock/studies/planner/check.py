@@ -16,7 +16,7 @@ def sweep(model, model_cfg, opt: OptimConfig, batches, lr0: float, seeds: int,
     the sweep's estimate line and progress bar)."""
     cfg = SweepConfig(batches=tuple(int(b) for b in batches), lr0s=(lr0,), seeds=seeds,
                       budget=budget, seed=seed, n_ckpt=8)
-    from twoclock.engine.sweep import run_sweep  # here: the rest of twoclock.pilot needs no JAX
+    from twoclock.engine.sweep import run_sweep  # noqa: PLC0415 (JAX: only when simulating)
     return run_sweep(model, model_cfg, opt, cfg, quiet=quiet, keep=keep)
 
 
@@ -50,17 +50,17 @@ def write_csv(runs: pilot.PilotRuns, path: str) -> None:
                         "" if math.isinf(bu) else f"{bu:g}", s])
 
 
-def heldout(res, plan: dict, heldout_batches) -> list:
+def heldout(res, plan: pilot.Plan, heldout_batches) -> list:
     """Per held-out batch: the simulated median over all seeds (the answer), the plan's
     prediction with its band, relative error and whether the band covers the answer."""
-    preds = {p["batch"]: p for p in plan["predictions"]}
+    preds = {p.batch: p for p in plan.predictions}
     out = []
     for b in heldout_batches:
         i = list(res.batches).index(b)
         row = {"batch": b}
         for key, arr in (("progress_samples", res.prog_n), ("failure_samples", res.fail_n)):
             true = clocks.summarize(arr[i, 0])["median"]
-            pr = preds[float(b)][key]
+            pr = getattr(preds[float(b)], key)
             err = None if (true is None or pr["median"] is None) else pr["median"] / true - 1
             cover = None if err is None else bool(
                 (pr["ci"][0] or 0) <= true <= (pr["ci"][1] or math.inf))
@@ -82,9 +82,10 @@ def check(model, model_cfg, opt: OptimConfig, lr0: float, pilot_batches, heldout
     plan = pilot.plan(runs, predict=list(heldout_batches))
     return {"model": model.name, "lr0": lr0, "pilot_batches": list(pilot_batches),
             "pilot_seeds": pilot_seeds, "seeds": seeds, "budget": budget,
-            "critical_batch": plan["critical_batch"], "progress_form": plan["fit"]["progress"],
-            "failure_exponent": plan["failure_exponent"], "heldout": heldout(res, plan,
-                                                                             heldout_batches),
+            "critical_batch": plan.critical_batch.to_json(),
+            "progress_form": plan.fit.progress.to_json(),
+            "failure_exponent": plan.failure_exponent.to_json(),
+            "heldout": heldout(res, plan, heldout_batches),
             "simulation_seconds": res.seconds}
 
 
