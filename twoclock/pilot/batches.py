@@ -7,6 +7,7 @@ import fnmatch
 import math
 import re
 
+from twoclock.pilot import limits
 from twoclock.pilot.plan import PilotError
 
 GLOB = "*?["
@@ -18,9 +19,8 @@ def check_given(given: dict, names, flag: str, path: str):
         hit = key in names if not any(c in key for c in GLOB) else \
             any(fnmatch.fnmatchcase(n, key) for n in names)
         if not hit:
-            shown = ", ".join(names[:12]) + (f", ... ({len(names) - 12} more)"
-                                             if len(names) > 12 else "")
-            raise PilotError(f"{flag} {key}={v:g}: no run {key!r} in {path} (runs: {shown})")
+            raise PilotError(f"{flag} {key}={v:g}: no run {key!r} in {path} (runs: "
+                             f"{limits.listing(names)})")
 
 
 def per_run(given: dict, name: str, flag: str):
