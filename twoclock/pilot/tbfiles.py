@@ -10,7 +10,8 @@ import os
 from twoclock.pilot import limits
 from twoclock.pilot.plan import PilotError
 
-EXTRA = "pip install 'twoclock[tensorboard]'"
+# twoclock installs from its repository (README): the extra is named from the clone's root
+EXTRA = "pip install -e '.[tensorboard]' (from the twoclock folder), or pip install tensorboard"
 ARGS_TAGS = ("args/text_summary", "args")  # tensorboardX / torch, tf.summary.text
 
 
