@@ -59,6 +59,9 @@ FLAGS = "tests/cli/test_flags_reach_outputs.py"
 # issue 56: numbers no test read (the noise-scale bias, the null shift, the KL root, same batches)
 EST = f"{M}test_policy_estimator_oracles.py"
 SAME = f"{S}test_policy_same_batches.py"
+# issue 56: the planner's choices (which clock, which end of a CI) and which studies a model gets
+CHOICES = f"{P}test_pilot_choices.py"
+APPLIES = f"{S}test_study_applies.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -438,6 +441,29 @@ BUGS = [
      "twoclock/studies/policy_study/answers.py",
      'v["measured"]["batches"], [by_b.get(str(b)) for b in v["measured"]["batches"]])',
      "[int(b) for b in by_b], list(by_b.values()))", SAME),
+    # ------------------------------------------------------------------ issue 56: choices
+    ("logs: the fit of the condition measured earliest, not the earliest fit", "glue",
+     "twoclock/pilot/logs.py", 'kf = _earliest(outs, j, "estimates", lambda x: x.failure_fit)',
+     'kf = _earliest(outs, j, "estimates", lambda x: x.failure)', CHOICES),
+    ("logs: the fit-only recommendation on the measured failure clocks", "glue",
+     "twoclock/pilot/logs.py",
+     "fit_only = pilot.recommend([replace(e, progress=e.progress_fit, failure=e.failure_fit)",
+     "fit_only = pilot.recommend([replace(e, progress=e.progress_fit, failure=e.failure)",
+     CHOICES),
+    ("plan: the fit-only recommendation on the measured failure clock", "glue",
+     "twoclock/pilot/plan.py",
+     "fit_only = recommend([replace(e, progress=e.progress_fit, failure=e.failure_fit)",
+     "fit_only = recommend([replace(e, progress=e.progress_fit, failure=e.failure)", CHOICES),
+    ("form rule: flat rejected on the exponent CI's upper end", "trivial",
+     "twoclock/pilot/forms.py", 'exponent(TEST_LEVEL)["ci"][0] > 0',
+     'exponent(TEST_LEVEL)["ci"][1] > 0', CHOICES),
+    ("form rule: flat rejected when the CI's lower end is 0", "narrow",
+     "twoclock/pilot/forms.py", 'exponent(TEST_LEVEL)["ci"][0] > 0',
+     'exponent(TEST_LEVEL)["ci"][0] >= 0', CHOICES),
+    ("applies: the grouping of 'no models or this one' dropped", "trivial",
+     "twoclock/studies/protocol.py",
+     "return (not study.models or model.name in study.models) and ",
+     "return not study.models or model.name in study.models and ", APPLIES),
 ]
 
 
