@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from twoclock.pilot import formats, presets
+from twoclock.pilot import formats, memory, presets
 from twoclock.pilot.plan import MAX_BATCH, PilotError
 
 REQUIRED = ("run", "batch", "lr", "samples")
@@ -116,8 +116,11 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
     or a missing metric column; an empty or malformed cell; a run whose batch or lr changes; a
     run that logs one sample count twice with different values; a run that never logs a metric.
     """
-    table = formats.read_dir(path) if os.path.isdir(path) else None
-    if table is None:
+    # path may be a table in memory (pilot.memory): read as a CSV of it, rows named 'table row N'
+    held = None if memory.is_path(path) else memory.table_rows(path)
+    path = memory.NAME if held else path
+    table = None if held else formats.read_dir(path) if os.path.isdir(path) else None
+    if table is None and not held:
         text = formats.read_text(path, newline="")  # csv reads its own line ends
         table = formats.read_file(path, text)
     if table is None and (batch or lr):
@@ -126,10 +129,10 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
                          f"columns (--col batch=COLUMN); {flag} is for a trainer's own files")
     rename = dict(columns or {})
     if table is None:
-        _, head, rows = _rows(path, text)
+        _, head, rows = _rows(path, text) if not held else ("csv", *held[:2])
         if preset is not None:  # a row's lr is its column's (--col lr=): schedules are refused
             rename = presets.preset_columns(preset, head, rename, skip=("lr",))
-        places, top = (), f"{path} line 1"
+        places, top = ((), f"{path} line 1") if not held else (held[2], path)
     else:
         places, top = table.places, path
         raw = tuple(dict.fromkeys(k for r in table.runs for st in r.steps for k in st.values))
