@@ -8,7 +8,8 @@ Importing twoclock loads nothing heavy: each name below is imported when first u
 - `models`: one package per model and the registry `MODELS`;
 - `engine`: runs, sweeps and schedules (JAX), the results store;
 - `analysis`: clocks, result files, tables, the switch planner, the throughput model (no JAX);
-- `pilot`: from pilot runs or their logs to a plan (no JAX); `studies`; `figures`; `cli`.
+- `pilot`: from pilot runs or their logs to a plan (no JAX; `plan_logs(source, progress,
+  failures)` plans from a log file or a table in memory); `studies`; `figures`; `cli`.
 """
 import importlib
 
@@ -24,6 +25,7 @@ _EXPORTS = {
     "theory": "twoclock.models.quadratic",
     "SweepResult": "twoclock.engine.result", "run_sweep": "twoclock.engine.sweep",
     "run_schedule": "twoclock.engine.schedule", "Store": "twoclock.engine.store",
+    "plan_logs": "twoclock.pilot.api", "LogsPlan": "twoclock.pilot.result",
 }
 _PACKAGES = ("config", "model", "trace", "scaling", "objectives", "atomic", "models", "engine",
              "analysis", "pilot", "studies", "figures", "cli")

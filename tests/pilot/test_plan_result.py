@@ -10,7 +10,8 @@ import pytest
 from tests.helpers import plan_main
 from twoclock.pilot.config import LogsInput, PlanConfig, RunsInput
 from twoclock.pilot.plan import PilotRuns, plan
-from twoclock.pilot.result import Estimate, FailureForm, Recommendation, Rule, to_json
+from twoclock.pilot.result import (PLAN_SCHEMA, Estimate, FailureForm, Recommendation, Rule,
+                                    to_json)
 
 
 def test_an_estimate_writes_never_failing_as_null():
@@ -46,8 +47,9 @@ def test_a_plans_json_survives_a_round_trip_and_has_no_article_of_its_own():
     out = plan(runs, predict=[1024.0])
     j = out.to_json()
     assert json.loads(json.dumps(j)) == j and "article" not in j
-    assert list(j) == ["predictions", "critical_batch", "failure_exponent", "recommendation",
-                       "fit", "curves", "estimates", "runs", "source"]
+    assert list(j) == ["schema", "predictions", "critical_batch", "failure_exponent",
+                       "recommendation", "fit", "curves", "estimates", "runs", "source"]
+    assert j["schema"] == PLAN_SCHEMA == 1
     assert j["predictions"][0]["batch"] == out.predictions[0].batch == 1024.0
     assert j["fit"]["rule"]["off_rule_runs"] == out.fit.rule.off_rule_runs == 0
 

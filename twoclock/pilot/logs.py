@@ -35,7 +35,7 @@ from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition
                                        parse_smooth)
 from twoclock.pilot.plan import PilotError, PilotRuns
 from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
-from twoclock.pilot.result import to_json
+from twoclock.pilot.result import LogsPlan, to_json
 
 
 def _runs(logs, prog, fail, source):
@@ -141,14 +141,21 @@ def _logs_block(path, logs, how, pc, prog, fcs, fails) -> dict:
                                    default=None) for cond, cl in conds}}
 
 
-def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 0.1,
+def plan_logs(path, progress: str, failures, *settings, **named) -> dict:
+    """logs_plan as plan.json's dict (LogsPlan.to_json()): what the command writes."""
+    return logs_plan(path, progress, failures, *settings, **named).to_json()
+
+
+def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
               level: float = 0.95, smoothing=None, columns=None, clip=None,
-              clip_bind: float = 0.02, clip_steps: str = "fixed", forms=(), **reading) -> dict:
-    """Read the log, find the clocks, and plan: pilot.plan once per failure condition (each its
-    own fit and row); the recommendation takes, at each batch, the earliest failure clock.
-    clip: the logged clipped-share metric, whose onset (clip_bind) is predicted; forms:
-    ['CONDITION=FORM', ...] (--form), a failure clock's form chosen by the user; `reading`:
-    how to read a trainer's own files (preset, batch, lr: reader.read_logs)."""
+              clip_bind: float = 0.02, clip_steps: str = "fixed", forms=(),
+              **reading) -> LogsPlan:
+    """Read the log (a path, or a table in memory: reader.read_logs), find the clocks, and
+    plan: pilot.plan once per failure condition (each its own fit and row); the recommendation
+    takes, at each batch, the earliest failure clock. clip: the logged clipped-share metric,
+    whose onset (clip_bind) is predicted; forms: ['CONDITION=FORM', ...] (--form), a failure
+    clock's form chosen by the user; `reading`: how to read a trainer's own files (preset,
+    batch, lr: reader.read_logs)."""
     pilot.check_settings(predict, margin, level)
     if not failures:
         raise PilotError("--failure: give at least one failure condition (e.g. 'kl>=0.5')")
@@ -165,7 +172,7 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
                      parse_columns(columns), **reading)
     prog = clocks(logs, pc, how)
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
-    source = f"{path} (logged curves)"
+    source = f"{logs.source} (logged curves)"
     outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level, chosen.get(f.text))
             for f, fl in zip(fcs, fails)]
     first = outs[0]
@@ -173,22 +180,22 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
     predictions = _predictions(outs, fcs)
     # the plan's one failure fit: the condition that fails first at the largest batch
     last = [f.text for f in fcs].index(predictions[-1]["failure_clock"])
-    return {
-        "clip_onset": None if not clip else clipping.clip_onset(
+    return LogsPlan(
+        clip_onset=None if not clip else clipping.clip_onset(
             logs.runs, prog, clip, clip_bind, [p["batch"] for p in predictions],
             first.fit.rule, clip_steps, level),
-        "predictions": predictions,
-        "critical_batch": first.critical_batch.to_json(),  # every plan: the same progress
-        "failure_exponent": {**outs[last].failure_exponent.to_json(), "clock": fcs[last].text},
-        "recommendation": _recommendation(est, margin, first.recommendation.objective, fcs),
-        "fit": replace(first.fit, failure=outs[last].fit.failure,
-                       failure_form=outs[last].fit.failure_form).to_json(),
-        "curves": replace(first.curves,
-                          failure_samples=outs[last].curves.failure_samples).to_json(),
-        "estimates": [{**e.to_json(), "failure_clock": fcs[k].text} for e, k in zip(est, which)],
-        "runs": _run_rows(first.runs, logs, prog, fcs, fails),
-        "source": source,
-        "failures": [{
+        predictions=tuple(predictions),
+        critical_batch=first.critical_batch,  # every plan: the same progress
+        failure_exponent={**outs[last].failure_exponent.to_json(), "clock": fcs[last].text},
+        recommendation=_recommendation(est, margin, first.recommendation.objective, fcs),
+        fit=replace(first.fit, failure=outs[last].fit.failure,
+                    failure_form=outs[last].fit.failure_form),
+        curves=replace(first.curves, failure_samples=outs[last].curves.failure_samples),
+        estimates=tuple({**e.to_json(), "failure_clock": fcs[k].text}
+                        for e, k in zip(est, which)),
+        runs=tuple(_run_rows(first.runs, logs, prog, fcs, fails)),
+        source=source,
+        failures=tuple({
             "condition": f.text, "metric": f.metric,
             "failure_exponent": o.failure_exponent.to_json(), "fit": to_json(o.fit.failure),
             "curves": to_json(o.curves.failure_samples),
@@ -197,8 +204,8 @@ def plan_logs(path: str, progress: str, failures, predict=None, margin: float = 
             "form": to_json(o.fit.failure_form),
             "no_failure_before": [{"batch": p.batch, "samples": p.no_failure_before}
                                   for p in o.predictions],
-            **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)],
-        "logs": _logs_block(path, logs, how, pc, prog, fcs, fails)}
+            **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)),
+        logs=_logs_block(logs.source, logs, how, pc, prog, fcs, fails))
 
 
 def _failed(runs, crossings) -> dict:
@@ -266,4 +273,5 @@ def table(out: dict) -> str:
 
 
 __all__ = ["REQUIRED", "Condition", "parse_condition", "parse_columns", "parse_smooth", "Run",
-           "Logs", "read_logs", "smooth", "crossing", "Clock", "clocks", "plan_logs", "table"]
+           "Logs", "read_logs", "smooth", "crossing", "Clock", "clocks", "plan_logs", "logs_plan",
+           "table"]

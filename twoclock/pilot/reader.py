@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from twoclock.pilot import batches, formats, limits, presets
+from twoclock.pilot import batches, formats, limits, memory, presets
 from twoclock.pilot.plan import MAX_BATCH, PilotError
 
 REQUIRED = ("run", "batch", "lr", "samples")
@@ -154,17 +154,20 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
     """
     if restarts not in ("refuse", "keep-last"):
         raise PilotError(f"--restarts: refuse or keep-last (got {restarts!r})")
-    table = formats.read_dir(path, restarts) if os.path.isdir(path) else None
-    if table is None:
+    # path may be a table in memory (pilot.memory): read as a CSV of it, rows named 'table row N'
+    held = None if memory.is_path(path) else memory.table_rows(path)
+    path = memory.NAME if held else path
+    table = None if held else formats.read_dir(path, restarts) if os.path.isdir(path) else None
+    if table is None and not held:
         text = formats.read_text(path, newline="")  # csv reads its own line ends
         table = formats.read_file(path, text, restarts)
     rename = dict(columns or {})
     rx = batches.name_pattern(batch_from_name)
     if table is None:
-        _, head, rows = _rows(path, text)
+        _, head, rows = _rows(path, text) if not held else ("csv", *held[:2])
         if preset is not None:  # a row's lr is its column's (--col lr=): schedules are refused
             rename = presets.preset_columns(preset, head, rename, skip=("lr",))
-        places, top = (), f"{path} line 1"
+        places, top = ((), f"{path} line 1") if not held else (held[2], path)
     else:
         if samples_from_step:
             raise PilotError(f"--samples-from-step: {path} is a trainer's own files, whose "
@@ -186,7 +189,8 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
         if j != i:  # --col samples=step with a samples column as well
             raise PilotError(f"{top}: {n!r} is read from two columns "
                              f"({head[j]!r} and {head[i]!r}); map one with --col")
-    fill = _flags_on_rows(first, batch, lr, rx, samples_from_step, path) if table is None         else set()
+    fill = (_flags_on_rows(first, batch, lr, rx, samples_from_step, path) if table is None
+            else set())
     if samples_from_step and samples_from_step not in has:
         raise PilotError(f"--samples-from-step {samples_from_step}: no column "
                          f"{samples_from_step!r} in {path} (columns: {limits.listing(head)})")

@@ -8,6 +8,10 @@ analysis/switch.py build them, and nothing computes with them past the plan.
 from dataclasses import dataclass, fields
 import math
 
+# plan.json's "schema" (both modes: Plan, LogsPlan): bumped when a key changes meaning or goes;
+# docs/results.md, "plan.json", names every key and its unit
+PLAN_SCHEMA = 1
+
 
 def to_json(value):
     """A record, or lists, tuples and dicts of them, as JSON-ready values (tuples as lists)."""
@@ -189,12 +193,34 @@ class Plan(Record):
     article: dict | None = None  # the published table's reading (pilot.article), when planned on it
 
     def to_json(self) -> dict:
-        out = super().to_json()
+        out = {"schema": PLAN_SCHEMA, **super().to_json()}
         if self.article is None:
             del out["article"]
         return out
 
 
+@dataclass(frozen=True)
+class LogsPlan(Record):
+    """A plan from logged curves (twoclock.plan_logs): the plan's fields, with each prediction,
+    estimate and run row naming its earliest failure clock, then one entry per failure
+    condition (`failures`: its own fit) and what was read (`logs`: curves, clocks)."""
+    clip_onset: dict | None  # the batch where the logged clip share binds (--clip), or None
+    predictions: tuple
+    critical_batch: CriticalBatch
+    failure_exponent: dict  # the plan's failure fit's exponent, and its "clock"
+    recommendation: dict
+    fit: Fit
+    curves: Curves
+    estimates: tuple
+    runs: tuple
+    source: str
+    failures: tuple
+    logs: dict
+
+    def to_json(self) -> dict:
+        return {"schema": PLAN_SCHEMA, **super().to_json()}
+
+
 __all__ = ["to_json", "Record", "Rule", "Prediction", "Estimate", "Recommendation",
            "CriticalBatch", "Exponent", "ProgressReport", "FailureReport", "FailureForm",
-           "Throughput", "Fit", "Curves", "RunRow", "Plan"]
+           "Throughput", "Fit", "Curves", "RunRow", "Plan", "LogsPlan", "PLAN_SCHEMA"]

@@ -1,0 +1,114 @@
+"""plan.json is documented: every key the command writes, in both modes (pilot runs: the
+published table and the example RUNS.csv; logged curves: the example log with a clip metric and
+smoothing), is named in docs/results.md's plan.json section, and every key named there is
+written by one of these plans; the file carries its schema version, the one the section
+states. A key added without its row, or a row left for a key that went, fails here."""
+import json
+import os
+import re
+
+import pytest
+
+from tests.helpers import plan_main
+from twoclock.pilot.result import PLAN_SCHEMA
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+DATA = os.path.join(ROOT, "twoclock", "data")
+DOC = os.path.join(ROOT, "docs", "results.md")
+RUNS = {
+    "table": [],
+    "runs": [os.path.join(DATA, "example_pilot_runs.csv")],
+    "logs": ["--logs", os.path.join(DATA, "example_pilot_logs.csv"), "--progress",
+             "heldout_acc>=0.75", "--failure", "drift>=2", "--failure", "kl>=1.5", "--failure",
+             "heldout_acc<=peak-0.1", "--clip", "clip_frac", "--smooth", "ema:100", "--predict",
+             "512", "1024"],
+}
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory):
+    main, out = plan_main("plan_script_schema"), {}
+    for mode, args in RUNS.items():
+        d = tmp_path_factory.mktemp(mode)
+        assert main(args + ["--no-figure", "--out", str(d)]) == 0
+        with open(d / "plan.json") as f:
+            out[mode] = json.load(f)
+    return out
+
+
+def _section() -> str:
+    with open(DOC, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("\n## plan.json\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def _documented() -> dict:
+    """{key: shape or None} from the section's tables: a row's first cell names one or more
+    keys (`a.b`, `x[]`, `<shape>.k`); a meaning that starts with `<shape>` gives them it."""
+    doc = {}
+    for line in _section().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| `") or len(cells) != 3:
+            continue
+        shape = re.match(r"`<(\w+)>`", cells[1])
+        for key in re.findall(r"`([^`]+)`", cells[0]):
+            assert key not in doc, f"{key} documented twice"
+            assert cells[1] and cells[2], f"{key}: a row needs its meaning and its unit"
+            doc[key] = shape.group(1) if shape else None
+    return doc
+
+
+def _paths(value, conditions, path="", parent=""):
+    """Every leaf's key path: list items as `[]` (a list of values, or an empty one, is the
+    leaf), a condition's text as {CONDITION}, a form's name under by_form / sse_log as {FORM}."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            seg = ("{CONDITION}" if k in conditions else
+                   "{FORM}" if parent in ("by_form", "sse_log") else k)
+            yield from _paths(v, conditions, f"{path}.{seg}" if path else seg, k)
+    elif isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        for v in value:
+            yield from _paths(v, conditions, path + "[]", parent)
+    else:
+        yield path
+
+
+def _resolve(path: str, doc: dict, seen: set) -> bool:
+    """Whether path is documented: named, or under a key of a shape (or a list of it) whose
+    rows name the rest, recursively; every name it was resolved through is added to seen."""
+    if path in doc:
+        seen.add(path)
+        return True
+    for key, shape in doc.items():
+        rest = path[len(key):]
+        if shape and path.startswith(key) and rest[:1] in (".", "["):
+            rest = rest[2:] if rest.startswith("[]") else rest  # a list of the shape
+            if _resolve(f"<{shape}>{rest}", doc, seen):
+                seen.add(key)
+                return True
+    return False
+
+
+def test_plan_json_has_its_schema_version_in_both_modes(plans):
+    for mode, out in plans.items():
+        assert list(out)[0] == "schema" and out["schema"] == PLAN_SCHEMA, mode
+    row = next(line for line in _section().splitlines() if line.startswith("| `schema`"))
+    assert f"version, {PLAN_SCHEMA};" in row  # the section states the version the code writes
+
+
+def test_every_key_of_plan_json_is_documented_and_every_documented_key_written(plans):
+    doc, seen, missing = _documented(), set(), set()
+    assert len(doc) > 100 and "schema" in doc
+    for out in plans.values():
+        conditions = set(out["logs"]["failures"]) | {out["logs"]["progress"]} \
+            if "logs" in out else set()
+        for path in _paths(out, conditions):
+            if not _resolve(path, doc, seen):
+                missing.add(path)
+    assert not missing, "keys of plan.json missing from docs/results.md: " + \
+        ", ".join(sorted(missing))
+    stale = {k for k in doc if k not in seen and not any(
+        s.startswith(k + ".") or s.startswith(k + "[") for s in seen)}
+    assert not stale, "docs/results.md names keys no plan wrote: " + ", ".join(sorted(stale))
