@@ -151,3 +151,22 @@ def test_importing_twoclock_loads_no_planner_and_planning_loads_no_jax():
                          cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_the_readers_options_reach_a_table_in_memory(from_csv):
+    """A W&B-style table with a step column and no samples: samples_from_step gives samples =
+    step x batch, which the example's samples are (its runs log every update from update 1),
+    so the plan is the CSV's; without the option the missing column is named in one line."""
+    cols = _columns()
+    batch, samples = np.array(cols["batch"], float), np.array(cols["samples"], float)
+    step = samples / batch
+    assert np.array_equal(step, np.round(step)) and step.min() >= 1  # the oracle's premise
+    cols.pop("samples")
+    cols["step"] = [str(int(s)) for s in step]
+    got = twoclock.plan_logs(cols, PROGRESS, FAILURES, predict=[512, 1024],
+                             samples_from_step="step")
+    _same_plan(got, from_csv)
+    with pytest.raises(PilotError, match="missing column 'samples'"):
+        twoclock.plan_logs(cols, PROGRESS, FAILURES, predict=[512, 1024])
+    with pytest.raises(PilotError, match="--restarts: refuse or keep-last"):
+        twoclock.plan_logs(_columns(), PROGRESS, FAILURES, restarts="keep-first")
