@@ -35,7 +35,7 @@ def _fake(monkeypatch, first=0.9, stop_at=None):
         s = np.linspace(budget / n_ckpt, budget, n_ckpt)
         k = 1 + cfg.dim / 1000
         ck = [{"samples": np.broadcast_to(s, (1, seeds, n_ckpt)),
-               "progress_frac": np.broadcast_to(first * np.exp(-k * b * s / budget / 8),
+               "progress_frac": np.broadcast_to(first * np.exp(-3 * k * (1 + b / (b + 32)) * s / budget),
                                                 (1, seeds, n_ckpt)),
                "drift": np.broadcast_to(2 * k * s / budget, (1, seeds, n_ckpt))}
               for b in batches]
@@ -175,3 +175,28 @@ def test_the_calibration_refuses_an_output_folder_it_cannot_write_before_simulat
         calibrate.calibrate(((QUAD, QUAD.config()),), OptimConfig(), str(tmp_path / "file"),
                             N_CKPT, quiet=True)
     assert calls == []
+
+
+def test_a_held_out_grid_that_cannot_fit_is_refused_before_the_pilots_run(tmp_path,
+                                                                          monkeypatch):
+    """Every grid the calibration will simulate, of every model, is checked before the first
+    one runs: here the held-out grid (64 seeds) is the one refused."""
+    calls = _fake(monkeypatch)
+    checked = []
+
+    def check_fits(model, cfg, opt, sweep, max_lanes, n_dev, analysis_bytes=0):
+        checked.append(sweep.seeds)
+        if sweep.seeds == 64:
+            raise Refused("the sweep cannot fit in memory: (a stand-in)")
+    monkeypatch.setattr("twoclock.engine.sweep.check_fits", check_fits)
+    with pytest.raises(Refused, match="cannot fit in memory"):
+        calibrate.calibrate(((QUAD, QUAD.config()),), OptimConfig(), str(tmp_path), N_CKPT,
+                            quiet=True)
+    assert checked == [16, 64] and calls == []
+    # read back, a model's logs need no memory: only the grids it simulates are checked
+    _logs(tmp_path, dim=QUAD.config().dim)
+    assert len(calls) == 2
+    checked.clear()
+    out = calibrate.calibrate(((QUAD, QUAD.config()),), OptimConfig(), str(tmp_path), N_CKPT,
+                              quiet=True)
+    assert out["simulations"]["quadratic"]["reused"] and checked == [] and len(calls) == 2
