@@ -87,6 +87,20 @@ def test_a_target_met_at_the_first_logged_point_is_one_line_and_then_refused_up_
     assert "already meets --progress 'progress_frac<=" in line, line
 
 
+def test_the_check_from_logs_stops_after_pilots_that_meet_the_target_at_their_first_point(
+        tmp_path):
+    """plan_check --logs with the same settings: one line, exit 3 (the pilots' clocks kept),
+    and the held-out runs never simulated (before: simulated, then refused by the plan)."""
+    code, out, err = _main(STUDIES.plan_check, [
+        "--logs", "--n-ckpt", "64", "--dim", "16", "--pilot-seeds", "2", "--seeds", "2",
+        "--quiet", "--out", str(tmp_path)], simulate=True)
+    lines = [x for x in err.splitlines() if x.startswith("plan_check.py:")]
+    assert code == 3 and len(lines) == 1 and "Traceback" not in err, (code, err)
+    assert "already meets --progress" in lines[0]
+    assert (tmp_path / "plan_check_quadratic_logs.csv").exists()
+    assert not (tmp_path / "plan_check_quadratic_logs.csv.heldout.csv").exists()
+
+
 def _run(args, cwd, **kw):
     return subprocess.Popen([sys.executable, os.path.join(ROOT, "experiments",
                                                           "plan_calibration.py"), *args],
