@@ -89,11 +89,12 @@ def test_surrogate_is_unclipped_inside_the_band(el, eh, adv, u):
     # decides (test_the_band_edges_are_exact checks the edges themselves)
     u = np.clip(np.asarray(u[:adv.size], np.float32), 1e-5, 1 - 1e-5)
     ratio = (1 - el) + (el + eh) * u
-    clipped = obj.ppo_objective(jnp.asarray(ratio), jnp.asarray(adv), el, eh)
-    plain = obj.ppo_objective(jnp.asarray(ratio), jnp.asarray(adv), None, None)
+    clip = obj.clip_band(el, eh)
+    clipped = obj.ppo_objective(jnp.asarray(ratio), jnp.asarray(adv), clip)
+    plain = obj.ppo_objective(jnp.asarray(ratio), jnp.asarray(adv), obj.UNCLIPPED)
     assert_close(clipped, ratio * adv, rtol=1e-6, atol=1e-6, what="clipped surrogate")
     assert_close(plain, ratio * adv, rtol=1e-6, atol=1e-6, what="unclipped surrogate")
-    assert not np.any(np.asarray(obj.clipped_mask(jnp.asarray(ratio), jnp.asarray(adv), el, eh)))
+    assert not np.any(np.asarray(obj.clipped_mask(jnp.asarray(ratio), jnp.asarray(adv), clip)))
 
 
 @given(eps_st, eps_st, st.lists(st.floats(-3, 3).filter(lambda a: abs(a) > 1e-3),
@@ -102,9 +103,10 @@ def test_surrogate_is_unclipped_inside_the_band(el, eh, adv, u):
 def test_clipped_samples_give_no_gradient(el, eh, adv, logr):
     adv = jnp.asarray(adv, jnp.float32)
     logr = jnp.asarray(logr[:adv.size], jnp.float32)
-    g = jax.grad(lambda lr: jnp.sum(obj.ppo_objective(jnp.exp(lr), adv, el, eh)))(logr)
+    clip = obj.clip_band(el, eh)
+    g = jax.grad(lambda lr: jnp.sum(obj.ppo_objective(jnp.exp(lr), adv, clip)))(logr)
     ratio = jnp.exp(logr)
-    mask = np.asarray(obj.clipped_mask(ratio, adv, el, eh))
+    mask = np.asarray(obj.clipped_mask(ratio, adv, clip))
     g, ratio, adv = np.asarray(g), np.asarray(ratio), np.asarray(adv)
     assert_close(g[mask], np.zeros(mask.sum()), rtol=0, atol=0, what="clipped gradient")
     # elsewhere the gradient is d(ratio A)/d log ratio = ratio * A (never zero)
@@ -114,10 +116,11 @@ def test_clipped_samples_give_no_gradient(el, eh, adv, logr):
 def test_clip_higher_is_asymmetric():
     r = jnp.asarray([1.25, 1.25, 0.85, 0.75])
     a = jnp.asarray([1.0, -1.0, -1.0, -1.0])
-    m = np.asarray(obj.clipped_mask(r, a, 0.2, 0.28))
+    m = np.asarray(obj.clipped_mask(r, a, obj.clip_band(0.2, 0.28)))
     # A > 0 at 1.25 < 1.28 is live; A < 0 only clips below 0.8
     assert m.tolist() == [False, False, False, True]
-    assert np.asarray(obj.clipped_mask(r, a, 0.2, 0.2)).tolist() == [True, False, False, True]
+    m = np.asarray(obj.clipped_mask(r, a, obj.clip_band(0.2, 0.2)))
+    assert m.tolist() == [True, False, False, True]
 
 
 def test_the_dual_clip_by_hand():
@@ -128,32 +131,23 @@ def test_the_dual_clip_by_hand():
     Unclipped (no band), A -1, r 4: max(-4, -3) = -3."""
     r = jnp.asarray([4.0, 2.0, 0.5, 4.0, 3.5])
     a = jnp.asarray([-1.0, -1.0, -1.0, 2.0, -2.0])
-    assert_close(obj.ppo_objective(r, a, 0.2, None, 3.0), [-3.0, -2.0, -0.8, 2.4, -6.0],
+    band = obj.clip_band(0.2)
+    assert_close(obj.ppo_objective(r, a, band, 3.0), [-3.0, -2.0, -0.8, 2.4, -6.0],
                  rtol=1e-6, atol=0, what="dual-clipped surrogate")
-    assert_close(obj.ppo_objective(r, a, 0.2, None), [-4.0, -2.0, -0.8, 2.4, -7.0], rtol=1e-6,
+    assert_close(obj.ppo_objective(r, a, band), [-4.0, -2.0, -0.8, 2.4, -7.0], rtol=1e-6,
                  atol=0, what="without the dual clip")
-    assert_close(obj.ppo_objective(r, a, None, None, 3.0), [-3.0, -2.0, -0.5, 8.0, -6.0],
+    assert_close(obj.ppo_objective(r, a, obj.UNCLIPPED, 3.0), [-3.0, -2.0, -0.5, 8.0, -6.0],
                  rtol=1e-6, atol=0, what="dual clip alone")
-    assert np.asarray(obj.clipped_mask(r, a, 0.2, None, 3.0)).tolist() == [
+    assert np.asarray(obj.clipped_mask(r, a, band, 3.0)).tolist() == [
         True, False, True, True, True]
-    assert np.asarray(obj.clipped_mask(r, a, None, None, 3.0)).tolist() == [
+    assert np.asarray(obj.clipped_mask(r, a, obj.UNCLIPPED, 3.0)).tolist() == [
         True, False, False, False, True]
     # d j / d r: 0 where bound, A on the live branch r A, 0 on the band's clipped branch
-    g = jax.grad(lambda r: jnp.sum(obj.ppo_objective(r, a, 0.2, None, 3.0)))(r)
+    g = jax.grad(lambda r: jnp.sum(obj.ppo_objective(r, a, band, 3.0)))(r)
     assert_close(g, [0.0, -1.0, 0.0, 0.0, 0.0], rtol=0, atol=0, what="dual-clip gradient")
-    j, m = obj.log_ratio_objective(jnp.log(r), jnp.zeros(5), a, 0.2, None, 3.0)
+    j, m = obj.log_ratio_objective(jnp.log(r), jnp.zeros(5), a, band, 3.0)
     assert_close(j, [-3.0, -2.0, -0.8, 2.4, -6.0], rtol=1e-6, atol=0, what="from log ratios")
     assert np.asarray(m).tolist() == [True, False, True, True, True]
-
-
-def test_clip_band_defaults_the_high_edge_to_the_low_one():
-    assert obj.clip_band(None, None) is None
-    assert obj.clip_band(0.2) == (0.8, 1.2)
-    assert obj.clip_band(0.2, None) == (0.8, 1.2)
-    assert obj.clip_band(0.2, 0.28) == (0.8, 1.28)
-    # unclipped: the mask is all False and takes the broadcast shape of ratio and advantage
-    m = obj.clipped_mask(jnp.full((3, 1), 5.0), jnp.ones((3, 4)), None)
-    assert m.shape == (3, 4) and not np.any(np.asarray(m))
 
 
 def _softmax_kl_case(K: int, seed: int):
@@ -284,13 +278,13 @@ def test_surrogate_and_mask_equal_the_numpy_definition_on_both_sides_of_the_band
     away = (np.abs(ratio - lo) > 1e-5) & (np.abs(ratio - hi) > 1e-5)  # float32 rounding at an edge
     r64, a64 = ratio.astype(np.float64), adv.astype(np.float64)
     want = np.minimum(r64 * a64, np.clip(r64, lo, hi) * a64)
-    got = np.asarray(obj.ppo_objective(jnp.asarray(ratio), jnp.asarray(adv), el, eh))
+    got = np.asarray(obj.ppo_objective(jnp.asarray(ratio), jnp.asarray(adv), obj.clip_band(el, eh)))
     assert_close(got[away], want[away], rtol=1e-5, atol=1e-6, what="clipped surrogate")
     mask = ((a64 > 0) & (r64 > hi)) | ((a64 < 0) & (r64 < lo))
-    m = np.asarray(obj.clipped_mask(jnp.asarray(ratio), jnp.asarray(adv), el, eh))
+    m = np.asarray(obj.clipped_mask(jnp.asarray(ratio), jnp.asarray(adv), obj.clip_band(el, eh)))
     assert np.array_equal(m[away], mask[away])
     o2, m2 = obj.log_ratio_objective(jnp.log(jnp.asarray(ratio)), jnp.zeros(adv.shape),
-                                     jnp.asarray(adv), el, eh)
+                                     jnp.asarray(adv), obj.clip_band(el, eh))
     assert_close(np.asarray(o2)[away], want[away], rtol=1e-4, atol=1e-5, what="log-ratio surrogate")
     assert np.array_equal(np.asarray(m2)[away], mask[away])
 
@@ -300,14 +294,14 @@ def test_the_band_edges_are_exact():
     el, eh = 0.2, 0.3
     r = np.array([1 + eh * 1.001, 1 + eh * 0.999, 1 - el * 1.001, 1 - el * 0.999], np.float32)
     a = np.array([1.0, 1.0, -1.0, -1.0], np.float32)
-    m = np.asarray(obj.clipped_mask(jnp.asarray(r), jnp.asarray(a), el, eh)).tolist()
+    m = np.asarray(obj.clipped_mask(jnp.asarray(r), jnp.asarray(a), obj.clip_band(el, eh))).tolist()
     assert m == [True, False, True, False]
-    o = np.asarray(obj.ppo_objective(jnp.asarray(r), jnp.asarray(a), el, eh))
+    o = np.asarray(obj.ppo_objective(jnp.asarray(r), jnp.asarray(a), obj.clip_band(el, eh)))
     assert_close(o, [1 + eh, r[1], -(1 - el), -r[3]], rtol=1e-6, atol=0,
                  what="objective at the edges")
     # unclipped (eps None): no mask, plain ratio * A even far outside
     o, m = obj.log_ratio_objective(jnp.log(jnp.asarray(r * 3)), jnp.zeros(4), jnp.asarray(a),
-                                   None, None)
+                                   obj.UNCLIPPED)
     assert_close(o, r * 3 * a, rtol=1e-6, atol=0, what="unclipped")
     assert not np.any(np.asarray(m))
 
@@ -351,10 +345,11 @@ def test_the_edge_itself_and_zero_advantages_are_never_clipped():
     is never counted as clipped, however far out its ratio (it has no gradient to clip)."""
     r = jnp.asarray([1.25, 0.75, 3.0, 0.1, 1.25, 0.75], jnp.float32)
     a = jnp.asarray([1.0, -1.0, 0.0, 0.0, 0.0, 0.0], jnp.float32)
-    assert not np.any(np.asarray(obj.clipped_mask(r, a, 0.25, 0.25)))
+    assert not np.any(np.asarray(obj.clipped_mask(r, a, obj.clip_band(0.25, 0.25))))
     # just outside each edge, the same signs are clipped (the test is not vacuous)
     out = jnp.asarray([1.2500001, 0.7499999], jnp.float32)
-    assert np.asarray(obj.clipped_mask(out, a[:2], 0.25, 0.25)).tolist() == [True, True]
+    m = obj.clipped_mask(out, a[:2], obj.clip_band(0.25, 0.25))
+    assert np.asarray(m).tolist() == [True, True]
 
 
 def test_log_ratio_objective_takes_the_ratio_to_the_old_policy():
@@ -363,6 +358,6 @@ def test_log_ratio_objective_takes_the_ratio_to_the_old_policy():
     logp_old = jnp.asarray([-0.5, -2.0, -1.0, -3.0], jnp.float32)
     r = np.array([1.5, 0.5, 1.1, 0.9], np.float32)
     o, m = obj.log_ratio_objective(logp_old + jnp.log(r), logp_old,
-                                   jnp.asarray([1.0, -1.0, 1.0, -1.0]), 0.2, 0.2)
+                                   jnp.asarray([1.0, -1.0, 1.0, -1.0]), obj.clip_band(0.2, 0.2))
     assert_close(o, [1.2, -0.8, 1.1, -0.9], rtol=1e-5, atol=0, what="surrogate")
     assert np.asarray(m).tolist() == [True, True, False, False]

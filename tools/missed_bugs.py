@@ -56,8 +56,8 @@ BUGS = [
      "[(1 - 0.55) / 2, (1 + 0.55) / 2], method=",
      "tests/analysis/test_clocks.py::test_median_ci_covers_the_true_median_at_its_level"),
     ("a clip band of 1 + 2 eps", "twoclock/objectives.py",
-     "return 1 - clip_low, 1 + (clip_low if clip_high is None else clip_high)",
-     "return 1 - clip_low, 1 + 2 * (clip_low if clip_high is None else clip_high)",
+     "return ClipBand(1 - clip_low, 1 + (clip_low if clip_high is None else clip_high))",
+     "return ClipBand(1 - clip_low, 1 + 2 * (clip_low if clip_high is None else clip_high))",
      "tests/test_objectives.py"),
 ]
 

@@ -59,6 +59,9 @@ FLAGS = "tests/cli/test_flags_reach_outputs.py"
 # issue 56: numbers no test read (the noise-scale bias, the null shift, the KL root, same batches)
 EST = f"{M}test_policy_estimator_oracles.py"
 SAME = f"{S}test_policy_same_batches.py"
+# issue 56: the planner's choices (which clock, which end of a CI) and which studies a model gets
+CHOICES = f"{P}test_pilot_choices.py"
+APPLIES = f"{S}test_study_applies.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -144,7 +147,7 @@ BUGS = [
      "f32([bs[0]] * L), f32([bs[1]] * L)", "f32([bs[0]] * L), f32([bs[0]] * L)", STAGES),
     # ------------------------------------------------------------------ pilot
     ("pilot fit: saturation shape constant 1.2^a - 1", "trivial", "twoclock/pilot/fit.py",
-     "c = 1.2 ** (1.0 / a) - 1.0", "c = 1.2 ** a - 1.0", PILOT),
+     "c = 1.2 ** (m / a) - 1.0", "c = 1.2 ** (a / m) - 1.0", PILOT),
     ("pilot bands: the plausible forms' lower ends by max", "trivial", "twoclock/pilot/fit.py",
      'o["ci"] = [min(lo, x["ci"][0]) if None not in (lo, x["ci"][0]) else None,',
      'o["ci"] = [max(lo, x["ci"][0]) if None not in (lo, x["ci"][0]) else None,', PILOT),
@@ -283,7 +286,8 @@ BUGS = [
     ("noise: the first chunk not measured", "narrow", "twoclock/models/policy/dynamics.py",
      "| (t0 == 1)", "| (t0 == 0)", NOISE),
     ("noise: measured at the updated policy", "glue", "twoclock/models/policy/dynamics.py",
-     "noise_stats(w_last, ro_last, cfg, s)", "noise_stats(w, ro_last, cfg, s)", NOISE),
+     "noise_stats(w_last, ro_last, cfg, s, clip)", "noise_stats(w, ro_last, cfg, s, clip)",
+     NOISE),
     # ------------------------------------------------------------------ issue 34: adam_noise
     ("Adam walk: the group factor lost", "trivial", "twoclock/models/policy/adam_noise.py",
      "np.sqrt(group * np.var(x_P, ddof=1) / batch)", "np.sqrt(np.var(x_P, ddof=1) / batch)",
@@ -320,8 +324,9 @@ BUGS = [
     ("study: the fixed rule starts at lr0", "glue", "twoclock/studies/policy_study/cells.py",
      '"fixed": (fixed, sqrt.lr(st.lr0, min(st.batches)))', '"fixed": (fixed, st.lr0)', PSTUDY),
     ("study: clipping cells' mb_ref the largest batch", "glue",
-     "twoclock/studies/policy_study/cells.py", "mb_ref=b0, clip_low=cl", "mb_ref=b1, clip_low=cl",
-     PSTUDY),
+     "twoclock/studies/policy_study/cells.py",
+     "mb_convention=conv,\n                                      mb_ref=b0, clip_low=cl",
+     "mb_convention=conv,\n                                      mb_ref=b1, clip_low=cl", PSTUDY),
     ("study: clipping cells at lr0", "glue", "twoclock/studies/policy_study/cells.py",
      "lr_clip = st.lr0 * st.clip_lr_factor", "lr_clip = st.lr0", PSTUDY),
     ("study: every rule's gap against the sqrt cell", "glue",
@@ -331,8 +336,8 @@ BUGS = [
      'b0: c["sqrt"]["per_seed"][b0]}}, b0, idx) for r in rules}', PSTUDY),
     ("study: clipping delay against clip-higher", "glue",
      "twoclock/studies/policy_study/answers.py",
-     'ratio_ci(ps(n("eps0.2"), b, k), ps(n("none"), b, k), idx)',
-     'ratio_ci(ps(n("eps0.2"), b, k), ps(n("higher"), b, k), idx)', PSTUDY),
+     'eps_over_none(ps, n("eps0.2"), n("none"),',
+     'eps_over_none(ps, n("eps0.2"), n("higher"),', PSTUDY),
     ("study: clip-higher's failure against unclipped", "glue",
      "twoclock/studies/policy_study/answers.py",
      'ps(n("higher"), b, k), ps(n("eps0.2"), b, k), idx) for k in DRIFT}',
@@ -361,7 +366,8 @@ BUGS = [
     ("logs: every clock marked crossed", "trivial", "twoclock/pilot/clocks.py",
      "out.append(Clock(at, i is not None,", "out.append(Clock(at, True,", CENSOR),
     ("logs: failed runs counted as every run", "trivial", "twoclock/pilot/logs.py",
-     '"failed_runs": int(sum(c.crossed for c in fl))', '"failed_runs": len(fl)', CENSOR),
+     "for r, c in zip(runs, crossings) if c.crossed]", "for r, c in zip(runs, crossings)]",
+     CENSOR),
     # ------------------------------------------------------------------ issue 34: still open
     ("quadratic: gradient noise not rotated with the curvature", "glue",
      "twoclock/models/quadratic/dynamics.py",
@@ -437,6 +443,29 @@ BUGS = [
      "twoclock/studies/policy_study/answers.py",
      'v["measured"]["batches"], [by_b.get(str(b)) for b in v["measured"]["batches"]])',
      "[int(b) for b in by_b], list(by_b.values()))", SAME),
+    # ------------------------------------------------------------------ issue 56: choices
+    ("logs: the fit of the condition measured earliest, not the earliest fit", "glue",
+     "twoclock/pilot/logs.py", 'kf = _earliest(outs, j, "estimates", lambda x: x.failure_fit)',
+     'kf = _earliest(outs, j, "estimates", lambda x: x.failure)', CHOICES),
+    ("logs: the fit-only recommendation on the measured failure clocks", "glue",
+     "twoclock/pilot/logs.py",
+     "fit_only = pilot.recommend([replace(e, progress=e.progress_fit, failure=e.failure_fit)",
+     "fit_only = pilot.recommend([replace(e, progress=e.progress_fit, failure=e.failure)",
+     CHOICES),
+    ("plan: the fit-only recommendation on the measured failure clock", "glue",
+     "twoclock/pilot/plan.py",
+     "fit_only = recommend([replace(e, progress=e.progress_fit, failure=e.failure_fit)",
+     "fit_only = recommend([replace(e, progress=e.progress_fit, failure=e.failure)", CHOICES),
+    ("form rule: flat rejected on the exponent CI's upper end", "trivial",
+     "twoclock/pilot/forms.py", 'exponent(TEST_LEVEL)["ci"][0] > 0',
+     'exponent(TEST_LEVEL)["ci"][1] > 0', CHOICES),
+    ("form rule: flat rejected when the CI's lower end is 0", "narrow",
+     "twoclock/pilot/forms.py", 'exponent(TEST_LEVEL)["ci"][0] > 0',
+     'exponent(TEST_LEVEL)["ci"][0] >= 0', CHOICES),
+    ("applies: the grouping of 'no models or this one' dropped", "trivial",
+     "twoclock/studies/protocol.py",
+     "return (not study.models or model.name in study.models) and ",
+     "return not study.models or model.name in study.models and ", APPLIES),
 ]
 
 

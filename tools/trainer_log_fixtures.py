@@ -18,6 +18,20 @@ whose crossings are known (tests/pilot/test_trainer_logs.py holds its own copy o
   transformers' Trainer.log appends them: the logs, epoch, then step); b128 and b256 keep it under
   checkpoint-N/ (b256 with an older checkpoint-8 beside checkpoint-24).
 - verl/gsm8k_pilots/: verl's FileLogger, one .jsonl per run (its experiment name).
+
+`python tools/trainer_log_fixtures.py --tensorboard-only [OUT]` writes, with tensorboard alone
+(its EventFileWriter, which torch's SummaryWriter and FileWriter wrap, and its protos):
+- trl_output/grpo_bs*_g8/: what a TRL GRPO run leaves in its output_dir: trainer_state.json
+  (TrainerState.save_to_json's layout: json.dumps(asdict(state), indent=2, sort_keys=True)
+  plus a newline; train_batch_size is the per-device batch, as the Trainer records it) and
+  runs/Oct17_12-00-00_vm/ (TensorBoardCallback's default logging_dir) with the `args` text
+  summary as add_text("args", args.to_json_string()) writes it (tag args/text_summary, the
+  text plugin, a DT_STRING tensor) and the logs' scalars (train/..., eval/...). The batch per
+  optimizer step is 16 per device x processes x accumulation = 64, 128, 256.
+- tensorboard_hparams/b*/: a torch training loop's SummaryWriter: scalars acc, kl, lr by step,
+  then add_hparams({lr, batch_size, optimizer}, {"hparam/acc": ...}), which writes the
+  experiment, session-start and session-end summaries (torch.utils.tensorboard.summary.hparams)
+  and the metric's scalar in a <run>/<time.time()>/ sub-folder.
 """
 import importlib.util
 import json
@@ -162,7 +176,143 @@ def tensorboard_v2(out):
         w.close()
 
 
-if __name__ == "__main__":
+# ------------------------------------------------------------- tensorboard alone (torch's layout)
+PER_DEVICE, PROCESSES, ACCUMULATION, GENERATIONS = 16, {64: 2, 128: 4, 256: 4}, \
+    {64: 2, 128: 2, 256: 4}, 8
+
+
+class _TorchWriter:
+    """torch.utils.tensorboard's SummaryWriter for what is used here: its FileWriter sets the
+    wall time and step of each Event and hands it to tensorboard's EventFileWriter."""
+
+    def __init__(self, logdir):
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+        self.logdir, self.w = logdir, EventFileWriter(logdir)
+
+    def add_summary(self, summary, step=None):
+        import time
+        from tensorboard.compat.proto import event_pb2
+        ev = event_pb2.Event(summary=summary, wall_time=time.time())
+        if step is not None:
+            ev.step = int(step)
+        self.w.add_event(ev)
+
+    def add_scalar(self, tag, value, step=None):  # summary.scalar(new_style=False)
+        from tensorboard.compat.proto.summary_pb2 import Summary
+        self.add_summary(Summary(value=[Summary.Value(tag=tag, simple_value=float(value))]),
+                         step)
+
+    def add_text(self, tag, text, step=None):  # summary.text
+        from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+        from tensorboard.compat.proto.tensor_pb2 import TensorProto
+        from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
+        from tensorboard.plugins.text.plugin_data_pb2 import TextPluginData
+        smd = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
+            plugin_name="text", content=TextPluginData(version=0).SerializeToString()))
+        tensor = TensorProto(dtype="DT_STRING", string_val=[text.encode("utf_8")],
+                             tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=1)]))
+        self.add_summary(Summary(value=[Summary.Value(tag=tag + "/text_summary", metadata=smd,
+                                                      tensor=tensor)]), step)
+
+    def add_hparams(self, hparams, metrics):
+        """SummaryWriter.add_hparams: summary.hparams' three summaries and the metrics'
+        scalars in a sub-folder named str(time.time())."""
+        import time
+        from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+        from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2 as pd
+        ssi, infos = pd.SessionStartInfo(), []
+        for k, v in hparams.items():
+            if isinstance(v, (int, float)):
+                ssi.hparams[k].number_value = v
+                infos.append(api_pb2.HParamInfo(name=k, type=api_pb2.DATA_TYPE_FLOAT64))
+            else:
+                ssi.hparams[k].string_value = v
+                infos.append(api_pb2.HParamInfo(name=k, type=api_pb2.DATA_TYPE_STRING))
+
+        def summary(tag, **content):
+            data = pd.HParamsPluginData(version=metadata.PLUGIN_DATA_VERSION, **content)
+            smd = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
+                plugin_name=metadata.PLUGIN_NAME, content=data.SerializeToString()))
+            return Summary(value=[Summary.Value(tag=tag, metadata=smd)])
+        exp = api_pb2.Experiment(hparam_infos=infos, metric_infos=[
+            api_pb2.MetricInfo(name=api_pb2.MetricName(tag=k)) for k in metrics])
+        hp = _TorchWriter(os.path.join(self.logdir, str(time.time())))
+        hp.add_summary(summary(metadata.EXPERIMENT_TAG, experiment=exp))
+        hp.add_summary(summary(metadata.SESSION_START_INFO_TAG, session_start_info=ssi))
+        hp.add_summary(summary(metadata.SESSION_END_INFO_TAG, session_end_info=pd.SessionEndInfo(
+            status=api_pb2.STATUS_SUCCESS)))
+        for k, v in metrics.items():
+            hp.add_scalar(k, v)
+        hp.close()
+
+    def close(self):
+        self.w.close()
+
+
+def _grpo_args(b, n):
+    """GRPOConfig.to_json_string()'s fields that say the batch (TRL >= 0.18)."""
+    return json.dumps({
+        "output_dir": f"grpo_bs{b}_g8", "per_device_train_batch_size": PER_DEVICE,
+        "gradient_accumulation_steps": ACCUMULATION[b], "learning_rate": lr0(b),
+        "max_steps": n, "logging_steps": LOG_EVERY, "eval_steps": EVAL_EVERY,
+        "logging_dir": f"grpo_bs{b}_g8/runs/Oct17_12-00-00_vm", "report_to": ["tensorboard"],
+        "num_generations": GENERATIONS, "steps_per_generation": ACCUMULATION[b],
+        "generation_batch_size": PER_DEVICE * PROCESSES[b] * ACCUMULATION[b],
+        "num_iterations": 1, "max_completion_length": 256, "beta": 0.04}, indent=2)
+
+
+def _tb_tags(logs):
+    """transformers' rewrite_logs: eval_x -> eval/x, else train/x."""
+    return {("eval/" + k[5:]) if k.startswith("eval_") else "train/" + k: v
+            for k, v in logs.items()}
+
+
+def trl_output(out):
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data",
+                           "trainer_logs", "trl", "b64", "trainer_state.json")) as f:
+        template = json.load(f)  # TrainerState's fields, as transformers 5.17 saved them
+    for b, n in BATCHES.items():
+        d = os.path.join(out, f"grpo_bs{b}_g8")
+        w = _TorchWriter(os.path.join(d, "runs", "Oct17_12-00-00_vm"))
+        w.add_text("args", _grpo_args(b, n))
+        history = []
+        for t in range(LOG_EVERY, n + 1, LOG_EVERY):
+            for logs in [trl_logs(b, t)] + ([trl_eval(b, t)] if t % EVAL_EVERY == 0 else []):
+                logs = {**logs, "epoch": t / n}
+                history.append({**logs, "step": t})
+                for k, v in _tb_tags(logs).items():
+                    w.add_scalar(k, v, t)
+        w.close()
+        state = {**template, "log_history": history, "global_step": n, "max_steps": n,
+                 "save_steps": n, "train_batch_size": PER_DEVICE, "epoch": 1.0,
+                 "num_input_tokens_seen": n * b * 300}
+        with open(os.path.join(d, "trainer_state.json"), "w", encoding="utf-8") as f:
+            f.write(json.dumps(state, indent=2, sort_keys=True) + "\n")
+
+
+def tensorboard_hparams(out):
+    for b, n in BATCHES.items():
+        w = _TorchWriter(os.path.join(out, f"b{b}"))
+        for t in range(1, n + 1):
+            c = curves(b, t)
+            for k, v in (("acc", c["acc"]), ("kl", c["kl"]), ("lr", lr0(b))):
+                w.add_scalar(k, v, t)
+        w.add_hparams({"lr": lr0(b), "batch_size": b, "optimizer": "adam"},
+                      {"hparam/acc": curves(b, n)["acc"]})
+        w.close()
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--tensorboard-only"]:
+    import socket
+    socket.gethostname = lambda: "vm"  # the host name in the event files' names
+    root = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data",
+        "trainer_logs")
+    for sub, write in (("trl_output", trl_output), ("tensorboard_hparams", tensorboard_hparams)):
+        shutil.rmtree(os.path.join(root, sub), ignore_errors=True)
+        write(os.path.join(root, sub))
+    print(f"wrote {root}/trl_output, tensorboard_hparams")
+elif __name__ == "__main__":
     root = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data",
         "trainer_logs")

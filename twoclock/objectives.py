@@ -3,8 +3,13 @@
 Shapes: `_PxG` is P prompts x G responses (one group per prompt), `_K` the K candidate
 responses of one prompt. Every function is pure jnp and works on any leading shape.
 """
+import math
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
+
+from twoclock.config import require, require_positive
 
 ADVANTAGES = ("grpo", "grpo_bessel", "drgrpo", "rloo")
 KL_ESTIMATORS = ("k1", "k3")
@@ -37,55 +42,68 @@ def zero_advantage_groups(r_PxG: jax.Array) -> jax.Array:
     return jnp.all(r_PxG == r_PxG[..., :1], axis=-1)
 
 
-def clip_band(clip_low: float | None, clip_high: float | None = None):
-    """The ratio band (1 - clip_low, 1 + clip_high), clip_high defaulting to clip_low (DAPO's
-    clip-higher when larger); None where clip_low is None: unclipped."""
+class ClipBand(NamedTuple):
+    """The importance ratio's band [lo, hi] of PPO/GRPO's clipped surrogate: a sample whose
+    ratio has left it in the direction its advantage pushes is on a clipped branch (no
+    gradient). Built from the flags by `clip_band` alone; UNCLIPPED, (-inf, inf), never binds.
+    A NamedTuple is a JAX pytree: a compiled program may take the band as an argument, and lo
+    and hi are then arrays."""
+    lo: float
+    hi: float
+
+    @property
+    def binds(self) -> bool:
+        """Whether some ratio can leave the band (every band but UNCLIPPED's); a concrete band's
+        only (a traced one raises)."""
+        return bool(self.lo > -math.inf or self.hi < math.inf)
+
+
+UNCLIPPED = ClipBand(-math.inf, math.inf)
+
+
+def clip_band(clip_low: float | None, clip_high: float | None = None) -> ClipBand:
+    """The band (1 - clip_low, 1 + clip_high) of the flags, clip_high defaulting to clip_low
+    (DAPO's clip-higher when larger); UNCLIPPED where clip_low is None, the one place that reads
+    None as unclipped. ValueError naming the flag unless clip_low is in (0, 1) or None and
+    clip_high a finite number > 0, or None (None when clip_low is)."""
     if clip_low is None:
-        return None
-    return 1 - clip_low, 1 + (clip_low if clip_high is None else clip_high)
+        require(clip_high is None, "clip_high", "None when clip_low is None", clip_high)
+        return UNCLIPPED
+    require_positive("clip_low", clip_low)
+    require(clip_low < 1, "clip_low", "in (0, 1)", clip_low)
+    if clip_high is not None:
+        require_positive("clip_high", clip_high)
+    return ClipBand(1 - clip_low, 1 + (clip_low if clip_high is None else clip_high))
 
 
-def clipped_mask(ratio, adv, clip_low: float | None, clip_high: float | None = None,
-                 clip_c: float | None = None, *, band=None):
+def clipped_mask(ratio, adv, clip: ClipBand, clip_c: float | None = None):
     """bool: samples on a clipped branch of the surrogate, whose gradient is zero.
 
-    A > 0 and ratio > 1 + clip_high, or A < 0 and ratio < 1 - clip_low (none unclipped); with
-    the dual clip c, also A < 0 and ratio > c. band: the band (lo, hi) itself, in place of
-    clip_low and clip_high (arrays allowed; (-inf, inf) clips nothing).
+    A > 0 and ratio > clip.hi, or A < 0 and ratio < clip.lo (none for UNCLIPPED); with the dual
+    clip c, also A < 0 and ratio > c.
     """
-    shape = jnp.broadcast_shapes(jnp.shape(ratio), jnp.shape(adv))
-    band = clip_band(clip_low, clip_high) if band is None else band
-    out = jnp.zeros(shape, bool)
-    if band is not None:
-        lo, hi = band
-        out = ((adv > 0) & (ratio > hi)) | ((adv < 0) & (ratio < lo))
+    out = ((adv > 0) & (ratio > clip.hi)) | ((adv < 0) & (ratio < clip.lo))
     if clip_c is not None:
         out = out | ((adv < 0) & (ratio > clip_c))
     return out
 
 
-def ppo_objective(ratio, adv, clip_low: float | None, clip_high: float | None = None,
-                  clip_c: float | None = None, *, band=None):
-    """Per-sample surrogate to maximise: min(ratio A, clip(ratio, 1 - clip_low, 1 + clip_high) A),
-    or ratio A unclipped (clip_low None); with the dual clip c > 1 (verl's clip_ratio_c), a
-    negative-advantage sample's objective is max(that, c A), so that a ratio run past c stops
-    pushing its probability down. band: as clipped_mask's. With band (-inf, inf) the min
-    takes two equal values, whose gradients JAX splits in halves that add up to ratio A's
-    exactly."""
-    band = clip_band(clip_low, clip_high) if band is None else band
-    j = ratio * adv if band is None else jnp.minimum(ratio * adv, jnp.clip(ratio, *band) * adv)
+def ppo_objective(ratio, adv, clip: ClipBand, clip_c: float | None = None):
+    """Per-sample surrogate to maximise: min(ratio A, clip(ratio, clip.lo, clip.hi) A); with
+    the dual clip c > 1 (verl's clip_ratio_c), a negative-advantage sample's objective is
+    max(that, c A), so that a ratio run past c stops pushing its probability down. UNCLIPPED
+    gives ratio A bit for bit: the min takes two equal values, whose gradients JAX splits in
+    halves that add up to ratio A's exactly."""
+    j = jnp.minimum(ratio * adv, jnp.clip(ratio, clip.lo, clip.hi) * adv)
     if clip_c is not None:
         j = jnp.where(adv < 0, jnp.maximum(j, clip_c * adv), j)
     return j
 
 
-def log_ratio_objective(logp, logp_old, adv, clip_low, clip_high=None, clip_c=None, *,
-                        band=None):
-    """(objective, clipped) of samples with log-probabilities logp under the current policy
-    (band: as clipped_mask's)."""
+def log_ratio_objective(logp, logp_old, adv, clip: ClipBand, clip_c: float | None = None):
+    """(objective, clipped) of samples with log-probabilities logp under the current policy."""
     ratio = jnp.exp(logp - logp_old)
-    return (ppo_objective(ratio, adv, clip_low, clip_high, clip_c, band=band),
-            clipped_mask(ratio, adv, clip_low, clip_high, clip_c, band=band))
+    return ppo_objective(ratio, adv, clip, clip_c), clipped_mask(ratio, adv, clip, clip_c)
 
 
 def sampled_kl(logp, logp_old, logref, estimator: str = "k3"):

@@ -79,7 +79,7 @@ def direct_count(cfg, batch, lr, seed):
     @jax.jit
     def step(w, state, mb):
         logp = jnp.take_along_axis(jax.nn.log_softmax(mb.z0 + mb.phi @ w), mb.a, axis=-1)
-        c = obj.clipped_mask(jnp.exp(logp - mb.logp_old), mb.adv, cfg.clip_low, cfg.clip_high)
+        c = obj.clipped_mask(jnp.exp(logp - mb.logp_old), mb.adv, cfg.clip)
         upd, state = tx.update(jnp.mean(group_grads(w, mb, cfg)[0], axis=0), state, w)
         return optax.apply_updates(w, upd), state, jnp.sum(c), jnp.sum(mb.adv != 0)
 
@@ -199,9 +199,9 @@ def test_soft_cap_matches_the_clipped_drift_move(lr, eps, ME, seed):
     M, E = ME
     cfg = dataclasses.replace(EMERGENT, shaping=0.3, minibatches=M, epochs=E, clip_low=eps)
     mean, se = measured_move(cfg, lr, seed)
-    pred = clipped_move_per_batch(cfg, OPT, lr, eps)
+    pred = clipped_move_per_batch(cfg, OPT, lr)
     free = drift_move_per_batch(cfg, OPT, lr)
-    assert pred < free and predicted_delay(cfg, OPT, lr, eps) > 1
+    assert pred < free and predicted_delay(cfg, OPT, lr) > 1
     regime = "floor" if pred == CLIP_FLOOR * free else "soft cap"
     assert_in_band(mean, se, pred, CAP_BAND[regime], f"clipped drift move per batch ({regime})")
 
@@ -211,11 +211,11 @@ def test_one_step_per_batch_is_never_clipped():
     narrow, changes nothing: the same drift moves, bit for bit, and the theory says so."""
     cfg = dataclasses.replace(EMERGENT, shaping=0.3, minibatches=1, epochs=1)
     run = lambda c: run_once(c, 64, 20, 0.2, seed=3)
-    free, tight = run(dataclasses.replace(cfg, clip_low=None)), run(
-        dataclasses.replace(cfg, clip_low=0.01))
+    tight_cfg = dataclasses.replace(cfg, clip_low=0.01)
+    free, tight = run(dataclasses.replace(cfg, clip_low=None)), run(tight_cfg)
     np.testing.assert_array_equal(tight.ckpt["move_drift"], free.ckpt["move_drift"])
     assert float(np.max(tight.ckpt["clip_frac"])) == 0.0
-    assert predicted_delay(cfg, OPT, 0.2, 0.01) == 1.0 and not clip_binds(cfg, OPT, 0.2, 0.01)
+    assert predicted_delay(tight_cfg, OPT, 0.2) == 1.0 and not clip_binds(tight_cfg, OPT, 0.2)
 
 
 def test_clipping_binds_below_the_predicted_boundary_only():
@@ -225,8 +225,9 @@ def test_clipping_binds_below_the_predicted_boundary_only():
     lr = 0.05  # eps* = 0.13: both 4 eps* and eps* / 4 are valid clips
     eps_star = drift_logratio_per_batch(cfg, OPT, lr)
     assert_close(binding_lr(cfg, OPT, eps_star), lr, rtol=1e-12, atol=0, what="binding lr")
-    assert clip_binds(cfg, OPT, lr, eps_star / 2) and not clip_binds(cfg, OPT, lr, 2 * eps_star)
-    assert not clip_binds(cfg, OPT, lr, None)
+    at = lambda eps: dataclasses.replace(cfg, clip_low=eps)
+    assert clip_binds(at(eps_star / 2), OPT, lr) and not clip_binds(at(2 * eps_star), OPT, lr)
+    assert not clip_binds(at(None), OPT, lr)
     frac = {k: run_once(dataclasses.replace(cfg, clip_low=k * eps_star), 64, 30, lr=lr,
                         n_ckpt=1).ckpt["clip_frac_active"][0] for k in (0.25, 4.0)}
     assert frac[4.0] < 0.02 < 0.1 < frac[0.25]

@@ -62,7 +62,7 @@ def test_surrogate_gradient_is_the_exact_policy_gradient(advantage, factor):
     ro = rollout_of(params, prompt, jnp.asarray(resp), adv)
     per_group = jax.jit(jax.vmap(lambda g: jax.grad(lambda p: surrogate.loss(
         p, jax.tree_util.tree_map(lambda v: v.reshape((81, 2) + v.shape[1:])[g], ro), cfg,
-        TINY)[0])(params)))(jnp.arange(81))
+        TINY, cfg.clip)[0])(params)))(jnp.arange(81))
     pi_Y = np.exp(np.asarray(seq_logp(params, ALL_Y), np.float64))
     w = pi_Y[pairs[:, 0]] * pi_Y[pairs[:, 1]]
     got = jax.tree_util.tree_map(lambda g: np.tensordot(w, np.asarray(g, np.float64), 1),
@@ -94,7 +94,7 @@ def test_kl_in_the_reward_has_the_gradient_of_the_sequence_kl():
             logref=surrogate.token_logp(ref, TINY, prompt, resp))
         per = jax.jit(jax.vmap(lambda g: jax.grad(lambda p: surrogate.loss(
             p, jax.tree_util.tree_map(lambda v: v.reshape((81, 2) + v.shape[1:])[g], ro), cfg,
-            TINY)[0])(params)))(jnp.arange(81))
+            TINY, cfg.clip)[0])(params)))(jnp.arange(81))
         return [np.tensordot(w, np.asarray(g, np.float64), 1)
                 for g in jax.tree_util.tree_leaves(per)]
 
@@ -207,7 +207,7 @@ def test_kl_penalty_gradient_is_that_of_each_tokens_exact_kl(estimator):
     lr_V = net.answer_logp(ref, TINY, prompt, resp)  # [9, 2, V]
     # each answer's own gradient: a batch of one response
     per_answer = jax.jit(jax.vmap(lambda ro: jax.grad(lambda p: surrogate.loss(
-        p, jax.tree_util.tree_map(lambda v: v[None], ro), cfg, TINY)[0])(pi)))
+        p, jax.tree_util.tree_map(lambda v: v[None], ro), cfg, TINY, cfg.clip)[0])(pi)))
     for old in (pi, other):
         lp_old = jax.lax.stop_gradient(surrogate.token_logp(old, TINY, prompt, resp))
         per = per_answer(surrogate.Rollout(prompt, resp, ones, jnp.zeros(9), jnp.ones(9),
@@ -243,7 +243,7 @@ def test_clip_counts_agree_with_a_direct_count(clip_low, clip_high, clip_c):
     keep = jnp.asarray((rng.random(B) < 0.8).astype(np.float32))
     ro = rollout_of(old, prompt, resp, adv, keep)
     cfg = PolicyConfig(clip_low=clip_low, clip_high=clip_high, clip_ratio_c=clip_c)
-    _, (n_clip, n_tok, n_clip_act, n_act) = surrogate.loss(new, ro, cfg, TINY)
+    _, (n_clip, n_tok, n_clip_act, n_act) = surrogate.loss(new, ro, cfg, TINY, cfg.clip)
     ratio = np.exp(np.asarray(surrogate.token_logp(new, TINY, prompt, resp), np.float64)
                    - np.asarray(ro.logp_old, np.float64))
     eh = clip_low if clip_high is None else clip_high
@@ -343,7 +343,7 @@ def test_clipping_changes_nothing_at_one_inner_step():
     for cl, ch in ((None, None), (0.2, None), (0.1, 0.28)):
         cfg = dataclasses.replace(SMALL, clip_low=cl, clip_high=ch)
         g, (n_clip, n_tok, _, _) = jax.jit(lambda w, ro, cfg=cfg: jax.grad(
-            surrogate.loss, has_aux=True)(w, ro, cfg, s.arch))(s.ref, ro)
+            surrogate.loss, has_aux=True)(w, ro, cfg, s.arch, cfg.clip))(s.ref, ro)
         assert float(n_clip) == 0 and float(n_tok) > 0
         grads.append(jax.tree_util.tree_leaves(g))
     assert any(np.abs(np.asarray(v)).max() > 0 for v in grads[0])
@@ -474,6 +474,7 @@ def test_one_program_runs_every_clip_setting_bit_for_bit():
     outs = []
     for c in cfgs:
         knob = {k: np.float32(v) for k, v in MODEL.knobs(c)[1].items()}
+        assert obj.ClipBand(**knob) == c.clip  # the band itself, field by field
         alone = jax.device_get(jax.jit(constant_run(MODEL, c, opt, 6, 3, B))(np.float32(B), lr,
                                                                                key))
         got = jax.device_get(run(np.float32(B), lr, key, knob))

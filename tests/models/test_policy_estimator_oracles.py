@@ -51,7 +51,7 @@ def _fake_stats(p, arch, pool, logref=None):
     return {"acc": w[0], "kl": w[1], "entropy": w[2], "null": w[3], "deploy": w[0]}
 
 
-def _fake_groups(p, ro, cfg, arch, group, band=None):
+def _fake_groups(p, ro, cfg, arch, group, clip):
     """Group p's surrogate y_p (w . SCALE), y_p read from its rows' advantage: its derivative
     along e_k is SCALE_k y_p."""
     return ro.adv.reshape(-1, group)[:, 0] * jnp.dot(p["w"], jnp.asarray(SCALE, p["w"].dtype))
@@ -66,7 +66,7 @@ def _noise_stats_fn(P, group):
     z = jnp.zeros((P * group, 1))
     ro = Rollout(z, z, z, jnp.zeros(P * group), jnp.ones(P * group), z, z)
     w = {"w": jnp.zeros(4)}
-    return jax.jit(jax.vmap(lambda adv: DYN.noise_stats(w, ro._replace(adv=adv), cfg, s)))
+    return jax.jit(jax.vmap(lambda adv: DYN.noise_stats(w, ro._replace(adv=adv), cfg, s, cfg.clip)))
 
 
 def noise_stats_of(y_KxP, group):
@@ -230,7 +230,7 @@ def test_null_clock_shift_is_measured_from_the_reference_log_odds():
     s = DYN.setup(NULL_CFG)
     ref = _log_odds(s.ref, s)
     assert abs(ref - math.log(1 / 9)) < 0.5, ref
-    stub = lambda w, ro, cfg, s, band=None: {f"{q}_{k}": jnp.zeros(()) for k in DIRS
+    stub = lambda w, ro, cfg, s, clip: {f"{q}_{k}": jnp.zeros(()) for k in DIRS
                                              for q in ("noise", "signal", "drive")}
     thr = NULL_CFG.null_threshold
     shifts = []

@@ -141,7 +141,7 @@ def test_kl_penalty_is_measured_against_the_reference_policy(est):
     assert np.abs(lp_ref - lp_old).max() > 0.5 and np.abs(lp - lp_old).max() > 0.05
     cfg = PolicyConfig(kl_coef=0.7, kl_estimator=est, clip_low=0.1, clip_high=0.3)
     ro = toy_rollout(resp, mask, adv, keep, lp_old, lp_ref)
-    j, _ = surrogate.token_objective(jnp.asarray(lp, jnp.float32), ro, cfg)
+    j, _ = surrogate.token_objective(jnp.asarray(lp, jnp.float32), ro, cfg, cfg.clip)
     want = _np_objective(lp, lp_old, lp_ref, adv, 0.1, 0.3, 0.7, est)
     np.testing.assert_allclose(np.asarray(j, np.float64), want, rtol=1e-4, atol=1e-5)
     # the oracle itself tells the wrong references apart on this batch
@@ -162,11 +162,11 @@ def test_loss_and_group_objectives_against_numpy(agg):
     cfg = PolicyConfig(loss_agg=agg, kl_coef=0.2, clip_low=0.2, group=G)
     ro = toy_rollout(resp, mask, adv, keep, lp_old, lp_ref)
     j = _np_objective(lp, lp_old, lp_ref, adv, 0.2, 0.2, 0.2, "k3")
-    val, (n_clip, n_tok, _, _) = surrogate.loss(new, ro, cfg, TOY)
+    val, (n_clip, n_tok, _, _) = surrogate.loss(new, ro, cfg, TOY, cfg.clip)
     np.testing.assert_allclose(-float(val), _np_aggregate(j, mask, keep, agg), rtol=1e-4,
                                atol=1e-6)
     assert float(n_tok) == np.sum(mask * keep[:, None])
-    got = np.asarray(surrogate.group_objectives(new, ro, cfg, TOY, G), np.float64)
+    got = np.asarray(surrogate.group_objectives(new, ro, cfg, TOY, G, cfg.clip), np.float64)
     rows = lambda p: slice(p * G, (p + 1) * G)
     want = [_np_aggregate(j[rows(p)], mask[rows(p)], keep[rows(p)], agg) for p in range(P)]
     assert got.shape == (P,)
@@ -281,8 +281,8 @@ def test_kl_in_the_reward_moves_the_advantage_as_by_hand(monkeypatch):
     equal = (r.reshape(4, 3) == r.reshape(4, 3)[:, :1]).all(1)
     np.testing.assert_array_equal(np.asarray(ro.keep), np.repeat(~equal, 3).astype(float))
     no_kl = dataclasses.replace(cfg, kl_coef=0.0)
-    assert float(surrogate.loss(w, ro, cfg, s.arch)[0]) == float(
-        surrogate.loss(w, ro, no_kl, s.arch)[0])
+    assert float(surrogate.loss(w, ro, cfg, s.arch, cfg.clip)[0]) == float(
+        surrogate.loss(w, ro, no_kl, s.arch, no_kl.clip)[0])
 
 
 # ---------------------------------------------------------------------------- "every k" rules
@@ -346,7 +346,7 @@ def test_noise_is_measured_on_chunks_that_cross_a_multiple_of_noise_every():
         st1, m = got[2]
         ro, _ = jax.jit(make_rollout(CFG, s, 12))(st0.params,
                                                   jax.random.fold_in(jax.random.PRNGKey(0), 2))
-        ns = jax.jit(lambda w, ro: noise_stats(w, ro, CFG, s))
+        ns = jax.jit(lambda w, ro: noise_stats(w, ro, CFG, s, CFG.clip))
         want, moved = ns(st0.params, ro), ns(st1.params, ro)
     assert abs(float(want["drive_acc"])) > 0
     assert abs(float(moved["drive_acc"]) - float(want["drive_acc"])) > 1e-3 * abs(

@@ -31,7 +31,7 @@ def test_the_peer_computes_twoclocks_loss_and_gradient():
     w = jax.tree_util.tree_map(lambda v: v + 0.05 * jnp.asarray(rng.normal(size=v.shape),
                                                                  v.dtype), s.ref)
     (l_tc, (n_clip, _, _, _)), g_tc = jax.value_and_grad(surrogate.loss, has_aux=True)(
-        w, ro, cfg, s.arch)
+        w, ro, cfg, s.arch, cfg.clip)
     assert float(n_clip) > 0
     model = peer.from_twoclock(w, s.arch)
     batch = (ro.prompt, ro.resp, ro.mask, ro.adv, ro.logp_old)

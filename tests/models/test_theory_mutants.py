@@ -35,6 +35,11 @@ BANDIT_OPT = OptimConfig(beta1=0.8)
 BANDIT = BanditConfig(drift_dim=9, drift_train_scale=2.0, minibatches=2, epochs=3)
 
 
+def at(eps):
+    """BANDIT with the symmetric clip eps (None: unclipped), the config the theory reads."""
+    return dataclasses.replace(BANDIT, clip_low=eps, clip_high=None)
+
+
 def test_bandit_drift_moves_and_the_clip_boundary_by_hand():
     assert_close(bt.adam_noise_step(BANDIT_OPT), 1 / 3, **TIGHT, what="Adam noise step")
     assert math.isnan(bt.adam_noise_step(OptimConfig(name="momentum")))
@@ -45,35 +50,36 @@ def test_bandit_drift_moves_and_the_clip_boundary_by_hand():
     eps_star = bt.drift_logratio_per_batch(BANDIT, BANDIT_OPT, 0.01)
     assert_close(eps_star, 0.06, **TIGHT, what="eps*")
     # clipping binds strictly above the boundary: eps < eps* binds, eps = eps* does not
-    assert bt.clip_binds(BANDIT, BANDIT_OPT, 0.01, 0.05)
-    assert not bt.clip_binds(BANDIT, BANDIT_OPT, 0.01, eps_star)
-    assert not bt.clip_binds(BANDIT, BANDIT_OPT, 0.01, None)
+    assert bt.clip_binds(at(0.05), BANDIT_OPT, 0.01)
+    assert not bt.clip_binds(at(eps_star), BANDIT_OPT, 0.01)
+    assert not bt.clip_binds(at(None), BANDIT_OPT, 0.01)
     # the lr at which eps = 0.12 binds: 0.12 / (0.5 * 2 * 2 * 3 * 3 / 3) = 0.12 / 6
     assert_close(bt.binding_lr(BANDIT, BANDIT_OPT, 0.12), 0.02, **TIGHT, what="binding lr")
     # soft cap: m_cap = eps / (0.5 s_tr CLIP_BITE) = 0.1 / (0.5 * 2 * 0.25) = 0.4,
     # 1 / m = 1 / 0.06 + 1 / 0.4, and the delay m_free / m = 1 + 0.06 / 0.4 = 1.15
-    assert_close(bt.clipped_move_per_batch(BANDIT, BANDIT_OPT, 0.01, 0.1), 0.06 * 0.4 / 0.46,
+    assert_close(bt.clipped_move_per_batch(at(0.1), BANDIT_OPT, 0.01), 0.06 * 0.4 / 0.46,
                  **TIGHT, what="clipped move")
-    assert_close(bt.predicted_delay(BANDIT, BANDIT_OPT, 0.01, 0.1), 1.15, **TIGHT, what="delay")
+    assert_close(bt.predicted_delay(at(0.1), BANDIT_OPT, 0.01), 1.15, **TIGHT, what="delay")
     # a narrow clip: m_cap = 0.01 / 0.25 = 0.04, the soft cap 1 / (1 / 0.06 + 1 / 0.04) = 0.024
     # falls below the floor 0.6 m_free = 0.036, so the move is 0.036 and the delay 1 / 0.6
-    assert_close(bt.clipped_move_per_batch(BANDIT, BANDIT_OPT, 0.01, 0.01), 0.036, **TIGHT,
+    assert_close(bt.clipped_move_per_batch(at(0.01), BANDIT_OPT, 0.01), 0.036, **TIGHT,
                  what="clipped move at the floor")
-    assert_close(bt.predicted_delay(BANDIT, BANDIT_OPT, 0.01, 0.01), 1 / 0.6, **TIGHT,
+    assert_close(bt.predicted_delay(at(0.01), BANDIT_OPT, 0.01), 1 / 0.6, **TIGHT,
                  what="delay at the floor")
     # one inner step per batch (M = E = 1) is on-policy: nothing is clipped, whatever eps
-    single = dataclasses.replace(BANDIT, minibatches=1, epochs=1)
-    assert bt.clipped_move_per_batch(single, BANDIT_OPT, 0.01, 0.001) == \
+    single = dataclasses.replace(BANDIT, minibatches=1, epochs=1, clip_low=0.001)
+    assert bt.clipped_move_per_batch(single, BANDIT_OPT, 0.01) == \
         bt.drift_move_per_batch(single, BANDIT_OPT, 0.01)
-    assert bt.predicted_delay(single, BANDIT_OPT, 0.01, 0.001) == 1.0
-    assert not bt.clip_binds(single, BANDIT_OPT, 0.01, 0.001)
-    assert bt.clip_binds(dataclasses.replace(single, epochs=2), BANDIT_OPT, 0.01, 0.001)
-    assert bt.clipped_move_per_batch(BANDIT, BANDIT_OPT, 0.01, None) == \
+    assert bt.predicted_delay(single, BANDIT_OPT, 0.01) == 1.0
+    assert not bt.clip_binds(single, BANDIT_OPT, 0.01)
+    assert bt.clip_binds(dataclasses.replace(single, epochs=2), BANDIT_OPT, 0.01)
+    # unclipped: the free move, no delay
+    assert bt.clipped_move_per_batch(at(None), BANDIT_OPT, 0.01) == \
         bt.drift_move_per_batch(BANDIT, BANDIT_OPT, 0.01)
-    assert bt.predicted_delay(BANDIT, BANDIT_OPT, 0.01, None) == 1.0
+    assert bt.predicted_delay(at(None), BANDIT_OPT, 0.01) == 1.0
     for f, name in ((lambda: bt.drift_move_per_batch(BANDIT, BANDIT_OPT, 0.0), "lr"),
                     (lambda: bt.binding_lr(BANDIT, BANDIT_OPT, 0.0), "eps"),
-                    (lambda: bt.clipped_move_per_batch(BANDIT, BANDIT_OPT, 0.01, -0.1), "eps")):
+                    (lambda: at(-0.1), "clip_low")):
         with pytest.raises(ValueError, match=f"^{name} must be"):
             f()
 

@@ -321,7 +321,7 @@ def test_without_the_tensorboard_extra_the_error_names_it(tmp_path, monkeypatch)
     monkeypatch.setitem(sys.modules, "tensorboard", None)  # import tensorboard: ImportError
     code, _, err = _plan(tmp_path, TB, "--preset", "trl", *BATCH_ARGS)
     assert code == 2 and err.count("\n") == 1, err
-    assert "pip install 'twoclock[tensorboard]'" in err and "TensorBoard" in err, err
+    assert "pip install -e '.[tensorboard]'" in err and "TensorBoard" in err, err
 
 
 def test_a_json_lines_file_with_a_bad_first_line_is_not_taken_for_a_trainer_state(tmp_path):

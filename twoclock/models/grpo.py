@@ -3,8 +3,8 @@ group advantage, M minibatches x E epochs per rollout batch with the ratio clip,
 measured gradient noise scale that places a direction in its regime.
 
 A model's config inherits `GRPOConfig` (its fields keep their flags and JSON keys), builds
-its loss on `twoclock.objectives` with `clip_low` / `clip_high` as they are, and consumes a
-rollout batch with `inner_scan`.
+its loss on `twoclock.objectives` with the ratio band `clip` (a `ClipBand`, made from the flags
+clip_low / clip_high), and consumes a rollout batch with `inner_scan`.
 """
 from dataclasses import dataclass
 
@@ -14,7 +14,7 @@ import numpy as np
 import optax
 
 from twoclock.config import finite, param, require, require_choice, require_int, require_positive
-from twoclock.objectives import ADVANTAGES
+from twoclock.objectives import ADVANTAGES, ClipBand, clip_band
 
 
 ADVANTAGE_HELP = (
@@ -59,13 +59,7 @@ class GRPOConfig:
         require_positive("adv_eps", self.adv_eps)
         require_int("minibatches", self.minibatches)
         require_int("epochs", self.epochs)
-        if self.clip_low is not None:
-            require_positive("clip_low", self.clip_low)
-            require(self.clip_low < 1, "clip_low", "in (0, 1)", self.clip_low)
-        if self.clip_high is not None:
-            require(self.clip_low is not None, "clip_high", "None when clip_low is None",
-                    self.clip_high)
-            require_positive("clip_high", self.clip_high)
+        clip_band(self.clip_low, self.clip_high)  # ValueError naming clip_low or clip_high
         require(finite(self.kl_coef) and self.kl_coef >= 0, "kl_coef", "a finite number >= 0",
                 self.kl_coef)
         if self.clip_ratio_c is not None:
@@ -73,6 +67,12 @@ class GRPOConfig:
                     "a finite number > 1 or none", self.clip_ratio_c)
         require_choice("kl_in", self.kl_in, KL_PLACES)
         require(isinstance(self.reshuffle, bool), "reshuffle", "True or False", self.reshuffle)
+
+    @property
+    def clip(self) -> ClipBand:
+        """The ratio band of clip_low / clip_high, the one name every objective and kernel
+        takes it by (`twoclock.objectives.clip_band`; UNCLIPPED for clip_low None)."""
+        return clip_band(self.clip_low, self.clip_high)
 
     @property
     def kl_in_loss(self) -> bool:

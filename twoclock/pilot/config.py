@@ -42,12 +42,23 @@ class LogsInput:
                                      "heldout_acc, reward, kl, entropy, clip (docs/plan.md)",
                                choices=tuple(PRESETS))
     batch: tuple = option((), "a run's batch (responses per update) where its files do not "
-                              "record it", action="append", metavar="RUN=B")
+                              "record it; RUN may be a glob ('grpo_bs64*=64')",
+                          action="append", metavar="RUN=B")
     lr: tuple = option((), "a run's learning rate (default: the peak it logs)",
                        action="append", metavar="RUN=LR")
     form: tuple = option((), "a failure clock's form, chosen by you: power, coupled or knee "
                              "(e.g. 'drift>=0.3=power'; default: from the pilots)",
                          action="append", metavar="CONDITION=FORM")
+    # reading a run's batch, samples and restarts (docs/plan.md, "Trainers' own files")
+    batch_from_name: str | None = option(None, "a regular expression whose group, found in a "
+                                               "run's name, is its batch where nothing else "
+                                               "gives it (e.g. 'bs(\\d+)')", metavar="REGEX")
+    samples_from_step: str | None = option(None, "a CSV / JSON Lines log without samples: "
+                                                 "samples = COLUMN (the step) x the batch",
+                                           metavar="COLUMN")
+    restarts: str = param("refuse", "a run that logs a step twice (a resumed run): refuse, or "
+                                    "keep-last (the later copy)", choices=("refuse", "keep-last"))
+    READING = ("batch_from_name", "samples_from_step")
 
     RENAME = {"path": "logs"}  # the flag of `path`
 
@@ -93,6 +104,8 @@ def plan(cfg: PlanConfig) -> dict:
         reading = {k: v for k, v in (("preset", lg.preset),
                                      ("batch", parse_per_run(lg.batch, "--batch")),
                                      ("lr", parse_per_run(lg.lr, "--lr"))) if v}
+        reading.update({k: getattr(lg, k) for k in lg.READING if getattr(lg, k)},
+                       **({"restarts": lg.restarts} if lg.restarts != "refuse" else {}))
         return pilot_logs.plan_logs(
             lg.path, lg.progress, list(lg.failure), predict=predict, margin=cfg.margin,
             level=cfg.level, smoothing=lg.smooth, columns=list(lg.col), clip=lg.clip,

@@ -9,8 +9,10 @@ its `lr` is --lr RUN=LR, else the peak of its logged learning rate (the configur
 warmup or decay schedule); `samples` is a logged `samples` key when there is one, else step x
 batch. What a file lacks is asked for by the flag in one line, as are bad files.
 
-TensorBoard files are read by the `tensorboard` package (an optional extra), imported only here
-and only when a directory of event files is read.
+A directory holding trainer_state.json (a TRL output folder) is read from it, and the
+TensorBoard events below it only for the trainer's settings (the `args` text); TensorBoard files
+are read by pilot.tbfiles (the `tensorboard` package, an optional extra). A run's batch: pilot.
+batches. Every JSON text is parsed by pilot.limits (bounded depth and width).
 """
 from dataclasses import dataclass
 import json
@@ -18,9 +20,10 @@ import math
 import os
 import re
 
+from twoclock.pilot import batches, limits, tbfiles
 from twoclock.pilot.plan import PilotError
 
-EXTRA = "pip install 'twoclock[tensorboard]'"
+EXTRA = tbfiles.EXTRA
 RESERVED = ("run", "batch", "lr", "samples")
 
 @dataclass(frozen=True)
@@ -34,7 +37,9 @@ class Step:
 class TRun:
     name: str
     steps: tuple
-    batch: object = None  # what the file records, if anything
+    batch: object = None     # trainer_state.json's train_batch_size, if recorded
+    settings: object = None  # the trainer's settings {key: value} (args text, hparams)
+    source: str = ""         # the file or directory the run was read from
 
 
 @dataclass(frozen=True)
@@ -45,16 +50,7 @@ class Table:
     places: tuple  # "FILE line N" / "FILE event K (step S)"
 
 
-def unique_keys(where: str):
-    """json.loads' object_pairs_hook: a dict, PilotError when a key appears twice."""
-    def pairs(items):
-        out = {}
-        for k, v in items:
-            if k in out:
-                raise PilotError(f"{where}: key {k!r} appears twice in one object")
-            out[k] = v
-        return out
-    return pairs
+unique_keys = limits.unique_keys
 
 
 def read_text(path: str, newline: str | None = None) -> str:
@@ -79,18 +75,18 @@ def _state(text: str, path: str):
         return None
     first = text.lstrip().split("\n", 1)[0]
     try:
-        alone = json.loads(first)
-    except json.JSONDecodeError:
+        alone = limits.loads(first, path)
+    except PilotError:
         alone = None
     if not named and not (alone is None or isinstance(alone, dict) and "log_history" in alone):
         return None
-    try:
-        obj = json.loads(text, object_pairs_hook=unique_keys(path))
-    except json.JSONDecodeError as e:
-        if not named:
+    if not named:
+        try:
+            obj = limits.loads(text, path)
+        except PilotError:
             return None  # a JSON Lines file, perhaps with a bad line: the reader names it
-        raise PilotError(f"{path} line {e.lineno}: not JSON ({e.msg}, column {e.colno}); a "
-                         "truncated trainer_state.json?") from None
+    else:
+        obj = limits.loads(text, path, "; a truncated trainer_state.json?")
     if not isinstance(obj, dict) or "log_history" not in obj:
         if named:
             raise PilotError(f"{path}: no 'log_history' (not a Trainer's trainer_state.json)")
@@ -132,8 +128,9 @@ def _run_name(path: str) -> str:
     return os.path.basename(d)
 
 
-def _state_run(path: str, text: str, obj, places: list) -> TRun:
-    """One run from a trainer_state.json (obj: its parsed object, None to parse `text`)."""
+def _state_run(path: str, text: str, obj, places: list, settings=None) -> TRun:
+    """One run from a trainer_state.json (obj: its parsed object, None to parse `text`);
+    settings: the trainer's args, from TensorBoard events beside it."""
     obj = _state(text, path) if obj is None else obj
     if obj is None:
         raise PilotError(f"{path}: not a Trainer's trainer_state.json (a JSON object with "
@@ -144,7 +141,7 @@ def _state_run(path: str, text: str, obj, places: list) -> TRun:
         places.append(f"{path} line {lines[k]}" if lines else f"{path} log_history[{k}]")
         steps.append(Step(len(places) - 1, e.get("step"),
                           {c: v for c, v in e.items() if c != "step"}))
-    return TRun(_run_name(path), tuple(steps), obj.get("train_batch_size"))
+    return TRun(_run_name(path), tuple(steps), obj.get("train_batch_size"), settings, path)
 
 
 def _latest_state(d: str):
@@ -168,134 +165,102 @@ def _first_object(text: str, path: str):
     for ln, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                return json.loads(line, object_pairs_hook=unique_keys(f"{path} line {ln}"))
-            except json.JSONDecodeError:
+                return limits.loads(line, f"{path} line {ln}")
+            except PilotError:
                 return None
     return None
 
 
-def _verl_run(path: str, text: str, places: list) -> TRun:
+def _verl_run(path: str, text: str, places: list, name: str = None) -> TRun:
     steps = []
     for ln, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path} line {ln}"
-        try:
-            obj = json.loads(line, object_pairs_hook=unique_keys(where))
-        except json.JSONDecodeError as e:
-            raise PilotError(f"{where}: not JSON ({e.msg}, column {e.colno}); a truncated "
-                             "last line? (verl's file logger writes one object per step)") \
-                from None
+        obj = limits.loads(line, where, "; a truncated last line? (verl's file logger writes "
+                           "one object per step)")
         if not _is_verl(obj):
             raise PilotError(f"{where}: not a verl file logger line (expected "
                              '{"step": N, "data": {...}})')
         places.append(where)
         steps.append(Step(len(places) - 1, obj["step"], obj["data"]))
-    return TRun(os.path.splitext(os.path.basename(path))[0], tuple(steps))
+    return TRun(name or os.path.splitext(os.path.basename(path))[0], tuple(steps), source=path)
 
 
-# ------------------------------------------------------------------ TensorBoard
-def _tensorboard(path: str):
-    try:
-        from tensorboard.backend.event_processing import event_file_loader
-        from tensorboard.compat.proto import event_pb2
-        from tensorboard.util import tensor_util
-    except ImportError:
-        raise PilotError(f"{path}: TensorBoard event files need the tensorboard extra: "
-                         f"{EXTRA}") from None
-    return event_file_loader, event_pb2, tensor_util
-
-
-def _event_files(root: str) -> dict:
-    """{run directory: [event files]}: every directory holding *tfevents* files is a run."""
-    out = {}
-    for d, dirs, files in os.walk(root):
-        dirs.sort()
-        ev = sorted(f for f in files if "tfevents" in f)
-        if ev:
-            out[d] = [os.path.join(d, f) for f in ev]
+def _verl_files(path: str):
+    """[(run name, file)]: the directory's .jsonl files (named by their stems), else those of
+    its sub-directories (verl's logger root, <root>/<project>/<experiment>.jsonl: named
+    project/experiment)."""
+    jl = sorted(n for n in os.listdir(path) if n.endswith(".jsonl"))
+    if jl:
+        return [(n[:-6], os.path.join(path, n)) for n in jl]
+    out = []
+    for sub in sorted(os.listdir(path)):
+        d = os.path.join(path, sub)
+        if os.path.isdir(d):
+            out += [(f"{sub}/{n[:-6]}", os.path.join(d, n)) for n in sorted(os.listdir(d))
+                    if n.endswith(".jsonl")]
     return out
 
 
-def _tb_run(root: str, d: str, files: list, places: list) -> TRun:
-    """One run's scalars by step, from the records TensorBoard's reader checksums."""
-    loader, event_pb2, tensor_util = _tensorboard(root)
-    by_step, at, scalar_tags = {}, {}, set()
-    for fpath in files:
-        size, read, k = os.path.getsize(fpath), 0, 0
-        for raw in loader.RawEventFileLoader(fpath).Load():
-            read += len(raw) + 16  # length, its crc, the event, its crc
-            k += 1
-            ev = event_pb2.Event.FromString(raw)
-            if not ev.HasField("summary"):
-                continue
-            vals = {}
-            for v in ev.summary.value:
-                if v.metadata.plugin_data.plugin_name:
-                    if v.metadata.plugin_data.plugin_name == "scalars":
-                        scalar_tags.add(v.tag)
-                if v.HasField("simple_value"):
-                    vals[v.tag] = float(v.simple_value)
-                elif v.HasField("tensor") and v.tag in scalar_tags:
-                    arr = tensor_util.make_ndarray(v.tensor)
-                    if arr.size == 1:
-                        vals[v.tag] = float(arr.reshape(()))
-            if not vals:
-                continue
-            places.append(f"{fpath} event {k} (step {ev.step})")
-            row = by_step.setdefault(ev.step, {})
-            for tag, x in vals.items():
-                if tag in row and row[tag] != x and not (math.isnan(x) and math.isnan(row[tag])):
-                    raise PilotError(
-                        f"{places[-1]}: tag {tag!r} logged twice at step {ev.step} ({x:g} here, "
-                        f"{row[tag]:g} at {places[at[ev.step]]}): a restarted run? keep one "
-                        "copy of its steps")
-                row[tag] = x
-            at.setdefault(ev.step, len(places) - 1)
-        if read != size:
-            raise PilotError(f"{fpath}: truncated or corrupt after event {k} (byte {read} of "
-                             f"{size} is where the last whole, checksummed record ends)")
-    rel = os.path.relpath(d, root)
-    name = os.path.basename(os.path.abspath(root)) if rel == "." else rel.replace(os.sep, "/")
-    return TRun(name, tuple(Step(at[s], s, by_step[s]) for s in by_step))
+# ------------------------------------------------------------------ TensorBoard
+def _tb_runs(root: str, dirs: dict, places: list, restarts: str) -> list:
+    out = []
+    for name, d, by_step, at, settings in tbfiles.runs(root, dirs, places, restarts):
+        if by_step:  # a run without scalars (text only) is no pilot: left out
+            out.append(TRun(name, tuple(Step(at[s], s, by_step[s]) for s in by_step),
+                            settings=settings, source=d))
+    return out
+
+
+def _inside(d: str, dirs: dict) -> dict:
+    return {e: f for e, f in dirs.items() if e == d or e.startswith(d + os.sep)}
 
 
 # ------------------------------------------------------------------ dispatch
-def read_dir(path: str) -> Table:
-    """A directory: TensorBoard runs (every directory holding event files), else run
-    directories holding trainer_state.json, else verl file logger *.jsonl files (one per run)."""
+def read_dir(path: str, restarts: str = "refuse") -> Table:
+    """A directory: run directories holding trainer_state.json (the directory's own, else its
+    sub-directories'; TensorBoard events below one give its settings, not its steps), and
+    TensorBoard runs (every other directory holding event files); else verl file logger *.jsonl
+    files (the directory's, else its sub-directories': verl's logger root)."""
     places: list = []
-    ev = _event_files(path)
-    if ev:  # a run without scalars (an hparams sub-run, text only) is no pilot: left out
-        runs = tuple(r for r in (_tb_run(path, d, f, places) for d, f in sorted(ev.items()))
-                     if r.steps)
-        if not runs:
-            raise PilotError(f"{path}: TensorBoard event files without scalars")
-        return Table("TensorBoard", path, runs, tuple(places))
+    path = os.path.normpath(path)
+    ev = tbfiles.event_dirs(path)
     own = _latest_state(path)
     subs = sorted(n for n in os.listdir(path) if os.path.isdir(os.path.join(path, n)))
-    states = [own] if own else [s for s in (_latest_state(os.path.join(path, n)) for n in subs)
-                                if s]
-    if states:
-        return Table("trainer_state.json", path, tuple(_state_run(s, read_text(s), None, places)
-                                                       for s in states), tuple(places))
-    jl = sorted(n for n in os.listdir(path) if n.endswith(".jsonl"))
+    states = [(path, own)] if own else [
+        (os.path.join(path, n), s) for n in subs
+        if (s := _latest_state(os.path.join(path, n)))]
+    runs = []
+    for d, s in states:
+        inside = _inside(d, ev)
+        got = _tb_runs(d, inside, [], "keep-last") if inside else []
+        settings = next((r.settings for r in got if r.settings), None)
+        runs.append(_state_run(s, read_text(s), None, places, settings))
+        ev = {e: f for e, f in ev.items() if e not in inside}
+    if ev:
+        tb = _tb_runs(path, ev, places, restarts)
+        if not tb and not runs:
+            raise PilotError(f"{path}: TensorBoard event files without scalars")
+        runs += tb
+    if runs:
+        kind = "trainer_state.json" if states else "TensorBoard"
+        return Table(kind, path, tuple(runs), tuple(places))
+    jl = _verl_files(path)
     if jl:
-        runs = []
-        for n in jl:
-            p = os.path.join(path, n)
-            runs.append(_verl_run(p, read_text(p), places))
-        return Table("verl file logger", path, tuple(runs), tuple(places))
+        return Table("verl file logger", path, tuple(
+            _verl_run(p, read_text(p), places, name) for name, p in jl), tuple(places))
     raise PilotError(f"{path}: a directory without TensorBoard event files (*tfevents*), "
-                     "trainer_state.json or verl .jsonl logs in it")
+                     "trainer_state.json or verl .jsonl logs in it (or in its sub-directories)")
 
 
-def read_file(path: str, text: str):
+def read_file(path: str, text: str, restarts: str = "refuse"):
     """A trainer's own file as a Table, or None for a CSV / JSON Lines file of rows."""
     places: list = []
     if "tfevents" in os.path.basename(path):
         d = os.path.dirname(os.path.abspath(path))
-        return Table("TensorBoard", path, (_tb_run(d, d, [path], places),), tuple(places))
+        return Table("TensorBoard", path, tuple(_tb_runs(d, {d: [path]}, places, restarts)),
+                     tuple(places))
     obj = _state(text, path)
     if obj is not None:
         return Table("trainer_state.json", path, (_state_run(path, text, obj, places),),
@@ -312,21 +277,60 @@ def _number(raw, where: str, what: str, ok) -> float:
     return v
 
 
-def rows(table: Table, columns: dict, batch=None, lr=None):
+def _batch(table: Table, r: TRun, batch: dict, src: dict, rx):
+    """A run's batch, in the order of pilot.batches."""
+    here = lambda s: table.places[s.place]
+    b = batches.per_run(batch, r.name, "--batch")
+    logged = [(s, s.values[src["batch"]]) for s in r.steps
+              if s.values.get(src["batch"]) is not None]
+    if b is None and logged:
+        b = _number(logged[0][1], here(logged[0][0]), f"column {src['batch']}: must be a "
+                    "batch > 0", lambda v: v > 0)
+        for s, v in logged:
+            if v != logged[0][1]:
+                raise PilotError(f"{here(s)}, column {src['batch']}: run {r.name!r} has batch"
+                                 f" {v!r} here and {logged[0][1]!r} at {here(logged[0][0])}: "
+                                 "schedules are not pilots (one batch per run)")
+    why = ""
+    if b is None and r.settings:
+        try:
+            b, why = batches.from_settings(r.settings)
+        except PilotError as e:
+            raise PilotError(f"{r.source}: run {r.name!r}: {e}") from None
+    if b is None and r.batch is not None and not why:
+        b = _number(r.batch, f"{table.path}: run {r.name!r}", "train_batch_size must be > 0",
+                    lambda v: v > 0)
+    if b is None:
+        b = batches.from_name(rx, r.name)
+    if b is None:
+        kind = "trainer_state.json" if r.source.endswith(".json") else table.kind
+        raise PilotError(f"{table.path}: run {r.name!r}: the {kind} records no batch"
+                         f"{' (' + why + ')' if why else ''}; give --batch {r.name}=B "
+                         "(responses per logged step; RUN may be a glob), or --batch-from-name"
+                         f" REGEX{' that matches it' if rx is not None else ''}")
+    return b
+
+
+def rows(table: Table, columns: dict, batch=None, lr=None, batch_from_name=None):
     """(header, rows, columns left) from a Table: rows [(place, {column: raw})] with run, batch,
     lr, samples filled in; `columns` consumed where they name a run's batch, lr or samples."""
     batch, lr = batch or {}, lr or {}
     names = [r.name for r in table.runs]
+    seen = {}
+    for r in table.runs:
+        if r.name in seen:
+            raise PilotError(f"{table.path}: two runs are named {r.name!r} ({seen[r.name]} and "
+                             f"{r.source}); point --logs at one of them, or rename one")
+        seen[r.name] = r.source
     for flag, given in (("--batch", batch), ("--lr", lr)):
-        for run, v in given.items():
-            if run not in names:
-                raise PilotError(f"{flag} {run}={v:g}: no run {run!r} in {table.path} (runs: "
-                                 f"{', '.join(names)})")
+        batches.check_given(given, names, flag, table.path)
+    rx = batches.name_pattern(batch_from_name)
     src = {name: col for col, name in columns.items() if name in RESERVED}
     if "run" in src:
         raise PilotError(f"--col run={src['run']}: the runs in {table.kind} files are named "
                          "by their files and directories")
     keys = dict.fromkeys(k for r in table.runs for s in r.steps for k in s.values)
+    limits.too_many_keys(len(keys), table.path, "distinct keys")
     if "run" in keys and "run" not in columns:
         raise PilotError(f"{table.path}: a logged key 'run' clashes with the runs' names; read it "
                          "as another name with --col NAME=run")
@@ -335,24 +339,8 @@ def rows(table: Table, columns: dict, batch=None, lr=None):
     out = []
     for r in table.runs:
         here = lambda s: table.places[s.place]
-        b = batch.get(r.name)
-        logged = [(s, s.values[src["batch"]]) for s in r.steps
-                  if s.values.get(src["batch"]) is not None]
-        if b is None and logged:
-            b = _number(logged[0][1], here(logged[0][0]), f"column {src['batch']}: must be a "
-                        "batch > 0", lambda v: v > 0)
-            for s, v in logged:
-                if v != logged[0][1]:
-                    raise PilotError(f"{here(s)}, column {src['batch']}: run {r.name!r} has batch"
-                                     f" {v!r} here and {logged[0][1]!r} at {here(logged[0][0])}: "
-                                     "schedules are not pilots (one batch per run)")
-        if b is None and r.batch is not None:
-            b = _number(r.batch, f"{table.path}: run {r.name!r}", "train_batch_size must be > 0",
-                        lambda v: v > 0)
-        if b is None:
-            raise PilotError(f"{table.path}: run {r.name!r}: the {table.kind} records no batch;"
-                             f" give --batch {r.name}=B (responses per update)")
-        peak = lr.get(r.name)
+        b = _batch(table, r, batch, src, rx)
+        peak = batches.per_run(lr, r.name, "--lr")
         if peak is None:
             got = [_number(s.values[src["lr"]], f"{here(s)}, column {src['lr']}",
                            "a learning rate must be a finite number >= 0", lambda v: v >= 0)

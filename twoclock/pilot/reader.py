@@ -4,17 +4,18 @@ column (rules: twoclock.pilot.logs)."""
 import csv
 from dataclasses import dataclass
 import io
-import json
 import math
 import os
 
 import numpy as np
 
-from twoclock.pilot import formats, presets
+from twoclock.pilot import batches, formats, limits, presets
 from twoclock.pilot.plan import MAX_BATCH, PilotError
 
 REQUIRED = ("run", "batch", "lr", "samples")
 OPTIONAL = ("seconds_per_update",)  # median per run, the step time the plan's throughput uses
+_OR_FLAG = {"batch": ", or give --batch RUN=B or --batch-from-name REGEX",
+            "samples": ", or read a step column with --samples-from-step COLUMN"}
 
 
 @dataclass(frozen=True)
@@ -54,14 +55,11 @@ def _rows(path: str, text: str):
         for ln, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line, object_pairs_hook=formats.unique_keys(f"{path} line {ln}"))
-            except json.JSONDecodeError as e:
-                raise PilotError(f"{path} line {ln}: not JSON ({e.msg}, column {e.colno})") \
-                    from None
+            obj = limits.loads(line, f"{path} line {ln}")
             if not isinstance(obj, dict):
                 raise PilotError(f"{path} line {ln}: expected one JSON object per line")
             header.update(dict.fromkeys(obj))
+            limits.too_many_keys(len(header), path, "distinct keys")
             rows.append((ln, obj))
         return "jsonl", tuple(header), rows
     try:
@@ -71,10 +69,13 @@ def _rows(path: str, text: str):
     if not table:
         raise PilotError(f"{path}: empty file (expected a header with {', '.join(REQUIRED)})")
     head = tuple(h.strip() for h in table[0])
+    limits.too_many_keys(len(head), f"{path} line 1", "columns")
+    first: dict = {}
     for i, h in enumerate(head):
-        if head.index(h) != i:  # which of two columns is meant? refuse, never guess
+        j = first.setdefault(h, i)
+        if j != i:  # which of two columns is meant? refuse, never guess
             raise PilotError(f"{path} line 1: column {h!r} appears twice (columns "
-                             f"{head.index(h) + 1} and {i + 1})")
+                             f"{j + 1} and {i + 1})")
     rows = []
     for ln, row in enumerate(table[1:], start=2):
         if not any(c.strip() for c in row):
@@ -105,86 +106,146 @@ def _value(raw, where: str, positive: bool = False, zero_ok: bool = False):
     return v
 
 
-def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=None) -> Logs:
+def _flags_on_rows(named, batch, lr, rx, samples_from_step, path):
+    """What --batch, --lr, --batch-from-name, --samples-from-step fill in a CSV / JSON Lines log:
+    only columns it lacks (its own columns decide where it has them)."""
+    for flag, col, given in (("--batch", "batch", batch), ("--batch-from-name", "batch", rx),
+                             ("--lr", "lr", lr), ("--samples-from-step", "samples",
+                                                  samples_from_step)):
+        if given and col in named:
+            raise PilotError(f"{flag}: {path} has a {col!r} column, and a CSV or JSON Lines log "
+                             f"gives each run's {col} in its columns (--col {col}=COLUMN); "
+                             f"{flag} is for a log without one")
+    return {c for c, on in (("batch", batch or rx), ("lr", lr), ("samples", samples_from_step))
+            if on}
+
+
+def _check_step_size(name, merged, where, col, batch):
+    """Samples per logged step are at least the batch (each update consumes one): less means
+    the column counts something else (steps). Checked on a column mapped as samples (--col
+    samples=COLUMN), where a step column is the likely mistake."""
+    s = np.array([r["samples"] for r in merged])
+    d = np.diff(s)
+    bad = np.flatnonzero(d < batch * (1 - 1e-9))
+    if bad.size:
+        i = int(bad[0])
+        raise PilotError(f"{where(merged[i + 1]['line'])}, column {col}: run {name!r} gains "
+                         f"{d[i]:g} samples since its previous logged step, fewer than its "
+                         f"batch {batch:g} (an update consumes a batch): is {col!r} a step "
+                         "count? read it with --samples-from-step COLUMN (samples = step x "
+                         "batch)")
+
+
+def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=None,
+              batch_from_name=None, samples_from_step=None, restarts="refuse") -> Logs:
     """Read a log file, or a trainer's own files (pilot.formats: a directory of TensorBoard
     runs, trainer_state.json, verl's file logger); `metrics` are the columns the conditions read
     (parsed and checked). `preset` ('trl', 'verl') maps the trainer's metric names (presets.
-    PRESETS) where --col (`columns`) does not; `batch` and `lr` ({run: value}, --batch and --lr)
-    set a run's batch and lr in a trainer's files.
+    PRESETS) where --col (`columns`) does not; `batch` and `lr` ({run or glob: value}, --batch
+    and --lr), `batch_from_name` (a regular expression on run names) set a run's batch and lr
+    where the files do not (pilot.batches); `samples_from_step` (a CSV / JSON Lines column):
+    samples = that step x batch; `restarts`: 'refuse' a run that logs one step twice with other
+    values, or 'keep-last' (the later copy of each value).
 
     PilotError, one line naming the line and column, for: a missing run/batch/lr/samples column
     or a missing metric column; an empty or malformed cell; a run whose batch or lr changes; a
-    run that logs one sample count twice with different values; a run that never logs a metric.
+    run that logs one sample count twice with different values; a run that never logs a metric;
+    samples per logged step below the batch.
     """
-    table = formats.read_dir(path) if os.path.isdir(path) else None
+    if restarts not in ("refuse", "keep-last"):
+        raise PilotError(f"--restarts: refuse or keep-last (got {restarts!r})")
+    table = formats.read_dir(path, restarts) if os.path.isdir(path) else None
     if table is None:
         text = formats.read_text(path, newline="")  # csv reads its own line ends
-        table = formats.read_file(path, text)
-    if table is None and (batch or lr):
-        flag = "--batch" if batch else "--lr"
-        raise PilotError(f"{flag}: a CSV or JSON Lines log gives each run's batch and lr in its "
-                         f"columns (--col batch=COLUMN); {flag} is for a trainer's own files")
+        table = formats.read_file(path, text, restarts)
     rename = dict(columns or {})
+    rx = batches.name_pattern(batch_from_name)
     if table is None:
         _, head, rows = _rows(path, text)
         if preset is not None:  # a row's lr is its column's (--col lr=): schedules are refused
             rename = presets.preset_columns(preset, head, rename, skip=("lr",))
         places, top = (), f"{path} line 1"
     else:
+        if samples_from_step:
+            raise PilotError(f"--samples-from-step: {path} is a trainer's own files, whose "
+                             "samples are already step x batch")
         places, top = table.places, path
         raw = tuple(dict.fromkeys(k for r in table.runs for st in r.steps for k in st.values))
         if preset is not None:
             rename = presets.preset_columns(preset, raw, rename)
-        head, rows, rename = formats.rows(table, rename, batch, lr)
+        head, rows, rename = formats.rows(table, rename, batch, lr, batch_from_name)
+    has = set(head)
     for col, name in rename.items():
-        if col not in head:
+        if col not in has:
             raise PilotError(f"{top}: --col {name}={col}: no column {col!r} "
-                             f"(columns: {', '.join(head)})")
+                             f"(columns: {limits.listing(head)})")
     named = tuple(rename.get(h, h) for h in head)
+    first: dict = {}
     for i, n in enumerate(named):
-        if named.index(n) != i:  # --col samples=step with a samples column as well
+        j = first.setdefault(n, i)
+        if j != i:  # --col samples=step with a samples column as well
             raise PilotError(f"{top}: {n!r} is read from two columns "
-                             f"({head[named.index(n)]!r} and {head[i]!r}); map one with --col")
+                             f"({head[j]!r} and {head[i]!r}); map one with --col")
+    fill = _flags_on_rows(first, batch, lr, rx, samples_from_step, path) if table is None         else set()
+    if samples_from_step and samples_from_step not in has:
+        raise PilotError(f"--samples-from-step {samples_from_step}: no column "
+                         f"{samples_from_step!r} in {path} (columns: {limits.listing(head)})")
     for col in REQUIRED:
-        if col not in named:
+        if col not in first and col not in fill:
             raise PilotError(f"{top}: missing column {col!r} (columns: "
-                             f"{', '.join(named)}); map another with --col {col}=COLUMN")
+                             f"{limits.listing(named)}); map another with --col {col}=COLUMN"
+                             + _OR_FLAG.get(col, "") * (table is None))
     for m in metrics:
-        if m not in named:
+        if m not in first:
             raise PilotError(f"{top}: no column {m!r} for the condition on it (columns: "
-                             f"{', '.join(named)})")
+                             f"{limits.listing(named)})")
     back = {rename.get(h, h): h for h in head}
-    need = tuple(dict.fromkeys(tuple(metrics) + tuple(c for c in OPTIONAL if c in named)))
+    if samples_from_step:
+        back["samples"] = samples_from_step
+    need = tuple(dict.fromkeys(tuple(metrics) + tuple(c for c in OPTIONAL if c in first)))
     if not rows:
         raise PilotError(f"{path}: no rows below the header" if table is None else
                          f"{path}: no logged steps")
     by_run: dict = {}
     at = lambda ln: f"line {ln}" if not places else places[ln]  # another row: where it is
     for ln, row in rows:
-        where = lambda c: f"{_where(path, places, ln)}, column {back[c]}"
+        where = lambda c: f"{_where(path, places, ln)}, column {back.get(c, c)}"
         get = lambda c: row.get(back[c])
         raw_run = get("run")
         run = "" if raw_run is None else str(raw_run).strip()
         if run == "":
             raise PilotError(f"{where('run')}: empty run name")
-        rec = {"line": ln, "batch": _value(get("batch"), where("batch"), positive=True),
-               "lr": _value(get("lr"), where("lr"), positive=True),
-               "samples": _value(get("samples"), where("samples"), positive=True, zero_ok=True)}
+        rec = {"line": ln}
+        for c in ("batch", "lr"):
+            if c in fill:
+                v = batches.per_run(batch if c == "batch" else lr, run, f"--{c}")
+                v = batches.from_name(rx, run) if v is None and c == "batch" else v
+                if v is None:
+                    raise PilotError(f"{where('run')}: run {run!r} has no {c}: the log has no "
+                                     f"{c} column and no --{c}" + (" or --batch-from-name"
+                                     if c == "batch" else "") + " matches it")
+                rec[c] = v
+            else:
+                rec[c] = _value(get(c), where(c), positive=True)
+        rec["samples"] = _value(get("samples"), where("samples"), positive=True, zero_ok=True)
         for c in ("batch", "lr", "samples"):
             if rec[c] is None:
                 raise PilotError(f"{where(c)}: empty (every row needs run, batch, lr, samples)")
         if rec["batch"] > MAX_BATCH:
+            got = get("batch") if "batch" not in fill else rec["batch"]
             raise PilotError(f"{where('batch')}: must be at most 2^53, a count of samples "
-                             f"(got {get('batch')!r})")
+                             f"(got {got!r})")
+        if samples_from_step:
+            rec["samples"] *= rec["batch"]
         for c in need:
             rec[c] = _value(get(c), where(c))
-        first = by_run.setdefault(run, [])
+        first_rec = by_run.setdefault(run, [])
         for c in ("batch", "lr"):
-            if first and not math.isclose(rec[c], first[0][c], rel_tol=1e-9):
+            if first_rec and not math.isclose(rec[c], first_rec[0][c], rel_tol=1e-9):
                 raise PilotError(f"{where(c)}: run {run!r} has {c} {rec[c]:g} here and "
-                                 f"{first[0][c]:g} at {at(first[0]['line'])}: schedules are "
-                                 "not pilots (one batch and lr per run)")
-        first.append(rec)
+                                 f"{first_rec[0][c]:g} at {at(first_rec[0]['line'])}: schedules "
+                                 "are not pilots (one batch and lr per run)")
+        first_rec.append(rec)
     runs = []
     for name, recs in by_run.items():
         recs = sorted(recs, key=lambda r: r["samples"])  # stable: ties keep file order
@@ -195,14 +256,18 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
                 merged.append(dict(r))
                 continue
             for c in need:
-                if r[c] is not None and last[c] is not None and r[c] != last[c]:
+                if r[c] is not None and last[c] is not None and r[c] != last[c] \
+                        and restarts != "keep-last":
                     raise PilotError(
                         f"{_where(path, places, r['line'])}, column {back['samples']}: samples not "
                         f"increasing within run {name!r}: {r['samples']:g} also at "
                         f"{at(last['line'])}, with {back[c]} {r[c]:g} there vs {last[c]:g} (a "
-                        "restarted run? keep one copy of its steps)")
-                if last[c] is None:
-                    last[c] = r[c]
+                        "restarted run? keep one copy of its steps, or --restarts keep-last)")
+                if r[c] is not None and (last[c] is None or restarts == "keep-last"):
+                    last[c] = r[c]  # keep-last: the later copy wins
+        if back["samples"] != "samples" and not samples_from_step:  # --col samples=COLUMN
+            _check_step_size(name, merged, lambda ln: _where(path, places, ln),
+                             back["samples"], recs[0]["batch"])
         for c in metrics:
             if all(r[c] is None for r in merged):
                 raise PilotError(f"{_where(path, places, recs[0]['line'])}, column {back[c]}: run "

@@ -125,6 +125,7 @@ def run(model, base: BanditConfig, opt: OptimConfig, study: Config, *, keep=None
     idx = bootstrap_indices(study.seeds)
     runs = []
     for c, r in res.items():
+        at_c = dataclasses.replace(base, clip_low=c, clip_high=None)  # the theory's config
         for i, B in enumerate(batches):
             ck = {k: v[0] for k, v in r.ckpt[i].items()}  # [S, C]
             lr = float(r.lrs_BxL[i, 0])
@@ -140,10 +141,10 @@ def run(model, base: BanditConfig, opt: OptimConfig, study: Config, *, keep=None
                     "clip_frac", "clip_frac_active", "outside_frac", "move_drift",
                     "move_skill", "logratio_drift", "logratio_skill")},
                 "noise_scale_drift": finite_or_none(noise_scale(ck["noise_drift"], ck["signal_drift"])),
-                "theory": {"move_drift": clipped_move_per_batch(base, opt, lr, c),
+                "theory": {"move_drift": clipped_move_per_batch(at_c, opt, lr),
                            "move_drift_unclipped": drift_move_per_batch(base, opt, lr),
                            "logratio_drift": drift_logratio_per_batch(base, opt, lr),
-                           "delay": predicted_delay(base, opt, lr, c)},
+                           "delay": predicted_delay(at_c, opt, lr)},
                 "fail_n": r.fail_n[i, 0].tolist(),
             })
     out = {"schema": results.SCHEMA, "model": model.name, "unit": model.unit, "runs": runs,

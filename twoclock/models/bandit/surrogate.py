@@ -21,20 +21,21 @@ class Rollout(NamedTuple):
 
 
 def shaping_keep(rho_G, xi_GxDd, dphi_GxDd, cfg: BanditConfig):
-    """1 for samples whose shaping pull counts, 0 for those the trust region stops.
+    """1 for samples whose shaping pull counts, 0 for those the trust region stops (cfg.clip).
 
-    mask: the sample's ratio left the band [1 - clip_low, 1 + clip_high] (either side).
+    mask: the sample's ratio left the band [clip.lo, clip.hi] (either side).
     ppo: PPO's rule with the pull's own sign: the pull raises log pi(a) at the rate
     s = xi . (phi_d(a) - E_pi phi_d), and stops once the ratio has already moved past the
-    band in that direction (s > 0 and rho > 1 + clip_high, or s < 0 and rho < 1 - clip_low).
+    band in that direction (s > 0 and rho > clip.hi, or s < 0 and rho < clip.lo).
+    Every sample counts where the band never binds (a non-finite ratio too).
     """
-    band = obj.clip_band(cfg.clip_low, cfg.clip_high)
-    if band is None:
+    clip = cfg.clip
+    if not clip.binds:
         return jnp.ones(rho_G.shape, rho_G.dtype)
     if cfg.shaping_clip == "mask":
-        return ((rho_G >= band[0]) & (rho_G <= band[1])).astype(rho_G.dtype)
+        return ((rho_G >= clip.lo) & (rho_G <= clip.hi)).astype(rho_G.dtype)
     s_G = jnp.sum(xi_GxDd * dphi_GxDd, axis=-1)
-    return (~obj.clipped_mask(rho_G, s_G, cfg.clip_low, cfg.clip_high)).astype(rho_G.dtype)
+    return (~obj.clipped_mask(rho_G, s_G, clip)).astype(rho_G.dtype)
 
 
 def group_loss(w, ro: Rollout, cfg: BanditConfig):
@@ -42,8 +43,8 @@ def group_loss(w, ro: Rollout, cfg: BanditConfig):
     Ds = cfg.skill_dim
     logp_K = jax.nn.log_softmax(ro.z0 + ro.phi @ w)
     logp_G = logp_K[ro.a]
-    j_G, clipped_G = obj.log_ratio_objective(logp_G, ro.logp_old, ro.adv, cfg.clip_low,
-                                             cfg.clip_high, cfg.clip_ratio_c)
+    j_G, clipped_G = obj.log_ratio_objective(logp_G, ro.logp_old, ro.adv, cfg.clip,
+                                             cfg.clip_ratio_c)
     rho_G = jax.lax.stop_gradient(jnp.exp(logp_G - ro.logp_old))
     pi_K = jax.lax.stop_gradient(jnp.exp(logp_K))
     dphi_G = ro.phi[ro.a][:, Ds:] - (pi_K @ ro.phi[:, Ds:])[None]
@@ -73,7 +74,7 @@ def group_grads(w, ro: Rollout, cfg: BanditConfig, logp_PxK=None):
         logp_PxK = logp_of(w, ro.z0, ro.phi)
     logp_G = jnp.take_along_axis(logp_PxK, ro.a, axis=-1)
     rho_G = jnp.exp(logp_G - ro.logp_old)
-    clipped_G = obj.clipped_mask(rho_G, ro.adv, cfg.clip_low, cfg.clip_high, cfg.clip_ratio_c)
+    clipped_G = obj.clipped_mask(rho_G, ro.adv, cfg.clip, cfg.clip_ratio_c)
     c_G = jnp.where(clipped_G, 0.0, rho_G * ro.adv)             # d j_g / d log pi(a_g)
     onehot_GxK = jax.nn.one_hot(ro.a, K, dtype=rho_G.dtype)
     c_K = jnp.einsum("...g,...gk->...k", c_G, onehot_GxK)

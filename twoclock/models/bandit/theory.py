@@ -81,12 +81,13 @@ def drift_logratio_per_batch(cfg: BanditConfig, opt: OptimConfig, lr: float) -> 
     return LOGRATIO_PER_MOVE * cfg.drift_train_scale * drift_move_per_batch(cfg, opt, lr)
 
 
-def clip_binds(cfg: BanditConfig, opt: OptimConfig, lr: float, eps: float | None) -> bool:
-    """The predicted boundary: clipping at eps binds on the drift where the drift's unclipped
-    log-ratio per rollout batch exceeds eps, i.e. 0.5 s_tr sqrt(D_d) 0.23 M E lr(B) > eps.
-    Never with one inner step per batch (M = E = 1): that step is on-policy, every ratio 1."""
-    return (eps is not None and cfg.inner_steps() > 1
-            and drift_logratio_per_batch(cfg, opt, lr) > eps)
+def clip_binds(cfg: BanditConfig, opt: OptimConfig, lr: float) -> bool:
+    """The predicted boundary: cfg's clip of width eps = clip_low (a symmetric band's) binds on
+    the drift where the drift's unclipped log-ratio per rollout batch exceeds eps, i.e.
+    0.5 s_tr sqrt(D_d) 0.23 M E lr(B) > eps. Never where the band never binds (cfg.clip), nor
+    with one inner step per batch (M = E = 1): that step is on-policy, every ratio 1."""
+    return (cfg.clip.binds and cfg.inner_steps() > 1
+            and drift_logratio_per_batch(cfg, opt, lr) > cfg.clip_low)
 
 
 def binding_lr(cfg: BanditConfig, opt: OptimConfig, eps: float) -> float:
@@ -108,30 +109,27 @@ CLIP_BITE = 0.25
 CLIP_FLOOR = 0.6
 
 
-def clipped_move_per_batch(cfg: BanditConfig, opt: OptimConfig, lr: float,
-                           eps: float | None) -> float:
-    """The drift's move per rollout batch under clipping at eps: a soft trust-region cap,
+def clipped_move_per_batch(cfg: BanditConfig, opt: OptimConfig, lr: float) -> float:
+    """The drift's move per rollout batch under cfg's clip of width eps = clip_low (a symmetric
+    band's; the flag itself, which 1 - clip.lo is only up to rounding): a soft trust-region cap,
     1 / m = 1 / m_free + 1 / m_cap with m_cap = eps / (0.5 s_tr CLIP_BITE), held above
-    CLIP_FLOOR m_free; m_free itself with one inner step per batch (M = E = 1), where nothing is
-    clipped. A hard cap (every sample stops once the drift's RMS log-ratio reaches eps:
-    m_cap = eps / (0.5 s_tr)) would ignore that only the samples past the band with a nonzero
-    advantage stop; it predicts 4x less movement than measured at B = 1024, eps 0.2. Without
-    the floor the soft cap under-predicted a narrow clip's move by up to 8.4x (eps 0.01).
-    Measured over B 64, lr {0.05, 0.1, 0.2}, eps {0.01, ..., 0.5}, (M, E) in {(4, 2), (2, 2),
-    (2, 3)}: the move is 0.96-1.36 times this (64 seeds per cell), the band the tests hold it
-    to."""
+    CLIP_FLOOR m_free; m_free itself where the band never binds (cfg.clip) or with one inner step
+    per batch (M = E = 1), where nothing is clipped. A hard cap (every sample stops once the
+    drift's RMS log-ratio reaches eps: m_cap = eps / (0.5 s_tr)) would ignore that only the
+    samples past the band with a nonzero advantage stop; it predicts 4x less movement than
+    measured at B = 1024, eps 0.2. Without the floor the soft cap under-predicted a narrow
+    clip's move by up to 8.4x (eps 0.01). Measured over B 64, lr {0.05, 0.1, 0.2}, eps {0.01,
+    ..., 0.5}, (M, E) in {(4, 2), (2, 2), (2, 3)}: the move is 0.96-1.36 times this (64 seeds
+    per cell), the band the tests hold it to."""
     free = drift_move_per_batch(cfg, opt, lr)
-    if eps is None:
+    if not cfg.clip.binds or cfg.inner_steps() == 1:
         return free
-    require_positive("eps", eps)
-    if cfg.inner_steps() == 1:
-        return free
-    cap = eps / (LOGRATIO_PER_MOVE * cfg.drift_train_scale * CLIP_BITE)
+    cap = cfg.clip_low / (LOGRATIO_PER_MOVE * cfg.drift_train_scale * CLIP_BITE)
     return max(1.0 / (1.0 / free + 1.0 / cap), CLIP_FLOOR * free)
 
 
-def predicted_delay(cfg: BanditConfig, opt: OptimConfig, lr: float, eps: float | None) -> float:
-    """N_fail(eps) / N_fail(none) if the drift accumulated at its per-batch move (a directed
-    drift): unclipped move / clipped move = 1 + m_free / m_cap, growing with lr(B) / eps up to
-    1 / CLIP_FLOOR; 1 with one inner step per batch."""
-    return drift_move_per_batch(cfg, opt, lr) / clipped_move_per_batch(cfg, opt, lr, eps)
+def predicted_delay(cfg: BanditConfig, opt: OptimConfig, lr: float) -> float:
+    """N_fail(cfg's clip) / N_fail(none) if the drift accumulated at its per-batch move (a
+    directed drift): unclipped move / clipped move = 1 + m_free / m_cap, growing with lr(B) / eps
+    up to 1 / CLIP_FLOOR; 1 unclipped or with one inner step per batch."""
+    return drift_move_per_batch(cfg, opt, lr) / clipped_move_per_batch(cfg, opt, lr)

@@ -50,7 +50,7 @@ def per_group_grads(cfg: PolicyConfig, ref_batch: int, n_batches: int, seed: int
     def one(key):
         ro, _ = rollout(s.ref, key)
         ro_P = jax.tree_util.tree_map(lambda v: v.reshape((-1, G) + v.shape[1:]), ro)
-        f = lambda flat, rg: group_objectives(unravel(flat), rg, cfg, s.arch, G)[0]
+        f = lambda flat, rg: group_objectives(unravel(flat), rg, cfg, s.arch, G, cfg.clip)[0]
         return jax.vmap(jax.grad(f), in_axes=(None, 0))(flat0, ro_P)
 
     keys = jax.random.split(jax.random.PRNGKey(seed), n_batches)

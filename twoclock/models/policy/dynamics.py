@@ -143,9 +143,9 @@ def epoch_order(cfg: PolicyConfig, B: int, key):
     return epoch_orders(bits, cfg.group)
 
 
-def noise_stats(w, ro: Rollout, cfg: PolicyConfig, s: Setup, band=None) -> dict:
-    """noise_d, signal_d, drive_d for each direction d of NOISE_DIRS (see the module doc);
-    band: the ratio band in place of cfg's (`knobs`)."""
+def noise_stats(w, ro: Rollout, cfg: PolicyConfig, s: Setup, clip: obj.ClipBand) -> dict:
+    """noise_d, signal_d, drive_d for each direction d of NOISE_DIRS (see the module doc) of
+    the surrogate in the ratio band clip."""
     G = cfg.group
 
     def stats(p):
@@ -157,7 +157,7 @@ def noise_stats(w, ro: Rollout, cfg: PolicyConfig, s: Setup, band=None) -> dict:
              for u in jax.tree_util.tree_leaves(U))
     inv = 1.0 / jnp.maximum(jnp.sqrt(sq), 1e-30)
     U = jax.tree_util.tree_map(lambda u: u * inv.reshape((-1,) + (1,) * (u.ndim - 1)), U)
-    f = lambda p: group_objectives(p, ro, cfg, s.arch, G, band)
+    f = lambda p: group_objectives(p, ro, cfg, s.arch, G, clip)
     d_DxP = jax.vmap(lambda u: jax.jvp(f, (w,), (u,))[1])(U)
     P = d_DxP.shape[1]
     mean = jnp.mean(d_DxP, axis=1)
@@ -171,13 +171,11 @@ def noise_stats(w, ro: Rollout, cfg: PolicyConfig, s: Setup, band=None) -> dict:
 
 
 def knobs(cfg: PolicyConfig) -> tuple:
-    """Model.knobs: the ratio band (clip_lo, clip_hi) = (1 - clip_low, 1 + clip_high), or
-    (-inf, inf) unclipped, as a program's argument, so that one program runs every clip
-    setting; the config then carries the default clip."""
-    band = obj.clip_band(cfg.clip_low, cfg.clip_high) or (-np.inf, np.inf)
+    """Model.knobs: the ratio band cfg.clip as a program's argument, {"lo", "hi"} (its fields),
+    so that one program runs every clip setting; the config then carries the default clip."""
     shared = dataclasses.replace(cfg, clip_low=PolicyConfig.clip_low,
                                  clip_high=PolicyConfig.clip_high)
-    return shared, {"clip_lo": float(band[0]), "clip_hi": float(band[1])}
+    return shared, {k: float(v) for k, v in cfg.clip._asdict().items()}
 
 
 def finite_tree(tree):
@@ -205,7 +203,7 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
 
     def dyn(batch_, key, knob=None) -> Dynamics:
         batch_ = jnp.asarray(batch_, dtype)
-        band = None if knob is None else (knob["clip_lo"], knob["clip_hi"])
+        clip = cfg.clip if knob is None else obj.ClipBand(**knob)
 
         def draw(ts_T):
             """The key of each update t of ts_T, fold_in(key, t)."""
@@ -215,11 +213,11 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
             w0, opt_state, _ = carry
             ro, st = rollout(w0, k)
             if S == 1:
-                g, cnt = grad(w0, ro, cfg, s.arch, band)
+                g, cnt = grad(w0, ro, cfg, s.arch, clip)
                 w, opt_state = optimizer_step(tx, w0, opt_state, g)
             else:
                 w, opt_state, cnt_S = inner_scan(tx, w0, opt_state, ro, M, S,
-                                                 lambda w, mb: grad(w, mb, cfg, s.arch, band),
+                                                 lambda w, mb: grad(w, mb, cfg, s.arch, clip),
                                                  epoch_order(cfg, B, k))
                 cnt = tuple(jnp.sum(c) for c in cnt_S)
             st["clip_frac"] = cnt[0] / jnp.maximum(cnt[1], 1.0)
@@ -256,7 +254,7 @@ def dynamics(cfg: PolicyConfig, opt: OptimConfig, batch: int):
             # first chunk): ts_T is shared by every seed and lane, so this stays a branch
             t0, t1 = ts_T[0], ts_T[-1]
             fresh = ((t1 * B) // cfg.noise_every > ((t0 - 1) * B) // cfg.noise_every) | (t0 == 1)
-            noise = jax.lax.cond(fresh, lambda: noise_stats(w_last, ro_last, cfg, s, band),
+            noise = jax.lax.cond(fresh, lambda: noise_stats(w_last, ro_last, cfg, s, clip),
                                  lambda: state.aux[2])
             metrics.update(noise, noise_fresh=fresh.astype(dtype))
             acc = ev["acc"][-1]

@@ -1,7 +1,7 @@
 """GRPO's clipped surrogate on sampled token sequences, and the per-group objectives whose
 spread gives each direction's gradient noise scale.
 
-Per token t of response i: j_it = min(rho_it A_i, clip(rho_it, 1 - clip_low, 1 + clip_high) A_i)
+Per token t of response i: j_it = min(rho_it A_i, clip(rho_it, clip.lo, clip.hi) A_i) (band clip)
 (twoclock.objectives.ppo_objective) with rho_it = pi(y_it | ...) / pi_old(y_it | ...), pi_old the
 behaviour policy that sampled the batch; with the dual clip c (clip_ratio_c), max(j_it, c A_i)
 where A_i < 0. The KL penalty in the loss (kl_in loss) adds -kl_coef * rho_it k(t) per token,
@@ -43,12 +43,11 @@ def token_logp(params, arch: net.Arch, prompt, resp, group: int = 1):
     return jnp.take_along_axis(logp, resp[..., None], axis=-1)[..., 0]
 
 
-def token_objective(logp, ro: Rollout, cfg, band=None):
-    """(j [B, A] to maximise, clipped bool [B, A]) of tokens with log-probabilities logp; band:
-    the ratio band (lo, hi) in place of cfg's (`knobs`)."""
+def token_objective(logp, ro: Rollout, cfg, clip: obj.ClipBand):
+    """(j [B, A] to maximise, clipped bool [B, A]) of tokens with log-probabilities logp in the
+    ratio band clip (cfg.clip, or a program's argument: `knobs`)."""
     adv = jnp.broadcast_to(ro.adv[:, None], logp.shape)
-    j, clipped = obj.log_ratio_objective(logp, ro.logp_old, adv, cfg.clip_low, cfg.clip_high,
-                                         cfg.clip_ratio_c, band=band)
+    j, clipped = obj.log_ratio_objective(logp, ro.logp_old, adv, clip, cfg.clip_ratio_c)
     if cfg.kl_in_loss:
         j = j - cfg.kl_coef * obj.sampled_kl(logp, ro.logp_old, ro.logref, cfg.kl_estimator)
     return j, clipped
@@ -65,11 +64,11 @@ def aggregate(j, ro: Rollout, agg: str):
     return jnp.sum(w * j) / jnp.maximum(jnp.sum(w), 1.0)
 
 
-def loss(params, ro: Rollout, cfg, arch: net.Arch, band=None):
+def loss(params, ro: Rollout, cfg, arch: net.Arch, clip: obj.ClipBand):
     """(minus the surrogate, (clipped tokens, counted tokens, clipped active tokens, active
-    tokens)) of one minibatch; tokens count where mask * keep > 0. band: token_objective's."""
+    tokens)) of one minibatch in the ratio band clip; tokens count where mask * keep > 0."""
     j, clipped = token_objective(token_logp(params, arch, ro.prompt, ro.resp, cfg.group), ro,
-                                 cfg, band)
+                                 cfg, clip)
     w = ro.mask * ro.keep[:, None]
     active = w * (ro.adv != 0)[:, None]
     c = clipped.astype(w.dtype)
@@ -77,11 +76,12 @@ def loss(params, ro: Rollout, cfg, arch: net.Arch, band=None):
                                              jnp.sum(active))
 
 
-def group_objectives(params, ro: Rollout, cfg, arch: net.Arch, group: int, band=None):
-    """The surrogate of each group [P] (its own loss_agg mean; seq_sum's batch surrogate is
-    their mean when no group is dropped): per-group gradients are its Jacobian. band:
-    token_objective's."""
-    j, _ = token_objective(token_logp(params, arch, ro.prompt, ro.resp, group), ro, cfg, band)
+def group_objectives(params, ro: Rollout, cfg, arch: net.Arch, group: int,
+                     clip: obj.ClipBand):
+    """The surrogate of each group [P] in the ratio band clip (its own loss_agg mean; seq_sum's
+    batch surrogate is their mean when no group is dropped): per-group gradients are its
+    Jacobian."""
+    j, _ = token_objective(token_logp(params, arch, ro.prompt, ro.resp, group), ro, cfg, clip)
     split = lambda v: v.reshape((-1, group) + v.shape[1:])
     ro_P = jax.tree_util.tree_map(split, ro)
     return jax.vmap(lambda jg, rg: aggregate(jg, rg, cfg.loss_agg))(split(j), ro_P)
