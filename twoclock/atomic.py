@@ -10,6 +10,10 @@ was, under the result's top-level "non_finite" ({JSON pointer: "inf" | "-inf" | 
 Output paths are checked before a run (`check_file`, `check_folder`); what is refused before
 simulating raises `Refused`.
 
+A file a later run reads back is listed, with its sha256 and size, in a manifest written last
+with the fingerprint of the run that wrote it (`write_manifest`), and checked on read
+(`verify_manifest`): a file rewritten, edited or truncated since no longer matches.
+
 Caches follow one rule (`cache_dir`): an environment variable names the folder ('off', 'none'
 or empty: no cache), else the caller's default. A folder written by several runs is held with
 `folder_lock`, under which a temporary file is what a killed writer left behind, and removed.
@@ -83,6 +87,56 @@ def checksum(arrays: dict) -> str:
         h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+def file_digest(path: str) -> dict:
+    """{"sha256", "bytes"} of a file's contents."""
+    h, n = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+            n += len(block)
+    return {"sha256": h.hexdigest(), "bytes": n}
+
+
+def write_manifest(path: str, fingerprint: str, files, **extra) -> None:
+    """The manifest of files a run wrote (each already on disk, atomically): the run's
+    fingerprint and every file's digest (by name, relative to the manifest's folder), written
+    atomically and last, so that a file rewritten since no longer matches it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    digests = {os.path.relpath(os.path.abspath(p), folder): file_digest(p) for p in files}
+    atomic_write(path, lambda f: json.dump({"fingerprint": fingerprint, "files": digests,
+                                            **extra}, f, indent=1, sort_keys=True))
+
+
+def verify_manifest(path: str, fingerprint: str, files) -> tuple:
+    """(manifest, None) when path is a manifest of this fingerprint and every file is there
+    with its digest; else (None, why): one line naming the file and what is wrong ("" when
+    nothing was ever written: no manifest and none of the files)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        with open(path) as f:
+            man = json.load(f)
+        listed = man["files"]
+    except FileNotFoundError:
+        there = [p for p in files if os.path.exists(p)]
+        return None, (f"{there[0]} has no manifest ({path})" if there else "")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return None, f"{path} is unreadable ({one_line(e)})"
+    if man.get("fingerprint") != fingerprint:
+        return None, f"{path} is of another configuration or code"
+    for p in files:
+        want = listed.get(os.path.relpath(os.path.abspath(p), folder)) if isinstance(
+            listed, dict) else None
+        if want is None:
+            return None, f"{p} is not in its manifest ({path})"
+        try:
+            got = file_digest(p)
+        except OSError as e:
+            return None, f"{p} is unreadable ({one_line(e)})"
+        if got != want:
+            return None, f"{p} does not match its manifest's checksum ({got['bytes']} bytes)"
+    return man, None
 
 
 def stale_temp(name: str) -> bool:

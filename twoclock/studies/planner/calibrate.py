@@ -8,23 +8,27 @@ against the median of the 64 held-out seeds' own logged clocks, at the levels 50
 (a random walk's clock needs them: 16 seeds' medians of the policy model's null drift at B 1024
 range over 2.4x).
 
-The simulated logs are kept beside the result with the fingerprint of what made them (the
-configurations and the simulation's source: twoclock/models, twoclock/engine and the core
-modules); a later run with the same fingerprint reads them instead of simulating again, and
-any other fingerprint simulates anew.
+The simulated logs are kept beside the result, each written atomically, then a manifest
+(written last) with the fingerprint of what made them (the configurations and the
+simulation's source: twoclock/models, twoclock/engine and the core modules) and every log
+file's sha256 and size; a later run with the same fingerprint whose files all match reads them
+instead of simulating again. Any other fingerprint simulates anew, and a file missing, edited,
+truncated or rewritten by another (interrupted) run is named in one line and simulated anew.
 """
 import csv
 import hashlib
 import json
 import math
 import os
+import sys
 import time
 
 import numpy as np
 
-from twoclock.atomic import atomic_write
+from twoclock.atomic import Refused, check_folder, verify_manifest, write_manifest
 from twoclock.pilot import clocks as pc, logs as pl, reader, report
 from twoclock.pilot.conditions import parse_condition
+from twoclock.pilot.plan import PilotError
 from twoclock.studies.planner import logs_check
 
 LEVELS = (0.5, 0.8, 0.95)
@@ -32,6 +36,7 @@ SEEDS = 16  # at the pilot batches
 HELDOUT_SEEDS = logs_check.HELDOUT_SEEDS  # at the held-out batches: the answers
 SEED_SETS = (("8 seeds", range(0, 8)), ("4 seeds (a)", range(8, 12)),
              ("4 seeds (b)", range(12, 16)))
+MANIFEST = ".fingerprint.json"  # the fingerprint and the log files' checksums
 CORE = ("config.py", "model.py", "trace.py", "objectives.py", "scaling.py", "atomic.py")
 
 
@@ -62,38 +67,85 @@ def simulation_fingerprint(model, cfg, opt, n_ckpt: int) -> str:
     return h.hexdigest()
 
 
+def _files(model, folder: str) -> tuple:
+    """(the log files {pilots, heldout}, the manifest) of a model's simulated logs."""
+    base = os.path.join(folder, f"plan_calibration_{model.name}")
+    return {"pilots": base + "_pilots.csv", "heldout": base + "_heldout.csv"}, \
+        base + MANIFEST
+
+
+def _metrics(model, cfg) -> list:
+    progress, failures = logs_check.log_conditions(model, cfg)
+    return list(dict.fromkeys(parse_condition(c, "--failure").metric
+                              for c in (progress, *failures)))
+
+
+def cached_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, quiet: bool = False) -> dict:
+    """{kept, seconds}: which of a model's simulated log files (none, "pilots", or "pilots"
+    and "heldout") can be read back, and the seconds their simulation took. A file is read
+    back only where the manifest has this fingerprint and the file's checksum and size
+    (`twoclock.atomic.verify_manifest`); one missing, edited, truncated or rewritten by
+    another run is named in one line (stderr), and simulated anew."""
+    paths, stamp = _files(model, folder)
+    fp = simulation_fingerprint(model, cfg, opt, n_ckpt)
+    man, why = verify_manifest(stamp, fp, [paths["pilots"]])
+    if man is None:
+        if why:
+            print(f"{model.name}: simulated logs not read back: {why}; simulating anew",
+                  file=sys.stderr, flush=True)
+        return {"kept": (), "seconds": None}
+    held, why = verify_manifest(stamp, fp, [paths["heldout"]])
+    if held is None:  # damaged: one line; never made (a run stopped after its pilots): quiet
+        if os.path.basename(paths["heldout"]) in man["files"]:
+            print(f"{model.name}: held-out logs not read back: {why}; simulating them anew",
+                  file=sys.stderr, flush=True)
+        elif not quiet:
+            print(f"{model.name}: pilots' logs read back from {paths['pilots']} (same "
+                  "fingerprint, checksum verified)")
+        return {"kept": ("pilots",), "seconds": man.get("seconds")}
+    if not quiet:
+        print(f"{model.name}: simulated logs read back from {stamp[:-len(MANIFEST)]}_*.csv "
+              "(same fingerprint, checksums verified)")
+    return {"kept": ("pilots", "heldout"), "seconds": man.get("seconds")}
+
+
 def simulated_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, keep=None,
-                   quiet: bool = False) -> dict:
-    """{pilots, heldout, seconds, reused}: the model's simulated log files in folder, made
-    now or read back when their fingerprint matches."""
+                   quiet: bool = False, found: dict | None = None) -> dict:
+    """{pilots, heldout, seconds, reused, metrics}: the model's simulated log files in
+    folder, read back where `cached_logs` (or found, its answer) allows, else made now:
+    each written atomically, then the manifest (the fingerprint, the checksums of the files
+    made so far), the pilots' before the held-out runs are simulated. The pilots are checked
+    before the held-out runs are simulated: a run that meets a condition at its first logged
+    point is refused (`logs_check.crossings_seen`: PilotError)."""
+    found = found or cached_logs(model, cfg, opt, folder, n_ckpt, quiet)
+    paths, stamp = _files(model, folder)
+    metrics = _metrics(model, cfg)
+    if len(found["kept"]) == 2:
+        return {**paths, "seconds": found["seconds"], "reused": True, "metrics": metrics}
+    progress, failures = logs_check.log_conditions(model, cfg)
+    conds = [parse_condition(progress, "--progress")] + \
+        [parse_condition(f, "--failure") for f in failures]
+    fp = simulation_fingerprint(model, cfg, opt, n_ckpt)
+    secs = (found["seconds"] or 0.0) if found["kept"] else 0.0
+    for key, grid in zip(("pilots", "heldout"), grids(model, n_ckpt)):
+        if key not in found["kept"]:
+            t0 = time.perf_counter()
+            res = logs_check.simulate(model, cfg, opt, *grid, keep=keep, quiet=quiet)
+            logs_check.write_logs(res, grid[0], range(grid[2]), metrics, paths[key])
+            secs += time.perf_counter() - t0
+            done = [paths["pilots"]] if key == "pilots" else list(paths.values())
+            write_manifest(stamp, fp, done, seconds=secs)  # last: what it lists is whole
+        if key == "pilots":
+            logs_check.crossings_seen(paths[key], metrics, conds)
+    return {**paths, "seconds": secs, "reused": False, "metrics": metrics}
+
+
+def grids(model, n_ckpt: int) -> list:
+    """The two grids (batches, lr0, seeds, budget, n_ckpt) a model's calibration simulates."""
     s = model.studies.plan_check
     _, p4, held = batches(model)
-    progress, failures = logs_check.log_conditions(model, cfg)
-    metrics = list(dict.fromkeys(parse_condition(c, "--failure").metric
-                                 for c in (progress, *failures)))
-    base = os.path.join(folder, f"plan_calibration_{model.name}")
-    paths = {"pilots": base + "_pilots.csv", "heldout": base + "_heldout.csv"}
-    stamp = base + ".fingerprint.json"
-    fp = simulation_fingerprint(model, cfg, opt, n_ckpt)
-    try:
-        with open(stamp) as f:
-            old = json.load(f)
-    except (OSError, ValueError):
-        old = {}
-    if old.get("fingerprint") == fp and all(os.path.exists(p) for p in paths.values()):
-        if not quiet:
-            print(f"{model.name}: simulated logs read back from {base}_*.csv (same fingerprint)")
-        return {**paths, "seconds": old.get("seconds"), "reused": True, "metrics": metrics}
-    t0 = time.perf_counter()
-    for key, bs, seeds in (("pilots", p4, SEEDS), ("heldout", held, HELDOUT_SEEDS)):
-        res = logs_check.simulate(model, cfg, opt, bs, s.lr0, seeds, int(s.budget), n_ckpt,
-                                  keep=keep, quiet=quiet)
-        tmp = paths[key] + ".tmp"
-        logs_check.write_logs(res, bs, range(seeds), metrics, tmp)
-        os.replace(tmp, paths[key])
-    secs = time.perf_counter() - t0
-    atomic_write(stamp, lambda f: json.dump({"fingerprint": fp, "seconds": secs}, f))
-    return {**paths, "seconds": secs, "reused": False, "metrics": metrics}
+    return [(p4, s.lr0, SEEDS, int(s.budget), n_ckpt),
+            (held, s.lr0, HELDOUT_SEEDS, int(s.budget), n_ckpt)]
 
 
 def _subset(path: str, out: str, keep_batches, seeds) -> None:
@@ -194,12 +246,22 @@ def coverage(rows) -> list:
 def calibrate(panels, opt, folder: str, n_ckpt: int = 512, keep=None, quiet: bool = False):
     """The calibration over panels (model, model config): rows and coverage."""
     rows, sims = [], {}
-    for m, cfg in panels:
-        logs = simulated_logs(m, cfg, opt, folder, n_ckpt, keep, quiet)
-        sims[m.name] = {"seconds": logs["seconds"], "reused": logs["reused"],
-                        "pilots": list(batches(m)[1]), "heldout": list(batches(m)[2]),
-                        "log_files": [logs["pilots"], logs["heldout"]]}
-        rows += score_model(m, cfg, logs, folder)
+    # before any simulation: the folder, and every grid that is not read back
+    check_folder(folder, "--out (the simulated logs)")
+    found = [cached_logs(m, cfg, opt, folder, n_ckpt, quiet) for m, cfg in panels]
+    for (m, cfg), f in zip(panels, found):
+        logs_check.check_fits(m, cfg, opt, [g for k, g in zip(("pilots", "heldout"),
+                                                               grids(m, n_ckpt))
+                                            if k not in f["kept"]])
+    for (m, cfg), f in zip(panels, found):
+        try:
+            logs = simulated_logs(m, cfg, opt, folder, n_ckpt, keep, quiet, f)
+            sims[m.name] = {"seconds": logs["seconds"], "reused": logs["reused"],
+                            "pilots": list(batches(m)[1]), "heldout": list(batches(m)[2]),
+                            "log_files": [logs["pilots"], logs["heldout"]]}
+            rows += score_model(m, cfg, logs, folder)
+        except PilotError as e:  # settings the planner cannot time (one line, not a trace)
+            raise Refused(f"{m.name}: {e}") from None
     return {"calibration": True, "levels": list(LEVELS), "seeds": SEEDS,
             "heldout_seeds": HELDOUT_SEEDS, "n_ckpt": n_ckpt,
             "simulations": sims, "rows": rows, "coverage": coverage(rows)}
@@ -235,5 +297,6 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["LEVELS", "SEED_SETS", "batches", "simulation_fingerprint", "simulated_logs",
+__all__ = ["LEVELS", "SEED_SETS", "batches", "simulation_fingerprint", "cached_logs",
+           "simulated_logs", "grids",
            "score_model", "coverage", "calibrate", "table"]

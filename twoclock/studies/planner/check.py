@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from twoclock.analysis import clocks
+from twoclock.atomic import check_file
 from twoclock.config import OptimConfig, SweepConfig, require
 from twoclock.pilot import plan as pilot, report
 
@@ -73,7 +74,10 @@ def heldout(res, plan: pilot.Plan, heldout_batches) -> list:
 def check(model, model_cfg, opt: OptimConfig, lr0: float, pilot_batches, heldout_batches,
           pilot_seeds: int = 4, seeds: int = 16, budget: int = 200_000, csv_path=None,
           keep=None, quiet: bool = True) -> dict:
-    """Simulate, plan from the pilots, score the held-out predictions."""
+    """Simulate, plan from the pilots, score the held-out predictions (csv_path checked
+    first: refused before simulating where it cannot be written)."""
+    if csv_path is not None:
+        check_file(csv_path, "--csv")
     res = sweep(model, model_cfg, opt, sorted(set(pilot_batches) | set(heldout_batches)), lr0,
                 seeds, budget, keep=keep, quiet=quiet)
     runs = pilot_runs(res, opt, pilot_batches, pilot_seeds, budget)

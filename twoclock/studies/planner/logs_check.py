@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from twoclock.analysis.clocks import median_ci
+from twoclock.atomic import atomic_write, check_file
 from twoclock.pilot import clocks as pc, logs as pl, reader, report
 from twoclock.pilot.conditions import parse_condition
 
@@ -45,17 +46,25 @@ def simulate(model, cfg, opt, batches, lr0: float, seeds: int, budget: int, n_ck
              seed: int = 0, keep=None, quiet: bool = True):
     """One run_sweep over every batch, all seeds, with n_ckpt checkpoints per run, in chunks
     of at most MAX_LANES runs."""
-    from twoclock.config import SweepConfig  # noqa: PLC0415
     from twoclock.engine.sweep import run_sweep  # noqa: PLC0415 (JAX: only when simulating)
-    sweep = SweepConfig(batches=tuple(int(b) for b in batches), lr0s=(lr0,), seeds=seeds,
-                        budget=budget, seed=seed, n_ckpt=n_ckpt)
+    sweep = sweep_config(batches, lr0, seeds, budget, n_ckpt, seed)
     return run_sweep(model, cfg, opt, sweep, quiet=quiet, keep=keep, max_lanes=MAX_LANES)
 
 
+def sweep_config(batches, lr0: float, seeds: int, budget: int, n_ckpt: int, seed: int = 0):
+    """The SweepConfig `simulate` runs."""
+    from twoclock.config import SweepConfig  # noqa: PLC0415
+    return SweepConfig(batches=tuple(int(b) for b in batches), lr0s=(lr0,), seeds=seeds,
+                       budget=budget, seed=seed, n_ckpt=n_ckpt)
+
+
 def write_logs(res, batches, seeds, metrics, path: str, prefix: str = "") -> int:
-    """The runs' checkpoints as a log CSV (run, batch, lr, samples, metrics...); rows written."""
+    """The runs' checkpoints as a log CSV (run, batch, lr, samples, metrics...), written
+    atomically; rows written."""
     n = 0
-    with open(path, "w", newline="") as f:
+
+    def write(f):
+        nonlocal n
         w = csv.writer(f)
         w.writerow(["run", "batch", "lr", "samples", *metrics])
         for b in batches:
@@ -66,7 +75,31 @@ def write_logs(res, batches, seeds, metrics, path: str, prefix: str = "") -> int
                     w.writerow([f"{prefix}B{b}-s{s}", f"{b:g}", f"{lr:.8g}", f"{int(smp)}",
                                 *(f"{float(ck[m][0, s, j]):.6g}" for m in metrics)])
                     n += 1
+    atomic_write(path, write)
     return n
+
+
+def check_fits(model, cfg, opt, grids) -> None:
+    """Refused, before anything is simulated, unless every grid (batches, lr0, seeds, budget,
+    n_ckpt) of `simulate` fits in memory: a second sweep refused after the first has run
+    would throw that one away."""
+    import jax  # noqa: PLC0415 (JAX: only where simulating)
+    from twoclock.engine import sweep  # noqa: PLC0415
+    from twoclock.model import shapes_only  # noqa: PLC0415
+    program_cfg = cfg if model.knobs is None else model.knobs(cfg)[0]  # as run_sweep sees it
+    with shapes_only():
+        for g in grids:
+            sweep.check_fits(model, program_cfg, opt, sweep_config(*g), MAX_LANES,
+                             jax.device_count())
+
+
+def crossings_seen(path: str, metrics, conds) -> None:
+    """PilotError where a run of the log file already meets a condition at its first logged
+    point (no crossing to time: a target too easy for this logging), as the planner reads it;
+    checked on the pilots before the held-out runs are simulated."""
+    logs = reader.read_logs(path, tuple(metrics))
+    for c in conds:
+        pc.clocks(logs, c, need_one=False)
 
 
 def _median(x):
@@ -143,6 +176,11 @@ def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = 
     metrics = list(dict.fromkeys(c.metric for c in conds))
     top = max(pilot_batches)
     held = [4 * top, 8 * top]
+    hpath = heldout_path or logs_path + ".heldout.csv"
+    check_file(logs_path, "--logs")  # every output and both grids, before simulating
+    check_file(hpath, "--logs (its .heldout.csv)")
+    check_fits(model, cfg, opt, [(pilot_batches, lr0, pilot_seeds, budget, n_ckpt),
+                                 (held, lr0, heldout_seeds, budget, n_ckpt)])
     t0 = time.perf_counter()
     # two sweeps, so that each batch runs only the seeds it is read at. A seed's keys do not
     # depend on how many seeds run beside it, so seed s is the same run; its floats are the
@@ -155,15 +193,15 @@ def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = 
         raise ValueError(f"--logs: model {model.name!r} checkpoints no {', '.join(missing)} "
                          f"(it has {', '.join(sorted(pres.ckpt[0]))}); give it "
                          "studies.plan_check.log_conditions")
+    rows = write_logs(pres, pilot_batches, range(pilot_seeds), metrics, logs_path)
+    crossings_seen(logs_path, metrics, conds)  # before the held-out runs are simulated
     res = simulate(model, cfg, opt, held, lr0, heldout_seeds, budget, n_ckpt, keep=keep,
                    quiet=quiet)
     sim_s = time.perf_counter() - t0
-    rows = write_logs(pres, pilot_batches, range(pilot_seeds), metrics, logs_path)
     t1 = time.perf_counter()
     plan = pl.plan_logs(logs_path, progress, list(failures), predict=held)
     plan_s = time.perf_counter() - t1
     # the answers: held-out runs' clocks from their own logged curves, and the engine's
-    hpath = heldout_path or logs_path + ".heldout.csv"
     write_logs(res, held, range(heldout_seeds), metrics, hpath)
     hlogs = reader.read_logs(hpath, tuple(metrics))
     found = {c.text: pc.clocks(hlogs, c) for c in conds}
@@ -268,5 +306,6 @@ def example(path: str, model, seeds: int = 4) -> int:
                       ["heldout_acc", "kl", "entropy", "drift", "clip_frac"], path)
 
 
-__all__ = ["log_conditions", "simulate", "write_logs", "verdict", "goal", "check", "table",
+__all__ = ["log_conditions", "simulate", "sweep_config", "write_logs", "check_fits",
+           "crossings_seen", "verdict", "goal", "check", "table",
            "goal_lines", "example"]
