@@ -49,6 +49,7 @@ import functools
 import math
 
 import numpy as np
+from scipy import stats
 
 from twoclock.analysis import throughput as tp
 from twoclock.config import DELTA
@@ -58,23 +59,9 @@ FORMS = ("saturation", "curvature")
 
 @functools.lru_cache(maxsize=256)
 def t_quantile(q: float, dof: int) -> float:
-    """Student-t quantile (bisection on the CDF, integrated numerically: no scipy needed)."""
-    if q < 0.5:
-        return -t_quantile(1.0 - q, dof)
-    lognorm = math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
-
-    def cdf(x):  # 1/2 + integral_0^x of the density (Simpson, 2001 points)
-        u = np.linspace(0.0, x, 2001)
-        f = np.exp(lognorm - (dof + 1) / 2 * np.log1p(u * u / dof))
-        return 0.5 + (u[1] - u[0]) / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
-
-    lo, hi = 0.0, 1.0
-    while cdf(hi) < q:
-        lo, hi = hi, hi * 2
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if cdf(mid) < q else (lo, mid)
-    return 0.5 * (lo + hi)
+    """Student-t quantile (scipy.stats: exact to the last digits, where the bisection over a
+    Simpson integral this replaced was within 1.5e-13)."""
+    return float(stats.t.ppf(q, dof))
 
 
 def form_exponent(form: str, p: float) -> float:
