@@ -1,61 +1,8 @@
-"""From a few pilot runs to a plan: `python experiments/plan.py [RUNS.csv] [--predict B ...]`,
-or from their logged curves: `plan.py --logs LOGS.csv --progress "heldout_acc>=0.7"
---failure "kl>=0.5" [--failure ...] [--col samples=train/num_samples] [--smooth ema:2000]`,
-or from a trainer's own files: `plan.py --logs tb_runs/ --preset trl --batch b64=64 ...`
-(a TensorBoard directory, trainer_state.json, verl's file logger; docs/plan.md).
-
-RUNS.csv has one row per pilot run: batch, lr, progress_samples, failure_samples (empty when
-the run did not fail) and optionally budget, seconds_per_update, seed. With no CSV the plan
-runs on the published GRPO time-to-target table shipped in twoclock/data.
-"""
-from dataclasses import fields
+"""From a few pilot runs to a plan: `python experiments/plan.py ...` is `twoclock plan ...`
+(`twoclock/cli/plan.py`; `--help` lists every flag)."""
 import sys
 
-from twoclock.cli.common import (OneLineParser, add_output_args, check_outputs, fail, json_path,
-                                 publish)
-from twoclock.cli.flags import add_config_flags, config_from_flags, dest
-from twoclock.cli.rescue import Rescue
-from twoclock.figures import pilot as pilot_figure, pilot_logs as logs_figure
-from twoclock.pilot import logs as pilot_logs, report as pilot_report
-from twoclock.pilot.config import LogsInput, PlanConfig, RunsInput, plan
-
-
-def _given(ns, cls) -> bool:
-    """Whether any flag of cls is on the command line."""
-    return any(hasattr(ns, dest(cls, f.name)) for f in fields(cls))
-
-
-def main(argv=None) -> int:
-    p = OneLineParser(prog="plan.py", description=__doc__)
-    add_config_flags(p, RunsInput)
-    add_config_flags(p, PlanConfig, skip=PlanConfig.INPUTS)
-    add_config_flags(p.add_argument_group("from logs (one row per logged step: run, batch, lr, "
-                                          "samples, metrics; CSV or JSON Lines; or a "
-                                          "TensorBoard directory, trainer_state.json, verl's "
-                                          "file logger)"),
-                     LogsInput, rename=LogsInput.RENAME)
-    add_output_args(p, "plan")
-    ns = p.parse_args(sys.argv[1:] if argv is None else argv)
-    try:  # one input mode, nested: only the one whose flags were given
-        logs = config_from_flags(ns, LogsInput) if _given(ns, LogsInput) else None
-        runs = config_from_flags(ns, RunsInput) if _given(ns, RunsInput) else None
-        cfg = config_from_flags(ns, PlanConfig, runs=runs, logs=logs)
-    except ValueError as e:
-        fail("plan.py", str(e))
-    check_outputs(ns, "plan", "plan.py")
-    try:
-        out = plan(cfg)
-    except ValueError as e:
-        fail("plan.py", str(e))
-    # the plan is computed: a failing table, JSON or figure keeps it (plan.partial.json, exit 3)
-    with Rescue("plan.py", json_path(ns, "plan"), fallback=(ns.out,)) as rescue:
-        if cfg.logs is not None:
-            publish(ns, "plan", out, pilot_logs.table, logs_figure.logs_figure, rescue=rescue)
-        else:
-            publish(ns, "plan", out, pilot_report.table, pilot_figure.plan_figure,
-                    rescue=rescue)
-    return 0
-
+from twoclock.cli.plan import main
 
 if __name__ == "__main__":
     sys.exit(main())
