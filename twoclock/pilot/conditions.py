@@ -98,31 +98,41 @@ def parse_columns(items) -> dict:
     return out
 
 
-def parse_per_run(items, flag: str) -> dict:
-    """['b64=64', ...] (--batch, --lr) -> {run: value > 0}; PilotError when malformed."""
+def _keyed(items, read, again) -> dict:
+    """{key: value} of ['KEY=VALUE', ...] split at the last '=': read(item, key, sep, value)
+    gives (key, value) or raises PilotError; a key given twice raises again(item, key as
+    written, its first value)."""
     out = {}
     for item in items or ():
-        run, sep, raw = item.rpartition("=")
-        run = run.strip()
+        key, sep, raw = item.rpartition("=")
+        k, v = read(item, key, sep, raw)
+        if k in out:
+            raise PilotError(again(item, key, out[k]))
+        out[k] = v
+    return out
+
+
+def parse_per_run(items, flag: str) -> dict:
+    """['b64=64', ...] (--batch, --lr) -> {run: value > 0}; PilotError when malformed."""
+    def read(item, run, sep, raw):
         try:
             v = float(raw)
         except ValueError:
             v = math.nan
-        if not sep or not run or not (math.isfinite(v) and v > 0):
+        if not sep or not run.strip() or not (math.isfinite(v) and v > 0):
             raise PilotError(f"{flag} {item!r}: expected RUN=VALUE with a number > 0 "
                              f"(e.g. {flag} b64={'64' if flag == '--batch' else '1e-6'})")
-        if run in out:
-            raise PilotError(f"{flag} {item!r}: run {run!r} is already given {out[run]:g}")
-        out[run] = v
-    return out
+        return run.strip(), v
+    return _keyed(items, read, lambda item, run, old:
+                  f"{flag} {item!r}: run {run.strip()!r} is already given {old:g}")
 
 
 def parse_forms(items, fcs) -> dict:
     """['drift>=0.3=power', ...] (--form) -> {failure condition's text: form}; PilotError
     where malformed, for a condition that is not a --failure, or given twice."""
-    out, texts = {}, [f.text for f in fcs]
-    for item in items or ():
-        cond, sep, form = item.rpartition("=")
+    texts = [f.text for f in fcs]
+
+    def read(item, cond, sep, form):
         if not sep or form not in FAILURE_FORMS:
             raise PilotError(f"--form {item!r}: expected CONDITION=FORM with FORM one of "
                              f"{', '.join(FAILURE_FORMS)} (e.g. --form 'drift>=0.3=power')")
@@ -130,10 +140,9 @@ def parse_forms(items, fcs) -> dict:
         if text not in texts:
             raise PilotError(f"--form {item!r}: {cond!r} is not one of the --failure conditions "
                              f"({', '.join(texts)})")
-        if text in out:
-            raise PilotError(f"--form {item!r}: {cond!r} already has the form {out[text]!r}")
-        out[text] = form
-    return out
+        return text, form
+    return _keyed(items, read, lambda item, cond, old:
+                  f"--form {item!r}: {cond!r} already has the form {old!r}")
 
 
 def parse_smooth(text):
