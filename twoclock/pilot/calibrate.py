@@ -35,9 +35,15 @@ SEED_SETS = (("8 seeds", range(0, 8)), ("4 seeds (a)", range(8, 12)),
 CORE = ("config.py", "model.py", "trace.py", "objectives.py", "scaling.py", "atomic.py")
 
 
+def _pilots(model):
+    """The model's plan-check entry (`twoclock.studies.plan_check.DEFAULTS`)."""
+    from twoclock.studies.plan_check import entry  # noqa: PLC0415 (the studies import this)
+    return entry(model)
+
+
 def batches(model) -> tuple:
     """(three pilots, four pilots, held-out batches) of a model's plan-check entry."""
-    p3 = tuple(sorted(model.studies.plan_check.pilots)[:3])
+    p3 = tuple(sorted(_pilots(model).pilots)[:3])
     p4 = (max(1, p3[0] // 2),) + p3
     return p3, p4, (4 * p3[-1], 8 * p3[-1])
 
@@ -47,7 +53,7 @@ def simulation_fingerprint(model, cfg, opt, n_ckpt: int) -> str:
     source of the simulation (models, engine, core modules)."""
     from twoclock.analysis import results  # noqa: PLC0415
     from twoclock.engine.store import PACKAGE_DIR, source_fingerprint  # noqa: PLC0415
-    s = model.studies.plan_check
+    s = _pilots(model)
     _, p4, held = batches(model)
     h = hashlib.sha256(json.dumps(results.config_dict(
         model_name=model.name, model=cfg, optimizer=opt, lr0=s.lr0, budget=s.budget,
@@ -66,7 +72,7 @@ def simulated_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, keep=None,
                    quiet: bool = False) -> dict:
     """{pilots, heldout, seconds, reused}: the model's simulated log files in folder, made
     now or read back when their fingerprint matches."""
-    s = model.studies.plan_check
+    s = _pilots(model)
     _, p4, held = batches(model)
     progress, failures = logs_check.log_conditions(model, cfg)
     metrics = list(dict.fromkeys(parse_condition(c, "--failure").metric

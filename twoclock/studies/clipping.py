@@ -19,11 +19,10 @@ from twoclock.analysis.paired import at_samples, finite_or_none, ratio_ci, ratio
 from twoclock.config import (NUMBER_OR_NONE, OptimConfig, SweepConfig, option, param, require,
                              require_int)
 from twoclock.engine.sweep import run_sweep
-from twoclock.model import StudyDefaults
 from twoclock.models.bandit import BanditConfig
 from twoclock.models.bandit.theory import (clipped_move_per_batch, drift_logratio_per_batch,
                                            drift_move_per_batch, noise_scale, predicted_delay)
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.protocol import Engine, Study, StudyDefaults
 
 MODELS = ("bandit",)  # the study's model: its theory of the clipped drift is the bandit's
 CLIPS = (0.1, 0.2, 0.3, 0.5, None)

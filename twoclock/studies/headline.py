@@ -12,9 +12,8 @@ from twoclock.engine.runtime import check_devices
 from twoclock.engine.store import Store
 from twoclock.engine.sweep import DEFAULT_MAX_LANES, run_sweep
 from twoclock.figures import critical_batch as plotting
-from twoclock.model import StudyDefaults
 from twoclock.studies.assemble import assemble
-from twoclock.studies.protocol import Engine, Study, nested
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, nested
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ the margin N_fail - N_prog (medians) and the fraction of seeds that reach the ta
 before the failure clock. A model whose theory gives the boundary N_fail = N_prog
 (`Model.phase_boundary`: the quadratic's Adam failure clock against its mean-field progress
 clock) adds it to its panel. Each model's grid and configuration come from its
-`Model.studies.phase` entry, whose defaults lower the failure threshold so that the
+`DEFAULTS` entry, whose defaults lower the failure threshold so that the
 boundary crosses the grid (quadratic: 0.2 instead of 1.0; bandit: drift threshold 0.5
 instead of 2).
 """
@@ -19,8 +19,22 @@ from twoclock.analysis.phase import phase_panel
 from twoclock.config import SweepConfig, option, param, require
 from twoclock.engine.sweep import run_sweep
 from twoclock.model import Model
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, per_model
 
+# each model's defaults here (flags given win); a model not listed is not offered the study
+DEFAULTS = {
+    # threshold 0.2 puts the boundary N_fail = N_prog inside the grid
+    "quadratic": StudyDefaults(sweep=dict(batches=(8, 16, 32, 64, 128, 256),
+                                          lr0s=(2.5e-3, 5e-3, 1e-2, 2e-2, 4e-2), seeds=8,
+                                          budget=30_000, n_ckpt=8),
+                               model=dict(drift_threshold=0.2)),
+    # drift threshold 0.5 (the headline's 2) puts the boundary N_fail = N_prog in the grid
+    "bandit": StudyDefaults(study=dict(failure_clock="fail_n"),
+                            sweep=dict(batches=(64, 128, 256, 512, 1024),
+                                       lr0s=(0.01, 0.02, 0.04), seeds=8, budget=100_000,
+                                       n_ckpt=8),
+                            model=dict(drift_threshold=0.5)),
+}
 # the sweep fields a command line may set for every panel at once
 SHARED = ("seeds", "seed", "n_ckpt")
 
@@ -44,9 +58,9 @@ class Config:
 
 
 def defaults(model: Model):
-    """The model's phase defaults (`Model.studies.phase`; None: not offered); its study part
-    may name the panel's failure clock."""
-    return model.studies.phase
+    """The model's phase defaults (`DEFAULTS`; None: not offered); its study part may name
+    the panel's failure clock."""
+    return per_model(DEFAULTS, model)
 
 
 def failure_clocks(model: Model) -> tuple:
@@ -131,8 +145,8 @@ def figure(out: dict):
     return phase_figure(out)
 
 
-__all__ = ["Config", "SHARED", "check", "figure", "defaults", "failure_clocks", "panel_setup",
-           "panel", "run", "report"]
+__all__ = ["Config", "DEFAULTS", "SHARED", "check", "figure", "defaults", "failure_clocks",
+           "panel_setup", "panel", "run", "report"]
 
 
 STUDY = Study("phase", Config, run, report, figure, doc=__doc__, output="phase_diagram",

@@ -7,9 +7,9 @@ experiments/plan_calibration.py is its command."""
 from dataclasses import dataclass, field
 
 from twoclock.config import param, require_int
-from twoclock.model import StudyDefaults
 from twoclock.pilot import calibrate
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.plan_check import entry
+from twoclock.studies.protocol import Engine, Study, StudyDefaults
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,8 @@ class Config:
 
 
 def defaults(model):
-    """Offered for the models with pilots to check (`Model.studies.plan_check`)."""
-    return None if model.studies.plan_check is None else StudyDefaults()
+    """Offered for the models with pilots to check (`twoclock.studies.plan_check.DEFAULTS`)."""
+    return None if entry(model) is None else StudyDefaults()
 
 
 def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,

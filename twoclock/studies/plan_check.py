@@ -1,15 +1,44 @@
 """Known-answer check of the planner (experiments/plan_check.py): simulate pilot runs at a few
 small batches, plan from them, and score the predictions at held-out larger batches
 (`twoclock.pilot.check`); with `logs`, plan from the pilots' logged curves alone
-(`twoclock.pilot.logs_check`). Each model's pilots are its `Model.studies.plan_check`."""
+(`twoclock.pilot.logs_check`). Each model's pilots are its `DEFAULTS` entry (`PlanCheck`)."""
 from dataclasses import dataclass
 import os
+from typing import Callable, NamedTuple
 
 from twoclock.atomic import Refused
 from twoclock.config import option, param, require, require_int
-from twoclock.model import StudyDefaults
+from twoclock.models.bandit import log_conditions as bandit_logs
+from twoclock.models.policy import log_conditions as policy_logs
 from twoclock.pilot import check as pilot_check, logs_check
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, per_model
+
+
+class PlanCheck(NamedTuple):
+    """A model's known-answer check of the planner: the pilots' lr0, pilot batches, held-out
+    batches and budget; log_conditions(cfg) -> (progress condition, failure conditions) on its
+    checkpoint names, where the engine's clocks alone are not what a trainer logs."""
+    lr0: float
+    pilots: tuple
+    heldout: tuple
+    budget: int
+    log_conditions: Callable | None = None
+
+
+MODELS = ("quadratic", "bandit", "policy")  # the models with pilots to check
+DEFAULTS = {
+    "quadratic": PlanCheck(lr0=1e-2, pilots=(8, 16, 32, 64), heldout=(128, 256),
+                           budget=200_000),
+    "bandit": PlanCheck(lr0=0.02, pilots=(64, 128, 256), heldout=(512, 1024), budget=100_000,
+                        log_conditions=bandit_logs),
+    "policy": PlanCheck(lr0=1e-4, pilots=(32, 64, 128), heldout=(512, 1024), budget=16_384,
+                        log_conditions=policy_logs),
+}
+
+
+def entry(model) -> PlanCheck | None:
+    """The model's plan-check entry (None: it has no pilots to check)."""
+    return per_model(DEFAULTS, model)
 
 
 @dataclass(frozen=True)
@@ -40,8 +69,8 @@ class Config:
 
 
 def defaults(model):
-    """Offered for the models with pilots to check (`Model.studies.plan_check`)."""
-    return None if model.studies.plan_check is None else StudyDefaults()
+    """Offered for the models with pilots to check (`DEFAULTS`)."""
+    return None if entry(model) is None else StudyDefaults()
 
 
 def out_name(model, cfg: Config, given) -> str:
@@ -57,7 +86,7 @@ def _given(**flags) -> dict:
 def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
         engine: Engine = Engine()) -> dict:
     """The check's result; a pilot setting the planner refuses exits 2 (`Refused`)."""
-    s = model.studies.plan_check
+    s = entry(model)
     try:
         if cfg.logs is not None:
             path = cfg.logs or os.path.join(engine.out, f"{out_name(model, cfg, ())}.csv")
@@ -78,4 +107,4 @@ def report(out: dict) -> str:
 
 
 STUDY = Study("plan_check", Config, run, report, doc=__doc__.split("\n")[0],
-              script="plan_check.py", defaults=defaults, out=out_name)
+              script="plan_check.py", models=MODELS, defaults=defaults, out=out_name)

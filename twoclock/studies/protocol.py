@@ -11,13 +11,23 @@ A study is a frozen config (fields made with `twoclock.config.param`, checked in
     figure(result) -> a matplotlib Figure, or None where the result has nothing to draw
 
 A study declares the models it is written for (`models`: it may import their packages and
-nothing else of twoclock.models) or takes any model whose `defaults` are not None.
+nothing else of twoclock.models) or takes any model whose `defaults` are not None. A study
+owns its per-model defaults (`StudyDefaults`, a table {model name: defaults} or a function of
+the model): models do not know which studies exist.
 """
 from dataclasses import field
 from types import MappingProxyType
 from typing import Callable, Mapping, NamedTuple
 
-from twoclock.model import StudyDefaults
+_EMPTY = MappingProxyType({})
+
+
+class StudyDefaults(NamedTuple):
+    """A model's defaults in one study, each a {field: value} of one config (flags given win):
+    the study's own config, its sweep (SweepConfig) and the model's config."""
+    study: Mapping = _EMPTY
+    sweep: Mapping = _EMPTY
+    model: Mapping = _EMPTY
 
 
 def nested(default, group: str, rename: dict | None = None, skip: tuple = ()):
@@ -78,6 +88,12 @@ class Study(NamedTuple):
 def output_name(study: Study, model, cfg, given=frozenset()) -> str:
     """The name of the study's JSON and figure for this model, config and given fields."""
     return (study.output or study.name) if study.out is None else study.out(model, cfg, given)
+
+
+def per_model(table: Mapping, model):
+    """A study's defaults for model from its table {model name: defaults}; None (not offered)
+    for a model the table does not list."""
+    return table.get(model.name)
 
 
 def applies(study: Study, model) -> bool:

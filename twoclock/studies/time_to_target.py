@@ -17,7 +17,11 @@ from twoclock.analysis.throughput import ThroughputModel
 from twoclock.config import (DELTA, LR_RULES, SweepConfig, param, require, require_choice,
                              require_positive)
 from twoclock.engine.sweep import run_sweep
-from twoclock.studies.protocol import Engine, Study, nested
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, nested, per_model
+
+# each model's defaults here (flags given win); a model not listed is not offered the study
+DEFAULTS = {"quadratic": StudyDefaults(sweep=dict(batches=(8, 16, 32, 64, 128, 256), seeds=16,
+                                                  budget=100_000, n_ckpt=16))}
 
 
 @dataclass(frozen=True)
@@ -47,9 +51,8 @@ class Config:
 
 
 def defaults(model):
-    """The model's time-to-target defaults (`Model.studies.time_to_target`; None: not
-    offered)."""
-    return model.studies.time_to_target
+    """The model's time-to-target defaults (`DEFAULTS`; None: not offered)."""
+    return per_model(DEFAULTS, model)
 
 
 def rows(res, rule: str, lr0: float, thr, idx) -> list:
@@ -145,7 +148,7 @@ def figure(out: dict):
     return None if out["reference_seconds"] is None else time_to_target_figure(out)
 
 
-__all__ = ["Config", "figure", "defaults", "rows", "summary", "run", "report"]
+__all__ = ["Config", "DEFAULTS", "figure", "defaults", "rows", "summary", "run", "report"]
 
 
 STUDY = Study("time_to_target", Config, run, report, figure, doc=__doc__,
