@@ -20,6 +20,8 @@ from twoclock.studies.protocol import Study
 @dataclass(frozen=True)
 class Config:
     """Progress clocks at a few batches."""
+    SCRIPT = "toy.py"  # the command's name in messages
+    DESCRIPTION = "the toy study"
     batches: tuple = param((8, 32), "batches")
     lr0: float = param(0.1, "base learning rate at b0")
     seeds: int = param(2, "seeds per batch")
@@ -41,8 +43,7 @@ def report(out: dict) -> str:
     return "; ".join(f"B {b}: {n:.1f}" for b, n in out["n_prog"].items())
 
 
-TOY_STUDY = Study("toy_study", Config, run, report, doc="the toy study", script="toy.py",
-                  models=("toy",))
+TOY_STUDY = Study("toy_study", Config, run, report, models=("toy",))
 # ----------------------------------------------------------------------------------------------
 
 

@@ -36,7 +36,7 @@ CORE = ("config.py", "model.py", "trace.py", "objectives.py", "scaling.py", "ato
 
 
 def _pilots(model):
-    """The model's plan-check entry (`twoclock.studies.plan_check.DEFAULTS`)."""
+    """The model's plan-check entry (`twoclock.studies.plan_check.PILOTS`)."""
     from twoclock.studies.plan_check import entry  # noqa: PLC0415 (the studies import this)
     return entry(model)
 

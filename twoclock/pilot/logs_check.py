@@ -21,7 +21,7 @@ def log_conditions(model, cfg) -> tuple:
 
     The first two reproduce the engine's clocks: progress_frac at the model's progress target
     (twoclock.model.progress_target) and drift at the config's drift_threshold, unless the
-    model's plan-check entry (`twoclock.studies.plan_check.DEFAULTS`) gives its own
+    model's plan-check entry (`twoclock.studies.plan_check.PILOTS`) gives its own
     `log_conditions(cfg)` (the bandit adds KL and
     entropy, the policy model logs held-out accuracy, KL, entropy and the null drift).
     """
@@ -32,7 +32,7 @@ def log_conditions(model, cfg) -> tuple:
     from twoclock.model import progress_target  # noqa: PLC0415 (twoclock.model imports JAX)
     if not hasattr(cfg, "drift_threshold"):
         raise ValueError(f"--logs: model {model.name!r} has no drift_threshold in its config; "
-                         "give it log_conditions in twoclock.studies.plan_check.DEFAULTS")
+                         "give it log_conditions in twoclock.studies.plan_check.PILOTS")
     return (f"progress_frac<={progress_target(model, cfg):.9g}",
             (f"drift>={cfg.drift_threshold:g}",))
 
@@ -159,7 +159,7 @@ def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = 
     if missing:
         raise ValueError(f"--logs: model {model.name!r} checkpoints no {', '.join(missing)} "
                          f"(it has {', '.join(sorted(pres.ckpt[0]))}); give it "
-                         "log_conditions in twoclock.studies.plan_check.DEFAULTS")
+                         "log_conditions in twoclock.studies.plan_check.PILOTS")
     res = simulate(model, cfg, opt, held, lr0, heldout_seeds, budget, n_ckpt, keep=keep,
                    quiet=quiet)
     sim_s = time.perf_counter() - t0

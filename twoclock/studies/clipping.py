@@ -29,9 +29,17 @@ CLIPS = (0.1, 0.2, 0.3, 0.5, None)
 REF_CLIP = 0.2  # the clip of claims (a) and (b): GRPO's usual eps
 
 
+def defaults(model) -> StudyDefaults:
+    """The emergent-drift regime, where clipping binds (the bandit's `emergent` preset)."""
+    return StudyDefaults(model=model.presets["emergent"])
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """The study's own parameters (the model's are a BanditConfig, the optimizer's OptimConfig)."""
+    SCRIPT = "clipping.py"
+    DEFAULTS = staticmethod(defaults)
+    SKIP_MODEL = ("clip_low", "clip_high")  # each clip sets them
     batches: tuple = param((64, 1024), "batches in responses; the claims use the smallest and "
                                        "the largest")
     clips: tuple = option(CLIPS, "symmetric clip eps values; 'none' = unclipped (required)",
@@ -45,8 +53,9 @@ class Config:
     budget: int = param(40_000, "responses per run")
     early_samples: int = param(4096, "responses after which early held-out accuracy is read")
 
-    def check(self, base: BanditConfig) -> None:
+    def check(self, model, base: BanditConfig, opt=None) -> None:
         """ValueError naming the parameter, before anything runs."""
+        del model, opt
         for b in self.batches:
             require_int("batch", b)
             base.prompts(b)
@@ -65,20 +74,9 @@ class Config:
         """The study's fields as its JSON's config has them (the choice of output aside)."""
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "regime_map"}
 
-
-def defaults(model) -> StudyDefaults:
-    """The emergent-drift regime, where clipping binds (the bandit's `emergent` preset)."""
-    return StudyDefaults(model=model.presets["emergent"])
-
-
-def check(model, base, opt, study: Config) -> None:
-    del model, opt
-    study.check(base)
-
-
-def out_name(model, study: Config, given) -> str:
-    del model, given
-    return "clipping_regime_map" if study.regime_map else "clipping"
+    def output_name(self, model, given) -> str:
+        del model, given
+        return "clipping_regime_map" if self.regime_map else "clipping"
 
 
 def early_accuracy(ckpt_b: dict, n_early: int, j: int = 0) -> np.ndarray:
@@ -112,7 +110,7 @@ def run(model, base: BanditConfig, opt: OptimConfig, study: Config, *, keep=None
     """Every (batch, clip) entry, the claims, and the theory of the drift's move per batch (or,
     with study.regime_map, the regime map)."""
     del engine  # (no store)
-    study.check(base)
+    study.check(model, base)
     if study.regime_map:
         return regime_map(model, base, opt, clips=[c for c in study.clips if c is not None],
                           seeds=study.seeds, seed=study.seed, budget=study.budget,
@@ -304,6 +302,4 @@ def regime_report(m: dict) -> str:
     return "\n".join(lines)
 
 
-STUDY = Study("clipping", Config, run, report, figure, doc=__doc__, script="clipping.py",
-              models=MODELS, defaults=defaults, out=out_name, check=check,
-              skip_model=("clip_low", "clip_high"))
+STUDY = Study("clipping", Config, run, report, figure, models=MODELS)

@@ -70,9 +70,18 @@ PREDICTIONS = {
 }
 
 
+QUICK_OVERRIDES = {"batches": (64, 1024), "seeds": 4, "budget": 8192, "rules": ("sqrt",),
+                   "fixed_responses": (4096,)}
+PRESETS = {"quick": ("batches 64 and 1024, 4 seeds, 8192 responses, sqrt rule only",
+                     QUICK_OVERRIDES)}
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """The study's cells: batches, seeds, budget, the learning rate and the deployment regime."""
+    SCRIPT = "damage_study.py"
+    MODEL_FLAGS = False  # the cells set the model's and the optimizer's configs
+    PRESETS = PRESETS
     batches: tuple = param((64, 256, 1024), "batches in responses")
     seeds: int = param(16, "seeds per cell")
     budget: int = param(32_768, "responses per run")
@@ -103,17 +112,17 @@ class Config:
             isinstance(r, int) and 1 <= r <= self.budget for r in self.fixed_responses),
             "fixed_responses", f"integers in [1, budget {self.budget}]", self.fixed_responses)
 
+    def check(self, model, base, opt) -> None:
+        """Every cell's configs and batches (ValueError) before any cell runs."""
+        del opt
+        for _, cfg, _, sweep in cells(self, base):
+            for b in sweep.batches:
+                model.describe_batch(cfg, b)
 
-QUICK_OVERRIDES = {"batches": (64, 1024), "seeds": 4, "budget": 8192, "rules": ("sqrt",),
-                   "fixed_responses": (4096,)}
-PRESETS = {"quick": ("batches 64 and 1024, 4 seeds, 8192 responses, sqrt rule only",
-                     QUICK_OVERRIDES)}
-
-
-def out_name(model, st: Config, given) -> str:
-    """damage_study[_quick]."""
-    del model, st
-    return "damage_study" + ("_quick" if "quick" in given else "")
+    def output_name(self, model, given) -> str:
+        """damage_study[_quick]."""
+        del model
+        return "damage_study" + ("_quick" if "quick" in given else "")
 
 
 def cells(st: Config, base) -> list:
@@ -130,14 +139,6 @@ def cells(st: Config, base) -> list:
                                                 seeds=st.seeds, budget=st.budget, seed=st.seed,
                                                 n_ckpt=max(1, n_ckpt))))
     return out
-
-
-def check(model, base, opt, st: Config) -> None:
-    """Every cell's configs and batches (ValueError) before any cell runs."""
-    del opt
-    for _, cfg, _, sweep in cells(st, base):
-        for b in sweep.batches:
-            model.describe_batch(cfg, b)
 
 
 def at_responses(samples_SxC, x_SxC, n_S) -> np.ndarray:
@@ -346,6 +347,4 @@ def figure(out: dict):
     return damage_figure(out)
 
 
-STUDY = Study("damage_study", Config, run, report, figure, doc=__doc__,
-              script="damage_study.py", models=MODELS, out=out_name, check=check, model_flags=False,
-              presets=PRESETS)
+STUDY = Study("damage_study", Config, run, report, figure, models=MODELS)

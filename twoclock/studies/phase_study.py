@@ -42,7 +42,12 @@ SHARED = ("seeds", "seed", "n_ckpt")
 @dataclass(frozen=True)
 class Config:
     """Which models, the theory grid of a model's boundary, and the panels: (model, model
-    config, SweepConfig, failure clock) each, from `panel_setup` (the command line's)."""
+    config, SweepConfig[, failure clock]) each (the command line's; None: the model's
+    defaults, `panel_setup`; no failure clock: the config's)."""
+    SCRIPT = "phase_diagram.py"
+    OUTPUT = "phase_diagram"
+    DEFAULTS = DEFAULTS
+    SHARED = SHARED
     models: tuple = param(("quadratic", "bandit"), "the models, one panel each")
     theory_points: int = param(9, "theory grid points per axis (a model's boundary)")
     failure_clock: str | None = option(None, "the panel's failure clock (a single --models "
@@ -55,6 +60,20 @@ class Config:
                 "theory_points", "an integer in [2, 1000]", self.theory_points)
         require(self.failure_clock is None or len(self.models) == 1, "--failure-clock",
                 "given with a single --models entry", self.failure_clock)
+
+    def check(self, model, model_cfg, opt) -> None:
+        """Before any work: every panel's batches, and its failure clock (ValueError)."""
+        del model, model_cfg, opt
+        for m, cfg, sweep, clock in with_clocks(self):
+            require(clock is None or clock in failure_clocks(m), "--failure-clock",
+                    " or ".join(failure_clocks(m)), clock)
+            panel_setup(m, cfg, sweep, clock)
+
+
+def with_clocks(study: Config) -> list:
+    """[(model, model config, SweepConfig, failure clock)] of study.panels, a panel without a
+    failure clock of its own taking the study's."""
+    return [(*p[:3], p[3] if len(p) > 3 else study.failure_clock) for p in study.panels]
 
 
 def defaults(model: Model):
@@ -99,15 +118,6 @@ def panel(model: Model, cfg, opt, sweep: SweepConfig, failure_clock: str = "fail
     return out
 
 
-def check(model, model_cfg, opt, study: Config) -> None:
-    """Before any work: every panel's batches, and its failure clock (ValueError)."""
-    del model, model_cfg, opt
-    for m, cfg, sweep, clock in study.panels:
-        require(clock is None or clock in failure_clocks(m), "--failure-clock",
-                " or ".join(failure_clocks(m)), clock)
-        panel_setup(m, cfg, sweep, clock)
-
-
 def run(model, model_cfg, opt, study: Config, *, keep=None, quiet: bool = False,
         engine: Engine = Engine()) -> dict:
     """Every panel of study.panels as one JSON-ready dict (model and model_cfg: the single
@@ -115,7 +125,7 @@ def run(model, model_cfg, opt, study: Config, *, keep=None, quiet: bool = False,
     del model, model_cfg, engine
     t0 = time.perf_counter()
     panels, configs = [], {}
-    for m, mcfg, sweep, clock in study.panels:
+    for m, mcfg, sweep, clock in with_clocks(study):
         mcfg, sweep, clock = panel_setup(m, mcfg, sweep, clock)
         panels.append(panel(m, mcfg, opt, sweep, clock, study.theory_points, quiet, keep))
         extra = {"failure_clock": clock} if "failure_clock" in defaults(m).study else {}
@@ -145,10 +155,8 @@ def figure(out: dict):
     return phase_figure(out)
 
 
-__all__ = ["Config", "DEFAULTS", "SHARED", "check", "figure", "defaults", "failure_clocks",
+__all__ = ["Config", "DEFAULTS", "SHARED", "figure", "with_clocks", "defaults", "failure_clocks",
            "panel_setup", "panel", "run", "report"]
 
 
-STUDY = Study("phase", Config, run, report, figure, doc=__doc__, output="phase_diagram",
-              script="phase_diagram.py", defaults=defaults, check=check, several=True,
-              shared=SHARED)
+STUDY = Study("phase", Config, run, report, figure)

@@ -49,6 +49,8 @@ PLANNERS = ("curves", "fractions")
 class Config:
     """What the schedule study compares and how it plans; the sweep's grid is (batch_small,
     batch_large) x (lr0,)."""
+    SCRIPT = "schedule.py"
+    DEFAULTS = DEFAULTS
     batch_small: int = param(8, "B1, the batch before the switch")
     batch_large: int = param(256, "B2, the batch after the switch")
     lr0: float = param(1e-2, "base learning rate at b0")
@@ -240,5 +242,4 @@ __all__ = ["Config", "DEFAULTS", "figure", "defaults", "progress_target", "measu
            "median_curve", "summarize_run", "switch_grid", "run", "report"]
 
 
-STUDY = Study("schedule", Config, run, report, figure, doc=__doc__, script="schedule.py",
-              defaults=defaults)
+STUDY = Study("schedule", Config, run, report, figure)

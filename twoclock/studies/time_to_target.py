@@ -27,6 +27,9 @@ DEFAULTS = {"quadratic": StudyDefaults(sweep=dict(batches=(8, 16, 32, 64, 128, 2
 @dataclass(frozen=True)
 class Config:
     """The rules compared and how time is counted; the sweep's grid is its batches x (lr0,)."""
+    SCRIPT = "time_to_target.py"
+    DEFAULTS = DEFAULTS
+    SKIP_OPTIM = ("lr_rule",)
     lr0: float = param(1e-2, "base learning rate at b0")
     lr_rules: tuple = param(("sqrt", "fixed"), "learning-rate rules to compare: fixed | sqrt | "
                                                "linear")
@@ -151,5 +154,4 @@ def figure(out: dict):
 __all__ = ["Config", "DEFAULTS", "figure", "defaults", "rows", "summary", "run", "report"]
 
 
-STUDY = Study("time_to_target", Config, run, report, figure, doc=__doc__,
-              script="time_to_target.py", defaults=defaults, skip_optim=("lr_rule",))
+STUDY = Study("time_to_target", Config, run, report, figure)

@@ -53,9 +53,25 @@ ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registe
 MAX_SEEDS = 2**31 // (8 * N_BOOT)
 
 
+QUICK_OVERRIDES = {"batches": (64, 512), "seeds": 4, "conventions": ("fixed_m",)}
+# the pre-registered test's design: three batches over 16x, 8 seeds, a budget that leaves the
+# half-lr cell room to reach its clocks
+PREREG_OVERRIDES = {"batches": (64, 256, 1024), "seeds": 8, "budget": 16_384}
+PRESETS = {"quick": ("batches 64 and 512, 4 seeds, fixed_m only (~20 min on 2 cores)",
+                     QUICK_OVERRIDES),
+           "predict": ("the per-coordinate theory's clocks for the cells it has not seen, "
+                       "calibrated on the seen cell (run here): writes --predictions-file",
+                       {**PREREG_OVERRIDES, "parts": ("predict",)}),
+           "prereg": ("run the unseen cells and compare with --predictions-file: writes "
+                      "--measured-file", {**PREREG_OVERRIDES, "parts": ("prereg",)})}
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """The study's cells: batches, seeds, budget, the learning rates and which parts run."""
+    SCRIPT = "policy_study.py"
+    MODEL_FLAGS = False  # the cells set the model's and the optimizer's configs
+    PRESETS = PRESETS
     batches: tuple = param((64, 128, 256, 512, 1024), "batches in responses; the clipping and "
                                                       "collapse cells use the smallest and the "
                                                       "largest")
@@ -105,19 +121,30 @@ class Config:
         require(len(self.conventions) > 0 and set(self.conventions) <= set(CONVENTIONS),
                 "conventions", "some of " + ", ".join(CONVENTIONS), self.conventions)
 
+    def check(self, model, base, opt) -> None:
+        """Before any cell runs: every cell's configs and batches, and the pre-registered
+        test's files (ValueError)."""
+        del opt
+        if self.parts == ("predict",):
+            # a pre-registration is never rewritten: the file is committed before the runs
+            require(not os.path.exists(self.predictions_file), "predictions_file",
+                    "a path with no file yet (a pre-registration is not rewritten)",
+                    self.predictions_file)
+        elif self.parts == ("prereg",):
+            read_predictions(self)
+        else:
+            check_cells(model, self, base)
 
-QUICK_OVERRIDES = {"batches": (64, 512), "seeds": 4, "conventions": ("fixed_m",)}
+    def output_name(self, model, given) -> str:
+        """policy_study[_quick][_<parts>]: the parts in the name only where they were given."""
+        del model
+        if self.parts in ALONE:
+            return "policy_study_" + self.parts[0]
+        return ("policy_study" + ("_quick" if "quick" in given else "")
+                + ("_" + "_".join(self.parts) if "parts" in given else ""))
+
+
 QUICK = dataclasses.replace(Config(), **QUICK_OVERRIDES)
-# the pre-registered test's design: three batches over 16x, 8 seeds, a budget that leaves the
-# half-lr cell room to reach its clocks
-PREREG_OVERRIDES = {"batches": (64, 256, 1024), "seeds": 8, "budget": 16_384}
-PRESETS = {"quick": ("batches 64 and 512, 4 seeds, fixed_m only (~20 min on 2 cores)",
-                     QUICK_OVERRIDES),
-           "predict": ("the per-coordinate theory's clocks for the cells it has not seen, "
-                       "calibrated on the seen cell (run here): writes --predictions-file",
-                       {**PREREG_OVERRIDES, "parts": ("predict",)}),
-           "prereg": ("run the unseen cells and compare with --predictions-file: writes "
-                      "--measured-file", {**PREREG_OVERRIDES, "parts": ("prereg",)})}
 
 
 def read_predictions(st: Config) -> dict:
@@ -135,30 +162,6 @@ def read_predictions(st: Config) -> dict:
     require(made_for == prereg.design(st), "the study's design",
             f"the one the predictions were made for, {made_for}", prereg.design(st))
     return pred
-
-
-def check(model, base, opt, st: Config) -> None:
-    """Before any cell runs: every cell's configs and batches, and the pre-registered test's
-    files (ValueError)."""
-    del opt
-    if st.parts == ("predict",):
-        # a pre-registration is never rewritten: the file is committed before the runs
-        require(not os.path.exists(st.predictions_file), "predictions_file",
-                "a path with no file yet (a pre-registration is not rewritten)",
-                st.predictions_file)
-    elif st.parts == ("prereg",):
-        read_predictions(st)
-    else:
-        check_cells(model, st, base)
-
-
-def out_name(model, st: Config, given) -> str:
-    """policy_study[_quick][_<parts>]: the parts in the name only where they were given."""
-    del model
-    if st.parts in ALONE:
-        return "policy_study_" + st.parts[0]
-    return ("policy_study" + ("_quick" if "quick" in given else "")
-            + ("_" + "_".join(st.parts) if "parts" in given else ""))
 
 
 def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
@@ -242,10 +245,8 @@ def figure(out: dict):
 
 
 __all__ = ["Config", "QUICK", "PRESETS", "MODELS", "CLIPS", "CLOCK_KEYS", "DRIFT", "PARTS",
-           "answers", "analyse", "cells", "check", "clock_S", "exponent_ci", "figure",
-           "out_name", "per_seed", "reanswer", "report", "rules", "run"]
+           "answers", "analyse", "cells", "clock_S", "exponent_ci", "figure", "per_seed",
+           "reanswer", "report", "rules", "run"]
 
 
-STUDY = Study("policy_study", Config, run, report, figure, doc=__doc__,
-              script="policy_study.py", models=MODELS, out=out_name, check=check,
-              model_flags=False, presets=PRESETS)
+STUDY = Study("policy_study", Config, run, report, figure, models=MODELS)
