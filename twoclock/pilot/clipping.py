@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from twoclock.config import scaled_lr
 from twoclock.pilot import fit as pf
 
 STEPS = ("fixed", "per_batch")  # minibatches x epochs the same at every B, or ~ B
@@ -55,7 +56,7 @@ def clip_onset(runs, prog, metric: str, bind: float, pred_B, rule: dict, steps: 
     t = pf.t_quantile((1 + level) / 2, dof)
     a, b = float(coef[0]), float(coef[1])
     out["slope"] = {"value": b, "ci": [b - t * se, b + t * se]}
-    lr_of = lambda B: rule["lr0"] * (B / rule["b0"]) ** rule["p"]
+    lr_of = lambda B: scaled_lr(rule["lr0"], B, rule["b0"], rule["p"])
     out["predictions"] = [{"batch": float(B),  # a share: at most 1
                            "share": min(1.0, math.exp(a + b * log_move(B, lr_of(B))))}
                           for B in pred_B]

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from twoclock.config import require
+from twoclock.config import require, scaled_lr
 from twoclock.pilot import fit as pf, forms
 from twoclock.analysis.switch import Clocks, plan_switch
 
@@ -229,7 +229,7 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
         m = _measured(runs.spu_R, has_t & (runs.batch_R == b))
         return m if m is not None else (None if tmodel is None else float(tmodel.step_seconds(b)))
 
-    lr_of = lambda b: rule["lr0"] * (b / rule["b0"]) ** rule["p"]
+    lr_of = lambda b: scaled_lr(rule["lr0"], b, rule["b0"], rule["p"])
     predictions = []
     for b, pb, fb, nb in zip(pred_B, prog_band(pred_B), fail_band(pred_B), bound):
         s = spu(b)
