@@ -11,7 +11,7 @@ import sys
 from twoclock.cli.common import (OneLineParser, add_output_args, guard, model_config,
                                  parsed, publish)
 from twoclock.cli.engine_flags import add_engine_args, check_engine_args, engine_from_args
-from twoclock.cli.flags import add_config_flags, config_from_flags, dest
+from twoclock.cli.flags import add_config_flags, asdict_shallow, config_from_flags, dest
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.engine.runtime import setup
 from twoclock.studies.protocol import (Study, StudyDefaults, applies, declared, defaults,
@@ -31,12 +31,21 @@ def add_study_flags(group, cls, defaults) -> None:
     add_config_flags(group, cls, skip=tuple(skip), defaults=defaults)
 
 
+def nested_defaults(f, defaults) -> dict:
+    """A nested config's defaults: its field's default, then defaults (the model's for the
+    study, a preset's)."""
+    return {**asdict_shallow(f.default), **(defaults or {})}
+
+
 def study_config(ns, cls, defaults, overrides=None):
-    """cls from the flags: its nested configs first (each with defaults[its name]), then its
-    own fields (defaults["study"]; overrides: a preset's, the panels)."""
-    sub = {f.name: config_from_flags(ns, c, defaults=defaults.get(f.name))
-           for f, c, _ in _nested(cls)}
-    return config_from_flags(ns, cls, defaults={**defaults.get("study", {}), **(overrides or {}),
+    """cls from the flags: its nested configs first (each with defaults[its name] and
+    overrides[its name]), then its own fields (defaults["study"]; overrides: a preset's, the
+    panels)."""
+    overrides = dict(overrides or {})
+    sub = {f.name: config_from_flags(ns, c, scalar=meta["scalar"], defaults=nested_defaults(
+        f, {**(defaults.get(f.name) or {}), **overrides.pop(f.name, {})}))
+        for f, c, meta in _nested(cls)}
+    return config_from_flags(ns, cls, defaults={**defaults.get("study", {}), **overrides,
                                                 **sub})
 
 
@@ -98,10 +107,14 @@ def parse(study: Study, argv, prog: str) -> tuple:
     shared = declared(study, "SHARED")
     p = OneLineParser(prog=prog, description=description(study),
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_study_flags(p.add_argument_group("study"), cls, {} if many else d.study)
+    groups = {"study": p.add_argument_group("study")}
+    add_study_flags(groups["study"], cls, {} if many else d.study)
     for f, c, meta in _nested(cls):
-        add_config_flags(p.add_argument_group(meta["group"]), c, rename=meta["rename"],
-                         skip=meta["skip"], defaults=getattr(d, f.name, None))
+        if meta["group"] not in groups:
+            groups[meta["group"]] = p.add_argument_group(meta["group"])
+        add_config_flags(groups[meta["group"]], c, rename=meta["rename"], skip=meta["skip"],
+                         defaults=nested_defaults(f, getattr(d, f.name, None)),
+                         help=meta["help"], scalar=meta["scalar"])
     if many and shared is not None:
         add_config_flags(p.add_argument_group("sweep (each model's defaults for the study)"),
                          SweepConfig, rename={"lr0s": "lr0"}, defaults=d.sweep or None)

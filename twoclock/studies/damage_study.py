@@ -34,8 +34,7 @@ import numpy as np
 from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
 from twoclock.analysis.paired import finite_or_none, log_slope, paired_ci, ratio_ci
-from twoclock.config import SweepConfig, param, require, require_fraction, require_int, \
-    require_positive
+from twoclock.config import SweepConfig, param, require, require_fraction, require_int
 from twoclock.models.policy import DEPLOY, WarmupConfig
 from twoclock.models.policy.dynamics import setup
 from twoclock.pilot.clocks import crossing
@@ -43,7 +42,7 @@ from twoclock.pilot.conditions import Condition
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.policy_study.answers import exponent_ci
 from twoclock.studies.policy_study.cells import rules as lr_rules
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.protocol import Engine, Study, nested
 
 MODELS = ("policy",)
 RULES = ("sqrt", "fixed")
@@ -70,8 +69,10 @@ PREDICTIONS = {
 }
 
 
-QUICK_OVERRIDES = {"batches": (64, 1024), "seeds": 4, "budget": 8192, "rules": ("sqrt",),
-                   "fixed_responses": (4096,)}
+# the cells' grid: batches x one lr0 x seeds (each cell sets its lr0 and checkpoints)
+SWEEP = SweepConfig(batches=(64, 256, 1024), lr0s=(1e-4,), seeds=16, budget=32_768, seed=0)
+QUICK_OVERRIDES = {"sweep": {"batches": (64, 1024), "seeds": 4, "budget": 8192},
+                   "rules": ("sqrt",), "fixed_responses": (4096,)}
 PRESETS = {"quick": ("batches 64 and 1024, 4 seeds, 8192 responses, sqrt rule only",
                      QUICK_OVERRIDES)}
 
@@ -82,35 +83,47 @@ class Config:
     SCRIPT = "damage_study.py"
     MODEL_FLAGS = False  # the cells set the model's and the optimizer's configs
     PRESETS = PRESETS
-    batches: tuple = param((64, 256, 1024), "batches in responses")
-    seeds: int = param(16, "seeds per cell")
-    budget: int = param(32_768, "responses per run")
-    lr0: float = param(1e-4, "base learning rate at b0 (the fixed rule runs the sqrt rule's lr "
-                             "at the smallest batch)")
     rules: tuple = param(RULES, "learning-rate rules: sqrt | fixed")
     end_b: float = param(DEPLOY["warmup"].end_b, "warm-up: fraction of labels ending in END_B "
                                                  "(the form the deployment grader rejects)")
     damage_drop: float = param(0.03, "damage: deploy accuracy drop below its running peak")
     fixed_responses: tuple = param((4096, 16_384), "responses at which the RMS test reads the "
                                                    "shift")
-    seed: int = param(0, "base PRNG seed")
     max_lanes: int = param(8, "runs per compiled chunk")
+    sweep: SweepConfig = nested(SWEEP, "study", rename={"lr0s": "lr0"}, skip=("n_ckpt",),
+                                scalar=("lr0s",), help={
+                                    "batches": "batches in responses", "seeds": "seeds per cell",
+                                    "budget": "responses per run", "seed": "base PRNG seed",
+                                    "lr0s": "base learning rate at b0 (the fixed rule runs the "
+                                            "sqrt rule's lr at the smallest batch)"})
 
     def __post_init__(self):
-        require_int("seeds", self.seeds, lo=2)
-        require_int("budget", self.budget, lo=1)
+        # the batches, lr0, seeds, budget and seed are the sweep's, checked there
+        require(self.seeds >= 2, "seeds", "an integer >= 2", self.seeds)
+        require(len(self.batches) >= 2, "batches", "at least two distinct batches >= 1",
+                self.batches)
         require_int("max_lanes", self.max_lanes, lo=1)
-        require_positive("lr0", self.lr0)
         require(0 < self.end_b < 1, "end_b", "in (0, 1)", self.end_b)
         require_fraction("damage_drop", self.damage_drop)
-        require(len(set(self.batches)) >= 2 and all(
-            isinstance(b, int) and b >= 1 for b in self.batches), "batches",
-            "at least two distinct batches >= 1", self.batches)
         require(len(self.rules) > 0 and set(self.rules) <= set(RULES), "rules",
                 "some of " + ", ".join(RULES), self.rules)
         require(len(self.fixed_responses) > 0 and all(
             isinstance(r, int) and 1 <= r <= self.budget for r in self.fixed_responses),
             "fixed_responses", f"integers in [1, budget {self.budget}]", self.fixed_responses)
+
+    # the sweep's values under the names the cells and the JSON use
+    batches = property(lambda self: self.sweep.batches)
+    seeds = property(lambda self: self.sweep.seeds)
+    budget = property(lambda self: self.sweep.budget)
+    lr0 = property(lambda self: self.sweep.lr0s[0])
+    seed = property(lambda self: self.sweep.seed)
+
+    def as_dict(self) -> dict:
+        """The study as its JSON records it: flat, in the order of its first results."""
+        return {"batches": self.batches, "seeds": self.seeds, "budget": self.budget,
+                "lr0": self.lr0, "rules": self.rules, "end_b": self.end_b,
+                "damage_drop": self.damage_drop, "fixed_responses": self.fixed_responses,
+                "seed": self.seed, "max_lanes": self.max_lanes}
 
     def check(self, model, base, opt) -> None:
         """Every cell's configs and batches (ValueError) before any cell runs."""
@@ -135,9 +148,8 @@ def cells(st: Config, base) -> list:
     out = []
     for rule in st.rules:
         opt, lr0 = lr_rules(st)[rule]
-        out.append((rule, cfg, opt, SweepConfig(batches=tuple(st.batches), lr0s=(lr0,),
-                                                seeds=st.seeds, budget=st.budget, seed=st.seed,
-                                                n_ckpt=max(1, n_ckpt))))
+        out.append((rule, cfg, opt, dataclasses.replace(st.sweep, lr0s=(lr0,),
+                                                        n_ckpt=max(1, n_ckpt))))
     return out
 
 
@@ -275,7 +287,7 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     """Each rule's cell through run_sweep (resumable from its store under engine.store), then
     the answers."""
     del opt
-    out, t0 = {"study": dataclasses.asdict(st), "predictions": PREDICTIONS, "cells": {}}, \
+    out, t0 = {"study": st.as_dict(), "predictions": PREDICTIONS, "cells": {}}, \
         time.perf_counter()
     for name, cfg, opt_, sweep, res, secs in run_cells(
             model, cells(st, base), title="damage study", store_root=engine.store,

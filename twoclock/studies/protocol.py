@@ -47,11 +47,15 @@ class StudyDefaults(NamedTuple):
     model: Mapping = _EMPTY
 
 
-def nested(default, group: str, rename: dict | None = None, skip: tuple = ()):
+def nested(default, group: str, rename: dict | None = None, skip: tuple = (),
+           help: dict | None = None, scalar: tuple = ()):
     """A config field holding another frozen config (the sweep, the throughput model): its
-    fields become flags of their own group, renamed or skipped as given."""
-    return field(default=default, metadata={"nested": {"group": group, "rename": rename or {},
-                                                       "skip": tuple(skip)}})
+    fields become flags of their own group ("study": the study's own), at the default's
+    values, renamed, skipped or with the help given; a `scalar` field (a tuple) is given as
+    one value (the sweep's lr0s of a study at one lr0: --lr0 X)."""
+    return field(default=default, metadata={"nested": {
+        "group": group, "rename": rename or {}, "skip": tuple(skip), "help": help or {},
+        "scalar": tuple(scalar)}})
 
 
 class Engine(NamedTuple):
