@@ -31,7 +31,7 @@ line reads them, the study's functions need not):
         command line; SHARED: the sweep fields one command line sets for every panel (None: no
         sweep flags, the models bring their own runs and the panels are (model, model config))
 """
-from dataclasses import field, fields
+from dataclasses import field, fields, replace
 import sys
 from types import MappingProxyType
 from typing import Callable, Mapping, NamedTuple
@@ -56,6 +56,12 @@ def nested(default, group: str, rename: dict | None = None, skip: tuple = (),
     return field(default=default, metadata={"nested": {
         "group": group, "rename": rename or {}, "skip": tuple(skip), "help": help or {},
         "scalar": tuple(scalar)}})
+
+
+def overridden(cfg, overrides: Mapping):
+    """cfg with overrides (a preset's), a nested config's given as {field: value} of it."""
+    return replace(cfg, **{k: replace(getattr(cfg, k), **v) if isinstance(v, Mapping) else v
+                           for k, v in overrides.items()})
 
 
 class Engine(NamedTuple):

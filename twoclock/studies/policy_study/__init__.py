@@ -36,7 +36,7 @@ import time
 from twoclock.analysis import results
 from twoclock.analysis.clocks import N_BOOT
 from twoclock.atomic import atomic_write, dumps
-from twoclock.config import param, require, require_int, require_positive
+from twoclock.config import SweepConfig, param, require, require_int, require_positive
 from twoclock.models.policy import adam_noise
 from twoclock.studies.policy_study.answers import answers, exponent_ci, reanswer
 from twoclock.studies.policy_study import prereg
@@ -45,7 +45,7 @@ from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS,
                                                  borrowed, clock_S, lend, per_seed, rules)
 from twoclock.studies.policy_study.report import report
 from twoclock.studies.assemble import run_cells
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.protocol import Engine, Study, nested, overridden
 
 MODELS = ("policy",)  # the study's model: its cells are the policy's GRPO settings
 ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registered test
@@ -53,10 +53,13 @@ ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registe
 MAX_SEEDS = 2**31 // (8 * N_BOOT)
 
 
-QUICK_OVERRIDES = {"batches": (64, 512), "seeds": 4, "conventions": ("fixed_m",)}
+# the rule cells' grid: batches x one lr0 x seeds (each cell sets its batches, lr0 and seeds)
+SWEEP = SweepConfig(batches=(64, 128, 256, 512, 1024), lr0s=(1e-4,), seeds=16, budget=12_288,
+                    seed=0)
+QUICK_OVERRIDES = {"sweep": {"batches": (64, 512), "seeds": 4}, "conventions": ("fixed_m",)}
 # the pre-registered test's design: three batches over 16x, 8 seeds, a budget that leaves the
 # half-lr cell room to reach its clocks
-PREREG_OVERRIDES = {"batches": (64, 256, 1024), "seeds": 8, "budget": 16_384}
+PREREG_OVERRIDES = {"sweep": {"batches": (64, 256, 1024), "seeds": 8, "budget": 16_384}}
 PRESETS = {"quick": ("batches 64 and 512, 4 seeds, fixed_m only (~20 min on 2 cores)",
                      QUICK_OVERRIDES),
            "predict": ("the per-coordinate theory's clocks for the cells it has not seen, "
@@ -72,21 +75,14 @@ class Config:
     SCRIPT = "policy_study.py"
     MODEL_FLAGS = False  # the cells set the model's and the optimizer's configs
     PRESETS = PRESETS
-    batches: tuple = param((64, 128, 256, 512, 1024), "batches in responses; the clipping and "
-                                                      "collapse cells use the smallest and the "
-                                                      "largest")
-    seeds: int = param(16, "seeds per cell")
     control_seeds: int = param(8, "seeds of the M = E = 1 control (--seeds if fewer), whose "
                                "clocks must equal the sqrt cell's first ones, bit for bit")
-    budget: int = param(12_288, "responses per run")
-    lr0: float = param(1e-4, "base learning rate at b0 of the rule cells")
     unstable_factor: float = param(3.0, "the collapse cells' lr0 / lr0")
     # the clipping cells' lr0 over lr0: at lr0 itself M x E = 4 x 2 crosses every clock within
     # 1-3 updates at B 1024, too coarse to compare (docs/policy.md)
     clip_lr_factor: float = param(0.25, "the clipping cells' lr0 / lr0")
     early_samples: int = param(2048, "responses after which early held-out accuracy is read")
     n_ckpt: int = param(64, "checkpoints per run")
-    seed: int = param(0, "base PRNG seed")
     conventions: tuple = param(CONVENTIONS, "the clipping cells' minibatch conventions: "
                                             "fixed_m | fixed_size")
     parts: tuple = param(DEFAULT_PARTS, "cells to run: rules (sqrt and fixed), adam, clip, "
@@ -100,26 +96,48 @@ class Config:
                                "prereg writes the unseen cells' clocks and the comparison")
     # runs per compiled chunk; the study's numbers in docs/policy.md were run at 8
     max_lanes: int = param(8, "runs per compiled chunk")
+    sweep: SweepConfig = nested(SWEEP, "study", rename={"lr0s": "lr0"}, skip=("n_ckpt",),
+                                scalar=("lr0s",), help={
+                                    "batches": "batches in responses; the clipping and collapse "
+                                               "cells use the smallest and the largest",
+                                    "seeds": "seeds per cell", "budget": "responses per run",
+                                    "lr0s": "base learning rate at b0 of the rule cells",
+                                    "seed": "base PRNG seed"})
 
     def __post_init__(self):
-        require_int("seeds", self.seeds, lo=2)
+        # the batches, lr0, seeds, budget and seed are the sweep's, checked there
+        require(self.seeds >= 2, "seeds", "an integer >= 2", self.seeds)
         require_int("control_seeds", self.control_seeds, lo=2)
         require(self.seeds <= MAX_SEEDS, "seeds", f"<= {MAX_SEEDS} (the paired bootstrap "
                 f"holds {N_BOOT} x seeds indices)", self.seeds)
-        require_int("budget", self.budget, lo=1)
         require_int("max_lanes", self.max_lanes, lo=1)
         require_int("early_samples", self.early_samples, lo=1)
         require_int("n_ckpt", self.n_ckpt, lo=1)
-        for name in ("lr0", "unstable_factor", "clip_lr_factor"):
+        for name in ("unstable_factor", "clip_lr_factor"):
             require_positive(name, getattr(self, name))
-        require(len(set(self.batches)) >= 2 and all(
-            isinstance(b, int) and b >= 1 for b in self.batches), "batches",
-            "at least two distinct batches >= 1", self.batches)
+        require(len(self.batches) >= 2, "batches", "at least two distinct batches >= 1",
+                self.batches)
         require((len(self.parts) > 0 and set(self.parts) <= set(PARTS))
                 or tuple(self.parts) in ALONE, "parts",
                 "some of " + ", ".join(PARTS) + ", or predict or prereg alone", self.parts)
         require(len(self.conventions) > 0 and set(self.conventions) <= set(CONVENTIONS),
                 "conventions", "some of " + ", ".join(CONVENTIONS), self.conventions)
+
+    # the sweep's values under the names the cells and the JSON use
+    batches = property(lambda self: self.sweep.batches)
+    seeds = property(lambda self: self.sweep.seeds)
+    budget = property(lambda self: self.sweep.budget)
+    lr0 = property(lambda self: self.sweep.lr0s[0])
+    seed = property(lambda self: self.sweep.seed)
+
+    def as_dict(self) -> dict:
+        """The study as its JSON records it: flat, in the order of its first results."""
+        return {"batches": self.batches, "seeds": self.seeds,
+                "control_seeds": self.control_seeds, "budget": self.budget, "lr0": self.lr0,
+                **{k: getattr(self, k) for k in (
+                    "unstable_factor", "clip_lr_factor", "early_samples", "n_ckpt")},
+                "seed": self.seed, **{k: getattr(self, k) for k in (
+                    "conventions", "parts", "predictions_file", "measured_file", "max_lanes")}}
 
     def check(self, model, base, opt) -> None:
         """Before any cell runs: every cell's configs and batches, and the pre-registered
@@ -144,7 +162,7 @@ class Config:
                 + ("_" + "_".join(self.parts) if "parts" in given else ""))
 
 
-QUICK = dataclasses.replace(Config(), **QUICK_OVERRIDES)
+QUICK = overridden(Config(), QUICK_OVERRIDES)
 
 
 def read_predictions(st: Config) -> dict:
@@ -173,7 +191,7 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     if st.parts in ALONE:
         return run_prereg(model, base, st, keep=keep, quiet=quiet, engine=engine)
     log = (lambda m: None) if quiet else print
-    out, t0 = {"study": dataclasses.asdict(st), "cells": {}}, time.perf_counter()
+    out, t0 = {"study": st.as_dict(), "cells": {}}, time.perf_counter()
     loans = borrowed(st)
     lenders = {loan.lender for loan in loans.values()}
     done = {}  # the lending cells' results
@@ -208,7 +226,7 @@ def run_prereg(model, base, st: Config, *, keep=None, quiet: bool = False,
     predict = st.parts == ("predict",)
     pred = None if predict else read_predictions(st)
     names = ("seen",) if predict else tuple(prereg.UNSEEN)
-    out, t0 = {"study": dataclasses.asdict(st), "cells": {}}, time.perf_counter()
+    out, t0 = {"study": st.as_dict(), "cells": {}}, time.perf_counter()
     for name, cfg, opt, sweep, res, secs in run_cells(
             model, prereg.cells(st, base, names), title="policy study, pre-registered",
             store_root=engine.store, max_lanes=st.max_lanes, keep=keep, quiet=quiet,
