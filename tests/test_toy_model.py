@@ -166,7 +166,7 @@ def test_the_schedule_study_runs_the_toy(registry):
 
 def test_time_to_target_runs_the_toy(registry):
     sweep = SweepConfig(batches=(8, 32), lr0s=(0.1,), seeds=2, budget=2000, n_ckpt=8)
-    study = time_to_target.Config(lr0=0.1, lr_rules=("sqrt",), responses_per_sample=1.0,
+    study = time_to_target.Config(lr_rules=("sqrt",), responses_per_sample=1.0,
                                   sweep=sweep)
     out = time_to_target.run(TOY, ToyConfig(), SGD, study, quiet=True)
     got = {r["batch"]: r["progress_samples"]["median"] for r in out["runs"]}

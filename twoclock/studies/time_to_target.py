@@ -30,16 +30,15 @@ class Config:
     SCRIPT = "time_to_target.py"
     DEFAULTS = DEFAULTS
     SKIP_OPTIM = ("lr_rule",)
-    lr0: float = param(1e-2, "base learning rate at b0")
     lr_rules: tuple = param(("sqrt", "fixed"), "learning-rate rules to compare: fixed | sqrt | "
                                                "linear")
     delta: float = param(DELTA, "critical training batch: N_prog(B)/N_prog(B_min) >= 1 + delta")
     responses_per_sample: float = param(32.0, "real responses one simulated sample stands for")
-    sweep: SweepConfig = nested(SweepConfig(), "sweep", skip=("lr0s",))
+    sweep: SweepConfig = nested(SweepConfig(lr0s=(1e-2,)), "sweep", rename={"lr0s": "lr0"},
+                                scalar=("lr0s",), help={"lr0s": "base learning rate at b0"})
     throughput: ThroughputModel = nested(ThroughputModel(), "throughput model")
 
     def __post_init__(self):
-        require_positive("lr0", self.lr0)
         require(len(self.lr_rules) > 0, "lr_rules", "a non-empty list", self.lr_rules)
         for r in self.lr_rules:
             require_choice("lr_rules", r, LR_RULES)
@@ -51,6 +50,10 @@ class Config:
     @property
     def batches(self) -> tuple:
         return self.sweep.batches
+
+    @property
+    def lr0(self) -> float:
+        return self.sweep.lr0s[0]
 
 
 def defaults(model):
@@ -97,7 +100,7 @@ def run(model, model_cfg, opt, study: Config, *, keep=None, quiet: bool = False,
     """One sweep per rule; the result as a JSON-ready dict."""
     del engine  # (no store)
     t0 = time.perf_counter()
-    sweep = replace(study.sweep, batches=tuple(sorted(study.batches)), lr0s=(study.lr0,))
+    sweep = replace(study.sweep, batches=tuple(sorted(study.batches)))
     thr = study.throughput.scaled(study.responses_per_sample)
     idx = clocks.bootstrap_indices(sweep.seeds)
     runs, first, opts = [], None, {}
