@@ -42,7 +42,7 @@ from twoclock.pilot.conditions import Condition
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.policy_study.answers import exponent_ci
 from twoclock.studies.policy_study.cells import rules as lr_rules
-from twoclock.studies.protocol import Engine, Study, nested
+from twoclock.studies.protocol import Engine, Study, SweepView, nested
 
 MODELS = ("policy",)
 RULES = ("sqrt", "fixed")
@@ -78,7 +78,7 @@ PRESETS = {"quick": ("batches 64 and 1024, 4 seeds, 8192 responses, sqrt rule on
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(SweepView):
     """The study's cells: batches, seeds, budget, the learning rate and the deployment regime."""
     SCRIPT = "damage_study.py"
     MODEL_FLAGS = False  # the cells set the model's and the optimizer's configs
@@ -110,13 +110,6 @@ class Config:
         require(len(self.fixed_responses) > 0 and all(
             isinstance(r, int) and 1 <= r <= self.budget for r in self.fixed_responses),
             "fixed_responses", f"integers in [1, budget {self.budget}]", self.fixed_responses)
-
-    # the sweep's values under the names the cells and the JSON use
-    batches = property(lambda self: self.sweep.batches)
-    seeds = property(lambda self: self.sweep.seeds)
-    budget = property(lambda self: self.sweep.budget)
-    lr0 = property(lambda self: self.sweep.lr0s[0])
-    seed = property(lambda self: self.sweep.seed)
 
     def as_dict(self) -> dict:
         """The study as its JSON records it: flat, in the order of its first results."""

@@ -58,6 +58,16 @@ def nested(default, group: str, rename: dict | None = None, skip: tuple = (),
         "scalar": tuple(scalar)}})
 
 
+class SweepView:
+    """A study config's nested sweep (at one lr0) read under the names its cells and its JSON
+    use: cfg.batches, .seeds, .budget, .lr0, .seed."""
+    batches = property(lambda self: self.sweep.batches)
+    seeds = property(lambda self: self.sweep.seeds)
+    budget = property(lambda self: self.sweep.budget)
+    lr0 = property(lambda self: self.sweep.lr0s[0])
+    seed = property(lambda self: self.sweep.seed)
+
+
 def overridden(cfg, overrides: Mapping):
     """cfg with overrides (a preset's), a nested config's given as {field: value} of it."""
     return replace(cfg, **{k: replace(getattr(cfg, k), **v) if isinstance(v, Mapping) else v

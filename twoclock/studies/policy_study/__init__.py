@@ -45,7 +45,7 @@ from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS,
                                                  borrowed, clock_S, lend, per_seed, rules)
 from twoclock.studies.policy_study.report import report
 from twoclock.studies.assemble import run_cells
-from twoclock.studies.protocol import Engine, Study, nested, overridden
+from twoclock.studies.protocol import Engine, Study, SweepView, nested, overridden
 
 MODELS = ("policy",)  # the study's model: its cells are the policy's GRPO settings
 ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registered test
@@ -70,7 +70,7 @@ PRESETS = {"quick": ("batches 64 and 512, 4 seeds, fixed_m only (~20 min on 2 co
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(SweepView):
     """The study's cells: batches, seeds, budget, the learning rates and which parts run."""
     SCRIPT = "policy_study.py"
     MODEL_FLAGS = False  # the cells set the model's and the optimizer's configs
@@ -122,13 +122,6 @@ class Config:
                 "some of " + ", ".join(PARTS) + ", or predict or prereg alone", self.parts)
         require(len(self.conventions) > 0 and set(self.conventions) <= set(CONVENTIONS),
                 "conventions", "some of " + ", ".join(CONVENTIONS), self.conventions)
-
-    # the sweep's values under the names the cells and the JSON use
-    batches = property(lambda self: self.sweep.batches)
-    seeds = property(lambda self: self.sweep.seeds)
-    budget = property(lambda self: self.sweep.budget)
-    lr0 = property(lambda self: self.sweep.lr0s[0])
-    seed = property(lambda self: self.sweep.seed)
 
     def as_dict(self) -> dict:
         """The study as its JSON records it: flat, in the order of its first results."""
