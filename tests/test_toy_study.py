@@ -87,3 +87,11 @@ def test_the_toy_studys_flags_come_from_its_config(studies, capsys):
     for flag in ("--batches", "--lr0", "--seeds", "--optimizer", "--pull", "--json"):
         assert flag in text
     assert "seeds per batch (default 2)" in " ".join(text.split())
+
+
+def test_a_study_record_is_what_a_study_is_and_no_model_field_names_a_study():
+    """How a command looks is its config type's (the toy's SCRIPT above), not the record's;
+    and a model does not know which studies exist."""
+    from twoclock.model import Model
+    assert Study._fields == ("name", "config", "run", "report", "figure", "models")
+    assert not (set(STUDIES) | {"studies"}) & set(Model._fields)
