@@ -10,7 +10,8 @@ import sys
 
 from twoclock.cli.common import (OneLineParser, add_output_args, guard, model_config,
                                  parsed, publish)
-from twoclock.cli.engine_flags import add_engine_args, check_engine_args, engine_from_args
+from twoclock.cli.engine_flags import (add_engine_args, add_max_lanes, check_engine_args,
+                                       engine_from_args)
 from twoclock.cli.flags import add_config_flags, asdict_shallow, config_from_flags, dest
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.engine.runtime import setup
@@ -125,8 +126,11 @@ def parse(study: Study, argv, prog: str) -> tuple:
     elif one is None:
         add_optim_args(p, study)
     o = add_output_args(p, output_name(study, one, cls()))
-    if declared(study, "ENGINE_FLAGS", False):
+    engine = declared(study, "ENGINE_FLAGS", False)
+    if engine is True:
         add_engine_args(o)
+    elif engine:  # {"max_lanes": the study's default}: the engine flag it offers
+        add_max_lanes(o, engine["max_lanes"])
     ns = p.parse_args(argv)
     preset = {k: v for name, (_, over) in declared(study, "PRESETS", {}).items()
               if getattr(ns, name) for k, v in over.items()}
@@ -138,7 +142,7 @@ def parse(study: Study, argv, prog: str) -> tuple:
         cfg = study_config(ns, cls, {"study": d.study, "sweep": d.sweep}, preset)
         model_cfg = model_config(ns, one, getattr(cfg, "batches", ()), d.model)
     opt = config_from_flags(ns, OptimConfig)
-    if declared(study, "ENGINE_FLAGS", False):
+    if engine:
         check_engine_args(ns)
     if hasattr(cfg, "check"):
         cfg.check(one, model_cfg, opt)

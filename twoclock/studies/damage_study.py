@@ -69,6 +69,7 @@ PREDICTIONS = {
 }
 
 
+MAX_LANES = 8  # runs per compiled chunk, unless --max-lanes says otherwise
 # the cells' grid: batches x one lr0 x seeds (each cell sets its lr0 and checkpoints)
 SWEEP = SweepConfig(batches=(64, 256, 1024), lr0s=(1e-4,), seeds=16, budget=32_768, seed=0)
 QUICK_OVERRIDES = {"sweep": {"batches": (64, 1024), "seeds": 4, "budget": 8192},
@@ -83,13 +84,13 @@ class Config(SweepView):
     SCRIPT = "damage_study.py"
     MODEL_FLAGS = False  # the cells set the model's and the optimizer's configs
     PRESETS = PRESETS
+    ENGINE_FLAGS = {"max_lanes": MAX_LANES}  # the engine's runs per compiled chunk
     rules: tuple = param(RULES, "learning-rate rules: sqrt | fixed")
     end_b: float = param(DEPLOY["warmup"].end_b, "warm-up: fraction of labels ending in END_B "
                                                  "(the form the deployment grader rejects)")
     damage_drop: float = param(0.03, "damage: deploy accuracy drop below its running peak")
     fixed_responses: tuple = param((4096, 16_384), "responses at which the RMS test reads the "
                                                    "shift")
-    max_lanes: int = param(8, "runs per compiled chunk")
     sweep: SweepConfig = nested(SWEEP, "study", rename={"lr0s": "lr0"}, skip=("n_ckpt",),
                                 scalar=("lr0s",), help={
                                     "batches": "batches in responses", "seeds": "seeds per cell",
@@ -102,7 +103,6 @@ class Config(SweepView):
         require(self.seeds >= 2, "seeds", "an integer >= 2", self.seeds)
         require(len(self.batches) >= 2, "batches", "at least two distinct batches >= 1",
                 self.batches)
-        require_int("max_lanes", self.max_lanes, lo=1)
         require(0 < self.end_b < 1, "end_b", "in (0, 1)", self.end_b)
         require_fraction("damage_drop", self.damage_drop)
         require(len(self.rules) > 0 and set(self.rules) <= set(RULES), "rules",
@@ -111,12 +111,13 @@ class Config(SweepView):
             isinstance(r, int) and 1 <= r <= self.budget for r in self.fixed_responses),
             "fixed_responses", f"integers in [1, budget {self.budget}]", self.fixed_responses)
 
-    def as_dict(self) -> dict:
-        """The study as its JSON records it: flat, in the order of its first results."""
+    def as_dict(self, max_lanes: int) -> dict:
+        """The study as its JSON records it: flat, in the order of its first results, with
+        the engine's runs per compiled chunk."""
         return {"batches": self.batches, "seeds": self.seeds, "budget": self.budget,
                 "lr0": self.lr0, "rules": self.rules, "end_b": self.end_b,
                 "damage_drop": self.damage_drop, "fixed_responses": self.fixed_responses,
-                "seed": self.seed, "max_lanes": self.max_lanes}
+                "seed": self.seed, "max_lanes": max_lanes}
 
     def check(self, model, base, opt) -> None:
         """Every cell's configs and batches (ValueError) before any cell runs."""
@@ -280,11 +281,12 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     """Each rule's cell through run_sweep (resumable from its store under engine.store), then
     the answers."""
     del opt
-    out, t0 = {"study": st.as_dict(), "predictions": PREDICTIONS, "cells": {}}, \
+    lanes = engine.max_lanes or MAX_LANES
+    out, t0 = {"study": st.as_dict(lanes), "predictions": PREDICTIONS, "cells": {}}, \
         time.perf_counter()
     for name, cfg, opt_, sweep, res, secs in run_cells(
             model, cells(st, base), title="damage study", store_root=engine.store,
-            max_lanes=st.max_lanes, keep=keep, quiet=quiet, cell_key=lambda n: f"damage_{n}"):
+            max_lanes=lanes, keep=keep, quiet=quiet, cell_key=lambda n: f"damage_{n}"):
         ref = setup(cfg).start  # the reference policy's held-out stats (warm-up prepared)
         start = {"acc": ref["acc"], "deploy": ref["deploy"]}
         out["cells"][name] = {"per_seed": per_seed(st, res, start), "start": start,

@@ -53,6 +53,9 @@ ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registe
 MAX_SEEDS = 2**31 // (8 * N_BOOT)
 
 
+# runs per compiled chunk unless --max-lanes says otherwise; the study's numbers in
+# docs/policy.md were run at 8
+MAX_LANES = 8
 # the rule cells' grid: batches x one lr0 x seeds (each cell sets its batches, lr0 and seeds)
 SWEEP = SweepConfig(batches=(64, 128, 256, 512, 1024), lr0s=(1e-4,), seeds=16, budget=12_288,
                     seed=0)
@@ -75,6 +78,7 @@ class Config(SweepView):
     SCRIPT = "policy_study.py"
     MODEL_FLAGS = False  # the cells set the model's and the optimizer's configs
     PRESETS = PRESETS
+    ENGINE_FLAGS = {"max_lanes": MAX_LANES}  # the engine's runs per compiled chunk
     control_seeds: int = param(8, "seeds of the M = E = 1 control (--seeds if fewer), whose "
                                "clocks must equal the sqrt cell's first ones, bit for bit")
     unstable_factor: float = param(3.0, "the collapse cells' lr0 / lr0")
@@ -94,8 +98,6 @@ class Config(SweepView):
                                   "reads it")
     measured_file: str = param("docs/preregistered/policy_measured.json",
                                "prereg writes the unseen cells' clocks and the comparison")
-    # runs per compiled chunk; the study's numbers in docs/policy.md were run at 8
-    max_lanes: int = param(8, "runs per compiled chunk")
     sweep: SweepConfig = nested(SWEEP, "study", rename={"lr0s": "lr0"}, skip=("n_ckpt",),
                                 scalar=("lr0s",), help={
                                     "batches": "batches in responses; the clipping and collapse "
@@ -110,7 +112,6 @@ class Config(SweepView):
         require_int("control_seeds", self.control_seeds, lo=2)
         require(self.seeds <= MAX_SEEDS, "seeds", f"<= {MAX_SEEDS} (the paired bootstrap "
                 f"holds {N_BOOT} x seeds indices)", self.seeds)
-        require_int("max_lanes", self.max_lanes, lo=1)
         require_int("early_samples", self.early_samples, lo=1)
         require_int("n_ckpt", self.n_ckpt, lo=1)
         for name in ("unstable_factor", "clip_lr_factor"):
@@ -123,14 +124,16 @@ class Config(SweepView):
         require(len(self.conventions) > 0 and set(self.conventions) <= set(CONVENTIONS),
                 "conventions", "some of " + ", ".join(CONVENTIONS), self.conventions)
 
-    def as_dict(self) -> dict:
-        """The study as its JSON records it: flat, in the order of its first results."""
+    def as_dict(self, max_lanes: int) -> dict:
+        """The study as its JSON records it: flat, in the order of its first results, with
+        the engine's runs per compiled chunk."""
         return {"batches": self.batches, "seeds": self.seeds,
                 "control_seeds": self.control_seeds, "budget": self.budget, "lr0": self.lr0,
                 **{k: getattr(self, k) for k in (
                     "unstable_factor", "clip_lr_factor", "early_samples", "n_ckpt")},
                 "seed": self.seed, **{k: getattr(self, k) for k in (
-                    "conventions", "parts", "predictions_file", "measured_file", "max_lanes")}}
+                    "conventions", "parts", "predictions_file", "measured_file")},
+                "max_lanes": max_lanes}
 
     def check(self, model, base, opt) -> None:
         """Before any cell runs: every cell's configs and batches, and the pre-registered
@@ -184,13 +187,14 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     if st.parts in ALONE:
         return run_prereg(model, base, st, keep=keep, quiet=quiet, engine=engine)
     log = (lambda m: None) if quiet else print
-    out, t0 = {"study": st.as_dict(), "cells": {}}, time.perf_counter()
+    lanes = engine.max_lanes or MAX_LANES
+    out, t0 = {"study": st.as_dict(lanes), "cells": {}}, time.perf_counter()
     loans = borrowed(st)
     lenders = {loan.lender for loan in loans.values()}
     done = {}  # the lending cells' results
     for name, cfg, opt, sweep, res, secs in run_cells(
             model, cells(st, base), title="policy study", store_root=engine.store,
-            max_lanes=st.max_lanes, keep=keep, quiet=quiet):
+            max_lanes=lanes, keep=keep, quiet=quiet):
         if name in lenders:
             done[name] = res
         whole, res = lend(name, sweep, res, done, loans)
@@ -219,10 +223,11 @@ def run_prereg(model, base, st: Config, *, keep=None, quiet: bool = False,
     predict = st.parts == ("predict",)
     pred = None if predict else read_predictions(st)
     names = ("seen",) if predict else tuple(prereg.UNSEEN)
-    out, t0 = {"study": st.as_dict(), "cells": {}}, time.perf_counter()
+    lanes = engine.max_lanes or MAX_LANES
+    out, t0 = {"study": st.as_dict(lanes), "cells": {}}, time.perf_counter()
     for name, cfg, opt, sweep, res, secs in run_cells(
             model, prereg.cells(st, base, names), title="policy study, pre-registered",
-            store_root=engine.store, max_lanes=st.max_lanes, keep=keep, quiet=quiet,
+            store_root=engine.store, max_lanes=lanes, keep=keep, quiet=quiet,
             cell_key=lambda n: f"prereg_{n}"):
         out["cells"][name] = {"per_seed": per_seed(cfg, sweep, res, st.early_samples),
                               "seconds": secs,
