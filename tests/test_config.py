@@ -52,3 +52,26 @@ def test_target_outside_unit_interval_rejected(t):
 def test_message_shows_value():
     with pytest.raises(ValueError, match=r"\(got 0\)$"):
         QuadraticConfig(dim=0)
+
+
+def test_the_learning_rate_rule_is_written_once_and_gives_the_hand_values():
+    """lr(B) = lr0 (B / b0)^p lives in config.scaled_lr: the optimizer, the engine's float
+    checks and the planner's rule read from logs call it, and no other module writes it."""
+    import os
+    import re
+    from twoclock.config import scaled_lr
+    assert scaled_lr(0.01, 32, 8, 0.5) == pytest.approx(0.02)  # 0.01 sqrt(4)
+    assert OptimConfig(lr_rule="linear", b0=4.0).lr(0.5, 12) == pytest.approx(1.5)  # 0.5 * 3
+    assert OptimConfig(lr_rule="fixed").lr(0.5, 1024) == 0.5
+    rule = re.compile(r"lr0\W*\s*\*\s*\(\s*\w+\s*/[^)]*b0[^)]*\)\s*\*\*")
+    assert rule.search('lr_of = lambda B: rule["lr0"] * (B / rule["b0"]) ** rule["p"]')
+    assert rule.search("return lr0 * (batch / self.b0) ** self.exponent")
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "twoclock")
+    bad = []
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            path = os.path.join(dirpath, f)
+            if f.endswith(".py") and path != os.path.join(root, "config.py"):
+                with open(path) as fh:
+                    bad += [(f, line.strip()) for line in fh if rule.search(line)]
+    assert not bad, bad

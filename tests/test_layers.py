@@ -130,9 +130,10 @@ NAME_USE = re.compile(r"(\b(model|spec)\.name\s*(==|!=|in\b))|(\w\[\s*(model|spe
 # a model looked up by its name in the registry: MODELS["bandit"]
 NAME_LOOKUP = re.compile(r"\bMODELS\s*\[\s*[\"']|\bget_model\s*\(\s*[\"']")
 # the one place a name is compared: a study's declaration of the models it is written for
+# (beside it, protocol.per_model reads a study's table of per-model defaults by name)
 DECLARATION = ("twoclock/studies/protocol.py",
                "return (not study.models or model.name in study.models) and "
-               "study.defaults(model) is not None")
+               "defaults(study, model) is not None")
 
 
 def _outside_the_models():

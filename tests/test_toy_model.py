@@ -21,11 +21,11 @@ import pytest
 from twoclock.analysis.throughput import ThroughputModel
 from twoclock.cli import run_study
 from twoclock.config import OptimConfig, SweepConfig, param, require
-from twoclock.model import (Dynamics, Model, RunState, Studies, StudyDefaults,
-                            initial_clocks, initial_margins)
+from twoclock.model import Dynamics, Model, RunState, initial_clocks, initial_margins
 from twoclock.models import MODELS
 from twoclock.scaling import make_optimizer
 from twoclock.studies import STUDIES, phase_study, schedule_study, time_to_target
+from twoclock.studies.protocol import StudyDefaults, applies
 
 
 @dataclass(frozen=True)
@@ -66,12 +66,13 @@ TOY = Model(
     name="toy", config=ToyConfig, dynamics=toy_dynamics,
     predict=lambda cfg, opt, sweep, res, runs, crit: None,
     describe_batch=lambda cfg, b: {}, static_batch=False, title="toy",
-    default_sweep=dict(batches=(8, 32), lr0s=(0.1,), seeds=2, budget=2000),
-    studies=Studies(
-        schedule=StudyDefaults(study=dict(batch_small=8, batch_large=32, lr0=0.1),
-                               sweep=dict(seeds=2, budget=2000, n_ckpt=8)),
-        phase=StudyDefaults(sweep=dict(batches=(8, 32), lr0s=(0.05, 0.1), seeds=2,
-                                       budget=2000, n_ckpt=8))))
+    default_sweep=dict(batches=(8, 32), lr0s=(0.1,), seeds=2, budget=2000))
+# the toy's defaults in the studies that need some: each study owns its table of them
+TOY_DEFAULTS = {
+    schedule_study: StudyDefaults(study=dict(batch_small=8, batch_large=32, lr0=0.1),
+                                  sweep=dict(seeds=2, budget=2000, n_ckpt=8)),
+    phase_study: StudyDefaults(sweep=dict(batches=(8, 32), lr0s=(0.05, 0.1), seeds=2,
+                                          budget=2000, n_ckpt=8))}
 SGD = OptimConfig(name="sgd")
 
 
@@ -109,6 +110,18 @@ def close(a, b) -> bool:
 @pytest.fixture
 def registry(monkeypatch):
     monkeypatch.setitem(MODELS, "toy", TOY)  # the registry of this test: the two models + toy
+    for study, d in TOY_DEFAULTS.items():  # one line in each study that needs defaults
+        monkeypatch.setitem(study.DEFAULTS, "toy", d)
+
+
+def test_a_study_is_offered_for_the_toy_where_it_lists_defaults_or_needs_none(registry):
+    """Applicability: a study is offered iff it declares no models or lists the toy, and its
+    defaults for the toy are not None."""
+    offered = {name for name, s in STUDIES.items() if applies(s, TOY)}
+    # headline: no declared models, defaults from every model; schedule and phase: the toy is
+    # in their tables; time_to_target: its table lacks the toy; the rest declare their models
+    assert offered == {"headline", "schedule", "phase"}, offered
+    assert not applies(STUDIES.time_to_target, TOY)
 
 
 def test_hand_clocks_sit_away_from_a_rounding_boundary():
@@ -153,7 +166,7 @@ def test_the_schedule_study_runs_the_toy(registry):
 
 def test_time_to_target_runs_the_toy(registry):
     sweep = SweepConfig(batches=(8, 32), lr0s=(0.1,), seeds=2, budget=2000, n_ckpt=8)
-    study = time_to_target.Config(lr0=0.1, lr_rules=("sqrt",), responses_per_sample=1.0,
+    study = time_to_target.Config(lr_rules=("sqrt",), responses_per_sample=1.0,
                                   sweep=sweep)
     out = time_to_target.run(TOY, ToyConfig(), SGD, study, quiet=True)
     got = {r["batch"]: r["progress_samples"]["median"] for r in out["runs"]}

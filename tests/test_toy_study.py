@@ -20,6 +20,8 @@ from twoclock.studies.protocol import Study
 @dataclass(frozen=True)
 class Config:
     """Progress clocks at a few batches."""
+    SCRIPT = "toy.py"  # the command's name in messages
+    DESCRIPTION = "the toy study"
     batches: tuple = param((8, 32), "batches")
     lr0: float = param(0.1, "base learning rate at b0")
     seeds: int = param(2, "seeds per batch")
@@ -41,8 +43,7 @@ def report(out: dict) -> str:
     return "; ".join(f"B {b}: {n:.1f}" for b, n in out["n_prog"].items())
 
 
-TOY_STUDY = Study("toy_study", Config, run, report, doc="the toy study", script="toy.py",
-                  models=("toy",))
+TOY_STUDY = Study("toy_study", Config, run, report, models=("toy",))
 # ----------------------------------------------------------------------------------------------
 
 
@@ -86,3 +87,11 @@ def test_the_toy_studys_flags_come_from_its_config(studies, capsys):
     for flag in ("--batches", "--lr0", "--seeds", "--optimizer", "--pull", "--json"):
         assert flag in text
     assert "seeds per batch (default 2)" in " ".join(text.split())
+
+
+def test_a_study_record_is_what_a_study_is_and_no_model_field_names_a_study():
+    """How a command looks is its config type's (the toy's SCRIPT above), not the record's;
+    and a model does not know which studies exist."""
+    from twoclock.model import Model
+    assert Study._fields == ("name", "config", "run", "report", "figure", "models")
+    assert not (set(STUDIES) | {"studies"}) & set(Model._fields)

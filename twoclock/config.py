@@ -62,6 +62,12 @@ def require_choice(name: str, value, choices) -> None:
     require(value in choices, name, "one of " + ", ".join(choices), value)
 
 
+def scaled_lr(lr0, batch, b0, p):
+    """The learning-rate rule lr(B) = lr0 (B / b0)^p, written here once: the optimizer's
+    (`OptimConfig.lr`), the engine's float checks and the planner's rule read from logs."""
+    return lr0 * (batch / b0) ** p
+
+
 @dataclass(frozen=True)
 class OptimConfig:
     """Optimizer and learning-rate rule; lr(B) = lr0 * (B / b0)^p."""
@@ -93,7 +99,7 @@ class OptimConfig:
 
     def lr(self, lr0, batch):
         """The rule's learning rate at batch: lr0 (batch / b0)^p."""
-        return lr0 * (batch / self.b0) ** self.exponent
+        return scaled_lr(lr0, batch, self.b0, self.exponent)
 
     def lr_grid(self, batches, lr0s) -> list:
         """lr_BxL[i][j] = lr(lr0s[j], batches[i]) as nested lists (np.array() them)."""

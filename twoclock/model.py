@@ -72,38 +72,6 @@ class Dynamics(NamedTuple):
     advance: Callable
 
 
-_EMPTY = MappingProxyType({})
-
-
-class StudyDefaults(NamedTuple):
-    """A model's defaults in one study, each a {field: value} of one config (flags given win):
-    the study's own config, its sweep (SweepConfig) and the model's config."""
-    study: Mapping = _EMPTY
-    sweep: Mapping = _EMPTY
-    model: Mapping = _EMPTY
-
-
-class PlanCheck(NamedTuple):
-    """A model's known-answer check of the planner (experiments/plan_check.py): the pilots'
-    lr0, pilot batches, held-out batches and budget; log_conditions(cfg) -> (progress
-    condition, failure conditions) on its checkpoint names, where the engine's clocks alone
-    are not what a trainer logs."""
-    lr0: float
-    pilots: tuple
-    heldout: tuple
-    budget: int
-    log_conditions: Callable | None = None
-
-
-class Studies(NamedTuple):
-    """Per study that needs them, a model's defaults there; None: the study is not offered for
-    the model."""
-    schedule: StudyDefaults | None = None
-    phase: StudyDefaults | None = None
-    time_to_target: StudyDefaults | None = None
-    plan_check: PlanCheck | None = None
-
-
 class Model(NamedTuple):
     """Everything the engine, the studies, the command line and the result files need from a
     model: code outside `twoclock/models/` reads these fields and never the model's name.
@@ -114,8 +82,6 @@ class Model(NamedTuple):
     model-specific measurements to the result entries, in place.
     progress_target(cfg): the progress target on the scale of ckpt["progress_frac"] (None: the
     config's `target` is already on that scale).
-    studies: this model's defaults in the studies that need some (`Studies`); a study whose
-    entry is None is not offered for the model.
     presets: named model-config overrides (a regime worth a name).
     phase_boundary(cfg, opt, batches, lr0s, budget): the theory's grid log(N_fail / N_prog)
     for the phase diagram, or None where the model's theory does not give one.
@@ -145,7 +111,6 @@ class Model(NamedTuple):
     quick_codegen_exact: bool = False
     title: str = ""  # a figure panel's title
     progress_target: Callable | None = None
-    studies: Studies = Studies()
     presets: Mapping = MappingProxyType({})
     phase_boundary: Callable | None = None
     prepare: Callable | None = None

@@ -9,7 +9,7 @@ import pytest
 
 from twoclock.cli import run_study
 from twoclock.models import MODELS
-from twoclock.studies import STUDIES
+from twoclock.studies import STUDIES, schedule_study
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "experiments", "critical_batch.py")
@@ -108,7 +108,7 @@ def parse(study: str, argv):
 
 @pytest.mark.parametrize("model", ["quadratic", "bandit"])
 def test_schedule_flags_take_the_models_defaults_and_given_flags_win(model):
-    d = MODELS[model].studies.schedule
+    d = schedule_study.defaults(MODELS[model])
     _, mcfg, opt, cfg, _ = parse("schedule", ["--model", model])
     sweep = cfg.grid
     assert mcfg.drift_threshold == d.model["drift_threshold"]

@@ -166,11 +166,12 @@ def test_the_preregistered_file_is_what_the_study_reports_and_runs():
     with open(os.path.join(ROOT, "docs", "preregistered", "damage_predictions.json")) as f:
         pre = json.load(f)
     assert pre["predictions"] == json.loads(json.dumps(ds.PREDICTIONS))
-    assert pre["config"] == json.loads(json.dumps(dataclasses.asdict(ds.Config())))
+    assert pre["config"] == json.loads(json.dumps(ds.Config().as_dict(ds.MAX_LANES)))
 
 
 def test_the_cells_are_the_deployment_regime_with_every_update_a_checkpoint():
-    st = ds.Config(batches=(64, 1024), seeds=2, budget=4096, fixed_responses=(4096,))
+    st = ds.Config(sweep=dataclasses.replace(ds.SWEEP, batches=(64, 1024), seeds=2, budget=4096),
+                   fixed_responses=(4096,))
     base = PolicyConfig()
     (r1, cfg, opt, sweep), (r2, cfg2, opt2, sweep2) = ds.cells(st, base)
     assert (r1, r2) == ("sqrt", "fixed") and cfg == cfg2
@@ -186,10 +187,13 @@ def test_the_cells_are_the_deployment_regime_with_every_update_a_checkpoint():
 @pytest.mark.parametrize("kw, name", [({"end_b": 1.0}, "end_b"), ({"rules": ("x",)}, "rules"),
                                       ({"fixed_responses": (99_999,)}, "fixed_responses"),
                                       ({"batches": (64,)}, "batches"), ({"seeds": 1}, "seeds"),
+                                      ({"batches": (64, 0)}, "batch"), ({"lr0s": (0.0,)}, "lr0"),
                                       ({"damage_drop": 0.0}, "damage_drop")])
 def test_bad_config_names_the_field(kw, name):
-    with pytest.raises(ValueError, match=name):
-        ds.Config(**kw)
+    kw = dict(kw)  # the sweep's values go to the nested SweepConfig, which checks them
+    sweep = {k: kw.pop(k) for k in list(kw) if k in ("batches", "seeds", "lr0s")}
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        ds.Config(**kw, sweep=dataclasses.replace(ds.SWEEP, **sweep))
 
 
 def test_the_figure_builds_headless_from_the_json_with_labelled_axes(tmp_path):
@@ -212,7 +216,8 @@ def test_the_figure_builds_headless_from_the_json_with_labelled_axes(tmp_path):
 def test_per_seed_reads_each_clock_and_the_shift_at_it_from_the_checkpoints():
     """A sweep result of two batches, two seeds, every update a checkpoint, built by hand."""
     import types
-    st = ds.Config(batches=(64, 128), seeds=2, budget=256, fixed_responses=(128,))
+    st = ds.Config(sweep=dataclasses.replace(ds.SWEEP, batches=(64, 128), seeds=2, budget=256),
+                   fixed_responses=(128,))
     s64, s128 = np.arange(1, 5) * 64.0, np.arange(1, 3) * 128.0
     ck = lambda s, acc, dep, shift: {"samples": np.array([[s, s]]),
                                      "heldout_acc": np.array([acc]), "deploy_acc": np.array([dep]),

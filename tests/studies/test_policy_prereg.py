@@ -14,6 +14,7 @@ from twoclock.models.policy import PolicyConfig
 from twoclock.studies import STUDIES
 from twoclock.studies import policy_study as ps
 from twoclock.studies.policy_study import prereg
+from twoclock.studies.protocol import overridden
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLOCKS = ("progress", "null", "kl", "entropy")
@@ -35,7 +36,7 @@ def test_calibrate_is_raw_times_the_seen_cells_measured_over_raw_by_hand():
 
 def test_the_unseen_cells_change_one_thing_each():
     base = PolicyConfig()
-    st = dataclasses.replace(ps.Config(), **ps.PREREG_OVERRIDES)
+    st = overridden(ps.Config(), ps.PREREG_OVERRIDES)
     assert prereg.cell_config(base, "seen") == base
     w = prereg.cell_config(base, "warmup_seed1")
     assert w.warmup == dataclasses.replace(base.warmup, seed=1)
@@ -53,7 +54,7 @@ def test_the_unseen_cells_change_one_thing_each():
 
 
 def test_predictions_take_the_seen_medians_from_its_seeds_and_fit_the_exponent_like_polyfit():
-    st = dataclasses.replace(ps.Config(), **ps.PREREG_OVERRIDES)
+    st = overridden(ps.Config(), ps.PREREG_OVERRIDES)
     # the seen cell: 4 seeds, one never crossing (a censored seed counts as beyond every other)
     seen = per_seed({64: [300, 100, 200, 0], 256: [400, 0, 0, 500], 1024: [0, 0, 0, 900]})
     raw_seen = {c: {"64": 100.0, "256": 200.0, "1024": 400.0} for c in CLOCKS}
@@ -141,7 +142,7 @@ def test_prereg_needs_predictions_made_for_its_design(tmp_path):
     bad.write_text("not json")
     with pytest.raises(ValueError, match="not a predictions file"):
         parse(["--prereg", "--predictions-file", str(bad)])
-    st = dataclasses.replace(ps.Config(), **ps.PREREG_OVERRIDES)
+    st = overridden(ps.Config(), ps.PREREG_OVERRIDES)
     made = tmp_path / "pred.json"
     made.write_text(json.dumps({"design": prereg.design(st)}))
     parse(["--prereg", "--predictions-file", str(made)])  # the same design: accepted
@@ -159,7 +160,7 @@ def test_the_committed_predictions_are_for_the_design_prereg_runs():
     path = os.path.join(ROOT, "docs", "preregistered", "policy_predictions.json")
     with open(path) as f:
         pred = json.load(f)
-    st = dataclasses.replace(ps.Config(), **ps.PREREG_OVERRIDES)
+    st = overridden(ps.Config(), ps.PREREG_OVERRIDES)
     assert pred["written_before_the_runs"] and pred["design"] == prereg.design(st)
     assert set(pred["cells"]) == set(prereg.UNSEEN)
     for cell in pred["cells"].values():

@@ -10,6 +10,7 @@ from twoclock.analysis import paired
 from twoclock.models.policy import PolicyConfig
 from twoclock.models.policy.predict import measured_exponent
 from twoclock.studies import policy_study as ps
+from twoclock.studies.protocol import overridden
 
 rng = np.random.default_rng(7)
 THEORY_CLOCKS = ("progress", "null", "kl", "entropy")
@@ -223,7 +224,7 @@ def test_cells_borrow_the_runs_another_cell_has_run():
     assert "fixed" not in ps.borrowed(dataclasses.replace(st, parts=("clip",)))
     # lending: the whole sweep, the borrowed batch's numbers from the lender, in the study's
     # batch order (unsorted here)
-    un = dataclasses.replace(st, batches=(256, 64, 1024))
+    un = overridden(st, {"sweep": {"batches": (256, 64, 1024)}})
     own = {name: sw for name, _, _, sw in ps.cells(un, PolicyConfig())}
     assert own["fixed"].batches == (256, 1024)
     from twoclock.studies.policy_study.cells import lend

@@ -1,14 +1,15 @@
 """The policy study's statistics and cells (issue 34): its answers on a hand-made study whose
 cells all differ (seeds with different clocks, some censored), against a NumPy transcription of
 a paired percentile bootstrap at 95%; each cell's configuration by hand."""
-import dataclasses
 import math
 
 import numpy as np
 import pytest
 
+from twoclock.config import SweepConfig
 from twoclock.models.policy import PolicyConfig
 from twoclock.studies import policy_study as ps
+from twoclock.studies.protocol import overridden
 
 S, B0, B1 = 9, "64", "512"
 CLOCKS = ("progress", "null", "kl", "entropy", "collapse")
@@ -161,7 +162,8 @@ def test_variants_compare_their_own_cells_by_hand(study):
 
 
 def test_variant_cells_change_the_warm_up_or_the_lr_of_the_fixed_size_cells():
-    st = ps.Config(batches=(32, 128, 256), seeds=3, budget=1000, lr0=2e-3, clip_lr_factor=0.5,
+    st = ps.Config(sweep=SweepConfig(batches=(32, 128, 256), lr0s=(2e-3,), seeds=3, budget=1000),
+                   clip_lr_factor=0.5,
                    parts=("variants",))
     base = PolicyConfig()
     got = {n: (cfg, opt, sw) for n, cfg, opt, sw in ps.cells(st, base)}
@@ -211,8 +213,9 @@ def test_cells_are_configured_as_documented():
     fixed rule starts at the sqrt rule's lr at B 32 (2e-3 sqrt(32 / 8) = 4e-3); the clipping
     cells run M x E = 4 x 2 at lr0 / 2 with mb_ref = the smallest batch; the collapse cells at
     4 lr0."""
-    st = ps.Config(batches=(32, 128, 256), seeds=3, budget=1000, lr0=2e-3, clip_lr_factor=0.5,
-                  unstable_factor=4.0, conventions=("fixed_m", "fixed_size"))
+    st = ps.Config(sweep=SweepConfig(batches=(32, 128, 256), lr0s=(2e-3,), seeds=3, budget=1000),
+                   clip_lr_factor=0.5,
+                   unstable_factor=4.0, conventions=("fixed_m", "fixed_size"))
     got = {n: (cfg, opt, sw) for n, cfg, opt, sw in ps.cells(st, PolicyConfig())}
     assert list(got) == ["sqrt", "fixed", "clip_none_M1E1"] + [
         f"clip_{c}_{v}" for v in ("fixed_m", "fixed_size") for c in ("eps0.2", "none", "higher")
@@ -226,7 +229,7 @@ def test_cells_are_configured_as_documented():
     # the control: min(control_seeds 8, seeds 3) seeds
     assert (cfg.clip_low, cfg.minibatches, cfg.epochs, sw.batches, sw.lr0s, sw.seeds) == (
         None, 1, 1, (32, 256), (2e-3,), 3)
-    wide = dataclasses.replace(st, seeds=16, control_seeds=5)
+    wide = overridden(st, {"sweep": {"seeds": 16}, "control_seeds": 5})
     assert [sw.seeds for n, _, _, sw in ps.cells(wide, PolicyConfig())
             if n in ("sqrt", "clip_none_M1E1")] == [16, 5]
     for conv in ("fixed_m", "fixed_size"):

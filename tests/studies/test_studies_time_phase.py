@@ -86,7 +86,7 @@ def test_phase_panel_margin_counts_a_censored_progress_clock_as_the_budget():
 def test_phase_grid_comes_from_the_model_and_is_checked_before_simulating():
     bandit = MODELS["bandit"]
     cfg, grid, clock = ps.panel_setup(bandit)
-    d = bandit.studies.phase
+    d = ps.defaults(bandit)
     assert grid == SweepConfig(**d.sweep) and clock == d.study["failure_clock"] == "fail_n"
     assert cfg.drift_threshold == d.model["drift_threshold"] != BanditConfig().drift_threshold
     mine = SweepConfig(batches=(64, 128), seeds=3, seed=7, n_ckpt=4)

@@ -13,6 +13,13 @@ CLUSTER_ENV = ("SLURM_JOB_ID", "OMPI_MCA_orte_hnp_uri", "TPU_WORKER_HOSTNAMES",
 DISTRIBUTED = ("coordinator", "num_processes", "process_id")
 
 
+def add_max_lanes(o, default: int | None = None) -> None:
+    """--max-lanes: runs per compiled chunk (default: the study's, else the engine's)."""
+    o.add_argument("--max-lanes", type=int, default=default,
+                   help=f"runs per compiled chunk (default {default or DEFAULT_MAX_LANES}); "
+                        "smaller uses less memory")
+
+
 def add_engine_args(o) -> None:
     """--x64, the store's flags, --max-lanes, --codegen and the multi-host flags."""
     o.add_argument("--x64", action="store_true", help="simulate in float64")
@@ -21,9 +28,7 @@ def add_engine_args(o) -> None:
     o.add_argument("--no-store", action="store_true", help="keep nothing between runs")
     o.add_argument("--resume", action="store_true",
                    help="reuse the finished chunks of an interrupted identical sweep")
-    o.add_argument("--max-lanes", type=int, default=None,
-                   help=f"runs per compiled chunk (default {DEFAULT_MAX_LANES}); smaller uses "
-                        "less memory")
+    add_max_lanes(o)
     o.add_argument("--codegen", choices=CODEGENS, default="auto",
                    help="XLA's CPU code generator: quick compiles faster and runs slower than "
                         "fused; auto picks quick for a short sweep whose numbers it leaves "
@@ -61,9 +66,12 @@ def check_distributed(ns) -> None:
 
 
 def check_engine_args(ns) -> None:
-    """ValueError for engine flags that contradict each other or are out of range."""
-    if ns.max_lanes is not None:
+    """ValueError for engine flags that contradict each other or are out of range (of those
+    the study offers)."""
+    if getattr(ns, "max_lanes", None) is not None:
         require_int("max_lanes", ns.max_lanes)
+    if not hasattr(ns, "no_store"):  # a study that offers --max-lanes alone
+        return
     if ns.resume and ns.no_store:
         raise ValueError("--resume reuses chunks from the store: drop --no-store")
     if ns.store and ns.no_store:

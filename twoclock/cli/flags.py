@@ -43,13 +43,15 @@ def _nested(f) -> bool:
 
 
 def add_config_flags(group, cls, rename: dict | None = None, skip=(),
-                     defaults: dict | None = None, prefix: str = "", where: str = ""):
-    """One flag per field of cls: --field-name (or --rename[field]), help from the metadata;
-    a nested config's fields as --field-subfield.
+                     defaults: dict | None = None, prefix: str = "", where: str = "",
+                     help: dict | None = None, scalar=()):
+    """One flag per field of cls: --field-name (or --rename[field]), help from the metadata
+    (or help[field]); a nested config's fields as --field-subfield; a `scalar` field (a tuple)
+    as one value.
 
     A flag left out keeps the config's default (or defaults[field], shown in the help).
     """
-    rename, defaults = rename or {}, defaults or {}
+    rename, defaults, helps = rename or {}, defaults or {}, help or {}
     for f in fields(cls):
         if f.name in skip:
             continue
@@ -60,7 +62,9 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
             continue
         flag = "--" + (prefix + rename.get(f.name, f.name)).replace("_", "-")
         shown = defaults.get(f.name, f.default)
-        help_ = f"{f.metadata.get('help', f.name)} (default {shown})"
+        if f.name in scalar:
+            shown = shown[0]
+        help_ = f"{helps.get(f.name, f.metadata.get('help', f.name))} (default {shown})"
         if "argparse" in f.metadata:  # a field's `option`: how argparse reads it
             kw = {"metavar": f.name.upper(), **f.metadata["argparse"]}
             if kw.get("type") == NUMBER_OR_NONE:
@@ -76,6 +80,8 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
                                default=argparse.SUPPRESS, help=help_)
             continue
         kind, nargs = _kind(f)
+        if f.name in scalar:
+            nargs = None
         group.add_argument(flag, dest=where + dest(cls, f.name), type=kind, nargs=nargs,
                            default=argparse.SUPPRESS,
                            metavar=(prefix + rename.get(f.name, f.name)).upper(), help=help_)
@@ -86,7 +92,8 @@ def asdict_shallow(cfg) -> dict:
     return {f.name: getattr(cfg, f.name) for f in fields(cfg)}
 
 
-def config_from_flags(ns, cls, defaults: dict | None = None, where: str = "", **overrides):
+def config_from_flags(ns, cls, defaults: dict | None = None, where: str = "", scalar=(),
+                      **overrides):
     """cls built from the flags add_config_flags added: given flags, then `defaults`, then the
     config's own defaults; overrides win. ValueError (from the config) names a bad value."""
     kw = dict(defaults or {})
@@ -97,6 +104,6 @@ def config_from_flags(ns, cls, defaults: dict | None = None, where: str = "", **
                                            f"{where}{cls.__name__}.{f.name}/")
         elif hasattr(ns, where + dest(cls, f.name)):  # given on the command line
             v = getattr(ns, where + dest(cls, f.name))
-            kw[f.name] = tuple(v) if isinstance(v, list) else v
+            kw[f.name] = tuple(v) if isinstance(v, list) else (v,) if f.name in scalar else v
     kw.update(overrides)
     return cls(**kw)

@@ -18,15 +18,21 @@ def _studies() -> dict:
     from twoclock.studies import STUDIES
     out = {}
     for study in STUDIES.values():
-        script = study.script or f"{study.name}.py"
+        script = _script(study)
         out[script.removesuffix(".py")] = study
         out.setdefault(study.name, study)
     return out
 
 
+def _script(study) -> str:
+    """The study's script in experiments/ (its config's SCRIPT), the name `twoclock run` takes."""
+    from twoclock.studies.protocol import declared
+    return declared(study, "SCRIPT") or f"{study.name}.py"
+
+
 def _usage() -> str:
     from twoclock.studies import STUDIES
-    names = sorted((s.script or f"{s.name}.py").removesuffix(".py") for s in STUDIES.values())
+    names = sorted(_script(s).removesuffix(".py") for s in STUDIES.values())
     return (f"usage: {PROG} {{plan,run,figures}} ...\n\n"
             "One command for the planner, every study and the figures (python -m twoclock is the "
             "same).\n\n"

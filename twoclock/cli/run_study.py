@@ -1,19 +1,22 @@
 """The one command of every study (experiments/X.py is `run_study.main(STUDIES.X)`): flags
-generated from the study's config (nested configs in groups of their own), the optimizer's and
-the model's, each model's defaults for the study, the output and engine flags; then
-`study.run` inside the rescue guard, `study.report` and `study.figure`."""
+generated from the study's config type alone (its fields, nested configs in groups of their
+own, and what it declares: `twoclock.studies.protocol`), the optimizer's and the model's, each
+model's defaults for the study, the output and engine flags; then `study.run` inside the
+rescue guard, `study.report` and `study.figure`."""
 import argparse
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import fields, is_dataclass
 import os
 import sys
 
 from twoclock.cli.common import (OneLineParser, add_output_args, guard, model_config,
                                  parsed, publish)
-from twoclock.cli.engine_flags import add_engine_args, check_engine_args, engine_from_args
-from twoclock.cli.flags import add_config_flags, config_from_flags, dest
+from twoclock.cli.engine_flags import (add_engine_args, add_max_lanes, check_engine_args,
+                                       engine_from_args)
+from twoclock.cli.flags import add_config_flags, asdict_shallow, config_from_flags, dest
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.engine.runtime import setup
-from twoclock.studies.protocol import Study, applies, output_name
+from twoclock.studies.protocol import (Study, StudyDefaults, applies, declared, defaults,
+                                       description, output_name, several)
 
 
 def _nested(cls) -> list:
@@ -29,12 +32,21 @@ def add_study_flags(group, cls, defaults) -> None:
     add_config_flags(group, cls, skip=tuple(skip), defaults=defaults)
 
 
+def nested_defaults(f, defaults) -> dict:
+    """A nested config's defaults: its field's default, then defaults (the model's for the
+    study, a preset's)."""
+    return {**asdict_shallow(f.default), **(defaults or {})}
+
+
 def study_config(ns, cls, defaults, overrides=None):
-    """cls from the flags: its nested configs first (each with defaults[its name]), then its
-    own fields (defaults["study"]; overrides: a preset's)."""
-    sub = {f.name: config_from_flags(ns, c, defaults=defaults.get(f.name))
-           for f, c, _ in _nested(cls)}
-    return config_from_flags(ns, cls, defaults={**defaults.get("study", {}), **(overrides or {}),
+    """cls from the flags: its nested configs first (each with defaults[its name] and
+    overrides[its name]), then its own fields (defaults["study"]; overrides: a preset's, the
+    panels)."""
+    overrides = dict(overrides or {})
+    sub = {f.name: config_from_flags(ns, c, scalar=meta["scalar"], defaults=nested_defaults(
+        f, {**(defaults.get(f.name) or {}), **overrides.pop(f.name, {})}))
+        for f, c, meta in _nested(cls)}
+    return config_from_flags(ns, cls, defaults={**defaults.get("study", {}), **overrides,
                                                 **sub})
 
 
@@ -52,23 +64,29 @@ def add_model_args(p, study: Study, model, defaults) -> None:
     p.add_argument("--model", default=model.name, help=" | ".join(MODELS))
     add_optim_args(p, study)
     add_config_flags(p.add_argument_group(f"{model.name} model"), model.config,
-                     skip=study.skip_model, defaults=defaults)
+                     skip=declared(study, "SKIP_MODEL", ()), defaults=defaults)
 
 
 def add_optim_args(p, study: Study) -> None:
     add_config_flags(p.add_argument_group("optimizer"), OptimConfig,
-                     rename={"name": "optimizer"}, skip=study.skip_optim)
+                     rename={"name": "optimizer"}, skip=declared(study, "SKIP_OPTIM", ()))
 
 
-def pick_model(study: Study, argv, prog: str):
-    """The model named by --model (default: the study's first model, else quadratic); the
-    study refuses one it does not apply to (ValueError)."""
+def pick_models(study: Study, argv, prog: str) -> list:
+    """The models named by --models (a study over several) or --model (default: the study's
+    first model, else quadratic); the study refuses one it does not apply to (ValueError)."""
     from twoclock.models import get as get_model
     pre = OneLineParser(prog=prog, add_help=False)
-    pre.add_argument("--model", default=study.models[0] if study.models else "quadratic")
-    model = get_model(pre.parse_known_args(argv)[0].model)
-    _refuse(study, model)
-    return model
+    if several(study):
+        pre.add_argument("--models", nargs="+", default=list(study.config().models))
+        names = pre.parse_known_args(argv)[0].models
+    else:
+        pre.add_argument("--model", default=study.models[0] if study.models else "quadratic")
+        names = [pre.parse_known_args(argv)[0].model]
+    models = [get_model(m) for m in names]
+    for m in models:
+        _refuse(study, m)
+    return models
 
 
 def given(ns, cls) -> set:
@@ -77,100 +95,90 @@ def given(ns, cls) -> set:
 
 
 def parse(study: Study, argv, prog: str) -> tuple:
-    """(model, model_cfg, opt, cfg, ns); ValueError for invalid values, before any work."""
-    if study.several:
-        return parse_several(study, argv, prog)
-    model = pick_model(study, argv, prog)
-    d = study.defaults(model)
-    p = OneLineParser(prog=prog, description=study.doc,
-                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_study_flags(p.add_argument_group("study"), study.config, d.study)
-    for f, cls, meta in _nested(study.config):
-        add_config_flags(p.add_argument_group(meta["group"]), cls, rename=meta["rename"],
-                         skip=meta["skip"], defaults=getattr(d, f.name, None))
-    for name, (help_, _) in study.presets.items():
-        p.add_argument(f"--{name}", action="store_true", help=help_)
-    if study.model_flags:
-        add_model_args(p, study, model, d.model)
-    o = add_output_args(p, output_name(study, model, study.config()))
-    if study.engine:
-        add_engine_args(o)
-    ns = p.parse_args(argv)
-    preset = {k: v for name, (_, over) in study.presets.items() if getattr(ns, name)
-              for k, v in over.items()}
-    cfg = study_config(ns, study.config, {"study": d.study, "sweep": d.sweep}, preset)
-    model_cfg = model_config(ns, model, getattr(cfg, "batches", ()), d.model)
-    opt = config_from_flags(ns, OptimConfig)
-    if study.engine:
-        check_engine_args(ns)
-    if study.check is not None:
-        study.check(model, model_cfg, opt, cfg)
-    return model, model_cfg, opt, cfg, ns
+    """(model, model_cfg, opt, cfg, ns); ValueError for invalid values, before any work.
 
-
-def parse_several(study: Study, argv, prog: str) -> tuple:
-    """A study over several models (--models, one panel each): with one model, its sweep and
-    model flags at its defaults for the study; with several, each model's defaults, and of the
-    sweep only the fields every panel shares (`study.shared`). The panels go into the config's
-    `panels` as (model, model config, SweepConfig, failure clock)."""
-    from twoclock.models import get as get_model
-    pre = OneLineParser(prog=prog, add_help=False)
-    pre.add_argument("--models", nargs="+", default=list(study.config().models))
-    models = [get_model(m) for m in pre.parse_known_args(argv)[0].models]
-    for m in models:
-        _refuse(study, m)
+    A study over several models (--models, one panel each) takes, with one model, its sweep
+    and model flags at its defaults for the study; with several, each model's defaults, and of
+    the sweep only the fields every panel shares (`SHARED`); model and model_cfg are then
+    None, and the panels go into the config's `panels` as it is built."""
+    cls, many = study.config, several(study)
+    models = pick_models(study, argv, prog)
     one = models[0] if len(models) == 1 else None
-    p = OneLineParser(prog=prog, description=study.doc,
+    d = defaults(study, one) if one is not None else StudyDefaults()
+    shared = declared(study, "SHARED")
+    p = OneLineParser(prog=prog, description=description(study),
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_study_flags(p.add_argument_group("study"), study.config, {})
-    if study.sweep:
-        g = p.add_argument_group("sweep (each model's defaults for the study)")
-        add_config_flags(g, SweepConfig, rename={"lr0s": "lr0"},
-                         defaults=study.defaults(one).sweep if one else None)
-    if one is not None:
-        add_model_args(p, study, one, study.defaults(one).model)
-    else:
+    groups = {"study": p.add_argument_group("study")}
+    add_study_flags(groups["study"], cls, {} if many else d.study)
+    for f, c, meta in _nested(cls):
+        if meta["group"] not in groups:
+            groups[meta["group"]] = p.add_argument_group(meta["group"])
+        add_config_flags(groups[meta["group"]], c, rename=meta["rename"], skip=meta["skip"],
+                         defaults=nested_defaults(f, getattr(d, f.name, None)),
+                         help=meta["help"], scalar=meta["scalar"])
+    if many and shared is not None:
+        add_config_flags(p.add_argument_group("sweep (each model's defaults for the study)"),
+                         SweepConfig, rename={"lr0s": "lr0"}, defaults=d.sweep or None)
+    for name, (help_, _) in declared(study, "PRESETS", {}).items():
+        p.add_argument(f"--{name}", action="store_true", help=help_)
+    if one is not None and declared(study, "MODEL_FLAGS", True):
+        add_model_args(p, study, one, d.model)
+    elif one is None:
         add_optim_args(p, study)
-    add_output_args(p, output_name(study, one, study.config()))
+    o = add_output_args(p, output_name(study, one, cls()))
+    engine = declared(study, "ENGINE_FLAGS", False)
+    if engine is True:
+        add_engine_args(o)
+    elif engine:  # {"max_lanes": the study's default}: the engine flag it offers
+        add_max_lanes(o, engine["max_lanes"])
     ns = p.parse_args(argv)
-    if not study.sweep:  # the models bring their own runs: (model, model config) panels
-        opt = config_from_flags(ns, OptimConfig)
-        cfg = study_config(ns, study.config, {})
-        cfg = replace(cfg, panels=tuple(
-            (m, model_config(ns, m, (), study.defaults(m).model) if one is not None
-             else m.config(**study.defaults(m).model)) for m in models))
-        if study.check is not None:
-            study.check(one, cfg.panels[0][1] if one else None, opt, cfg)
-        return one, cfg.panels[0][1] if one else None, opt, cfg, ns
-    if one is None:
-        alone = sorted(given(ns, SweepConfig) - set(study.shared))
+    preset = {k: v for name, (_, over) in declared(study, "PRESETS", {}).items()
+              if getattr(ns, name) for k, v in over.items()}
+    if many:
+        panels = _panels(study, ns, models, one)
+        model_cfg = panels[0][1] if one is not None else None
+        cfg = study_config(ns, cls, {}, {**preset, "panels": panels})
+    else:
+        cfg = study_config(ns, cls, {"study": d.study, "sweep": d.sweep}, preset)
+        model_cfg = model_config(ns, one, getattr(cfg, "batches", ()), d.model)
+    opt = config_from_flags(ns, OptimConfig)
+    if engine:
+        check_engine_args(ns)
+    if hasattr(cfg, "check"):
+        cfg.check(one, model_cfg, opt)
+    return one, model_cfg, opt, cfg, ns
+
+
+def _panels(study: Study, ns, models, one) -> tuple:
+    """Each model's panel: (model, model config, SweepConfig), or (model, model config) where
+    the models bring their own runs (SHARED None); with one model its flags, else each
+    model's defaults for the study (and the sweep fields given for every panel)."""
+    shared = declared(study, "SHARED")
+    panels = []
+    if shared is not None and one is None:
+        alone = sorted(given(ns, SweepConfig) - set(shared))
         if alone:
             raise ValueError(f"--{alone[0].replace('_', '-').replace('lr0s', 'lr0')} "
                              "changes one model's grid: give a single --models entry")
-    shared = {f: getattr(ns, dest(SweepConfig, f)) for f in given(ns, SweepConfig)}
-    panels = []
+    common = {f: getattr(ns, dest(SweepConfig, f)) for f in given(ns, SweepConfig)}
     for m in models:
-        d = study.defaults(m)
-        sweep = config_from_flags(ns, SweepConfig, defaults={**d.sweep, **shared})
-        model_cfg = (model_config(ns, m, sweep.batches, d.model) if one is not None
-                     else m.config(**d.model))
-        panels.append((m, model_cfg, sweep))
-    cfg = study_config(ns, study.config, {})
-    cfg = replace(cfg, panels=tuple((*p_, cfg.failure_clock) for p_ in panels))
-    opt = config_from_flags(ns, OptimConfig)
-    if study.check is not None:
-        study.check(one, panels[0][1] if one else None, opt, cfg)
-    return one, panels[0][1] if one else None, opt, cfg, ns
+        d = defaults(study, m)
+        sweep = (() if shared is None else
+                 (config_from_flags(ns, SweepConfig, defaults={**d.sweep, **common}),))
+        model_cfg = (model_config(ns, m, sweep[0].batches if sweep else (), d.model)
+                     if one is not None else m.config(**d.model))
+        panels.append((m, model_cfg, *sweep))
+    return tuple(panels)
 
 
 def main(study: Study, argv=None, prog: str | None = None) -> int:
     """Parse (one line and exit 2 for bad input), run, report, write the JSON and the figure."""
-    prog = prog or study.script or os.path.basename(sys.argv[0])
+    prog = prog or declared(study, "SCRIPT") or os.path.basename(sys.argv[0])
     argv = sys.argv[1:] if argv is None else argv
     setup()  # all cores as devices, persistent compilation cache
     model, model_cfg, opt, cfg, ns = parsed(prog, lambda a: parse(study, a, prog), argv)
     name = output_name(study, model, cfg, given(ns, study.config)
-                       | {n for n in study.presets if getattr(ns, n)})
+                       | {n for n in declared(study, "PRESETS", {}) if getattr(ns, n)})
     with guard(ns, name, prog) as rescue:
         out = study.run(model, model_cfg, opt, cfg, keep=rescue.keep, quiet=ns.quiet,
                         engine=engine_from_args(ns, rescue.save_ahead))

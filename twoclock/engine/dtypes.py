@@ -32,9 +32,10 @@ def _cast(v, dt):
         return dt(v)
 
 
-def _power(x: float, p: float) -> float:
+def _lr(opt, lr0: float, batch) -> float:
+    """The rule's learning rate at batch in Python floats (inf where it overflows)."""
     try:
-        return x ** p
+        return opt.lr(lr0, batch) if opt.b0 > 0 else math.inf
     except OverflowError:
         return math.inf
 
@@ -56,7 +57,7 @@ def check(model_cfg, opt, batches, lr0s) -> None:
     p = opt.exponent
     for b in batches:
         for lr0 in lr0s:
-            lr = lr0 * _power(b / opt.b0, p) if opt.b0 > 0 else math.inf
+            lr = _lr(opt, lr0, b)
             # the engine hands every lane its learning rate in float32, with --x64 too
             finite(f"the learning rate at batch {b} (lr0 {lr0:g} x ({b} / b0 {opt.b0:g})^{p:g})",
                    lr, np.float32, "the type the engine passes learning rates in", "")

@@ -8,6 +8,8 @@ analysis/switch.py build them, and nothing computes with them past the plan.
 from dataclasses import dataclass, fields
 import math
 
+from twoclock.config import scaled_lr
+
 # plan.json's "schema" (both modes: Plan, LogsPlan): bumped when a key changes meaning or goes;
 # docs/results.md, "plan.json", names every key and its unit
 PLAN_SCHEMA = 1
@@ -40,7 +42,7 @@ class Rule(Record):
     off_rule_runs: int
 
     def lr(self, B):
-        return self.lr0 * (B / self.b0) ** self.p
+        return scaled_lr(self.lr0, B, self.b0, self.p)
 
 
 @dataclass(frozen=True)

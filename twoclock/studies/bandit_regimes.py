@@ -38,6 +38,8 @@ LR0S_EMERGENT = (0.02, 0.04)  # two lr0s: the failure clock's lr exponent at fix
 @dataclass(frozen=True)
 class Config:
     """Which cases, and how many seeds each."""
+    SCRIPT = "bandit_regimes.py"
+    MODEL_FLAGS = False  # each case sets its own model and optimizer config
     seeds: int = param(16, "seeds per (case, batch, lr0)")
     cases: tuple = param(tuple(range(len(CASES))), "case indices: " + "; ".join(
         f"{i} = {n}" for i, n in enumerate(CASES)))
@@ -136,5 +138,4 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-STUDY = Study("bandit_regimes", Config, run, report, doc=__doc__, script="bandit_regimes.py",
-              models=MODELS, model_flags=False)
+STUDY = Study("bandit_regimes", Config, run, report, models=MODELS)

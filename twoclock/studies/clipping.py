@@ -16,55 +16,19 @@ import numpy as np
 from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci, summarize
 from twoclock.analysis.paired import at_samples, finite_or_none, ratio_ci, ratio_of_ratios_ci
-from twoclock.config import (NUMBER_OR_NONE, OptimConfig, SweepConfig, option, param, require,
-                             require_int)
+from twoclock.config import NUMBER_OR_NONE, OptimConfig, SweepConfig, option, param, require
 from twoclock.engine.sweep import run_sweep
-from twoclock.model import StudyDefaults
 from twoclock.models.bandit import BanditConfig
 from twoclock.models.bandit.theory import (clipped_move_per_batch, drift_logratio_per_batch,
                                            drift_move_per_batch, noise_scale, predicted_delay)
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, nested
 
 MODELS = ("bandit",)  # the study's model: its theory of the clipped drift is the bandit's
 CLIPS = (0.1, 0.2, 0.3, 0.5, None)
 REF_CLIP = 0.2  # the clip of claims (a) and (b): GRPO's usual eps
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-    """The study's own parameters (the model's are a BanditConfig, the optimizer's OptimConfig)."""
-    batches: tuple = param((64, 1024), "batches in responses; the claims use the smallest and "
-                                       "the largest")
-    clips: tuple = option(CLIPS, "symmetric clip eps values; 'none' = unclipped (required)",
-                          type=NUMBER_OR_NONE, nargs="+")
-    regime_map: bool = param(False, "instead: the delay over (batch, eps) and (lr0, eps), "
-                                    "batches 64, 256, 1024 x lr0 0.01, 0.02, 0.04 x the clips "
-                                    "(writes clipping_regime_map)")
-    lr0: float = param(0.02, "base learning rate at --b0")
-    seeds: int = param(16, "seeds per (batch, clip)")
-    seed: int = param(0, "the first seed")
-    budget: int = param(40_000, "responses per run")
-    early_samples: int = param(4096, "responses after which early held-out accuracy is read")
-
-    def check(self, base: BanditConfig) -> None:
-        """ValueError naming the parameter, before anything runs."""
-        for b in self.batches:
-            require_int("batch", b)
-            base.prompts(b)
-        require(len(set(self.batches)) >= 2, "batches", "at least two distinct values",
-                self.batches)
-        require(None in self.clips and len(self.clips) >= 2, "clips",
-                "some eps values and 'none' (the unclipped reference)", self.clips)
-        for c in self.clips:  # each eps through the config's own check
-            dataclasses.replace(base, clip_low=c, clip_high=None)
-        SweepConfig(batches=tuple(self.batches), lr0s=(self.lr0,), seeds=self.seeds,
-                    budget=self.budget, seed=self.seed)  # seeds, budget, lr0, seed
-        require(min(self.batches) <= self.early_samples <= self.budget, "early_samples",
-                f"in [{min(self.batches)}, budget = {self.budget}]", self.early_samples)
-
-    def as_dict(self) -> dict:
-        """The study's fields as its JSON's config has them (the choice of output aside)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "regime_map"}
+# the grid: batches x one lr0 x seeds, 128 checkpoints per run
+SWEEP = SweepConfig(batches=(64, 1024), lr0s=(0.02,), seeds=16, budget=40_000, seed=0,
+                    n_ckpt=128)
 
 
 def defaults(model) -> StudyDefaults:
@@ -72,14 +36,51 @@ def defaults(model) -> StudyDefaults:
     return StudyDefaults(model=model.presets["emergent"])
 
 
-def check(model, base, opt, study: Config) -> None:
-    del model, opt
-    study.check(base)
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The study's own parameters (the model's are a BanditConfig, the optimizer's OptimConfig)."""
+    SCRIPT = "clipping.py"
+    DEFAULTS = staticmethod(defaults)
+    SKIP_MODEL = ("clip_low", "clip_high")  # each clip sets them
+    clips: tuple = option(CLIPS, "symmetric clip eps values; 'none' = unclipped (required)",
+                          type=NUMBER_OR_NONE, nargs="+")
+    regime_map: bool = param(False, "instead: the delay over (batch, eps) and (lr0, eps), "
+                                    "batches 64, 256, 1024 x lr0 0.01, 0.02, 0.04 x the clips "
+                                    "(writes clipping_regime_map)")
+    early_samples: int = param(4096, "responses after which early held-out accuracy is read")
+    sweep: SweepConfig = nested(SWEEP, "study", rename={"lr0s": "lr0"}, skip=("n_ckpt",),
+                                scalar=("lr0s",), help={
+                                    "batches": "batches in responses; the claims use the "
+                                               "smallest and the largest",
+                                    "lr0s": "base learning rate at --b0",
+                                    "seeds": "seeds per (batch, clip)", "seed": "the first seed",
+                                    "budget": "responses per run"})
 
+    def check(self, model, base: BanditConfig, opt=None) -> None:
+        """ValueError naming the parameter, before anything runs (the sweep's own values are
+        checked by SweepConfig)."""
+        del model, opt
+        batches, budget = self.sweep.batches, self.sweep.budget
+        for b in batches:
+            base.prompts(b)
+        require(len(batches) >= 2, "batches", "at least two distinct values", batches)
+        require(None in self.clips and len(self.clips) >= 2, "clips",
+                "some eps values and 'none' (the unclipped reference)", self.clips)
+        for c in self.clips:  # each eps through the config's own check
+            dataclasses.replace(base, clip_low=c, clip_high=None)
+        require(min(batches) <= self.early_samples <= budget, "early_samples",
+                f"in [{min(batches)}, budget = {budget}]", self.early_samples)
 
-def out_name(model, study: Config, given) -> str:
-    del model, given
-    return "clipping_regime_map" if study.regime_map else "clipping"
+    def as_dict(self) -> dict:
+        """The study's fields as its JSON's config has them, flat (the choice of output
+        aside)."""
+        s = self.sweep
+        return {"batches": s.batches, "clips": self.clips, "lr0": s.lr0s[0], "seeds": s.seeds,
+                "seed": s.seed, "budget": s.budget, "early_samples": self.early_samples}
+
+    def output_name(self, model, given) -> str:
+        del model, given
+        return "clipping_regime_map" if self.regime_map else "clipping"
 
 
 def early_accuracy(ckpt_b: dict, n_early: int, j: int = 0) -> np.ndarray:
@@ -99,11 +100,9 @@ def delay_contrast(hi_with, hi_without, lo_with, lo_without, idx) -> dict:
     return ratio_of_ratios_ci(hi_with, hi_without, lo_with, lo_without, idx, undefined=np.nan)
 
 
-def sweep_clips(model, base, opt, batches, lr0s, clips, seeds, seed, budget, quiet=True,
-                keep=None) -> dict:
-    """{clip: SweepResult} of batches x lr0s x seeds for each clip (None: unclipped)."""
-    sweep = SweepConfig(batches=tuple(sorted(batches)), lr0s=tuple(lr0s), seeds=seeds,
-                        budget=budget, seed=seed, n_ckpt=128)
+def sweep_clips(model, base, opt, sweep: SweepConfig, clips, quiet=True, keep=None) -> dict:
+    """{clip: SweepResult} of the sweep (its batches sorted) for each clip (None: unclipped)."""
+    sweep = dataclasses.replace(sweep, batches=tuple(sorted(sweep.batches)))
     return {c: run_sweep(model, dataclasses.replace(base, clip_low=c, clip_high=None),
                          opt, sweep, quiet=quiet, keep=keep) for c in clips}
 
@@ -113,16 +112,15 @@ def run(model, base: BanditConfig, opt: OptimConfig, study: Config, *, keep=None
     """Every (batch, clip) entry, the claims, and the theory of the drift's move per batch (or,
     with study.regime_map, the regime map)."""
     del engine  # (no store)
-    study.check(base)
+    study.check(model, base)
     if study.regime_map:
         return regime_map(model, base, opt, clips=[c for c in study.clips if c is not None],
-                          seeds=study.seeds, seed=study.seed, budget=study.budget,
-                          quiet=quiet, keep=keep)
+                          seeds=study.sweep.seeds, seed=study.sweep.seed,
+                          budget=study.sweep.budget, quiet=quiet, keep=keep)
     t0 = time.perf_counter()
-    batches = tuple(sorted(study.batches))
-    res = sweep_clips(model, base, opt, batches, (study.lr0,), study.clips, study.seeds, study.seed,
-                      study.budget, quiet, keep)
-    idx = bootstrap_indices(study.seeds)
+    batches = tuple(sorted(study.sweep.batches))
+    res = sweep_clips(model, base, opt, study.sweep, study.clips, quiet, keep)
+    idx = bootstrap_indices(study.sweep.seeds)
     runs = []
     for c, r in res.items():
         at_c = dataclasses.replace(base, clip_low=c, clip_high=None)  # the theory's config
@@ -270,9 +268,9 @@ def regime_map(model, base: BanditConfig, opt: OptimConfig, batches=(64, 256, 10
     the grid batch x lr0 x eps, and the predicted boundary eps*(lr(B)) =
     drift_logratio_per_batch, above which (eps > eps*) clipping should not bind."""
     t0 = time.perf_counter()
-    res = sweep_clips(model, base, opt, batches, lr0s, tuple(clips) + (None,), seeds, seed,
-                      budget,
-                      quiet, keep)
+    sweep = SweepConfig(batches=tuple(batches), lr0s=tuple(lr0s), seeds=seeds, budget=budget,
+                        seed=seed, n_ckpt=128)
+    res = sweep_clips(model, base, opt, sweep, tuple(clips) + (None,), quiet, keep)
     free = np.median(censored(res[None].fail_n), axis=-1)  # [B, L]
     with np.errstate(invalid="ignore"):
         delay = {str(c): (np.median(censored(res[c].fail_n), axis=-1) / free) for c in clips}
@@ -306,6 +304,4 @@ def regime_report(m: dict) -> str:
     return "\n".join(lines)
 
 
-STUDY = Study("clipping", Config, run, report, figure, doc=__doc__, script="clipping.py",
-              models=MODELS, defaults=defaults, out=out_name, check=check,
-              skip_model=("clip_low", "clip_high"))
+STUDY = Study("clipping", Config, run, report, figure, models=MODELS)

@@ -36,14 +36,13 @@ from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
 from twoclock.analysis.paired import finite_or_none, log_slope, paired_ci, ratio_ci
 from twoclock.clock import Clock, first_crossing as clock_first, reached, stored
-from twoclock.config import SweepConfig, param, require, require_fraction, require_int, \
-    require_positive
+from twoclock.config import SweepConfig, param, require, require_fraction, require_int
 from twoclock.models.policy import DEPLOY, WarmupConfig
 from twoclock.models.policy.dynamics import setup
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.policy_study.answers import exponent_ci
 from twoclock.studies.policy_study.cells import rules as lr_rules
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.protocol import Engine, Study, SweepView, nested
 
 MODELS = ("policy",)
 RULES = ("sqrt", "fixed")
@@ -70,50 +69,67 @@ PREDICTIONS = {
 }
 
 
+MAX_LANES = 8  # runs per compiled chunk, unless --max-lanes says otherwise
+# the cells' grid: batches x one lr0 x seeds (each cell sets its lr0 and checkpoints)
+SWEEP = SweepConfig(batches=(64, 256, 1024), lr0s=(1e-4,), seeds=16, budget=32_768, seed=0)
+QUICK_OVERRIDES = {"sweep": {"batches": (64, 1024), "seeds": 4, "budget": 8192},
+                   "rules": ("sqrt",), "fixed_responses": (4096,)}
+PRESETS = {"quick": ("batches 64 and 1024, 4 seeds, 8192 responses, sqrt rule only",
+                     QUICK_OVERRIDES)}
+
+
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(SweepView):
     """The study's cells: batches, seeds, budget, the learning rate and the deployment regime."""
-    batches: tuple = param((64, 256, 1024), "batches in responses")
-    seeds: int = param(16, "seeds per cell")
-    budget: int = param(32_768, "responses per run")
-    lr0: float = param(1e-4, "base learning rate at b0 (the fixed rule runs the sqrt rule's lr "
-                             "at the smallest batch)")
+    SCRIPT = "damage_study.py"
+    MODEL_FLAGS = False  # the cells set the model's and the optimizer's configs
+    PRESETS = PRESETS
+    ENGINE_FLAGS = {"max_lanes": MAX_LANES}  # the engine's runs per compiled chunk
     rules: tuple = param(RULES, "learning-rate rules: sqrt | fixed")
     end_b: float = param(DEPLOY["warmup"].end_b, "warm-up: fraction of labels ending in END_B "
                                                  "(the form the deployment grader rejects)")
     damage_drop: float = param(0.03, "damage: deploy accuracy drop below its running peak")
     fixed_responses: tuple = param((4096, 16_384), "responses at which the RMS test reads the "
                                                    "shift")
-    seed: int = param(0, "base PRNG seed")
-    max_lanes: int = param(8, "runs per compiled chunk")
+    sweep: SweepConfig = nested(SWEEP, "study", rename={"lr0s": "lr0"}, skip=("n_ckpt",),
+                                scalar=("lr0s",), help={
+                                    "batches": "batches in responses", "seeds": "seeds per cell",
+                                    "budget": "responses per run", "seed": "base PRNG seed",
+                                    "lr0s": "base learning rate at b0 (the fixed rule runs the "
+                                            "sqrt rule's lr at the smallest batch)"})
 
     def __post_init__(self):
-        require_int("seeds", self.seeds, lo=2)
-        require_int("budget", self.budget, lo=1)
-        require_int("max_lanes", self.max_lanes, lo=1)
-        require_positive("lr0", self.lr0)
+        # the batches, lr0, seeds, budget and seed are the sweep's, checked there
+        require(self.seeds >= 2, "seeds", "an integer >= 2", self.seeds)
+        require(len(self.batches) >= 2, "batches", "at least two distinct batches >= 1",
+                self.batches)
         require(0 < self.end_b < 1, "end_b", "in (0, 1)", self.end_b)
         require_fraction("damage_drop", self.damage_drop)
-        require(len(set(self.batches)) >= 2 and all(
-            isinstance(b, int) and b >= 1 for b in self.batches), "batches",
-            "at least two distinct batches >= 1", self.batches)
         require(len(self.rules) > 0 and set(self.rules) <= set(RULES), "rules",
                 "some of " + ", ".join(RULES), self.rules)
         require(len(self.fixed_responses) > 0 and all(
             isinstance(r, int) and 1 <= r <= self.budget for r in self.fixed_responses),
             "fixed_responses", f"integers in [1, budget {self.budget}]", self.fixed_responses)
 
+    def as_dict(self, max_lanes: int) -> dict:
+        """The study as its JSON records it: flat, in the order of its first results, with
+        the engine's runs per compiled chunk."""
+        return {"batches": self.batches, "seeds": self.seeds, "budget": self.budget,
+                "lr0": self.lr0, "rules": self.rules, "end_b": self.end_b,
+                "damage_drop": self.damage_drop, "fixed_responses": self.fixed_responses,
+                "seed": self.seed, "max_lanes": max_lanes}
 
-QUICK_OVERRIDES = {"batches": (64, 1024), "seeds": 4, "budget": 8192, "rules": ("sqrt",),
-                   "fixed_responses": (4096,)}
-PRESETS = {"quick": ("batches 64 and 1024, 4 seeds, 8192 responses, sqrt rule only",
-                     QUICK_OVERRIDES)}
+    def check(self, model, base, opt) -> None:
+        """Every cell's configs and batches (ValueError) before any cell runs."""
+        del opt
+        for _, cfg, _, sweep in cells(self, base):
+            for b in sweep.batches:
+                model.describe_batch(cfg, b)
 
-
-def out_name(model, st: Config, given) -> str:
-    """damage_study[_quick]."""
-    del model, st
-    return "damage_study" + ("_quick" if "quick" in given else "")
+    def output_name(self, model, given) -> str:
+        """damage_study[_quick]."""
+        del model
+        return "damage_study" + ("_quick" if "quick" in given else "")
 
 
 def cells(st: Config, base) -> list:
@@ -126,18 +142,9 @@ def cells(st: Config, base) -> list:
     out = []
     for rule in st.rules:
         opt, lr0 = lr_rules(st)[rule]
-        out.append((rule, cfg, opt, SweepConfig(batches=tuple(st.batches), lr0s=(lr0,),
-                                                seeds=st.seeds, budget=st.budget, seed=st.seed,
-                                                n_ckpt=max(1, n_ckpt))))
+        out.append((rule, cfg, opt, dataclasses.replace(st.sweep, lr0s=(lr0,),
+                                                        n_ckpt=max(1, n_ckpt))))
     return out
-
-
-def check(model, base, opt, st: Config) -> None:
-    """Every cell's configs and batches (ValueError) before any cell runs."""
-    del opt
-    for _, cfg, _, sweep in cells(st, base):
-        for b in sweep.batches:
-            model.describe_batch(cfg, b)
 
 
 def at_responses(samples_SxC, x_SxC, n_S) -> np.ndarray:
@@ -296,11 +303,12 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     """Each rule's cell through run_sweep (resumable from its store under engine.store), then
     the answers."""
     del opt
-    out, t0 = {"study": dataclasses.asdict(st), "predictions": PREDICTIONS, "cells": {}}, \
+    lanes = engine.max_lanes or MAX_LANES
+    out, t0 = {"study": st.as_dict(lanes), "predictions": PREDICTIONS, "cells": {}}, \
         time.perf_counter()
     for name, cfg, opt_, sweep, res, secs in run_cells(
             model, cells(st, base), title="damage study", store_root=engine.store,
-            max_lanes=st.max_lanes, keep=keep, quiet=quiet, cell_key=lambda n: f"damage_{n}"):
+            max_lanes=lanes, keep=keep, quiet=quiet, cell_key=lambda n: f"damage_{n}"):
         ref = setup(cfg).start  # the reference policy's held-out stats (warm-up prepared)
         start = {"acc": ref["acc"], "deploy": ref["deploy"]}
         out["cells"][name] = {"per_seed": per_seed(st, res, start), "start": start,
@@ -368,6 +376,4 @@ def figure(out: dict):
     return damage_figure(out)
 
 
-STUDY = Study("damage_study", Config, run, report, figure, doc=__doc__,
-              script="damage_study.py", models=MODELS, out=out_name, check=check, model_flags=False,
-              presets=PRESETS)
+STUDY = Study("damage_study", Config, run, report, figure, models=MODELS)

@@ -12,15 +12,24 @@ from twoclock.engine.runtime import check_devices
 from twoclock.engine.store import Store
 from twoclock.engine.sweep import DEFAULT_MAX_LANES, run_sweep
 from twoclock.figures import critical_batch as plotting
-from twoclock.model import StudyDefaults
 from twoclock.studies.assemble import assemble
-from twoclock.studies.protocol import Engine, Study, nested
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, nested
+
+
+def defaults(model) -> StudyDefaults:
+    """Every model takes part, with its own grid."""
+    return StudyDefaults(sweep=model.default_sweep)
 
 
 @dataclass(frozen=True)
 class Config:
     """The grid (each model's `default_sweep` unless flags say otherwise) and the critical
     batch's threshold."""
+    SCRIPT = "critical_batch.py"
+    DESCRIPTION = ("Both clocks against batch size: sweep batch x lr0 x seed, print both "
+                   "clocks, write JSON and a figure.")
+    DEFAULTS = staticmethod(defaults)
+    ENGINE_FLAGS = True
     sweep: SweepConfig = nested(SweepConfig(), "sweep", rename={"lr0s": "lr0"})
     delta: float = param(DELTA, "critical batch: N_prog(B)/N_prog(B_min) >= 1 + delta")
 
@@ -31,15 +40,9 @@ class Config:
     def batches(self) -> tuple:
         return self.sweep.batches
 
-
-def defaults(model) -> StudyDefaults:
-    """Every model takes part, with its own grid."""
-    return StudyDefaults(sweep=model.default_sweep)
-
-
-def out_name(model, cfg, given) -> str:
-    del cfg, given
-    return f"critical_batch_{model.name}"
+    def output_name(self, model, given) -> str:
+        del given
+        return f"critical_batch_{model.name}"
 
 
 def _join(engine: Engine) -> None:
@@ -108,6 +111,4 @@ def figure(out: dict):
     return plotting.clocks_vs_batch_figure(out, unit=out["unit"])
 
 
-STUDY = Study("headline", Config, run, report, figure, doc="Both clocks against batch "
-              "size: sweep batch x lr0 x seed, print both clocks, write JSON and a figure.",
-              script="critical_batch.py", defaults=defaults, out=out_name, engine=True)
+STUDY = Study("headline", Config, run, report, figure)

@@ -5,7 +5,7 @@ the margin N_fail - N_prog (medians) and the fraction of seeds that reach the ta
 before the failure clock. A model whose theory gives the boundary N_fail = N_prog
 (`Model.phase_boundary`: the quadratic's Adam failure clock against its mean-field progress
 clock) adds it to its panel. Each model's grid and configuration come from its
-`Model.studies.phase` entry, whose defaults lower the failure threshold so that the
+`DEFAULTS` entry, whose defaults lower the failure threshold so that the
 boundary crosses the grid (quadratic: 0.2 instead of 1.0; bandit: drift threshold 0.5
 instead of 2).
 """
@@ -19,8 +19,22 @@ from twoclock.analysis.phase import phase_panel
 from twoclock.config import SweepConfig, option, param, require
 from twoclock.engine.sweep import run_sweep
 from twoclock.model import Model
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, per_model
 
+# each model's defaults here (flags given win); a model not listed is not offered the study
+DEFAULTS = {
+    # threshold 0.2 puts the boundary N_fail = N_prog inside the grid
+    "quadratic": StudyDefaults(sweep=dict(batches=(8, 16, 32, 64, 128, 256),
+                                          lr0s=(2.5e-3, 5e-3, 1e-2, 2e-2, 4e-2), seeds=8,
+                                          budget=30_000, n_ckpt=8),
+                               model=dict(drift_threshold=0.2)),
+    # drift threshold 0.5 (the headline's 2) puts the boundary N_fail = N_prog in the grid
+    "bandit": StudyDefaults(study=dict(failure_clock="fail_n"),
+                            sweep=dict(batches=(64, 128, 256, 512, 1024),
+                                       lr0s=(0.01, 0.02, 0.04), seeds=8, budget=100_000,
+                                       n_ckpt=8),
+                            model=dict(drift_threshold=0.5)),
+}
 # the sweep fields a command line may set for every panel at once
 SHARED = ("seeds", "seed", "n_ckpt")
 
@@ -28,7 +42,12 @@ SHARED = ("seeds", "seed", "n_ckpt")
 @dataclass(frozen=True)
 class Config:
     """Which models, the theory grid of a model's boundary, and the panels: (model, model
-    config, SweepConfig, failure clock) each, from `panel_setup` (the command line's)."""
+    config, SweepConfig[, failure clock]) each (the command line's; None: the model's
+    defaults, `panel_setup`; no failure clock: the config's)."""
+    SCRIPT = "phase_diagram.py"
+    OUTPUT = "phase_diagram"
+    DEFAULTS = DEFAULTS
+    SHARED = SHARED
     models: tuple = param(("quadratic", "bandit"), "the models, one panel each")
     theory_points: int = param(9, "theory grid points per axis (a model's boundary)")
     failure_clock: str | None = option(None, "the panel's failure clock (a single --models "
@@ -42,11 +61,25 @@ class Config:
         require(self.failure_clock is None or len(self.models) == 1, "--failure-clock",
                 "given with a single --models entry", self.failure_clock)
 
+    def check(self, model, model_cfg, opt) -> None:
+        """Before any work: every panel's batches, and its failure clock (ValueError)."""
+        del model, model_cfg, opt
+        for m, cfg, sweep, clock in with_clocks(self):
+            require(clock is None or clock in failure_clocks(m), "--failure-clock",
+                    " or ".join(failure_clocks(m)), clock)
+            panel_setup(m, cfg, sweep, clock)
+
+
+def with_clocks(study: Config) -> list:
+    """[(model, model config, SweepConfig, failure clock)] of study.panels, a panel without a
+    failure clock of its own taking the study's."""
+    return [(*p[:3], p[3] if len(p) > 3 else study.failure_clock) for p in study.panels]
+
 
 def defaults(model: Model):
-    """The model's phase defaults (`Model.studies.phase`; None: not offered); its study part
-    may name the panel's failure clock."""
-    return model.studies.phase
+    """The model's phase defaults (`DEFAULTS`; None: not offered); its study part may name
+    the panel's failure clock."""
+    return per_model(DEFAULTS, model)
 
 
 def failure_clocks(model: Model) -> tuple:
@@ -85,15 +118,6 @@ def panel(model: Model, cfg, opt, sweep: SweepConfig, failure_clock: str = "fail
     return out
 
 
-def check(model, model_cfg, opt, study: Config) -> None:
-    """Before any work: every panel's batches, and its failure clock (ValueError)."""
-    del model, model_cfg, opt
-    for m, cfg, sweep, clock in study.panels:
-        require(clock is None or clock in failure_clocks(m), "--failure-clock",
-                " or ".join(failure_clocks(m)), clock)
-        panel_setup(m, cfg, sweep, clock)
-
-
 def run(model, model_cfg, opt, study: Config, *, keep=None, quiet: bool = False,
         engine: Engine = Engine()) -> dict:
     """Every panel of study.panels as one JSON-ready dict (model and model_cfg: the single
@@ -101,7 +125,7 @@ def run(model, model_cfg, opt, study: Config, *, keep=None, quiet: bool = False,
     del model, model_cfg, engine
     t0 = time.perf_counter()
     panels, configs = [], {}
-    for m, mcfg, sweep, clock in study.panels:
+    for m, mcfg, sweep, clock in with_clocks(study):
         mcfg, sweep, clock = panel_setup(m, mcfg, sweep, clock)
         panels.append(panel(m, mcfg, opt, sweep, clock, study.theory_points, quiet, keep))
         extra = {"failure_clock": clock} if "failure_clock" in defaults(m).study else {}
@@ -131,10 +155,8 @@ def figure(out: dict):
     return phase_figure(out)
 
 
-__all__ = ["Config", "SHARED", "check", "figure", "defaults", "failure_clocks", "panel_setup",
-           "panel", "run", "report"]
+__all__ = ["Config", "DEFAULTS", "SHARED", "figure", "with_clocks", "defaults", "failure_clocks",
+           "panel_setup", "panel", "run", "report"]
 
 
-STUDY = Study("phase", Config, run, report, figure, doc=__doc__, output="phase_diagram",
-              script="phase_diagram.py", defaults=defaults, check=check, several=True,
-              shared=SHARED)
+STUDY = Study("phase", Config, run, report, figure)

@@ -7,15 +7,23 @@ experiments/plan_calibration.py is its command."""
 from dataclasses import dataclass, field
 
 from twoclock.config import param, require_int
-from twoclock.model import StudyDefaults
 from twoclock.studies.planner import calibrate
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.plan_check import entry
+from twoclock.studies.protocol import Engine, Study, StudyDefaults
+
+
+def defaults(model):
+    """Offered for the models with pilots to check (`twoclock.studies.plan_check.PILOTS`)."""
+    return None if entry(model) is None else StudyDefaults()
 
 
 @dataclass(frozen=True)
 class Config:
     """Which models (each at its defaults unless a single one is given with its flags), and
     the logged points per run; the panels (model, model config) are the command line's."""
+    SCRIPT = "plan_calibration.py"
+    DESCRIPTION = __doc__.split("\n")[0]
+    DEFAULTS = staticmethod(defaults)
     models: tuple = param(("quadratic", "bandit", "policy"), "the models, each a calibration "
                                                               "of its own")
     n_ckpt: int = param(512, "logged points per simulated run")
@@ -25,11 +33,6 @@ class Config:
         require_int("--n-ckpt", self.n_ckpt, lo=2)
 
 
-def defaults(model):
-    """Offered for the models with pilots to check (`Model.studies.plan_check`)."""
-    return None if model.studies.plan_check is None else StudyDefaults()
-
-
 def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
         engine: Engine = Engine()) -> dict:
     """The calibration's rows and coverage table; the simulated logs kept under --out."""
@@ -37,5 +40,4 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
     return calibrate.calibrate(cfg.panels, opt, engine.out, cfg.n_ckpt, keep, quiet)
 
 
-STUDY = Study("plan_calibration", Config, run, calibrate.table, doc=__doc__.split("\n")[0],
-              script="plan_calibration.py", defaults=defaults, several=True, sweep=False)
+STUDY = Study("plan_calibration", Config, run, calibrate.table)

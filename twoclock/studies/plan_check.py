@@ -1,20 +1,58 @@
 """Known-answer check of the planner (experiments/plan_check.py): simulate pilot runs at a few
 small batches, plan from them, and score the predictions at held-out larger batches
 (`twoclock.studies.planner.check`); with `logs`, plan from the pilots' logged curves alone
-(`twoclock.studies.planner.logs_check`). Each model's pilots are its `Model.studies.plan_check`."""
+(`twoclock.studies.planner.logs_check`). Each model's pilots are its `PILOTS` entry
+(`PlanCheck`)."""
 from dataclasses import dataclass
 import os
+from typing import Callable, NamedTuple
 
 from twoclock.atomic import Refused
 from twoclock.config import option, param, require, require_int
-from twoclock.model import StudyDefaults
+from twoclock.models.bandit import log_conditions as bandit_logs
+from twoclock.models.policy import log_conditions as policy_logs
 from twoclock.studies.planner import check as pilot_check, logs_check
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, per_model
+
+
+class PlanCheck(NamedTuple):
+    """A model's known-answer check of the planner: the pilots' lr0, pilot batches, held-out
+    batches and budget; log_conditions(cfg) -> (progress condition, failure conditions) on its
+    checkpoint names, where the engine's clocks alone are not what a trainer logs."""
+    lr0: float
+    pilots: tuple
+    heldout: tuple
+    budget: int
+    log_conditions: Callable | None = None
+
+
+MODELS = ("quadratic", "bandit", "policy")  # the models with pilots to check
+PILOTS = {
+    "quadratic": PlanCheck(lr0=1e-2, pilots=(8, 16, 32, 64), heldout=(128, 256),
+                           budget=200_000),
+    "bandit": PlanCheck(lr0=0.02, pilots=(64, 128, 256), heldout=(512, 1024), budget=100_000,
+                        log_conditions=bandit_logs),
+    "policy": PlanCheck(lr0=1e-4, pilots=(32, 64, 128), heldout=(512, 1024), budget=16_384,
+                        log_conditions=policy_logs),
+}
+
+
+def entry(model) -> PlanCheck | None:
+    """The model's plan-check entry (None: it has no pilots to check)."""
+    return per_model(PILOTS, model)
+
+
+def defaults(model):
+    """Offered for the models with pilots to check (`PILOTS`)."""
+    return None if entry(model) is None else StudyDefaults()
 
 
 @dataclass(frozen=True)
 class Config:
     """How many pilot and held-out seeds, and whether the plan is made from logs."""
+    SCRIPT = "plan_check.py"
+    DESCRIPTION = __doc__.split("\n")[0]
+    DEFAULTS = staticmethod(defaults)
     pilot_seeds: int | None = option(None, "pilot runs per pilot batch (default 4; with --logs "
                                            "8)", type=int)
     seeds: int | None = option(None, "seeds behind the held-out answers (default 16; with "
@@ -38,15 +76,9 @@ class Config:
             require(self.logs is not None, "--pilots", "given with --logs (the CSV check "
                     "uses the model's own pilots)", list(self.pilots))
 
-
-def defaults(model):
-    """Offered for the models with pilots to check (`Model.studies.plan_check`)."""
-    return None if model.studies.plan_check is None else StudyDefaults()
-
-
-def out_name(model, cfg: Config, given) -> str:
-    del given
-    return f"plan_check_{model.name}" + ("" if cfg.logs is None else "_logs")
+    def output_name(self, model, given) -> str:
+        del given
+        return f"plan_check_{model.name}" + ("" if self.logs is None else "_logs")
 
 
 def _given(**flags) -> dict:
@@ -57,10 +89,10 @@ def _given(**flags) -> dict:
 def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
         engine: Engine = Engine()) -> dict:
     """The check's result; a pilot setting the planner refuses exits 2 (`Refused`)."""
-    s = model.studies.plan_check
+    s = entry(model)
     try:
         if cfg.logs is not None:
-            path = cfg.logs or os.path.join(engine.out, f"{out_name(model, cfg, ())}.csv")
+            path = cfg.logs or os.path.join(engine.out, f"{cfg.output_name(model, ())}.csv")
             return logs_check.check(model, model_cfg, opt, n_ckpt=cfg.n_ckpt, logs_path=path,
                                     keep=keep, quiet=quiet, **_given(
                                         pilot_seeds=cfg.pilot_seeds, heldout_seeds=cfg.seeds,
@@ -77,5 +109,4 @@ def report(out: dict) -> str:
     return logs_check.table(out) if "log_file" in out else pilot_check.table(out)
 
 
-STUDY = Study("plan_check", Config, run, report, doc=__doc__.split("\n")[0],
-              script="plan_check.py", defaults=defaults, out=out_name)
+STUDY = Study("plan_check", Config, run, report, models=MODELS)

@@ -11,20 +11,68 @@ A study is a frozen config (fields made with `twoclock.config.param`, checked in
     figure(result) -> a matplotlib Figure, or None where the result has nothing to draw
 
 A study declares the models it is written for (`models`: it may import their packages and
-nothing else of twoclock.models) or takes any model whose `defaults` are not None.
+nothing else of twoclock.models) or takes any model whose `defaults` are not None. A study
+owns its per-model defaults: models do not know which studies exist.
+
+The config type declares the rest, each optional (class attributes and methods; the command
+line reads them, the study's functions need not):
+    DEFAULTS: {model name: StudyDefaults} or model -> StudyDefaults (None: not offered for
+        it); none: every model as it is
+    SCRIPT: the command's name in messages (experiments/<SCRIPT>)
+    DESCRIPTION: the command's description (default: the study module's docstring)
+    OUTPUT: the output name, OUT/<OUTPUT>.json (default: the study's name), or a method
+        output_name(model, given) -> name (given: the fields and presets given)
+    check(model, model_cfg, opt): ValueError before any work
+    MODEL_FLAGS = False: no --model, optimizer or model flags; SKIP_OPTIM, SKIP_MODEL: the
+        optimizer's and model's fields the study sets itself
+    ENGINE_FLAGS = True: offer the engine flags (--store, --resume, --max-lanes, ...); or
+        {"max_lanes": the study's default}: offer --max-lanes alone (`Engine.max_lanes`)
+    PRESETS: {NAME: (help, config overrides)}, each a flag --NAME (e.g. --quick)
+    a `panels` field: a study over several models (--models), one panel each, built by the
+        command line; SHARED: the sweep fields one command line sets for every panel (None: no
+        sweep flags, the models bring their own runs and the panels are (model, model config))
 """
-from dataclasses import field
+from dataclasses import field, fields, replace
+import sys
 from types import MappingProxyType
 from typing import Callable, Mapping, NamedTuple
 
-from twoclock.model import StudyDefaults
+_EMPTY = MappingProxyType({})
 
 
-def nested(default, group: str, rename: dict | None = None, skip: tuple = ()):
+class StudyDefaults(NamedTuple):
+    """A model's defaults in one study, each a {field: value} of one config (flags given win):
+    the study's own config, its sweep (SweepConfig) and the model's config."""
+    study: Mapping = _EMPTY
+    sweep: Mapping = _EMPTY
+    model: Mapping = _EMPTY
+
+
+def nested(default, group: str, rename: dict | None = None, skip: tuple = (),
+           help: dict | None = None, scalar: tuple = ()):
     """A config field holding another frozen config (the sweep, the throughput model): its
-    fields become flags of their own group, renamed or skipped as given."""
-    return field(default=default, metadata={"nested": {"group": group, "rename": rename or {},
-                                                       "skip": tuple(skip)}})
+    fields become flags of their own group ("study": the study's own), at the default's
+    values, renamed, skipped or with the help given; a `scalar` field (a tuple) is given as
+    one value (the sweep's lr0s of a study at one lr0: --lr0 X)."""
+    return field(default=default, metadata={"nested": {
+        "group": group, "rename": rename or {}, "skip": tuple(skip), "help": help or {},
+        "scalar": tuple(scalar)}})
+
+
+class SweepView:
+    """A study config's nested sweep (at one lr0) read under the names its cells and its JSON
+    use: cfg.batches, .seeds, .budget, .lr0, .seed."""
+    batches = property(lambda self: self.sweep.batches)
+    seeds = property(lambda self: self.sweep.seeds)
+    budget = property(lambda self: self.sweep.budget)
+    lr0 = property(lambda self: self.sweep.lr0s[0])
+    seed = property(lambda self: self.sweep.seed)
+
+
+def overridden(cfg, overrides: Mapping):
+    """cfg with overrides (a preset's), a nested config's given as {field: value} of it."""
+    return replace(cfg, **{k: replace(getattr(cfg, k), **v) if isinstance(v, Mapping) else v
+                           for k, v in overrides.items()})
 
 
 class Engine(NamedTuple):
@@ -40,46 +88,58 @@ class Engine(NamedTuple):
     save_ahead: Callable = lambda note: None  # the rescue's: write the kept clocks now
 
 
-def any_model(model) -> StudyDefaults:
-    """No per-model defaults: the study takes every model as it is."""
-    del model
-    return StudyDefaults()
-
-
 class Study(NamedTuple):
-    """One study: its config, its functions, and how its command line looks."""
+    """What a study is: its config and its functions, and the models it is written for (their
+    packages it may import; () = any model its config's DEFAULTS do not rule out). How its
+    command looks is declared by the config type (`Config.SCRIPT`, `Config.PRESETS`, ...)."""
     name: str  # the registry key (STUDIES.<name>)
     config: type  # the frozen config of the study's own parameters
     run: Callable
     report: Callable
     figure: Callable | None = None
-    doc: str = ""  # the command's description
-    script: str = ""  # the command's name in messages (experiments/<script>)
-    # the models the study is written for (their packages it may import); () = any model
-    # whose defaults(model) is not None
     models: tuple = ()
-    defaults: Callable = any_model  # model -> StudyDefaults (None: not offered for it)
-    output: str = ""  # the output name, OUT/<output>.json ("": the study's name)
-    out: Callable | None = None  # (model, cfg, given) -> output name; given: fields given
-    check: Callable | None = None  # (model, model_cfg, opt, cfg): ValueError before any work
-    model_flags: bool = True  # offer --model and the optimizer's and model's flags
-    skip_optim: tuple = ()  # optimizer fields the study sets itself
-    skip_model: tuple = ()  # model-config fields the study sets itself
-    engine: bool = False  # offer the engine flags (--store, --resume, --max-lanes, ...)
-    presets: Mapping = MappingProxyType({})  # --NAME: (help, config overrides), e.g. --quick
-    # a study over several models (--models, the config's `models` and `panels`), of whose
-    # sweep flags only `shared` apply to every model
-    several: bool = False
-    shared: tuple = ()
-    sweep: bool = True  # several: offer sweep flags (False: each model brings its own runs,
-    #                     and the panels are (model, model config))
+
+
+def declared(study: Study, name: str, default=None):
+    """What the study's config type declares for the command line (a class attribute)."""
+    return getattr(study.config, name, default)
+
+
+def defaults(study: Study, model):
+    """The study's defaults for model (None: not offered for it): its config's DEFAULTS, a
+    table {model name: StudyDefaults} or a function of the model; none declared: the model as
+    it is."""
+    table = declared(study, "DEFAULTS")
+    if table is None:
+        return StudyDefaults()
+    return table(model) if callable(table) else per_model(table, model)
+
+
+def description(study: Study) -> str:
+    """The command's description: the config's DESCRIPTION, else the study module's docstring."""
+    return declared(study, "DESCRIPTION") or sys.modules[study.run.__module__].__doc__ or ""
+
+
+def several(study: Study) -> bool:
+    """A study over several models (--models): its config has the `panels` the command line
+    builds, one per model."""
+    return any(f.name == "panels" for f in fields(study.config))
 
 
 def output_name(study: Study, model, cfg, given=frozenset()) -> str:
-    """The name of the study's JSON and figure for this model, config and given fields."""
-    return (study.output or study.name) if study.out is None else study.out(model, cfg, given)
+    """The name of the study's JSON and figure for this model, config and given fields (the
+    config's `output_name(model, given)`, else its OUTPUT, else the study's name)."""
+    if hasattr(cfg, "output_name"):
+        return cfg.output_name(model, given)
+    return declared(study, "OUTPUT") or study.name
+
+
+def per_model(table: Mapping, model):
+    """A study's defaults for model from its table {model name: defaults}; None (not offered)
+    for a model the table does not list."""
+    return table.get(model.name)
 
 
 def applies(study: Study, model) -> bool:
     """Whether the study is offered for this model."""
-    return (not study.models or model.name in study.models) and study.defaults(model) is not None
+    return (not study.models or model.name in study.models) and defaults(study, model) is not None

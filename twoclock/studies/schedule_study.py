@@ -6,7 +6,7 @@ the planned schedule and a grid of switch points (`twoclock.engine.schedule.run_
 reports samples and hours to target for constant B1, constant B2 and the schedule. A run
 whose failure clock fires before its target counts as never reaching it.
 
-Each model's defaults (`Model.studies.schedule`) lower its failure threshold so that the
+Each model's defaults (`DEFAULTS`) lower its failure threshold so that the
 failure clock falls between the two batches' progress clocks, after the target at B1 but
 before it at B2: otherwise nothing fails first and no schedule is needed. The quadratic
 model's threshold goes from 1.0 to 0.2, the bandit's drift threshold from 2 to 0.4.
@@ -26,8 +26,21 @@ from twoclock.config import (CARRY_MODES, Schedule, SweepConfig, param, require,
 from twoclock.engine.schedule import run_schedule
 from twoclock.engine.sweep import run_sweep
 from twoclock.model import Model, progress_target
-from twoclock.studies.protocol import Engine, Study, nested
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, nested, per_model
 
+# each model's defaults here (flags given win); a model not listed is not offered the study
+DEFAULTS = {
+    # the failure threshold from 1.0 to 0.2, so that failure falls between the two targets
+    "quadratic": StudyDefaults(study=dict(batch_small=8, batch_large=256, lr0=1e-2,
+                                          responses_per_sample=32.0),
+                               sweep=dict(seeds=16, budget=20_000, n_ckpt=64),
+                               model=dict(drift_threshold=0.2)),
+    # the drift threshold from 2 to 0.4, so that failure falls between the two batches' targets
+    "bandit": StudyDefaults(study=dict(batch_small=64, batch_large=1024, lr0=0.02,
+                                       responses_per_sample=1.0),
+                            sweep=dict(seeds=16, budget=40_000, n_ckpt=64),
+                            model=dict(drift_threshold=0.4)),
+}
 OBJECTIVES = ("seconds", "samples")
 PLANNERS = ("curves", "fractions")
 
@@ -36,6 +49,8 @@ PLANNERS = ("curves", "fractions")
 class Config:
     """What the schedule study compares and how it plans; the sweep's grid is (batch_small,
     batch_large) x (lr0,)."""
+    SCRIPT = "schedule.py"
+    DEFAULTS = DEFAULTS
     batch_small: int = param(8, "B1, the batch before the switch")
     batch_large: int = param(256, "B2, the batch after the switch")
     lr0: float = param(1e-2, "base learning rate at b0")
@@ -78,8 +93,8 @@ class Config:
 
 
 def defaults(model: Model):
-    """The model's schedule defaults (`Model.studies.schedule`; None: not offered)."""
-    return model.studies.schedule
+    """The model's schedule defaults (`DEFAULTS`; None: not offered)."""
+    return per_model(DEFAULTS, model)
 
 
 def measured_clocks(batch: int, prog_S, fail_S, fail_quantile: float) -> Clocks:
@@ -223,9 +238,8 @@ def figure(out: dict):
     return schedule_figure(out)
 
 
-__all__ = ["Config", "figure", "defaults", "progress_target", "measured_clocks", "median_curve",
-           "summarize_run", "switch_grid", "run", "report"]
+__all__ = ["Config", "DEFAULTS", "figure", "defaults", "progress_target", "measured_clocks",
+           "median_curve", "summarize_run", "switch_grid", "run", "report"]
 
 
-STUDY = Study("schedule", Config, run, report, figure, doc=__doc__, script="schedule.py",
-              defaults=defaults)
+STUDY = Study("schedule", Config, run, report, figure)

@@ -17,22 +17,28 @@ from twoclock.analysis.throughput import ThroughputModel
 from twoclock.config import (DELTA, LR_RULES, SweepConfig, param, require, require_choice,
                              require_positive)
 from twoclock.engine.sweep import run_sweep
-from twoclock.studies.protocol import Engine, Study, nested
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, nested, per_model
+
+# each model's defaults here (flags given win); a model not listed is not offered the study
+DEFAULTS = {"quadratic": StudyDefaults(sweep=dict(batches=(8, 16, 32, 64, 128, 256), seeds=16,
+                                                  budget=100_000, n_ckpt=16))}
 
 
 @dataclass(frozen=True)
 class Config:
     """The rules compared and how time is counted; the sweep's grid is its batches x (lr0,)."""
-    lr0: float = param(1e-2, "base learning rate at b0")
+    SCRIPT = "time_to_target.py"
+    DEFAULTS = DEFAULTS
+    SKIP_OPTIM = ("lr_rule",)
     lr_rules: tuple = param(("sqrt", "fixed"), "learning-rate rules to compare: fixed | sqrt | "
                                                "linear")
     delta: float = param(DELTA, "critical training batch: N_prog(B)/N_prog(B_min) >= 1 + delta")
     responses_per_sample: float = param(32.0, "real responses one simulated sample stands for")
-    sweep: SweepConfig = nested(SweepConfig(), "sweep", skip=("lr0s",))
+    sweep: SweepConfig = nested(SweepConfig(lr0s=(1e-2,)), "sweep", rename={"lr0s": "lr0"},
+                                scalar=("lr0s",), help={"lr0s": "base learning rate at b0"})
     throughput: ThroughputModel = nested(ThroughputModel(), "throughput model")
 
     def __post_init__(self):
-        require_positive("lr0", self.lr0)
         require(len(self.lr_rules) > 0, "lr_rules", "a non-empty list", self.lr_rules)
         for r in self.lr_rules:
             require_choice("lr_rules", r, LR_RULES)
@@ -45,11 +51,14 @@ class Config:
     def batches(self) -> tuple:
         return self.sweep.batches
 
+    @property
+    def lr0(self) -> float:
+        return self.sweep.lr0s[0]
+
 
 def defaults(model):
-    """The model's time-to-target defaults (`Model.studies.time_to_target`; None: not
-    offered)."""
-    return model.studies.time_to_target
+    """The model's time-to-target defaults (`DEFAULTS`; None: not offered)."""
+    return per_model(DEFAULTS, model)
 
 
 def rows(res, rule: str, lr0: float, thr, idx) -> list:
@@ -91,7 +100,7 @@ def run(model, model_cfg, opt, study: Config, *, keep=None, quiet: bool = False,
     """One sweep per rule; the result as a JSON-ready dict."""
     del engine  # (no store)
     t0 = time.perf_counter()
-    sweep = replace(study.sweep, batches=tuple(sorted(study.batches)), lr0s=(study.lr0,))
+    sweep = replace(study.sweep, batches=tuple(sorted(study.batches)))
     thr = study.throughput.scaled(study.responses_per_sample)
     idx = clocks.bootstrap_indices(sweep.seeds)
     runs, first, opts = [], None, {}
@@ -145,8 +154,7 @@ def figure(out: dict):
     return None if out["reference_seconds"] is None else time_to_target_figure(out)
 
 
-__all__ = ["Config", "figure", "defaults", "rows", "summary", "run", "report"]
+__all__ = ["Config", "DEFAULTS", "figure", "defaults", "rows", "summary", "run", "report"]
 
 
-STUDY = Study("time_to_target", Config, run, report, figure, doc=__doc__,
-              script="time_to_target.py", defaults=defaults, skip_optim=("lr_rule",))
+STUDY = Study("time_to_target", Config, run, report, figure)

@@ -69,7 +69,7 @@ running peak - collapse_drop.
 """
 import jax.numpy as jnp
 
-from twoclock.model import Model, PlanCheck, Studies, StudyDefaults
+from twoclock.model import Model
 from twoclock.models.bandit import problem, rollout, surrogate, theory
 from twoclock.models.bandit.config import EMERGENT, BanditConfig, describe_batch
 from twoclock.models.bandit.dynamics import dynamics, pools
@@ -92,22 +92,6 @@ def log_conditions(cfg: BanditConfig) -> tuple:
             (f"drift>={cfg.drift_threshold:g}", "kl>=1.5", "entropy<=0.4"))
 
 
-# this model's defaults in the studies (flags given win)
-STUDIES = Studies(
-    # the drift threshold from 2 to 0.4, so that failure falls between the two batches' targets
-    schedule=StudyDefaults(study=dict(batch_small=64, batch_large=1024, lr0=0.02,
-                                      responses_per_sample=1.0),
-                           sweep=dict(seeds=16, budget=40_000, n_ckpt=64),
-                           model=dict(drift_threshold=0.4)),
-    # drift threshold 0.5 (the headline's 2) puts the boundary N_fail = N_prog in the grid
-    phase=StudyDefaults(study=dict(failure_clock="fail_n"),
-                        sweep=dict(batches=(64, 128, 256, 512, 1024), lr0s=(0.01, 0.02, 0.04),
-                                   seeds=8, budget=100_000, n_ckpt=8),
-                        model=dict(drift_threshold=0.5)),
-    plan_check=PlanCheck(lr0=0.02, pilots=(64, 128, 256), heldout=(512, 1024),
-                         budget=100_000, log_conditions=log_conditions),
-)
-
 MODEL = Model(
     name="bandit", config=BanditConfig, dynamics=dynamics, predict=predict,
     describe_batch=describe_batch,
@@ -116,8 +100,8 @@ MODEL = Model(
                        budget=100_000),
     static_batch=True, unit="responses", batch_unit="responses per update",
     extra_clocks=("collapse",), progress_label="held-out error / initial error",
-    title="bandit (RLVR)", progress_target=progress_target, studies=STUDIES,
+    title="bandit (RLVR)", progress_target=progress_target,
     presets={"emergent": EMERGENT})
 
-__all__ = ["MODEL", "EMERGENT", "BanditConfig", "describe_batch", "dynamics", "pools", "predict", "problem",
-           "rollout", "surrogate", "theory"]
+__all__ = ["MODEL", "EMERGENT", "BanditConfig", "describe_batch", "dynamics", "log_conditions",
+           "pools", "predict", "problem", "rollout", "surrogate", "theory"]

@@ -40,7 +40,7 @@ Checkpoints also record the clip fraction, reward, response length, and each dir
 gradient noise scale from per-group gradients (`dynamics.noise_stats`), which `predict` turns
 into a regime and a predicted batch exponent per clock.
 """
-from twoclock.model import Model, PlanCheck, Studies
+from twoclock.model import Model
 from twoclock.models.policy import evaluate, net, surrogate, task, warmup
 from twoclock.models.policy.config import DEPLOY, PolicyConfig, WarmupConfig, describe_batch
 from twoclock.models.policy.dynamics import EXTRA_CLOCKS, dynamics, knobs, prepare, setup
@@ -64,10 +64,6 @@ def log_conditions(cfg: PolicyConfig) -> tuple:
     return (f"heldout_acc>={cfg.target:g}", first + fails)
 
 
-# this model's defaults in the studies
-STUDIES = Studies(plan_check=PlanCheck(lr0=1e-4, pilots=(32, 64, 128), heldout=(512, 1024),
-                                       budget=16_384, log_conditions=log_conditions))
-
 MODEL = Model(
     name="policy", config=PolicyConfig, dynamics=dynamics, predict=predict,
     describe_batch=describe_batch,
@@ -75,9 +71,9 @@ MODEL = Model(
     default_sweep=dict(batches=(64, 128, 256, 512), lr0s=(1e-4,), seeds=4, budget=16_384),
     static_batch=True, unit="responses", batch_unit="responses per update",
     extra_clocks=EXTRA_CLOCKS, progress_label="held-out error / initial error",
-    title="policy (transformer, GRPO)", progress_target=progress_target, studies=STUDIES,
+    title="policy (transformer, GRPO)", progress_target=progress_target,
     prepare=prepare, presets={"deploy": DEPLOY}, knobs=knobs)
 
 __all__ = ["MODEL", "DEPLOY", "EXTRA_CLOCKS", "PolicyConfig", "WarmupConfig", "describe_batch", "dynamics",
-           "evaluate", "net", "predict", "prepare", "progress_target", "setup", "surrogate",
-           "task", "warmup"]
+           "evaluate", "log_conditions", "net", "predict", "prepare", "progress_target", "setup",
+           "surrogate", "task", "warmup"]

@@ -40,9 +40,15 @@ MANIFEST = ".fingerprint.json"  # the fingerprint and the log files' checksums
 CORE = ("config.py", "model.py", "trace.py", "objectives.py", "scaling.py", "atomic.py")
 
 
+def _pilots(model):
+    """The model's plan-check entry (`twoclock.studies.plan_check.PILOTS`)."""
+    from twoclock.studies.plan_check import entry  # noqa: PLC0415 (the studies import this)
+    return entry(model)
+
+
 def batches(model) -> tuple:
     """(three pilots, four pilots, held-out batches) of a model's plan-check entry."""
-    p3 = tuple(sorted(model.studies.plan_check.pilots)[:3])
+    p3 = tuple(sorted(_pilots(model).pilots)[:3])
     p4 = (max(1, p3[0] // 2),) + p3
     return p3, p4, (4 * p3[-1], 8 * p3[-1])
 
@@ -52,7 +58,7 @@ def simulation_fingerprint(model, cfg, opt, n_ckpt: int) -> str:
     source of the simulation (models, engine, core modules)."""
     from twoclock.analysis import results  # noqa: PLC0415
     from twoclock.engine.store import PACKAGE_DIR, source_fingerprint  # noqa: PLC0415
-    s = model.studies.plan_check
+    s = _pilots(model)
     _, p4, held = batches(model)
     h = hashlib.sha256(json.dumps(results.config_dict(
         model_name=model.name, model=cfg, optimizer=opt, lr0=s.lr0, budget=s.budget,
@@ -142,7 +148,7 @@ def simulated_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, keep=None,
 
 def grids(model, n_ckpt: int) -> list:
     """The two grids (batches, lr0, seeds, budget, n_ckpt) a model's calibration simulates."""
-    s = model.studies.plan_check
+    s = _pilots(model)
     _, p4, held = batches(model)
     return [(p4, s.lr0, SEEDS, int(s.budget), n_ckpt),
             (held, s.lr0, HELDOUT_SEEDS, int(s.budget), n_ckpt)]

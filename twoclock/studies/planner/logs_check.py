@@ -20,16 +20,18 @@ def log_conditions(model, cfg) -> tuple:
 
     The first two reproduce the engine's clocks: progress_frac at the model's progress target
     (twoclock.model.progress_target) and drift at the config's drift_threshold, unless the
-    model's plan_check entry gives its own `log_conditions(cfg)` (the bandit adds KL and
+    model's plan-check entry (`twoclock.studies.plan_check.PILOTS`) gives its own
+    `log_conditions(cfg)` (the bandit adds KL and
     entropy, the policy model logs held-out accuracy, KL, entropy and the null drift).
     """
-    entry = model.studies.plan_check
+    from twoclock.studies.plan_check import entry as plan_entry  # noqa: PLC0415
+    entry = plan_entry(model)
     if entry is not None and entry.log_conditions is not None:
         return entry.log_conditions(cfg)
     from twoclock.model import progress_target  # noqa: PLC0415 (twoclock.model imports JAX)
     if not hasattr(cfg, "drift_threshold"):
         raise ValueError(f"--logs: model {model.name!r} has no drift_threshold in its config; "
-                         "give it studies.plan_check.log_conditions")
+                         "give it log_conditions in twoclock.studies.plan_check.PILOTS")
     return (f"progress_frac<={progress_target(model, cfg):.9g}",
             (f"drift>={cfg.drift_threshold:g}",))
 
@@ -159,7 +161,8 @@ def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = 
     require_int("--pilot-seeds", pilot_seeds, 1)
     require_int("--seeds", heldout_seeds, 1)
     require_int("--n-ckpt", n_ckpt, 2)
-    s = model.studies.plan_check
+    from twoclock.studies.plan_check import entry as plan_entry  # noqa: PLC0415
+    s = plan_entry(model)
     require(s is not None, "--model", "a model with a plan-check entry", model.name)
     lr0, budget = s.lr0, int(s.budget)
     for b in pilots or ():
@@ -192,7 +195,7 @@ def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = 
     if missing:
         raise ValueError(f"--logs: model {model.name!r} checkpoints no {', '.join(missing)} "
                          f"(it has {', '.join(sorted(pres.ckpt[0]))}); give it "
-                         "studies.plan_check.log_conditions")
+                         "log_conditions in twoclock.studies.plan_check.PILOTS")
     rows = write_logs(pres, pilot_batches, range(pilot_seeds), metrics, logs_path)
     crossings_seen(logs_path, metrics, conds)  # before the held-out runs are simulated
     res = simulate(model, cfg, opt, held, lr0, heldout_seeds, budget, n_ckpt, keep=keep,

@@ -36,7 +36,7 @@ import time
 from twoclock.analysis import results
 from twoclock.analysis.clocks import N_BOOT
 from twoclock.atomic import atomic_write, dumps
-from twoclock.config import param, require, require_int, require_positive
+from twoclock.config import SweepConfig, param, require, require_int, require_positive
 from twoclock.models.policy import adam_noise
 from twoclock.studies.policy_study.answers import answers, exponent_ci, reanswer
 from twoclock.studies.policy_study import prereg
@@ -45,7 +45,7 @@ from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS,
                                                  borrowed, clock_S, lend, per_seed, rules)
 from twoclock.studies.policy_study.report import report
 from twoclock.studies.assemble import run_cells
-from twoclock.studies.protocol import Engine, Study
+from twoclock.studies.protocol import Engine, Study, SweepView, nested, overridden
 
 MODELS = ("policy",)  # the study's model: its cells are the policy's GRPO settings
 ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registered test
@@ -53,24 +53,40 @@ ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registe
 MAX_SEEDS = 2**31 // (8 * N_BOOT)
 
 
+# runs per compiled chunk unless --max-lanes says otherwise; the study's numbers in
+# docs/policy.md were run at 8
+MAX_LANES = 8
+# the rule cells' grid: batches x one lr0 x seeds (each cell sets its batches, lr0 and seeds)
+SWEEP = SweepConfig(batches=(64, 128, 256, 512, 1024), lr0s=(1e-4,), seeds=16, budget=12_288,
+                    seed=0)
+QUICK_OVERRIDES = {"sweep": {"batches": (64, 512), "seeds": 4}, "conventions": ("fixed_m",)}
+# the pre-registered test's design: three batches over 16x, 8 seeds, a budget that leaves the
+# half-lr cell room to reach its clocks
+PREREG_OVERRIDES = {"sweep": {"batches": (64, 256, 1024), "seeds": 8, "budget": 16_384}}
+PRESETS = {"quick": ("batches 64 and 512, 4 seeds, fixed_m only (~20 min on 2 cores)",
+                     QUICK_OVERRIDES),
+           "predict": ("the per-coordinate theory's clocks for the cells it has not seen, "
+                       "calibrated on the seen cell (run here): writes --predictions-file",
+                       {**PREREG_OVERRIDES, "parts": ("predict",)}),
+           "prereg": ("run the unseen cells and compare with --predictions-file: writes "
+                      "--measured-file", {**PREREG_OVERRIDES, "parts": ("prereg",)})}
+
+
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(SweepView):
     """The study's cells: batches, seeds, budget, the learning rates and which parts run."""
-    batches: tuple = param((64, 128, 256, 512, 1024), "batches in responses; the clipping and "
-                                                      "collapse cells use the smallest and the "
-                                                      "largest")
-    seeds: int = param(16, "seeds per cell")
+    SCRIPT = "policy_study.py"
+    MODEL_FLAGS = False  # the cells set the model's and the optimizer's configs
+    PRESETS = PRESETS
+    ENGINE_FLAGS = {"max_lanes": MAX_LANES}  # the engine's runs per compiled chunk
     control_seeds: int = param(8, "seeds of the M = E = 1 control (--seeds if fewer), whose "
                                "clocks must equal the sqrt cell's first ones, bit for bit")
-    budget: int = param(12_288, "responses per run")
-    lr0: float = param(1e-4, "base learning rate at b0 of the rule cells")
     unstable_factor: float = param(3.0, "the collapse cells' lr0 / lr0")
     # the clipping cells' lr0 over lr0: at lr0 itself M x E = 4 x 2 crosses every clock within
     # 1-3 updates at B 1024, too coarse to compare (docs/policy.md)
     clip_lr_factor: float = param(0.25, "the clipping cells' lr0 / lr0")
     early_samples: int = param(2048, "responses after which early held-out accuracy is read")
     n_ckpt: int = param(64, "checkpoints per run")
-    seed: int = param(0, "base PRNG seed")
     conventions: tuple = param(CONVENTIONS, "the clipping cells' minibatch conventions: "
                                             "fixed_m | fixed_size")
     parts: tuple = param(DEFAULT_PARTS, "cells to run: rules (sqrt and fixed), adam, clip, "
@@ -82,42 +98,67 @@ class Config:
                                   "reads it")
     measured_file: str = param("docs/preregistered/policy_measured.json",
                                "prereg writes the unseen cells' clocks and the comparison")
-    # runs per compiled chunk; the study's numbers in docs/policy.md were run at 8
-    max_lanes: int = param(8, "runs per compiled chunk")
+    sweep: SweepConfig = nested(SWEEP, "study", rename={"lr0s": "lr0"}, skip=("n_ckpt",),
+                                scalar=("lr0s",), help={
+                                    "batches": "batches in responses; the clipping and collapse "
+                                               "cells use the smallest and the largest",
+                                    "seeds": "seeds per cell", "budget": "responses per run",
+                                    "lr0s": "base learning rate at b0 of the rule cells",
+                                    "seed": "base PRNG seed"})
 
     def __post_init__(self):
-        require_int("seeds", self.seeds, lo=2)
+        # the batches, lr0, seeds, budget and seed are the sweep's, checked there
+        require(self.seeds >= 2, "seeds", "an integer >= 2", self.seeds)
         require_int("control_seeds", self.control_seeds, lo=2)
         require(self.seeds <= MAX_SEEDS, "seeds", f"<= {MAX_SEEDS} (the paired bootstrap "
                 f"holds {N_BOOT} x seeds indices)", self.seeds)
-        require_int("budget", self.budget, lo=1)
-        require_int("max_lanes", self.max_lanes, lo=1)
         require_int("early_samples", self.early_samples, lo=1)
         require_int("n_ckpt", self.n_ckpt, lo=1)
-        for name in ("lr0", "unstable_factor", "clip_lr_factor"):
+        for name in ("unstable_factor", "clip_lr_factor"):
             require_positive(name, getattr(self, name))
-        require(len(set(self.batches)) >= 2 and all(
-            isinstance(b, int) and b >= 1 for b in self.batches), "batches",
-            "at least two distinct batches >= 1", self.batches)
+        require(len(self.batches) >= 2, "batches", "at least two distinct batches >= 1",
+                self.batches)
         require((len(self.parts) > 0 and set(self.parts) <= set(PARTS))
                 or tuple(self.parts) in ALONE, "parts",
                 "some of " + ", ".join(PARTS) + ", or predict or prereg alone", self.parts)
         require(len(self.conventions) > 0 and set(self.conventions) <= set(CONVENTIONS),
                 "conventions", "some of " + ", ".join(CONVENTIONS), self.conventions)
 
+    def as_dict(self, max_lanes: int) -> dict:
+        """The study as its JSON records it: flat, in the order of its first results, with
+        the engine's runs per compiled chunk."""
+        return {"batches": self.batches, "seeds": self.seeds,
+                "control_seeds": self.control_seeds, "budget": self.budget, "lr0": self.lr0,
+                **{k: getattr(self, k) for k in (
+                    "unstable_factor", "clip_lr_factor", "early_samples", "n_ckpt")},
+                "seed": self.seed, **{k: getattr(self, k) for k in (
+                    "conventions", "parts", "predictions_file", "measured_file")},
+                "max_lanes": max_lanes}
 
-QUICK_OVERRIDES = {"batches": (64, 512), "seeds": 4, "conventions": ("fixed_m",)}
-QUICK = dataclasses.replace(Config(), **QUICK_OVERRIDES)
-# the pre-registered test's design: three batches over 16x, 8 seeds, a budget that leaves the
-# half-lr cell room to reach its clocks
-PREREG_OVERRIDES = {"batches": (64, 256, 1024), "seeds": 8, "budget": 16_384}
-PRESETS = {"quick": ("batches 64 and 512, 4 seeds, fixed_m only (~20 min on 2 cores)",
-                     QUICK_OVERRIDES),
-           "predict": ("the per-coordinate theory's clocks for the cells it has not seen, "
-                       "calibrated on the seen cell (run here): writes --predictions-file",
-                       {**PREREG_OVERRIDES, "parts": ("predict",)}),
-           "prereg": ("run the unseen cells and compare with --predictions-file: writes "
-                      "--measured-file", {**PREREG_OVERRIDES, "parts": ("prereg",)})}
+    def check(self, model, base, opt) -> None:
+        """Before any cell runs: every cell's configs and batches, and the pre-registered
+        test's files (ValueError)."""
+        del opt
+        if self.parts == ("predict",):
+            # a pre-registration is never rewritten: the file is committed before the runs
+            require(not os.path.exists(self.predictions_file), "predictions_file",
+                    "a path with no file yet (a pre-registration is not rewritten)",
+                    self.predictions_file)
+        elif self.parts == ("prereg",):
+            read_predictions(self)
+        else:
+            check_cells(model, self, base)
+
+    def output_name(self, model, given) -> str:
+        """policy_study[_quick][_<parts>]: the parts in the name only where they were given."""
+        del model
+        if self.parts in ALONE:
+            return "policy_study_" + self.parts[0]
+        return ("policy_study" + ("_quick" if "quick" in given else "")
+                + ("_" + "_".join(self.parts) if "parts" in given else ""))
+
+
+QUICK = overridden(Config(), QUICK_OVERRIDES)
 
 
 def read_predictions(st: Config) -> dict:
@@ -137,30 +178,6 @@ def read_predictions(st: Config) -> dict:
     return pred
 
 
-def check(model, base, opt, st: Config) -> None:
-    """Before any cell runs: every cell's configs and batches, and the pre-registered test's
-    files (ValueError)."""
-    del opt
-    if st.parts == ("predict",):
-        # a pre-registration is never rewritten: the file is committed before the runs
-        require(not os.path.exists(st.predictions_file), "predictions_file",
-                "a path with no file yet (a pre-registration is not rewritten)",
-                st.predictions_file)
-    elif st.parts == ("prereg",):
-        read_predictions(st)
-    else:
-        check_cells(model, st, base)
-
-
-def out_name(model, st: Config, given) -> str:
-    """policy_study[_quick][_<parts>]: the parts in the name only where they were given."""
-    del model
-    if st.parts in ALONE:
-        return "policy_study_" + st.parts[0]
-    return ("policy_study" + ("_quick" if "quick" in given else "")
-            + ("_" + "_".join(st.parts) if "parts" in given else ""))
-
-
 def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
         engine: Engine = Engine()) -> dict:
     """Every cell through run_sweep (each resumable from its store under engine.store), then
@@ -170,13 +187,14 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     if st.parts in ALONE:
         return run_prereg(model, base, st, keep=keep, quiet=quiet, engine=engine)
     log = (lambda m: None) if quiet else print
-    out, t0 = {"study": dataclasses.asdict(st), "cells": {}}, time.perf_counter()
+    lanes = engine.max_lanes or MAX_LANES
+    out, t0 = {"study": st.as_dict(lanes), "cells": {}}, time.perf_counter()
     loans = borrowed(st)
     lenders = {loan.lender for loan in loans.values()}
     done = {}  # the lending cells' results
     for name, cfg, opt, sweep, res, secs in run_cells(
             model, cells(st, base), title="policy study", store_root=engine.store,
-            max_lanes=st.max_lanes, keep=keep, quiet=quiet):
+            max_lanes=lanes, keep=keep, quiet=quiet):
         if name in lenders:
             done[name] = res
         whole, res = lend(name, sweep, res, done, loans)
@@ -205,10 +223,11 @@ def run_prereg(model, base, st: Config, *, keep=None, quiet: bool = False,
     predict = st.parts == ("predict",)
     pred = None if predict else read_predictions(st)
     names = ("seen",) if predict else tuple(prereg.UNSEEN)
-    out, t0 = {"study": dataclasses.asdict(st), "cells": {}}, time.perf_counter()
+    lanes = engine.max_lanes or MAX_LANES
+    out, t0 = {"study": st.as_dict(lanes), "cells": {}}, time.perf_counter()
     for name, cfg, opt, sweep, res, secs in run_cells(
             model, prereg.cells(st, base, names), title="policy study, pre-registered",
-            store_root=engine.store, max_lanes=st.max_lanes, keep=keep, quiet=quiet,
+            store_root=engine.store, max_lanes=lanes, keep=keep, quiet=quiet,
             cell_key=lambda n: f"prereg_{n}"):
         out["cells"][name] = {"per_seed": per_seed(cfg, sweep, res, st.early_samples),
                               "seconds": secs,
@@ -242,10 +261,8 @@ def figure(out: dict):
 
 
 __all__ = ["Config", "QUICK", "PRESETS", "MODELS", "CLIPS", "CLOCK_KEYS", "DRIFT", "PARTS",
-           "answers", "analyse", "cells", "check", "clock_S", "exponent_ci", "figure",
-           "out_name", "per_seed", "reanswer", "report", "rules", "run"]
+           "answers", "analyse", "cells", "clock_S", "exponent_ci", "figure", "per_seed",
+           "reanswer", "report", "rules", "run"]
 
 
-STUDY = Study("policy_study", Config, run, report, figure, doc=__doc__,
-              script="policy_study.py", models=MODELS, out=out_name, check=check,
-              model_flags=False, presets=PRESETS)
+STUDY = Study("policy_study", Config, run, report, figure, models=MODELS)

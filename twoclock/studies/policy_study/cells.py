@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numpy as np
 
 from twoclock.analysis.paired import at_samples
-from twoclock.config import OptimConfig, SweepConfig
+from twoclock.config import OptimConfig
 from twoclock.engine.result import merge_batches
 from twoclock.studies.assemble import assemble
 
@@ -33,9 +33,8 @@ def rules(st) -> dict:
 def cells(st, base) -> list:
     """[(name, model config, OptimConfig, SweepConfig)] of the study (st: its Config; base:
     the model's config); ValueError for a cell the configs refuse."""
-    sweep = lambda batches, lr0, seeds=st.seeds: SweepConfig(
-        batches=tuple(batches), lr0s=(lr0,), seeds=seeds, budget=st.budget, seed=st.seed,
-        n_ckpt=st.n_ckpt)
+    sweep = lambda batches, lr0, seeds=st.seeds: dataclasses.replace(
+        st.sweep, batches=tuple(batches), lr0s=(lr0,), seeds=seeds, n_ckpt=st.n_ckpt)
     rule = rules(st)
     sqrt = rule["sqrt"][0]
     b0, b1 = min(st.batches), max(st.batches)

@@ -15,11 +15,13 @@ unseen cells and compares (`compare`): each clock's median and exponent with the
 bootstrap CIs against both predictions. Goals: every predicted exponent inside the measured
 CI, every absolute clock within 20%.
 """
+import dataclasses
+
 import numpy as np
 
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
 from twoclock.analysis.paired import finite_or_none, paired_ci
-from twoclock.config import OptimConfig, SweepConfig
+from twoclock.config import OptimConfig
 from twoclock.models.policy import adam_noise
 from twoclock.models.policy.predict import measured_exponent
 from twoclock.studies.policy_study.cells import with_overrides
@@ -54,8 +56,8 @@ def cells(st, base, names) -> list:
     """[(name, model config, OptimConfig, SweepConfig)]: each named cell under the sqrt rule."""
     sqrt = OptimConfig(lr_rule="sqrt")
     return [(n, cell_config(base, n), sqrt,
-             SweepConfig(batches=tuple(sorted(st.batches)), lr0s=(lr0_of(st, n),),
-                         seeds=st.seeds, budget=st.budget, seed=st.seed, n_ckpt=st.n_ckpt))
+             dataclasses.replace(st.sweep, batches=tuple(sorted(st.batches)),
+                                 lr0s=(lr0_of(st, n),), n_ckpt=st.n_ckpt))
             for n in names]
 
 
