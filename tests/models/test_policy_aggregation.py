@@ -39,10 +39,9 @@ def _rollout(mask, adv, keep_P, logp_old, logref, G=2):
 def test_aggregations_against_hand_values(agg, keep_P):
     """token_mean weights every kept token alike (DAPO; verl's loss_agg_mode token-mean, TRL's
     bnpo / dapo), seq_mean every kept response alike (GRPO; verl's seq-mean-token-mean, TRL's
-    grpo), seq_sum divides by the length bound (Dr. GRPO; verl's seq-mean-token-sum-norm at
-    the bound, TRL's dr_grpo). The wrong weightings give other numbers here: token_mean over
-    the responses 6.5, seq_mean over the length bound 1.625, every token or response counted
-    with group 1 dropped 1.0 and 1.5."""
+    grpo), seq_sum divides by the length bound (Dr. GRPO; TRL's dr_grpo). The wrong
+    weightings give other numbers here: token_mean over the responses 6.5, seq_mean over the
+    length bound 1.625, every token or response counted with group 1 dropped 1.0 and 1.5."""
     z = np.zeros(MASK.shape)
     ro = _rollout(MASK, np.zeros(4), keep_P, z, z)
     got = float(surrogate.aggregate(jnp.asarray(J, jnp.float32), ro, agg))
