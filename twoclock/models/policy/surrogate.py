@@ -12,9 +12,17 @@ reward) it is already in A_i, and nothing is added here.
 Aggregation (loss_agg) over the response tokens m_it (up to the first end token), with group
 weights keep_i (0 for groups dynamic sampling drops):
 - seq_sum: sum_i keep_i sum_t m_it j_it / (A_len sum_i keep_i), A_len the response length
-  bound. At ratio 1 its gradient is mean_i A_i grad log pi(y_i) / A_len: REINFORCE, unbiased;
-- seq_mean: sum_i keep_i mean_t j_it / sum_i keep_i (GRPO's per-response mean);
-- token_mean: sum_it keep_i m_it j_it / sum_it keep_i m_it (DAPO's token mean).
+  bound. At ratio 1 its gradient is mean_i A_i grad log pi(y_i) / A_len: REINFORCE, unbiased
+  (Dr. GRPO; TRL's loss_type dr_grpo);
+- seq_mean: sum_i keep_i mean_t j_it / sum_i keep_i, mean_t over response i's own tokens
+  (GRPO's per-response mean; verl's loss_agg_mode seq-mean-token-mean, TRL's grpo);
+- token_mean: sum_it keep_i m_it j_it / sum_it keep_i m_it (DAPO's token mean; verl's
+  token-mean, TRL's bnpo and dapo).
+A dropped group (keep 0) adds nothing to the loss, its gradient or the token counts, its KL
+penalty included: the loss is that of the batch without the group (tested), as DAPO's filter
+(verl's DAPO recipe) removes the group's samples before the loss. Keeping its KL would raise
+the penalty's weight against the surrogate as more groups are dropped (as they saturate);
+the KL penalty is thus estimated on the kept groups' prompts only.
 """
 from typing import NamedTuple
 
