@@ -40,7 +40,7 @@ def _same_plan(got: LogsPlan, want: dict):
     for out in (g, w):
         out.pop("source")
         out["logs"].pop("path")
-    for cg, cw in zip(g["logs"]["curves"], w["logs"]["curves"]):
+    for cw in w["logs"]["curves"]:
         for cond in [PROGRESS] + FAILURES:
             if cw[cond]["line"] is not None:  # the CSV's line of table row i is i + 2
                 cw[cond]["line"] -= 2
@@ -129,6 +129,27 @@ def test_empty_cells_are_not_logged_and_blank_rows_are_skipped(tmp_path, from_cs
     for vs in cols.values():
         vs.append(None)  # a blank row at the end
     _same_plan(twoclock.plan_logs(cols, PROGRESS, FAILURES, predict=[512, 1024]), want)
+
+
+def test_a_row_of_blank_text_is_skipped_as_a_blank_csv_line_is(from_csv):
+    """Cells of spaces are empty, as the CSV reader reads a cell of spaces: a row of them, in
+    the middle and at the end, is skipped, and the plan is the CSV's (its crossings' lines,
+    table rows, one further on past the inserted row)."""
+    cols = _columns()
+    for vs in cols.values():
+        vs.insert(5, "  ")
+        vs.append(" \t")
+    g = twoclock.plan_logs(cols, PROGRESS, FAILURES, predict=[512, 1024]).to_json()
+    w = json.loads(json.dumps(from_csv))
+    for out in (g, w):
+        out.pop("source")
+        out["logs"].pop("path")
+    for cw in w["logs"]["curves"]:
+        for cond in [PROGRESS] + FAILURES:
+            if cw[cond]["line"] is not None:  # CSV line i + 2 is row i, row i + 1 past row 5
+                row = cw[cond]["line"] - 2
+                cw[cond]["line"] = row + (row >= 5)
+    assert json.dumps(g) == json.dumps(w)
 
 
 def test_settings_given_as_mappings_read_as_their_flags():
