@@ -161,3 +161,27 @@ def test_the_scan_finds_a_second_decision(tmp_path):
                               "lo = 0.0 if cfg.clip_low is not None else -1.0"]):
         (tmp_path / f"m{i}.py").write_text(f"def f(cfg, a, b, eps):\n    {line}\n")
     assert unclipped_decisions(str(tmp_path)) == {(f"m{i}.py", "f") for i in range(3)}
+
+
+def test_a_one_sided_band_binds():
+    """binds is 'some ratio can leave the band': true of a band finite at either end alone
+    (each clips a ratio on its side: A < 0 below lo, A > 0 above hi), false of UNCLIPPED."""
+    r, a = jnp.asarray([0.5, 1.5]), jnp.asarray([-1.0, 1.0])
+    for band, clipped in ((obj.ClipBand(0.8, math.inf), [True, False]),
+                          (obj.ClipBand(-math.inf, 1.2), [False, True])):
+        assert band.binds
+        assert np.asarray(obj.clipped_mask(r, a, band)).tolist() == clipped
+    assert not obj.UNCLIPPED.binds
+
+
+def test_a_zero_advantage_is_never_on_a_clipped_branch():
+    """TRL's clip ratio (ratio > 1 + eps_high and A > 0, ratio < 1 - eps_low and A < 0) and
+    verl's (the clipped loss strictly above the unclipped one) count no sample of advantage 0
+    as clipped, whatever its ratio: a group whose rewards are all equal moves nothing either
+    way. Band (0.8, 1.28); ratios far outside it on both sides."""
+    r = jnp.asarray([0.1, 0.5, 1.0, 1.5, 3.0])
+    a = jnp.zeros(5)
+    band = obj.clip_band(0.2, 0.28)
+    assert not np.any(np.asarray(obj.clipped_mask(r, a, band)))
+    assert not np.any(np.asarray(obj.clipped_mask(r, a, band, clip_c=3.0)))
+    assert np.asarray(obj.ppo_objective(r, a, band)).tolist() == [0.0] * 5

@@ -140,3 +140,31 @@ def test_unknown_and_degenerate_points_before_give_the_point_itself():
     assert not math.isnan(ENTROPY.fraction(np.float64(np.nan), 0.5))
     with pytest.raises(ValueError, match="op"):
         Clock("x", "==", 1.0)
+
+
+def test_a_strict_condition_is_met_only_past_its_level():
+    """'x > 1' on 0, 1, 2 (samples 0, 10, 20): the point at 1 does not meet it, the point at 2
+    does (index 2), and the line from (10, 1) reaches 1 at once: f = (1 - 1) / (2 - 1) = 0,
+    which the clock keeps after the point before (the smallest normal float), so 10 samples.
+    '>=' would meet it at index 1. The same for '<' falling through 1, and for the planner's
+    parsed condition."""
+    s = [0.0, 10.0, 20.0]
+    assert first_crossing(s, [0.0, 1.0, 2.0], Clock("x", ">", 1.0)) == (10.0, 2)
+    assert first_crossing(s, [0.0, 1.0, 2.0], Clock("x", ">=", 1.0)) == (10.0, 1)
+    assert first_crossing(s, [2.0, 1.0, 0.0], Clock("x", "<", 1.0)) == (10.0, 2)
+    assert first_crossing(s, [2.0, 1.0, 0.0], Clock("x", "<=", 1.0)) == (10.0, 1)
+    assert crossing(s, [0.0, 1.0, 2.0], parse_condition("kl>1", "--failure")).index == 2
+    assert Clock("x", ">", 1.0).holds(np.array([1.0, 1.5])).tolist() == [False, True]
+    assert Clock("x", "<", 1.0).holds(np.array([1.0, 0.5])).tolist() == [False, True]
+
+
+def test_the_damage_studys_deficit_clock_counts_from_zero_at_zero_responses():
+    """The deficit is 0 at the reference (0 responses), so a level it passes before the first
+    checkpoint crosses between 0 and that checkpoint: 0.5 at 100 responses reaches 0.3 at
+    0.3 / 0.5 x 100 = 60, and 0.5 at exactly 100. A level <= 0 is met at the reference
+    itself: no crossing (NEVER)."""
+    s, x = [[100.0, 200.0, 300.0, 400.0]], [[0.5, 1.0, 1.5, 1.7]]
+    assert deficit_crossing(s, x, 0.3).tolist() == [pytest.approx(60.0, rel=1e-15)]
+    assert deficit_crossing(s, x, 0.5).tolist() == [100.0]
+    assert deficit_crossing(s, x, 0.75).tolist() == [pytest.approx(150.0, rel=1e-15)]
+    assert deficit_crossing(s, x, 0.0).tolist() == [NEVER]

@@ -62,6 +62,14 @@ SAME = f"{S}test_policy_same_batches.py"
 # issue 56: the planner's choices (which clock, which end of a CI) and which studies a model gets
 CHOICES = f"{P}test_pilot_choices.py"
 APPLIES = f"{S}test_study_applies.py"
+# issue 56: the code this round added (the one clock, the clip band, the trainer settings
+# readers, a table in memory, the typed plan, the cached logs' manifest)
+CLOCK = "tests/test_toy_clock.py"
+CROSSED = f"{CLOCK} {E}test_stages.py"
+BAND = "tests/test_clip_band.py"
+TRAINER = f"{P}test_trainer_batches.py {P}test_hostile_trainer_files.py"
+TABLE = f"{P}test_plan_api.py {P}test_plan_schema.py"
+CACHE = f"{S}test_calibration_cache.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -466,6 +474,61 @@ BUGS = [
      "twoclock/studies/protocol.py",
      "return (not study.models or model.name in study.models) and ",
      "return not study.models or model.name in study.models and ", APPLIES),
+    # ------------------------------------------------------------------ issue 56: this round's code
+    ("clock: the fraction over v1 - level, not v1 - v0", "trivial", "twoclock/clock.py",
+     "f = (self.level - v0) / (v1 - v0)", "f = (self.level - v0) / (v1 - self.level)", CLOCK),
+    ("clock: between with x1 - x0 reversed", "trivial", "twoclock/clock.py",
+     "return x0 + f * (x1 - x0)", "return x0 + f * (x0 - x1)", CLOCK),
+    ("clock: '>' read as '>='", "narrow", "twoclock/clock.py",
+     '">": operator.gt,', '">": operator.ge,', CLOCK),
+    ("engine: a later chunk's crossing replaces the first", "glue", "twoclock/engine/stages.py",
+     "jnp.where((prev == NEVER) & jnp.any(hit_T), at, prev)",
+     "jnp.where(jnp.any(hit_T), at, prev)", CROSSED),
+    ("engine: a chunk's first margin not carried from the last chunk", "glue",
+     "twoclock/engine/stages.py",
+     "before_T = jnp.concatenate([margins[name][None].astype(dtype), m_T[:-1]])",
+     "before_T = jnp.concatenate([m_T[:1], m_T[:-1]])", CROSSED),
+    ("damage study: the deficit clock not from 0 at 0 responses", "trivial",
+     "twoclock/studies/damage_study.py",
+     "stored(clock_first(np.r_[0.0, s[i]], np.r_[0.0, x[i]], clock))",
+     "stored(clock_first(s[i], x[i], clock))", CLOCK),
+    ("clip band: the high end defaulting to 0, not the low eps", "trivial",
+     "twoclock/objectives.py",
+     "return ClipBand(1 - clip_low, 1 + (clip_low if clip_high is None else clip_high))",
+     "return ClipBand(1 - clip_low, 1 + (clip_high or 0.0))", BAND),
+    ("clip band: binds reads the high end only", "trivial", "twoclock/objectives.py",
+     "return bool(self.lo > -math.inf or self.hi < math.inf)", "return bool(self.hi < math.inf)",
+     BAND),
+    ("clip band: a zero advantage above the band counted clipped", "narrow",
+     "twoclock/objectives.py", "out = ((adv > 0) & (ratio > clip.hi))",
+     "out = ((adv >= 0) & (ratio > clip.hi))", BAND),
+    ("TRL batch: the product without gradient accumulation", "trivial", "twoclock/pilot/batches.py",
+     'return per * procs * acc, ""', 'return per * procs, ""', TRAINER),
+    ("--batch globs: two of one value for a run refused", "narrow", "twoclock/pilot/batches.py",
+     "if len(set(hits.values())) > 1:", "if len(hits) > 1:", TRAINER),
+    ("--batch globs matched by their prefix only", "trivial", "twoclock/pilot/batches.py",
+     "and fnmatch.fnmatchcase(name, k)}", "and name.startswith(k.split('*')[0])}", TRAINER),
+    ("--batch-from-name: group 1, not the whole match of a pattern without one", "trivial",
+     "twoclock/pilot/batches.py", "raw = m.group(rx.groups)", "raw = m.group(1)", TRAINER),
+    ("JSON depth bound off by one", "narrow", "twoclock/pilot/limits.py",
+     "if json_depth(text) > MAX_DEPTH:", "if json_depth(text) >= MAX_DEPTH:", TRAINER),
+    ("TensorBoard keep-last keeps the first copy", "glue", "twoclock/pilot/tbfiles.py",
+     "row[tag] = x  # keep-last", "row.setdefault(tag, x)  # keep-last", TRAINER),
+    ("table in memory: a row with an empty cell skipped", "trivial", "twoclock/pilot/memory.py",
+     "if not all(_empty(v) for v in r.values())]", "if not any(_empty(v) for v in r.values())]",
+     TABLE),
+    ("table in memory: a row of spaces not skipped as a blank line", "trivial",
+     "twoclock/pilot/memory.py",
+     "return v is None or (isinstance(v, str) and not v.strip())",
+     "return v is None or (isinstance(v, str) and not v)", TABLE),
+    ("plan.json of the log planner without its schema", "glue", "twoclock/pilot/result.py",
+     "        return {\"schema\": PLAN_SCHEMA, **super().to_json()}\n\n\n__all__",
+     "        return super().to_json()\n\n\n__all__", TABLE),
+    ("manifest: the size checked, not the sha256", "trivial", "twoclock/atomic.py",
+     "if got != want:", 'if got["bytes"] != want["bytes"]:', CACHE),
+    ("cache: the pilots' seconds lost when the held-out logs are simulated anew", "glue",
+     "twoclock/studies/planner/calibrate.py",
+     'secs = (found["seconds"] or 0.0) if found["kept"] else 0.0', "secs = 0.0", CACHE),
 ]
 
 

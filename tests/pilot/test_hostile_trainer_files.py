@@ -37,6 +37,17 @@ def test_the_depth_is_counted_outside_strings_only():
     assert limits.json_depth("1") == 0
 
 
+def test_json_nested_exactly_max_depth_is_read_and_one_more_is_refused():
+    """The bound is 'at most MAX_DEPTH levels' (32): 32 nested arrays are read, 33 refused."""
+    assert limits.MAX_DEPTH == 32
+    ok = limits.loads("[" * 32 + "]" * 32, "f.json")
+    for _ in range(31):
+        (ok,) = ok
+    assert ok == []
+    with pytest.raises(PilotError, match=r"^f\.json: JSON nested deeper than 32 levels"):
+        limits.loads("[" * 33 + "]" * 33, "f.json")
+
+
 def test_a_trainer_state_nested_100000_deep_is_one_line(tmp_path):
     d = tmp_path / "run"
     d.mkdir()

@@ -34,7 +34,9 @@ def from_csv():
     return pl.plan_logs(EXAMPLE, PROGRESS, FAILURES, predict=[512, 1024])
 
 
-def _same_plan(got: LogsPlan, want: dict):
+def _same_plan(got: LogsPlan, want: dict, inserted: int | None = None):
+    """got (a table's plan) is want (its CSV's); inserted: a blank row the table has at that
+    index and the CSV has not (the table's rows past it are one further on)."""
     g, w = got.to_json(), json.loads(json.dumps(want))
     assert g["source"] == "table (logged curves)" and g["logs"]["path"] == "table"
     for out in (g, w):
@@ -44,6 +46,8 @@ def _same_plan(got: LogsPlan, want: dict):
         for cond in [PROGRESS] + FAILURES:
             if cw[cond]["line"] is not None:  # the CSV's line of table row i is i + 2
                 cw[cond]["line"] -= 2
+                if inserted is not None and cw[cond]["line"] >= inserted:
+                    cw[cond]["line"] += 1
     assert json.dumps(g) == json.dumps(w)  # the same values, bit for bit, in the same order
 
 
@@ -129,6 +133,17 @@ def test_empty_cells_are_not_logged_and_blank_rows_are_skipped(tmp_path, from_cs
     for vs in cols.values():
         vs.append(None)  # a blank row at the end
     _same_plan(twoclock.plan_logs(cols, PROGRESS, FAILURES, predict=[512, 1024]), want)
+
+
+def test_a_row_of_blank_text_is_skipped_as_a_blank_csv_line_is(from_csv):
+    """Cells of spaces are empty, as the CSV reader reads a cell of spaces: a row of them, in
+    the middle and at the end, is skipped, and the plan is the CSV's."""
+    cols = _columns()
+    for vs in cols.values():
+        vs.insert(5, "  ")
+        vs.append(" \t")
+    _same_plan(twoclock.plan_logs(cols, PROGRESS, FAILURES, predict=[512, 1024]), from_csv,
+               inserted=5)
 
 
 def test_settings_given_as_mappings_read_as_their_flags():

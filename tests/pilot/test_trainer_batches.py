@@ -293,3 +293,24 @@ def test_csv_flags_that_clash_with_its_columns_are_one_line(tmp_path):
                           (["--batch-from-name", "a"], "has a 'batch' column")):
         code, _, err = _plan(tmp_path, str(p), *extra)
         assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_globs_that_agree_on_a_runs_batch_are_one_value():
+    """Two globs matching run b64 with the one value 64 give it 64 (the docstring's 'all with
+    one value'); only different values are refused. Read from the TensorBoard runs too."""
+    given = {"b*": 64.0, "*4": 64.0, "b128": 128.0}
+    assert batches.per_run(given, "b64", "--batch") == 64.0
+    assert batches.per_run(given, "b128", "--batch") == 128.0  # its own key first
+    assert batches.per_run(given, "c1", "--batch") is None
+    logs = read_logs(TB, ("kl",), preset="trl",
+                     batch={"b*": 64.0, "*4": 64.0, "b128": 128.0, "b256": 256.0})
+    assert {r.name: r.batch for r in logs.runs} == {"b64": 64, "b128": 128, "b256": 256}
+
+
+def test_a_name_pattern_without_a_group_gives_its_whole_match():
+    """--batch-from-name '(?<=b)\\d+' has no group: the batch is what it matches, 64 in b64."""
+    assert batches.from_name(batches.name_pattern(r"\d+$"), "run_b128") == 128.0
+    assert batches.from_name(batches.name_pattern(r"b(\d+)"), "run_b128") == 128.0
+    logs = read_logs(TB_HP, ("acc", "kl"), batch_from_name=r"(?<=b)\d+")
+    assert sorted((r.name, r.batch) for r in logs.runs) == [
+        ("b128", 128.0), ("b256", 256.0), ("b64", 64.0)]

@@ -200,3 +200,24 @@ def test_a_held_out_grid_that_cannot_fit_is_refused_before_the_pilots_run(tmp_pa
     out = calibrate.calibrate(((QUAD, QUAD.config()),), OptimConfig(), str(tmp_path), N_CKPT,
                               quiet=True)
     assert out["simulations"]["quadratic"]["reused"] and checked == [] and len(calls) == 2
+
+
+def test_a_resumed_run_records_the_pilots_seconds_and_the_held_out_ones(tmp_path, monkeypatch):
+    """seconds: what the simulation of the logs took, a run resumed after its pilots included.
+    A clock that advances 1 s per reading makes each simulation take 1 s: a run stopped during
+    its held-out runs records 1 (the pilots); the run that finishes it reads the pilots back
+    and records 1 + 1 = 2, what an uninterrupted run records."""
+    ticks = iter(range(1000))
+    monkeypatch.setattr(calibrate, "time", SimpleNamespace(perf_counter=lambda: float(next(ticks))))
+    _fake(monkeypatch)
+    whole = _logs(tmp_path / "whole")
+    assert whole["seconds"] == 2.0
+    _fake(monkeypatch, stop_at=1)
+    with pytest.raises(KeyboardInterrupt):
+        _logs(tmp_path / "resumed")
+    man = tmp_path / "resumed" / "plan_calibration_quadratic.fingerprint.json"
+    assert json.loads(man.read_text())["seconds"] == 1.0
+    calls = _fake(monkeypatch)
+    out = _logs(tmp_path / "resumed")
+    assert [c[1] for c in calls] == [64] and not out["reused"]
+    assert out["seconds"] == 2.0 == json.loads(man.read_text())["seconds"]
