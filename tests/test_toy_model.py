@@ -69,8 +69,8 @@ TOY = Model(
     default_sweep=dict(batches=(8, 32), lr0s=(0.1,), seeds=2, budget=2000))
 # the toy's defaults in the studies that need some: each study owns its table of them
 TOY_DEFAULTS = {
-    schedule_study: StudyDefaults(study=dict(batch_small=8, batch_large=32, lr0=0.1),
-                                  sweep=dict(seeds=2, budget=2000, n_ckpt=8)),
+    schedule_study: StudyDefaults(sweep=dict(batches=(8, 32), lr0s=(0.1,), seeds=2,
+                                             budget=2000, n_ckpt=8)),
     phase_study: StudyDefaults(sweep=dict(batches=(8, 32), lr0s=(0.05, 0.1), seeds=2,
                                           budget=2000, n_ckpt=8))}
 SGD = OptimConfig(name="sgd")

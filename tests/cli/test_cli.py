@@ -110,14 +110,21 @@ def parse(study: str, argv):
 def test_schedule_flags_take_the_models_defaults_and_given_flags_win(model):
     d = schedule_study.defaults(MODELS[model])
     _, mcfg, opt, cfg, _ = parse("schedule", ["--model", model])
-    sweep = cfg.grid
+    sweep = cfg.sweep
     assert mcfg.drift_threshold == d.model["drift_threshold"]
-    assert sweep.batches == (d.study["batch_small"], d.study["batch_large"])
-    assert sweep.lr0s == (d.study["lr0"],) and sweep.budget == d.sweep["budget"]
+    assert sweep.batches == d.sweep["batches"] and len(sweep.batches) == 2
+    assert sweep.lr0s == d.sweep["lr0s"] and sweep.budget == d.sweep["budget"]
     assert cfg.responses_per_sample == d.study["responses_per_sample"]
     _, mcfg, opt, cfg, _ = parse("schedule", ["--model", model, "--drift-threshold", "0.3",
                                               "--budget", "50000", "--knee", "2"])
-    assert (mcfg.drift_threshold, cfg.grid.budget, cfg.throughput.knee) == (0.3, 50000, 2.0)
+    assert (mcfg.drift_threshold, cfg.sweep.budget, cfg.throughput.knee) == (0.3, 50000, 2.0)
+    # each batch's flag sets its item of the sweep's batches, the other at its default
+    b1, b2 = d.sweep["batches"]
+    _, _, _, cfg, _ = parse("schedule", ["--model", model, "--batch-large", str(2 * b2),
+                                         "--lr0", "0.005"])
+    assert cfg.sweep.batches == (b1, 2 * b2) and cfg.sweep.lr0s == (0.005,)
+    _, _, _, cfg, _ = parse("schedule", ["--model", model, "--batch-small", str(b1 // 2)])
+    assert cfg.sweep.batches == (b1 // 2, b2)
 
 
 @pytest.mark.parametrize("name", ["headline", "schedule", "time_to_target", "phase", "clipping",

@@ -83,20 +83,32 @@ def test_report_prints_a_censored_clock_with_its_counts():
 
 
 def test_study_bad_input_names_the_parameter():
-    for kw, name in ((dict(batch_small=64, batch_large=64), "batch_large"),
+    grid = lambda batches, lr0s=(0.01,): dict(sweep=SweepConfig(batches=batches, lr0s=lr0s))
+    for kw, name in ((grid((256, 8)), "batch_large"), (grid((8, 32, 64)), "batches"),
+                     (grid((8, 32), (0.01, 0.02)), "lr0"),
                      (dict(fail_quantile=0.7), "fail_quantile"), (dict(switches=1), "switches"),
                      (dict(planner="oracle"), "planner"), (dict(carry="keep"), "carry")):
         with pytest.raises(ValueError, match=f"^{name} must be"):
             ss.Config(**kw)
 
 
+@pytest.mark.parametrize("args, name", [
+    (["--batch-small", "64", "--batch-large", "64"], "batches"), (["--batch-small", "0"], "batch"),
+    (["--batch-small", "512"], "batch_large"), (["--lr0", "0"], "lr0"), (["--lr0", "-1"], "lr0")])
+def test_the_commands_batches_and_lr0_are_refused_by_the_sweeps_checks(args, name):
+    """--batch-small, --batch-large and --lr0 reach the nested sweep, whose checks refuse them
+    (the study adds only that the small batch comes first)."""
+    from twoclock.cli.run_study import parse
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        parse(ss.STUDY, args, "schedule.py")
+
+
 def test_small_study_switch_zero_is_the_constant_large_run():
     cfg = QuadraticConfig(dim=8, drift_dim=2, target=0.2, drift_threshold=0.05)
-    sweep = SweepConfig(seeds=4, budget=1600, n_ckpt=8)
-    study = ss.Config(batch_small=8, batch_large=32, lr0=0.02, switches=2,
-                      responses_per_sample=4.0, sweep=sweep, throughput=ThroughputModel())
-    assert study.grid == SweepConfig(batches=(8, 32), lr0s=(0.02,), seeds=4, budget=1600,
-                                     n_ckpt=8)
+    sweep = SweepConfig(batches=(8, 32), lr0s=(0.02,), seeds=4, budget=1600, n_ckpt=8)
+    study = ss.Config(switches=2, responses_per_sample=4.0, sweep=sweep,
+                      throughput=ThroughputModel())
+    assert (study.batches, study.lr0) == ((8, 32), 0.02)
     out = ss.run(quadratic.MODEL, cfg, OptimConfig(), study, quiet=True)
     large = next(r for r in out["runs"] if r["kind"] == "constant_large")
     zero = out["switch_sweep"][0]

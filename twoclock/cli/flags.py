@@ -44,14 +44,15 @@ def _nested(f) -> bool:
 
 def add_config_flags(group, cls, rename: dict | None = None, skip=(),
                      defaults: dict | None = None, prefix: str = "", where: str = "",
-                     help: dict | None = None, scalar=()):
+                     help: dict | None = None, scalar=(), split: dict | None = None):
     """One flag per field of cls: --field-name (or --rename[field]), help from the metadata
     (or help[field]); a nested config's fields as --field-subfield; a `scalar` field (a tuple)
-    as one value.
+    as one value; a `split` field (a tuple) as one flag per item, split[field] naming them
+    (help[name] their help).
 
     A flag left out keeps the config's default (or defaults[field], shown in the help).
     """
-    rename, defaults, helps = rename or {}, defaults or {}, help or {}
+    rename, defaults, helps, split = rename or {}, defaults or {}, help or {}, split or {}
     for f in fields(cls):
         if f.name in skip:
             continue
@@ -62,6 +63,13 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
             continue
         flag = "--" + (prefix + rename.get(f.name, f.name)).replace("_", "-")
         shown = defaults.get(f.name, f.default)
+        if f.name in split:
+            for i, item in enumerate(split[f.name]):
+                group.add_argument("--" + (prefix + item).replace("_", "-"),
+                                   dest=_item(where, cls, f.name, i), type=_kind(f)[0],
+                                   default=argparse.SUPPRESS, metavar=(prefix + item).upper(),
+                                   help=f"{helps.get(item, item)} (default {shown[i]})")
+            continue
         if f.name in scalar:
             shown = shown[0]
         help_ = f"{helps.get(f.name, f.metadata.get('help', f.name))} (default {shown})"
@@ -87,21 +95,32 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
                            metavar=(prefix + rename.get(f.name, f.name)).upper(), help=help_)
 
 
+def _item(where: str, cls, name: str, i: int) -> str:
+    """Where item i of a split field's value lands in the namespace."""
+    return f"{where}{dest(cls, name)}[{i}]"
+
+
 def asdict_shallow(cfg) -> dict:
     """A config's fields as a dict, nested configs left as they are."""
     return {f.name: getattr(cfg, f.name) for f in fields(cfg)}
 
 
 def config_from_flags(ns, cls, defaults: dict | None = None, where: str = "", scalar=(),
-                      **overrides):
+                      split: dict | None = None, **overrides):
     """cls built from the flags add_config_flags added: given flags, then `defaults`, then the
     config's own defaults; overrides win. ValueError (from the config) names a bad value."""
-    kw = dict(defaults or {})
+    kw, split = dict(defaults or {}), split or {}
     for f in fields(cls):
         if _nested(f):
             inner = kw.get(f.name, f.default)
             kw[f.name] = config_from_flags(ns, type(inner), asdict_shallow(inner),
                                            f"{where}{cls.__name__}.{f.name}/")
+        elif f.name in split:  # each item's flag, given or at its default
+            items = dict(enumerate(kw.get(f.name, f.default)))
+            items.update({i: getattr(ns, _item(where, cls, f.name, i))
+                          for i in range(len(split[f.name]))
+                          if hasattr(ns, _item(where, cls, f.name, i))})
+            kw[f.name] = tuple(items[i] for i in sorted(items))
         elif hasattr(ns, where + dest(cls, f.name)):  # given on the command line
             v = getattr(ns, where + dest(cls, f.name))
             kw[f.name] = tuple(v) if isinstance(v, list) else (v,) if f.name in scalar else v

@@ -43,9 +43,10 @@ def study_config(ns, cls, defaults, overrides=None):
     overrides[its name]), then its own fields (defaults["study"]; overrides: a preset's, the
     panels)."""
     overrides = dict(overrides or {})
-    sub = {f.name: config_from_flags(ns, c, scalar=meta["scalar"], defaults=nested_defaults(
-        f, {**(defaults.get(f.name) or {}), **overrides.pop(f.name, {})}))
-        for f, c, meta in _nested(cls)}
+    sub = {f.name: config_from_flags(ns, c, scalar=meta["scalar"], split=meta["split"],
+                                     defaults=nested_defaults(f, {**(defaults.get(f.name) or {}),
+                                                                  **overrides.pop(f.name, {})}))
+           for f, c, meta in _nested(cls)}
     return config_from_flags(ns, cls, defaults={**defaults.get("study", {}), **overrides,
                                                 **sub})
 
@@ -115,7 +116,7 @@ def parse(study: Study, argv, prog: str) -> tuple:
             groups[meta["group"]] = p.add_argument_group(meta["group"])
         add_config_flags(groups[meta["group"]], c, rename=meta["rename"], skip=meta["skip"],
                          defaults=nested_defaults(f, getattr(d, f.name, None)),
-                         help=meta["help"], scalar=meta["scalar"])
+                         help=meta["help"], scalar=meta["scalar"], split=meta["split"])
     if many and shared is not None:
         add_config_flags(p.add_argument_group("sweep (each model's defaults for the study)"),
                          SweepConfig, rename={"lr0s": "lr0"}, defaults=d.sweep or None)

@@ -34,7 +34,7 @@ def run_schedule(model: Model, model_cfg, opt: OptimConfig, sched: Schedule, lr0
     spec = model
     check_devices()
     fast_rng()
-    for lr0 in lr0s:
+    for lr0 in lr0s:  # a caller's raw list (twoclock.run_schedule is public; no SweepConfig)
         require_positive("lr0", lr0)
     require_int("seeds", seeds)
     require_carry(carry)

@@ -49,14 +49,16 @@ class StudyDefaults(NamedTuple):
 
 
 def nested(default, group: str, rename: dict | None = None, skip: tuple = (),
-           help: dict | None = None, scalar: tuple = ()):
+           help: dict | None = None, scalar: tuple = (), split: dict | None = None):
     """A config field holding another frozen config (the sweep, the throughput model): its
     fields become flags of their own group ("study": the study's own), at the default's
     values, renamed, skipped or with the help given; a `scalar` field (a tuple) is given as
-    one value (the sweep's lr0s of a study at one lr0: --lr0 X)."""
+    one value (the sweep's lr0s of a study at one lr0: --lr0 X); a `split` field (a tuple,
+    {field: (one name per item)}) as one flag per item, each helped by help[its name] (the
+    schedule's two batches: --batch-small B1 --batch-large B2)."""
     return field(default=default, metadata={"nested": {
         "group": group, "rename": rename or {}, "skip": tuple(skip), "help": help or {},
-        "scalar": tuple(scalar)}})
+        "scalar": tuple(scalar), "split": dict(split or {})}})
 
 
 class SweepView:

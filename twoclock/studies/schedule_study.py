@@ -11,7 +11,7 @@ failure clock falls between the two batches' progress clocks, after the target a
 before it at B2: otherwise nothing fails first and no schedule is needed. The quadratic
 model's threshold goes from 1.0 to 0.2, the bandit's drift threshold from 2 to 0.4.
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 import sys
 import time
 
@@ -26,19 +26,19 @@ from twoclock.config import (CARRY_MODES, Schedule, SweepConfig, param, require,
 from twoclock.engine.schedule import run_schedule
 from twoclock.engine.sweep import run_sweep
 from twoclock.model import Model, progress_target
-from twoclock.studies.protocol import Engine, Study, StudyDefaults, nested, per_model
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, SweepView, nested, per_model
 
 # each model's defaults here (flags given win); a model not listed is not offered the study
 DEFAULTS = {
     # the failure threshold from 1.0 to 0.2, so that failure falls between the two targets
-    "quadratic": StudyDefaults(study=dict(batch_small=8, batch_large=256, lr0=1e-2,
-                                          responses_per_sample=32.0),
-                               sweep=dict(seeds=16, budget=20_000, n_ckpt=64),
+    "quadratic": StudyDefaults(study=dict(responses_per_sample=32.0),
+                               sweep=dict(batches=(8, 256), lr0s=(1e-2,), seeds=16,
+                                          budget=20_000, n_ckpt=64),
                                model=dict(drift_threshold=0.2)),
     # the drift threshold from 2 to 0.4, so that failure falls between the two batches' targets
-    "bandit": StudyDefaults(study=dict(batch_small=64, batch_large=1024, lr0=0.02,
-                                       responses_per_sample=1.0),
-                            sweep=dict(seeds=16, budget=40_000, n_ckpt=64),
+    "bandit": StudyDefaults(study=dict(responses_per_sample=1.0),
+                            sweep=dict(batches=(64, 1024), lr0s=(0.02,), seeds=16,
+                                       budget=40_000, n_ckpt=64),
                             model=dict(drift_threshold=0.4)),
 }
 OBJECTIVES = ("seconds", "samples")
@@ -46,14 +46,11 @@ PLANNERS = ("curves", "fractions")
 
 
 @dataclass(frozen=True)
-class Config:
-    """What the schedule study compares and how it plans; the sweep's grid is (batch_small,
-    batch_large) x (lr0,)."""
+class Config(SweepView):
+    """What the schedule study compares and how it plans; its sweep's grid is (B1, B2) x
+    (lr0,), the batches given as --batch-small and --batch-large."""
     SCRIPT = "schedule.py"
     DEFAULTS = DEFAULTS
-    batch_small: int = param(8, "B1, the batch before the switch")
-    batch_large: int = param(256, "B2, the batch after the switch")
-    lr0: float = param(1e-2, "base learning rate at b0")
     margin: float = param(0.1, "failure-clock fraction that must remain at the target")
     fail_quantile: float = param(0.2, "the planner uses this quantile of the per-seed failure "
                                       "clocks")
@@ -64,15 +61,20 @@ class Config:
                        choices=CARRY_MODES)
     switches: int = param(7, "switch points in the measured grid")
     responses_per_sample: float = param(32.0, "real responses one simulated sample stands for")
-    sweep: SweepConfig = nested(SweepConfig(), "schedule", skip=("batches", "lr0s"))
+    sweep: SweepConfig = nested(
+        SweepConfig(batches=(8, 256), lr0s=(1e-2,)), "schedule", rename={"lr0s": "lr0"},
+        scalar=("lr0s",), split={"batches": ("batch_small", "batch_large")},
+        help={"batch_small": "B1, the batch before the switch",
+              "batch_large": "B2, the batch after the switch",
+              "lr0s": "base learning rate at b0"})
     throughput: ThroughputModel = nested(ThroughputModel(), "throughput model")
 
     def __post_init__(self):
-        require_int("batch_small", self.batch_small)
-        require_int("batch_large", self.batch_large)
-        require(self.batch_small < self.batch_large, "batch_large",
-                f"> batch_small ({self.batch_small})", self.batch_large)
-        require_positive("lr0", self.lr0)
+        # the sweep checked its values; the study needs two batches, the smaller first
+        b = self.sweep.batches
+        require(len(b) == 2, "batches", "two values (batch_small, batch_large)", b)
+        require(b[0] < b[1], "batch_large", f"> batch_small ({b[0]})", b[1])
+        require(len(self.sweep.lr0s) == 1, "lr0", "one value", self.sweep.lr0s)
         require(0 <= self.margin < 1, "margin", "in [0, 1)", self.margin)
         require(0 < self.fail_quantile <= 0.5, "fail_quantile", "in (0, 0.5]",
                 self.fail_quantile)
@@ -81,15 +83,6 @@ class Config:
         require_carry(self.carry)
         require_int("switches", self.switches, lo=2)
         require_positive("responses_per_sample", self.responses_per_sample)
-
-    @property
-    def batches(self) -> tuple:
-        return (self.batch_small, self.batch_large)
-
-    @property
-    def grid(self) -> SweepConfig:
-        """The sweep at the study's two batches and lr0."""
-        return replace(self.sweep, batches=self.batches, lr0s=(self.lr0,))
 
 
 def defaults(model: Model):
@@ -138,8 +131,8 @@ def run(model: Model, model_cfg, opt, study: Config, *, keep=None, quiet: bool =
         engine: Engine = Engine()) -> dict:
     """The whole study as a JSON-ready dict."""
     del engine  # (no store: the schedules' runs are short)
-    B1, B2, lr0 = study.batch_small, study.batch_large, study.lr0
-    sweep, thr = study.grid, study.throughput.scaled(study.responses_per_sample)
+    (B1, B2), lr0 = study.batches, study.lr0
+    sweep, thr = study.sweep, study.throughput.scaled(study.responses_per_sample)
     t0 = time.perf_counter()
     res = run_sweep(model, model_cfg, opt, sweep, quiet=quiet, keep=keep)
     idx = clocks.bootstrap_indices(sweep.seeds)
