@@ -23,6 +23,8 @@ line reads them, the study's functions need not):
     OUTPUT: the output name, OUT/<OUTPUT>.json (default: the study's name), or a method
         output_name(model, given) -> name (given: the fields and presets given)
     check(model, model_cfg, opt): ValueError before any work
+    outputs() -> {flag: path}: the files the study writes besides its JSON, checked writable
+        (`twoclock.atomic.check_file`) with its check, before any work
     MODEL_FLAGS = False: no --model, optimizer or model flags; SKIP_OPTIM, SKIP_MODEL: the
         optimizer's and model's fields the study sets itself
     ENGINE_FLAGS = True: offer the engine flags (--store, --resume, --max-lanes, ...); or
