@@ -201,7 +201,10 @@ SPOILED = [
      "raw/64 must be a number > 0 or null (got True)"),
     (_set("cells", "warmup_seed1", "clocks", "entropy", "raw_exponent", value="0.5"),
      "entropy/raw_exponent must be a number or null (got '0.5')"),
+    (_set("cells", "lr_double", "clocks", "null", "raw", "64", value=10**400),
+     "raw/64 must be a number > 0 or null (got 1000"),  # past float64: refused, not raised
     (_set("within", value="0.2"), "within must be a number in (0, 1) (got '0.2')"),
+    (_set("within", value=10**400), "within must be a number in (0, 1) (got 1000"),
     (_set("within", value=1.0), "within must be a number in (0, 1) (got 1.0)"),
     (_set("within", value=0), "within must be a number in (0, 1) (got 0)"),
     (_del("theory"), "theory must be present"),
@@ -227,6 +230,18 @@ def test_the_schema_takes_the_committed_file_and_unreached_clocks():
     prereg.validate(none, st)  # a clock the theory does not reach: null
     extra = spoiled(_set("cells", "lr_half", "clocks", "kl", "raw", "128", value="x"))
     prereg.validate(extra, st)  # a batch outside the design is never read
+
+
+def test_two_presets_that_set_one_field_are_refused_not_merged(tmp_path):
+    """Each preset's overrides (by hand): --quick and --predict both set the sweep (quick's
+    would be dropped silently), --predict and --prereg the parts."""
+    new = ["--predictions-file", str(tmp_path / "new.json")]
+    with pytest.raises(ValueError, match=r"^--quick and --predict cannot be given together "
+                                         r"\(both set sweep\): drop one of them$"):
+        parse(["--quick", "--predict", *new])
+    with pytest.raises(ValueError, match=r"^--predict and --prereg .* \(both set parts\)"):
+        parse(["--prereg", "--predict", *new])
+    assert parse(["--predict", *new])[3].parts == ("predict",)
 
 
 def test_predict_or_prereg_run_alone():

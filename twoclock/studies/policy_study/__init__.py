@@ -185,7 +185,7 @@ def read_predictions(st: Config) -> dict:
     try:
         with open(path) as f:
             pred = json.load(f)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # (RecursionError: nested too deep)
         raise ValueError(f"predictions_file: {path} is not a predictions file ({e})") from None
     prereg.validate(pred, st)
     return pred

@@ -58,6 +58,14 @@ def _at(pred, path: tuple):
     return pred
 
 
+def _real(v) -> bool:
+    """A finite number in float64 (an integer of 400 digits is not)."""
+    try:
+        return finite(v)
+    except OverflowError:
+        return False
+
+
 def validate(pred, st) -> None:
     """The predictions file's schema, before any cell runs (ValueError in one line naming the
     key): an object made for the study's design, `within` a number in (0, 1), `theory` a
@@ -74,7 +82,7 @@ def validate(pred, st) -> None:
         check((key,), lambda v: v is not MISSING, "present (a file written by --predict)")
     require(pred["design"] == design(st), "the study's design",
             f"the one the predictions were made for, {pred['design']!r:.200}", design(st))
-    check(("within",), lambda v: finite(v) and 0 < v < 1, "a number in (0, 1)")
+    check(("within",), lambda v: _real(v) and 0 < v < 1, "a number in (0, 1)")
     check(("theory",), lambda v: isinstance(v, str), "a string")
     check(("cells",), obj, "an object {cell: ...}")
     for name in UNSEEN:
@@ -86,10 +94,10 @@ def validate(pred, st) -> None:
             for kind in ("raw", "calibrated"):
                 check((*where, kind), obj, "an object {batch: clock}")
                 for b in map(str, st.batches):
-                    check((*where, kind, b), lambda v: v is None or (finite(v) and v > 0),
+                    check((*where, kind, b), lambda v: v is None or (_real(v) and v > 0),
                           "a number > 0 or null")
                 check((*where, f"{kind}_exponent"),
-                      lambda v: v is None or v is MISSING or finite(v), "a number or null")
+                      lambda v: v is None or v is MISSING or _real(v), "a number or null")
 
 
 def cell_config(base, name: str):
