@@ -39,6 +39,8 @@ import sys
 from types import MappingProxyType
 from typing import Callable, Mapping, NamedTuple
 
+from twoclock.config import require
+
 _EMPTY = MappingProxyType({})
 
 
@@ -69,6 +71,18 @@ class SweepView:
     budget = property(lambda self: self.sweep.budget)
     lr0 = property(lambda self: self.sweep.lr0s[0])
     seed = property(lambda self: self.sweep.seed)
+
+    @property
+    def reach(self) -> int:
+        """The responses every run reaches: a run at batch B stops after budget // B updates,
+        so the shortest spends min over B of B x (budget // B) (its last checkpoint)."""
+        return min(b * (self.budget // b) for b in self.batches)
+
+    def require_reached(self, name: str, most: int, value) -> None:
+        """ValueError naming `name` unless most (its largest response count) <= `reach`."""
+        require(most <= self.reach, name, f"<= {self.reach}, the responses every run reaches "
+                f"(budget {self.budget} in whole updates of batches {tuple(self.batches)})",
+                value)
 
 
 def overridden(cfg, overrides: Mapping):

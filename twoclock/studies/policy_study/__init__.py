@@ -150,12 +150,9 @@ class Config(SweepView):
         else:
             check_cells(model, self, base)
         # early held-out accuracy is read at the first checkpoint at or past early_samples
-        # responses: a run at batch B stops after budget // B updates, so past the shortest
-        # run's last one there is none (and the first checkpoint would be read instead)
-        reach = min(b * (self.budget // b) for b in self.batches)
-        require(self.early_samples <= reach, "early_samples",
-                f"<= {reach}, the responses every run reaches (budget {self.budget} in whole "
-                f"updates of batches {tuple(self.batches)})", self.early_samples)
+        # responses: past the shortest run's last one there is none (and the first checkpoint
+        # would be read instead)
+        self.require_reached("early_samples", self.early_samples, self.early_samples)
 
     def outputs(self) -> dict:
         """The files the study writes besides its JSON ({flag: path}), checked writable before
