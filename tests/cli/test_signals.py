@@ -247,7 +247,8 @@ def test_sigterm_in_the_policy_studys_second_cell_saves_the_first(tmp_path):
     """The reproduction of issue 33 item 1: `kill -TERM` at "cell 2/2". Before: swallowed
     (the study ran to its end and exited 0, or needed SIGKILL)."""
     argv = [os.path.join(ROOT, "experiments", "policy_study.py"), "--seeds", "2", "--budget",
-            "256", "--batches", "64", "128", "--parts", "rules", "--no-figure", "--out", "k"]
+            "256", "--batches", "64", "128", "--early-samples", "128", "--parts", "rules",
+            "--no-figure", "--out", "k"]
     proc = subprocess.Popen([sys.executable, *argv], cwd=tmp_path, env=ENV, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

@@ -184,6 +184,19 @@ def test_the_cells_are_the_deployment_regime_with_every_update_a_checkpoint():
     assert opt.lr_rule == "sqrt" and sweep.lr0s == (st.lr0,)
 
 
+def test_a_fixed_response_count_past_the_shortest_runs_end_is_refused_before_any_cell():
+    """By hand: budget 8000 at batch 768 is 10 updates, 7680 responses (at 64: 125, 8000), so
+    the shift read at 7681 would be the last checkpoint's (np.interp holds its end), read as
+    later: refused, as the policy study refuses such an --early-samples (issue 55)."""
+    from twoclock.models import MODELS
+    sweep = dataclasses.replace(ds.SWEEP, batches=(64, 768), seeds=2, budget=8000)
+    st = lambda r: ds.Config(sweep=sweep, fixed_responses=(64, r))
+    st(7680).check(MODELS["policy"], PolicyConfig(), None)
+    with pytest.raises(ValueError, match=r"^fixed_responses must be <= 7680, .*\(got \(64, "
+                                         r"7681\)\)$"):
+        st(7681).check(MODELS["policy"], PolicyConfig(), None)
+
+
 @pytest.mark.parametrize("kw, name", [({"end_b": 1.0}, "end_b"), ({"rules": ("x",)}, "rules"),
                                       ({"fixed_responses": (99_999,)}, "fixed_responses"),
                                       ({"batches": (64,)}, "batches"), ({"seeds": 1}, "seeds"),

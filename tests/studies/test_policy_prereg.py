@@ -142,12 +142,106 @@ def test_prereg_needs_predictions_made_for_its_design(tmp_path):
     bad.write_text("not json")
     with pytest.raises(ValueError, match="not a predictions file"):
         parse(["--prereg", "--predictions-file", str(bad)])
-    st = overridden(ps.Config(), ps.PREREG_OVERRIDES)
     made = tmp_path / "pred.json"
-    made.write_text(json.dumps({"design": prereg.design(st)}))
-    parse(["--prereg", "--predictions-file", str(made)])  # the same design: accepted
+    made.write_text(json.dumps(committed()))
+    out = ["--measured-file", str(tmp_path / "m.json")]
+    parse(["--prereg", "--predictions-file", str(made), *out])  # the same design: accepted
     with pytest.raises(ValueError, match="design"):
-        parse(["--prereg", "--predictions-file", str(made), "--seeds", "4"])
+        parse(["--prereg", "--predictions-file", str(made), "--seeds", "4", *out])
+
+
+PREDICTIONS = os.path.join(ROOT, "docs", "preregistered", "policy_predictions.json")
+
+
+def committed() -> dict:
+    with open(PREDICTIONS) as f:
+        return json.load(f)
+
+
+def spoiled(how):
+    """The committed predictions with one edit (how(pred) changes pred in place)."""
+    pred = committed()
+    how(pred)
+    return pred
+
+
+def _set(*path, value):
+    def how(pred):
+        for k in path[:-1]:
+            pred = pred[k]
+        pred[path[-1]] = value
+    return how
+
+
+def _del(*path):
+    def how(pred):
+        for k in path[:-1]:
+            pred = pred[k]
+        del pred[path[-1]]
+    return how
+
+
+# hand-edited predictions files whose design is intact (issue 55): each refused before any cell
+# runs, in one line naming the key (by hand: the path from the file's top to the bad value)
+SPOILED = [
+    (_del("cells"), "cells must be present"),
+    (_del("cells", "group4"), "cells/group4 must be an object (an unseen cell of the design) "
+                              "(got nothing)"),
+    (_del("cells", "lr_half", "clocks", "kl"), "cells/lr_half/clocks/kl must be an object"),
+    (_del("cells", "lr_half", "clocks", "kl", "calibrated", "256"),
+     "cells/lr_half/clocks/kl/calibrated/256 must be a number > 0 or null (got nothing)"),
+    (_set("cells", "group4", "clocks", value={}), "cells/group4/clocks/progress must be"),
+    (_set("cells", "group16", "clocks", "progress", "raw", "64", value="123"),
+     "cells/group16/clocks/progress/raw/64 must be a number > 0 or null (got '123')"),
+    (_set("cells", "lr_double", "clocks", "null", "calibrated", "1024", value=-5.0),
+     "cells/lr_double/clocks/null/calibrated/1024 must be a number > 0 or null (got -5.0)"),
+    (_set("cells", "lr_double", "clocks", "null", "raw", "64", value=0),
+     "raw/64 must be a number > 0 or null (got 0)"),
+    (_set("cells", "lr_double", "clocks", "null", "raw", "64", value=True),
+     "raw/64 must be a number > 0 or null (got True)"),
+    (_set("cells", "warmup_seed1", "clocks", "entropy", "raw_exponent", value="0.5"),
+     "entropy/raw_exponent must be a number or null (got '0.5')"),
+    (_set("cells", "lr_double", "clocks", "null", "raw", "64", value=10**400),
+     "raw/64 must be a number > 0 or null (got 1000"),  # past float64: refused, not raised
+    (_set("within", value="0.2"), "within must be a number in (0, 1) (got '0.2')"),
+    (_set("within", value=10**400), "within must be a number in (0, 1) (got 1000"),
+    (_set("within", value=1.0), "within must be a number in (0, 1) (got 1.0)"),
+    (_set("within", value=0), "within must be a number in (0, 1) (got 0)"),
+    (_del("theory"), "theory must be present"),
+    (_set("cells", value=[]), "cells must be an object"),
+]
+
+
+@pytest.mark.parametrize("how, says", SPOILED)
+def test_a_spoiled_predictions_file_is_refused_in_one_line_naming_the_key(tmp_path, how, says):
+    path = tmp_path / "pred.json"
+    path.write_text(json.dumps(spoiled(how)))
+    st = overridden(ps.Config(predictions_file=str(path)), ps.PRESETS["prereg"][1])
+    with pytest.raises(ValueError) as e:
+        st.check(None, PolicyConfig(), None)
+    msg = str(e.value)
+    assert says in msg and msg.startswith("predictions_file: ") and "\n" not in msg, msg
+
+
+def test_the_schema_takes_the_committed_file_and_unreached_clocks():
+    st = overridden(ps.Config(), ps.PRESETS["prereg"][1])
+    prereg.validate(committed(), st)  # what --predict wrote is accepted
+    none = spoiled(_set("cells", "group4", "clocks", "kl", "raw", "1024", value=None))
+    prereg.validate(none, st)  # a clock the theory does not reach: null
+    extra = spoiled(_set("cells", "lr_half", "clocks", "kl", "raw", "128", value="x"))
+    prereg.validate(extra, st)  # a batch outside the design is never read
+
+
+def test_two_presets_that_set_one_field_are_refused_not_merged(tmp_path):
+    """Each preset's overrides (by hand): --quick and --predict both set the sweep (quick's
+    would be dropped silently), --predict and --prereg the parts."""
+    new = ["--predictions-file", str(tmp_path / "new.json")]
+    with pytest.raises(ValueError, match=r"^--quick and --predict cannot be given together "
+                                         r"\(both set sweep\): drop one of them$"):
+        parse(["--quick", "--predict", *new])
+    with pytest.raises(ValueError, match=r"^--predict and --prereg .* \(both set parts\)"):
+        parse(["--prereg", "--predict", *new])
+    assert parse(["--predict", *new])[3].parts == ("predict",)
 
 
 def test_predict_or_prereg_run_alone():
@@ -165,3 +259,40 @@ def test_the_committed_predictions_are_for_the_design_prereg_runs():
     assert set(pred["cells"]) == set(prereg.UNSEEN)
     for cell in pred["cells"].values():
         assert set(cell["clocks"]) == set(CLOCKS)
+
+
+def _spoiled_file(tmp_path) -> str:
+    path = tmp_path / "spoiled.json"
+    path.write_text(json.dumps(spoiled(_set("within", value="0.2"))))
+    return str(path)
+
+
+# issue 55: each of these ran cells (up to 179 s) and then exited 3 with an exception's name
+REFUSED = [
+    (lambda t: ["--predict", "--predictions-file", "/proc/x/p.json"],
+     "the folder of --predictions-file must be a folder this process can write in"),
+    (lambda t: ["--prereg", "--predictions-file", PREDICTIONS, "--measured-file",
+                "/proc/x/m.json"],
+     "the folder of --measured-file must be a folder this process can write in"),
+    (lambda t: ["--prereg", "--predictions-file", _spoiled_file(t), "--measured-file",
+                str(t / "m.json")], "within must be a number in (0, 1) (got '0.2')"),
+    (lambda t: ["--predict", "--prereg"], "--predict and --prereg cannot be given together"),
+    (lambda t: ["--early-samples", "4096", "--budget", "256", "--batches", "64", "128"],
+     "early_samples must be <= 256"),
+]
+
+
+@pytest.mark.parametrize("argv, says", REFUSED, ids=("predictions_file", "measured_file",
+                                                     "within", "predict_prereg", "early"))
+def test_the_issues_cases_exit_2_in_one_line_before_any_cell(tmp_path, argv, says):
+    import subprocess
+    import sys
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", "policy_study.py"),
+                        *argv(tmp_path), "--out", str(out), "--no-figure"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and says in lines[0], p.stderr
+    assert "Traceback" not in p.stderr
+    # no cell started (each prints its start) and nothing was written
+    assert not p.stdout and not out.exists() and not (tmp_path / "m.json").exists()

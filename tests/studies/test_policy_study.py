@@ -158,6 +158,28 @@ def test_the_figure_draws_when_no_clock_was_reached(tmp_path):
     study_figure(out).savefig(tmp_path / "f.png")
 
 
+@pytest.mark.parametrize("parts", [("rules",), ("prereg",)])
+def test_early_samples_past_the_shortest_runs_end_is_refused_before_any_cell(parts, tmp_path):
+    """By hand: budget 1000 at batch 256 is 3 updates, 768 responses (at 64: 15, 960), so the
+    last checkpoint of the shortest run is at 768; at 769 the early accuracy would be read at
+    the first checkpoint instead (issue 55: --early-samples 4096 --budget 256 was taken)."""
+    from twoclock.models import MODELS
+    from twoclock.config import SweepConfig
+    pred = tmp_path / "p.json"
+    sweep = SweepConfig(batches=(64, 256), lr0s=(1e-4,), seeds=2, budget=1000)
+    if parts == ("prereg",):  # a valid predictions file for this design, so that only the
+        from twoclock.studies.policy_study import prereg  # early samples are refused
+        d = prereg.design(ps.Config(sweep=sweep, early_samples=1))
+        clock = {"raw": {"64": 1.0, "256": 2.0}, "calibrated": {"64": 1.0, "256": None}}
+        pred.write_text(json.dumps({"design": d, "within": 0.2, "theory": "", "cells": {
+            n: {"clocks": dict.fromkeys(THEORY_CLOCKS, clock)} for n in prereg.UNSEEN}}))
+    st = lambda n: ps.Config(sweep=sweep, early_samples=n, parts=parts,
+                             predictions_file=str(pred))
+    st(768).check(MODELS["policy"], PolicyConfig(), None)
+    with pytest.raises(ValueError, match=r"^early_samples must be <= 768, .* \(got 769\)$"):
+        st(769).check(MODELS["policy"], PolicyConfig(), None)
+
+
 @pytest.mark.parametrize("flags,name", [(["--clip-lr-factor", "0"], "clip_lr_factor"),
                                         (["--clip-lr-factor", "nan"], "clip_lr_factor"),
                                         (["--seeds", "1"], "seeds"),

@@ -8,6 +8,7 @@ from dataclasses import fields, is_dataclass
 import os
 import sys
 
+from twoclock.atomic import check_file
 from twoclock.cli.common import (OneLineParser, add_output_args, guard, model_config,
                                  parsed, publish)
 from twoclock.cli.engine_flags import (add_engine_args, add_max_lanes, check_engine_args,
@@ -133,8 +134,7 @@ def parse(study: Study, argv, prog: str) -> tuple:
     elif engine:  # {"max_lanes": the study's default}: the engine flag it offers
         add_max_lanes(o, engine["max_lanes"])
     ns = p.parse_args(argv)
-    preset = {k: v for name, (_, over) in declared(study, "PRESETS", {}).items()
-              if getattr(ns, name) for k, v in over.items()}
+    preset = presets_given(study, ns)
     if many:
         panels = _panels(study, ns, models, one)
         model_cfg = panels[0][1] if one is not None else None
@@ -147,7 +147,24 @@ def parse(study: Study, argv, prog: str) -> tuple:
         check_engine_args(ns)
     if hasattr(cfg, "check"):
         cfg.check(one, model_cfg, opt)
+    for what, path in (cfg.outputs() if hasattr(cfg, "outputs") else {}).items():
+        check_file(path, what)  # the study's own files, writable before any work
     return one, model_cfg, opt, cfg, ns
+
+
+def presets_given(study: Study, ns) -> dict:
+    """The config overrides of the presets given (--NAME); two that set the same field are
+    refused (ValueError), rather than one silently dropping the other's."""
+    out, by = {}, {}
+    for name, (_, over) in declared(study, "PRESETS", {}).items():
+        if getattr(ns, name):
+            both = [k for k in over if k in out and out[k] != over[k]]
+            if both:
+                raise ValueError(f"--{by[both[0]]} and --{name} cannot be given together (both "
+                                 f"set {', '.join(both)}): drop one of them")
+            out.update(over)
+            by.update(dict.fromkeys(over, name))
+    return out
 
 
 def _panels(study: Study, ns, models, one) -> tuple:

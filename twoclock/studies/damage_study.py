@@ -120,11 +120,16 @@ class Config(SweepView):
                 "seed": self.seed, "max_lanes": max_lanes}
 
     def check(self, model, base, opt) -> None:
-        """Every cell's configs and batches (ValueError) before any cell runs."""
+        """Every cell's configs and batches, and the fixed responses within what every run
+        reaches (ValueError), before any cell runs."""
         del opt
         for _, cfg, _, sweep in cells(self, base):
             for b in sweep.batches:
                 model.describe_batch(cfg, b)
+        # the shift is read at each fixed response count between the checkpoints around it:
+        # past the shortest run's last one it would be that checkpoint's, read as later
+        self.require_reached("fixed_responses", max(self.fixed_responses),
+                             self.fixed_responses)
 
     def output_name(self, model, given) -> str:
         """damage_study[_quick]."""

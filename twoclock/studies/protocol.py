@@ -23,6 +23,8 @@ line reads them, the study's functions need not):
     OUTPUT: the output name, OUT/<OUTPUT>.json (default: the study's name), or a method
         output_name(model, given) -> name (given: the fields and presets given)
     check(model, model_cfg, opt): ValueError before any work
+    outputs() -> {flag: path}: the files the study writes besides its JSON, checked writable
+        (`twoclock.atomic.check_file`) with its check, before any work
     MODEL_FLAGS = False: no --model, optimizer or model flags; SKIP_OPTIM, SKIP_MODEL: the
         optimizer's and model's fields the study sets itself
     ENGINE_FLAGS = True: offer the engine flags (--store, --resume, --max-lanes, ...); or
@@ -36,6 +38,8 @@ from dataclasses import field, fields, replace
 import sys
 from types import MappingProxyType
 from typing import Callable, Mapping, NamedTuple
+
+from twoclock.config import require
 
 _EMPTY = MappingProxyType({})
 
@@ -69,6 +73,18 @@ class SweepView:
     budget = property(lambda self: self.sweep.budget)
     lr0 = property(lambda self: self.sweep.lr0s[0])
     seed = property(lambda self: self.sweep.seed)
+
+    @property
+    def reach(self) -> int:
+        """The responses every run reaches: a run at batch B stops after budget // B updates,
+        so the shortest spends min over B of B x (budget // B) (its last checkpoint)."""
+        return min(b * (self.budget // b) for b in self.batches)
+
+    def require_reached(self, name: str, most: int, value) -> None:
+        """ValueError naming `name` unless most (its largest response count) <= `reach`."""
+        require(most <= self.reach, name, f"<= {self.reach}, the responses every run reaches "
+                f"(budget {self.budget} in whole updates of batches {tuple(self.batches)})",
+                value)
 
 
 def overridden(cfg, overrides: Mapping):

@@ -136,8 +136,9 @@ class Config(SweepView):
                 "max_lanes": max_lanes}
 
     def check(self, model, base, opt) -> None:
-        """Before any cell runs: every cell's configs and batches, and the pre-registered
-        test's files (ValueError)."""
+        """Before any cell runs: every cell's configs and batches, early_samples within what
+        every run reaches, and the pre-registered test's files: the predictions file read and
+        checked against its schema (`prereg.validate`) (ValueError)."""
         del opt
         if self.parts == ("predict",):
             # a pre-registration is never rewritten: the file is committed before the runs
@@ -148,6 +149,17 @@ class Config(SweepView):
             read_predictions(self)
         else:
             check_cells(model, self, base)
+        # early held-out accuracy is read at the first checkpoint at or past early_samples
+        # responses: past the shortest run's last one there is none (and the first checkpoint
+        # would be read instead)
+        self.require_reached("early_samples", self.early_samples, self.early_samples)
+
+    def outputs(self) -> dict:
+        """The files the study writes besides its JSON ({flag: path}), checked writable before
+        any work: the predictions file of --predict, the measured file of --prereg."""
+        if self.parts == ("predict",):
+            return {"--predictions-file": self.predictions_file}
+        return {"--measured-file": self.measured_file} if self.parts == ("prereg",) else {}
 
     def output_name(self, model, given) -> str:
         """policy_study[_quick][_<parts>]: the parts in the name only where they were given."""
@@ -163,18 +175,16 @@ QUICK = overridden(Config(), QUICK_OVERRIDES)
 
 def read_predictions(st: Config) -> dict:
     """The predictions file prereg compares with (ValueError in one line: missing, not JSON, or
-    made for another design)."""
+    not the schema `prereg.validate` states for the study's design)."""
     path = st.predictions_file
     require(os.path.isfile(path), "predictions_file", "an existing file written by --predict",
             path)
     try:
         with open(path) as f:
             pred = json.load(f)
-        made_for = pred["design"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # (RecursionError: nested too deep)
         raise ValueError(f"predictions_file: {path} is not a predictions file ({e})") from None
-    require(made_for == prereg.design(st), "the study's design",
-            f"the one the predictions were made for, {made_for}", prereg.design(st))
+    prereg.validate(pred, st)
     return pred
 
 

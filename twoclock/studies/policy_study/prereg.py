@@ -21,7 +21,7 @@ import numpy as np
 
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
 from twoclock.analysis.paired import finite_or_none, paired_ci
-from twoclock.config import OptimConfig
+from twoclock.config import OptimConfig, finite, require
 from twoclock.models.policy import adam_noise
 from twoclock.models.policy.predict import measured_exponent
 from twoclock.studies.policy_study.cells import with_overrides
@@ -41,6 +41,63 @@ def design(st) -> dict:
     """What the predictions are for: the fields of the study's config the cells are built from."""
     return {"batches": sorted(int(b) for b in st.batches), "seeds": st.seeds,
             "budget": st.budget, "lr0": st.lr0, "seed": st.seed, "n_ckpt": st.n_ckpt}
+
+
+class _Missing:
+    def __repr__(self):
+        return "nothing"
+
+
+MISSING = _Missing()  # a key the predictions file does not have
+
+
+def _at(pred, path: tuple):
+    """pred[path[0]][path[1]]... (MISSING where a key is absent or its parent not an object)."""
+    for k in path:
+        pred = pred.get(k, MISSING) if isinstance(pred, dict) else MISSING
+    return pred
+
+
+def _real(v) -> bool:
+    """A finite number in float64 (an integer of 400 digits is not)."""
+    try:
+        return finite(v)
+    except OverflowError:
+        return False
+
+
+def validate(pred, st) -> None:
+    """The predictions file's schema, before any cell runs (ValueError in one line naming the
+    key): an object made for the study's design, `within` a number in (0, 1), `theory` a
+    string, and per unseen cell and clock the raw and calibrated clocks at every batch of the
+    design, each a number > 0 or null (not reached), their exponents numbers or null."""
+    def check(path: tuple, ok, allowed: str):
+        v = _at(pred, path)
+        if not ok(v):
+            raise ValueError(f"predictions_file: {'/'.join(path) or 'the file'} must be "
+                             f"{allowed} (got {v!r:.60})")
+    obj = lambda v: isinstance(v, dict)
+    check((), obj, "a JSON object")
+    for key in ("design", "within", "theory", "cells"):
+        check((key,), lambda v: v is not MISSING, "present (a file written by --predict)")
+    require(pred["design"] == design(st), "the study's design",
+            f"the one the predictions were made for, {pred['design']!r:.200}", design(st))
+    check(("within",), lambda v: _real(v) and 0 < v < 1, "a number in (0, 1)")
+    check(("theory",), lambda v: isinstance(v, str), "a string")
+    check(("cells",), obj, "an object {cell: ...}")
+    for name in UNSEEN:
+        check(("cells", name), obj, "an object (an unseen cell of the design)")
+        check(("cells", name, "clocks"), obj, "an object {clock: ...}")
+        for c in DIRECTION:
+            where = ("cells", name, "clocks", c)
+            check(where, obj, "an object {raw, calibrated, ...}")
+            for kind in ("raw", "calibrated"):
+                check((*where, kind), obj, "an object {batch: clock}")
+                for b in map(str, st.batches):
+                    check((*where, kind, b), lambda v: v is None or (_real(v) and v > 0),
+                          "a number > 0 or null")
+                check((*where, f"{kind}_exponent"),
+                      lambda v: v is None or v is MISSING or _real(v), "a number or null")
 
 
 def cell_config(base, name: str):
@@ -164,7 +221,7 @@ def compare(pred: dict, cells_per_seed: dict) -> dict:
     return out
 
 
-__all__ = ["UNSEEN", "DIRECTION", "WITHIN", "design", "cell_config", "cells", "theory",
+__all__ = ["UNSEEN", "DIRECTION", "WITHIN", "design", "validate", "cell_config", "cells", "theory",
            "calibrate", "predictions", "compare", "median_of", "exponent_of"]
 
 
