@@ -35,8 +35,8 @@ def _fake(monkeypatch, first=0.9, stop_at=None):
         s = np.linspace(budget / n_ckpt, budget, n_ckpt)
         k = 1 + cfg.dim / 1000
         ck = [{"samples": np.broadcast_to(s, (1, seeds, n_ckpt)),
-               "progress_frac": np.broadcast_to(first * np.exp(-3 * k * (1 + b / (b + 32)) * s / budget),
-                                                (1, seeds, n_ckpt)),
+               "progress_frac": np.broadcast_to(
+                   first * np.exp(-3 * k * (1 + b / (b + 32)) * s / budget), (1, seeds, n_ckpt)),
                "drift": np.broadcast_to(2 * k * s / budget, (1, seeds, n_ckpt))}
               for b in batches]
         return SimpleNamespace(batches=tuple(batches), ckpt=ck,

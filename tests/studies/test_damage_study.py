@@ -166,7 +166,7 @@ def test_the_preregistered_file_is_what_the_study_reports_and_runs():
     with open(os.path.join(ROOT, "docs", "preregistered", "damage_predictions.json")) as f:
         pre = json.load(f)
     assert pre["predictions"] == json.loads(json.dumps(ds.PREDICTIONS))
-    assert pre["config"] == json.loads(json.dumps(ds.Config().as_dict(ds.MAX_LANES)))
+    assert pre["config"] == json.loads(json.dumps(ds.Config().as_dict(ds.CELL_LANES)))
 
 
 def test_the_cells_are_the_deployment_regime_with_every_update_a_checkpoint():

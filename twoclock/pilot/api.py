@@ -55,8 +55,8 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
                                  ("samples_from_step", samples_from_step)) if v}
     return logs_plan(source, progress, failures, predict=predict, margin=margin, level=level,
                      smoothing=smoothing, columns=_items(columns), clip=clip,
-                     clip_bind=clip_bind, clip_steps=clip_steps, forms=_items(forms), restarts=restarts,
-                     **reading)
+                     clip_bind=clip_bind, clip_steps=clip_steps, forms=_items(forms),
+                     restarts=restarts, **reading)
 
 
 __all__ = ["plan_logs", "LogsPlan"]

@@ -58,9 +58,9 @@ def _columns(source) -> dict:
 
 def table_rows(source) -> tuple:
     """(header, [(line, {column: cell})], places) of a table in memory: row i is line i (the
-    plan's `line` of a crossing is its row), places[i] names it ('table row i'); rows whose every cell is empty are skipped, as a
-    CSV's blank lines are. PilotError for a column name that is not a string, or columns of
-    different lengths."""
+    plan's `line` of a crossing is its row), places[i] names it ('table row i'); rows whose
+    every cell is empty are skipped, as a CSV's blank lines are. PilotError for a column name
+    that is not a string, or columns of different lengths."""
     cols = _columns(source)
     head = tuple(cols)
     for h in head:

@@ -42,7 +42,7 @@ from twoclock.models.policy.dynamics import setup
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.policy_study.answers import exponent_ci
 from twoclock.studies.policy_study.cells import rules as lr_rules
-from twoclock.studies.protocol import Engine, Study, SweepView, nested
+from twoclock.studies.protocol import CELL_LANES, CellsView, Engine, Study, nested
 
 MODELS = ("policy",)
 RULES = ("sqrt", "fixed")
@@ -69,7 +69,6 @@ PREDICTIONS = {
 }
 
 
-MAX_LANES = 8  # runs per compiled chunk, unless --max-lanes says otherwise
 # the cells' grid: batches x one lr0 x seeds (each cell sets its lr0 and checkpoints)
 SWEEP = SweepConfig(batches=(64, 256, 1024), lr0s=(1e-4,), seeds=16, budget=32_768, seed=0)
 QUICK_OVERRIDES = {"sweep": {"batches": (64, 1024), "seeds": 4, "budget": 8192},
@@ -79,12 +78,10 @@ PRESETS = {"quick": ("batches 64 and 1024, 4 seeds, 8192 responses, sqrt rule on
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(SweepView):
+class Config(CellsView):
     """The study's cells: batches, seeds, budget, the learning rate and the deployment regime."""
     SCRIPT = "damage_study.py"
-    MODEL_FLAGS = False  # the cells set the model's and the optimizer's configs
     PRESETS = PRESETS
-    ENGINE_FLAGS = {"max_lanes": MAX_LANES}  # the engine's runs per compiled chunk
     rules: tuple = param(RULES, "learning-rate rules: sqrt | fixed")
     end_b: float = param(DEPLOY["warmup"].end_b, "warm-up: fraction of labels ending in END_B "
                                                  "(the form the deployment grader rejects)")
@@ -308,7 +305,7 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     """Each rule's cell through run_sweep (resumable from its store under engine.store), then
     the answers."""
     del opt
-    lanes = engine.max_lanes or MAX_LANES
+    lanes = engine.max_lanes or CELL_LANES
     out, t0 = {"study": st.as_dict(lanes), "predictions": PREDICTIONS, "cells": {}}, \
         time.perf_counter()
     for name, cfg, opt_, sweep, res, secs in run_cells(

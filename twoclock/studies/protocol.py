@@ -87,6 +87,17 @@ class SweepView:
                 value)
 
 
+CELL_LANES = 8  # a study of cells: runs per compiled chunk, unless --max-lanes says otherwise
+
+
+class CellsView(SweepView):
+    """A study of cells (the policy and damage studies): each cell sets its own model and
+    optimizer configs, so the command offers no --model or optimizer flags, and the cells run
+    at the engine's --max-lanes, CELL_LANES unless given."""
+    MODEL_FLAGS = False
+    ENGINE_FLAGS = {"max_lanes": CELL_LANES}
+
+
 def overridden(cfg, overrides: Mapping):
     """cfg with overrides (a preset's), a nested config's given as {field: value} of it."""
     return replace(cfg, **{k: replace(getattr(cfg, k), **v) if isinstance(v, Mapping) else v
