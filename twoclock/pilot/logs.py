@@ -38,10 +38,20 @@ from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
 from twoclock.pilot.result import LogsPlan, to_json
 
 
+# what a plan with no --failure condition says of itself (plan.json's `progress_only`)
+PROGRESS_ONLY = ("progress-only plan: no --failure condition, so no failure clock and no "
+                 "margin; every batch counts as safe, and the recommendation is the batch (and "
+                 "small-then-large schedule) that reaches the target in the least samples, or "
+                 "seconds where step times are logged")
+
+
 def _runs(logs, prog, fail, source):
     """PilotRuns for one failure condition: runs that reached the target, failure censored at
-    the last logged sample of its metric."""
+    the last logged sample of its metric; fail None (a progress-only plan): no run fails and
+    none has a length that bounds a failure."""
     keep = [i for i, c in enumerate(prog) if c.crossed]
+    if fail is None:
+        fail = [Clock(math.inf, False, None)] * len(prog)
     take = lambda f: np.array([f(i) for i in keep], np.float64)
     return PilotRuns(take(lambda i: logs.runs[i].batch), take(lambda i: logs.runs[i].lr),
                      take(lambda i: prog[i].samples),
@@ -81,13 +91,21 @@ def _estimates(outs) -> tuple:
     return est, which
 
 
+def _text(f):
+    """A failure condition's text; None for a progress-only plan's (no condition)."""
+    return None if f is None else f.text
+
+
 def _predictions(outs, fcs) -> list:
-    """The first plan's predictions, each with the earliest predicted failure clock."""
+    """The first plan's predictions, each with the earliest predicted failure clock (a
+    progress-only plan's: none, and no bound on a failure)."""
     out = []
     for j, p in enumerate(outs[0].predictions):
         k = _earliest(outs, j, "predictions", lambda x: x.failure_samples["median"])
-        out.append({**replace(p, failure_samples=outs[k].predictions[j].failure_samples)
-                    .to_json(), "failure_clock": fcs[k].text})
+        p = replace(p, failure_samples=outs[k].predictions[j].failure_samples)
+        if fcs[k] is None:
+            p = replace(p, no_failure_before=None)
+        out.append({**p.to_json(), "failure_clock": _text(fcs[k])})
     return out
 
 
@@ -97,7 +115,7 @@ def _recommendation(est, margin: float, objective: str, fcs) -> dict:
     fit_only = pilot.recommend([replace(e, progress=e.progress_fit, failure=e.failure_fit)
                                 for e in est], margin, rec.objective, schedules=False)
     return {**replace(rec, fit_only_constant=fit_only.constant).to_json(),
-            "failure_clocks": [f.text for f in fcs]}
+            "failure_clocks": [f.text for f in fcs if f is not None]}
 
 
 def _run_rows(rows, logs, prog, fcs, fails) -> list:
@@ -157,8 +175,6 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     clock's form chosen by the user; `reading`: how to read a trainer's own files (preset,
     batch, lr: reader.read_logs)."""
     pilot.check_settings(predict, margin, level)
-    if not failures:
-        raise PilotError("--failure: give at least one failure condition (e.g. 'kl>=0.5')")
     if not (0 < clip_bind < 1):
         raise PilotError(f"--clip-bind: must be in (0, 1), a share of tokens (got {clip_bind:g})")
     if clip_steps not in clipping.STEPS:
@@ -173,25 +189,28 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     prog = clocks(logs, pc, how)
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{logs.source} (logged curves)"
-    outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level, chosen.get(f.text))
-            for f, fl in zip(fcs, fails)]
-    first = outs[0]
+    # no failure condition: one plan of the progress clock alone (PROGRESS_ONLY)
+    plans = list(zip(fcs, fails)) or [(None, None)]
+    outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level,
+                       chosen.get(_text(f))) for f, fl in plans]
+    first, conds = outs[0], [f for f, _ in plans]
     est, which = _estimates(outs)
-    predictions = _predictions(outs, fcs)
+    predictions = _predictions(outs, conds)
     # the plan's one failure fit: the condition that fails first at the largest batch
-    last = [f.text for f in fcs].index(predictions[-1]["failure_clock"])
+    last = [_text(f) for f in conds].index(predictions[-1]["failure_clock"])
     return LogsPlan(
         clip_onset=None if not clip else clipping.clip_onset(
             logs.runs, prog, clip, clip_bind, [p["batch"] for p in predictions],
             first.fit.rule, clip_steps, level),
         predictions=tuple(predictions),
         critical_batch=first.critical_batch,  # every plan: the same progress
-        failure_exponent={**outs[last].failure_exponent.to_json(), "clock": fcs[last].text},
+        failure_exponent={**outs[last].failure_exponent.to_json(), "clock": _text(conds[last]),
+                          **({} if fcs else {"reading": "no failure condition given"})},
         recommendation=_recommendation(est, margin, first.recommendation.objective, fcs),
         fit=replace(first.fit, failure=outs[last].fit.failure,
                     failure_form=outs[last].fit.failure_form),
         curves=replace(first.curves, failure_samples=outs[last].curves.failure_samples),
-        estimates=tuple({**e.to_json(), "failure_clock": fcs[k].text}
+        estimates=tuple({**e.to_json(), "failure_clock": _text(conds[k])}
                         for e, k in zip(est, which)),
         runs=tuple(_run_rows(first.runs, logs, prog, fcs, fails)),
         source=source,
@@ -205,7 +224,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
             "no_failure_before": [{"batch": p.batch, "samples": p.no_failure_before}
                                   for p in o.predictions],
             **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)),
-        logs=_logs_block(logs.source, logs, how, pc, prog, fcs, fails))
+        logs=_logs_block(logs.source, logs, how, pc, prog, fcs, fails),
+        progress_only=None if fcs else PROGRESS_ONLY)
 
 
 def _failed(runs, crossings) -> dict:
@@ -224,7 +244,7 @@ def table(out: dict) -> str:
     lg = out["logs"]
     lvl = round(100 * out["fit"]["level"])
     lines = [f"logs: {lg['path']}: {lg['runs']} runs; progress {lg['progress']}, failure "
-             + ", ".join(lg["failures"]) + "; first logged crossing, linear in samples"
+             + (", ".join(lg["failures"]) or "none") + "; first logged crossing, linear in samples"
              + ("" if lg["smoothing"] is None else
                 f", after {lg['smoothing']['kind']} smoothing over {lg['smoothing']['samples']:g}"
                 " samples")]
@@ -237,9 +257,12 @@ def table(out: dict) -> str:
             f"{100 * f:.0f}% of the clock ({c})" for c, f in coarse.items()) + "; on a loss "
             "falling 20x to its target linear interpolation is ~1% late at 20% and ~6% at 50% "
             "(docs/plan.md): log more often")
+    if out.get("progress_only"):
+        lines.append("  " + out["progress_only"])
     lines.append(report.table(out))
-    lines += ["", f"failure clocks, one fit each (samples, {lvl}% CI); the recommendation uses "
-              "the earliest at each batch:"]
+    if out["failures"]:
+        lines += ["", f"failure clocks, one fit each (samples, {lvl}% CI); the recommendation "
+                  "uses the earliest at each batch:"]
     for f in out["failures"]:
         fe = f["failure_exponent"]
         q = "no fit" if fe["value"] is None else \
