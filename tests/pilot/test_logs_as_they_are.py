@@ -66,3 +66,74 @@ def test_a_plan_with_a_failure_condition_says_nothing_of_progress_only(path):
     alone = pl.plan_logs(path, "acc>=1", [])
     assert [r["progress_samples"] for r in out["runs"]] == \
         [r["progress_samples"] for r in alone["runs"]]
+
+
+# the smallest pilot, B 4, is past acc >= 1 at its first logged point (100 / 60 >= 1)
+FIRST = ("z", 4, 0.00707106781, 60, 5000, 100)
+
+
+def test_a_run_past_the_target_at_its_first_point_is_a_bound_not_a_refusal(tmp_path, capsys):
+    """Before: refused ('already meets --progress ... at its first logged point'). Now its
+    crossing is interval-censored in (0, 100]: left out of the fits, kept as that bound; the
+    other runs' clocks (P) and the plan from them are those of the log without it."""
+    path = _log(tmp_path / "first.csv", PILOTS + [FIRST])
+    assert plan_main("plan_first_point")(["--logs", path, "--progress", "acc>=1", "--failure",
+                                          "kl>=1", "--no-figure", "--out", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "1 runs already met acc>=1 at their first logged point" in text
+    assert "z (B 4) in (0, 100]" in text
+    with open(tmp_path / "plan.json") as f:
+        out = json.load(f)
+    lg = out["logs"]
+    assert lg["progress_first_point"] == [{"run": "z", "batch": 4, "bound": [0.0, 100.0]}]
+    z = next(c for c in lg["curves"] if c["run"] == "z")["acc>=1"]
+    # its first row: after the header and six runs of 80 rows (100 to 8000)
+    assert z["clock"] == 100.0 and z["crossed"] and z["line"] == 1 + 6 * 80 + 1
+    assert {r["run"]: r["progress_samples"] for r in out["runs"]} == pytest.approx(
+        {run: P for run, _, _, P, _, _ in PILOTS}, rel=1e-9)
+    assert lg["progress_censored"] == []
+    # the bracket is the other runs' (100 / 1000), not z's whole (0, 100]
+    assert lg["bracket"]["acc>=1"] == pytest.approx(0.1, rel=1e-9)
+    without = pl.plan_logs(_log(tmp_path / "without.csv"), "acc>=1", ["kl>=1"])
+    for k in ("predictions", "estimates", "critical_batch", "recommendation", "runs"):
+        assert out[k] == without[k], k
+    assert "progress_first_point" not in without["logs"]
+
+
+def test_a_failure_met_at_the_first_point_is_still_refused(tmp_path):
+    """A failure's crossing before the first point is not a bound the failure fit takes."""
+    path = _log(tmp_path / "l.csv", PILOTS[:-1] + [("f", 32, 0.02, 1500, 50, 100)])
+    with pytest.raises(PilotError, match="run 'f' already meets --failure 'kl>=1' at its first"):
+        pl.plan_logs(path, "acc>=1", ["kl>=1"])
+
+
+NEVER = 1e9  # acc = s / 1e9 never reaches 1 within 8000 samples
+
+
+def test_a_target_three_batches_reach_is_planned_from_them(tmp_path):
+    """B 64 never reaches the target: planned from B 8, 16, 32 (as without it), B 64 named."""
+    path = _log(tmp_path / "l.csv", PILOTS + [("g", 64, 0.0282842712, NEVER, 5000, 100)])
+    out = pl.plan_logs(path, "acc>=1", [])
+    assert out["logs"]["progress_censored"] == ["g"]
+    assert [r["run"] for r in out["runs"]] == ["a", "b", "c", "d", "e", "f"]
+    alone = pl.plan_logs(_log(tmp_path / "w.csv"), "acc>=1", [])
+    assert out["critical_batch"] == alone["critical_batch"]
+
+
+def test_a_target_fewer_than_three_batches_reach_is_refused_in_one_line(tmp_path, capsys):
+    """Only B 8 and 16 cross it between logged points; B 4 is past it at its first point and
+    B 32 never reaches it: one line, exit 2, naming each."""
+    pilots = PILOTS[:4] + [(r, b, lr, NEVER, F, s) for r, b, lr, _, F, s in PILOTS[4:]]
+    path = _log(tmp_path / "l.csv", pilots + [FIRST])
+    want = ("--progress 'acc>=1': crossed between logged points at 2 pilot batches (B 8, 16), "
+            "the progress fit needs 3; past it at the first logged point: B 4; never reached: "
+            "B 32")
+    with pytest.raises(PilotError) as e:
+        pl.plan_logs(path, "acc>=1", ["kl>=1"])
+    assert str(e.value) == want
+    with pytest.raises(SystemExit) as e:
+        plan_main("plan_too_few")(["--logs", path, "--progress", "acc>=1", "--no-figure",
+                                   "--out", str(tmp_path)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(want), err

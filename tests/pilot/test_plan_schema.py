@@ -23,9 +23,10 @@ RUNS = {
              "heldout_acc>=0.75", "--failure", "drift>=2", "--failure", "kl>=1.5", "--failure",
              "heldout_acc<=peak-0.1", "--clip", "clip_frac", "--smooth", "ema:100", "--predict",
              "512", "1024"],
-    # a progress-only plan (no failure condition) writes `progress_only`
+    # a progress-only plan (no failure condition) writes `progress_only`; run B64-s0 is past
+    # this target at its first logged point (`logs.progress_first_point`)
     "progress": ["--logs", os.path.join(DATA, "example_pilot_logs.csv"), "--progress",
-                 "heldout_acc>=0.75", "--smooth", "window:200"],
+                 "heldout_acc>=0.54", "--smooth", "window:200"],
 }
 
 

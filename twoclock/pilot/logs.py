@@ -49,7 +49,7 @@ def _runs(logs, prog, fail, source):
     """PilotRuns for one failure condition: runs that reached the target, failure censored at
     the last logged sample of its metric; fail None (a progress-only plan): no run fails and
     none has a length that bounds a failure."""
-    keep = [i for i, c in enumerate(prog) if c.crossed]
+    keep = [i for i, c in enumerate(prog) if c.timed]
     if fail is None:
         fail = [Clock(math.inf, False, None)] * len(prog)
     take = lambda f: np.array([f(i) for i in keep], np.float64)
@@ -121,7 +121,7 @@ def _recommendation(est, margin: float, objective: str, fcs) -> dict:
 def _run_rows(rows, logs, prog, fcs, fails) -> list:
     """The plan's rows of runs (those that reached the target) named, with every failure clock
     and the earliest."""
-    names = [r.name for r, c in zip(logs.runs, prog) if c.crossed]
+    names = [r.name for r, c in zip(logs.runs, prog) if c.timed]
     at = {r.name: i for i, r in enumerate(logs.runs)}
     out = []
     for r, name in zip(rows, names):
@@ -155,8 +155,12 @@ def _logs_block(path, logs, how, pc, prog, fcs, fails) -> dict:
         "runs": len(logs.runs),
         "progress_censored": [r.name for r, c in zip(logs.runs, prog) if not c.crossed],
         "curves": curves,
-        "bracket": {cond.text: max((c.interval / c.samples for c in cl if c.crossed),
-                                   default=None) for cond, cl in conds}}
+        "bracket": {cond.text: max((c.interval / c.samples for c in cl if c.timed),
+                                   default=None) for cond, cl in conds},
+        # runs past the target at their first logged point, only where there are any
+        **({} if not any(c.first for c in prog) else {"progress_first_point": [
+            {"run": r.name, "batch": r.batch, "bound": [0.0, c.samples]}
+            for r, c in zip(logs.runs, prog) if c.first]})}
 
 
 def plan_logs(path, progress: str, failures, *settings, **named) -> dict:
@@ -186,7 +190,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     logs = read_logs(path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs]
                                                + ([clip] if clip else []))),
                      parse_columns(columns), **reading)
-    prog = clocks(logs, pc, how)
+    prog = clocks(logs, pc, how, first_ok=True)
+    _check_reached(logs, prog, pc)
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{logs.source} (logged curves)"
     # no failure condition: one plan of the progress clock alone (PROGRESS_ONLY)
@@ -200,8 +205,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     last = [_text(f) for f in conds].index(predictions[-1]["failure_clock"])
     return LogsPlan(
         clip_onset=None if not clip else clipping.clip_onset(
-            logs.runs, prog, clip, clip_bind, [p["batch"] for p in predictions],
-            first.fit.rule, clip_steps, level),
+            logs.runs, [replace(c, crossed=c.timed) for c in prog], clip, clip_bind,
+            [p["batch"] for p in predictions], first.fit.rule, clip_steps, level),
         predictions=tuple(predictions),
         critical_batch=first.critical_batch,  # every plan: the same progress
         failure_exponent={**outs[last].failure_exponent.to_json(), "clock": _text(conds[last]),
@@ -228,6 +233,22 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
         progress_only=None if fcs else PROGRESS_ONLY)
 
 
+def _check_reached(logs, prog, pc) -> None:
+    """PilotError (one line) where the target's crossing is seen at fewer than three distinct
+    batches (the progress fit's least), naming the batches it was seen at, those past it at
+    their first logged point and those that never reached it."""
+    at = lambda ok: sorted({r.batch for r, c in zip(logs.runs, prog) if ok(c)})
+    timed = at(lambda c: c.timed)
+    if len(timed) >= 3:
+        return
+    first = [b for b in at(lambda c: c.first) if b not in timed]
+    never = [b for b in at(lambda c: not c.crossed) if b not in timed + first]
+    bs = lambda x: "B " + ", ".join(f"{b:g}" for b in x) if x else "none"
+    raise PilotError(f"--progress {pc.text!r}: crossed between logged points at {len(timed)} "
+                     f"pilot batches ({bs(timed)}), the progress fit needs 3; past it at the "
+                     f"first logged point: {bs(first)}; never reached: {bs(never)}")
+
+
 def _failed(runs, crossings) -> dict:
     """{failed_runs, failed}: how many runs met a failure condition, and the run itself where
     only one did (too few for a form: the printout names it)."""
@@ -251,6 +272,12 @@ def table(out: dict) -> str:
     if lg["progress_censored"]:
         lines.append(f"  {len(lg['progress_censored'])} runs never reached {lg['progress']} "
                      "(left out of the fits): " + ", ".join(lg["progress_censored"]))
+    first = lg.get("progress_first_point", [])
+    if first:
+        lines.append(f"  {len(first)} runs already met {lg['progress']} at their first logged "
+                     "point: the crossing lies in (0, first point], left out of the fits, kept "
+                     "as that bound: " + ", ".join(f"{f['run']} (B {f['batch']:g}) in (0, "
+                                                   f"{f['bound'][1]:g}]" for f in first))
     coarse = {c: f for c, f in lg["bracket"].items() if f is not None and f > COARSE}
     if coarse:
         lines.append("  coarse logging: crossings interpolated over up to " + ", ".join(
