@@ -1,8 +1,9 @@
 """plan.json is documented: every key the command writes, in both modes (pilot runs: the
 published table and the example RUNS.csv; logged curves: the example log with a clip metric and
-smoothing), is named in docs/results.md's plan.json section, and every key named there is
-written by one of these plans; the file carries its schema version, the one the section
-states. A key added without its row, or a row left for a key that went, fails here."""
+smoothing, and a progress-only plan), is named in docs/results.md's plan.json section, and
+every key named there is written by one of these plans; the file carries its schema version,
+the one the section states. A key added without its row, or a row left for a key that went,
+fails here."""
 import json
 import os
 import re
@@ -22,6 +23,10 @@ RUNS = {
              "heldout_acc>=0.75", "--failure", "drift>=2", "--failure", "kl>=1.5", "--failure",
              "heldout_acc<=peak-0.1", "--clip", "clip_frac", "--smooth", "ema:100", "--predict",
              "512", "1024"],
+    # a progress-only plan (no failure condition) writes `progress_only`; run B64-s0 is past
+    # this target at its first logged point (`logs.progress_first_point`)
+    "progress": ["--logs", os.path.join(DATA, "example_pilot_logs.csv"), "--progress",
+                 "heldout_acc>=0.54", "--smooth", "window:200"],
 }
 
 

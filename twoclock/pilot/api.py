@@ -34,7 +34,8 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
       mapping {column: sequence} or a pandas DataFrame, with the columns a CSV log has (run,
       batch, lr, samples, the metrics), checked as a CSV is (errors name 'table row N').
     progress: the target, e.g. 'heldout_acc>=0.75'.
-    failures: failure conditions, e.g. ['kl>=1.5', 'heldout_acc<=peak-0.1'] (one string: one).
+    failures: failure conditions, e.g. ['kl>=1.5', 'heldout_acc<=peak-0.1'] (one string: one;
+      none: a progress-only plan, docs/plan.md).
     predict: batches to predict and plan over (default: the pilot batches).
     margin: fraction of the failure clock that must be left at the target; level: of the bands.
     smoothing: 'ema:T' or 'window:W' (samples); columns: {NAME: COLUMN}, e.g. {'samples':

@@ -42,23 +42,35 @@ def crossing(s, v, cond: Condition) -> Crossing:
 @dataclass(frozen=True)
 class Clock:
     """One run's reading of a condition's clock (`twoclock.clock.Clock`): samples (at a
-    censored run's last logged point), and whether it was observed (else censored)."""
+    censored run's last logged point), and whether it was observed (else censored); `first`:
+    met at the first logged point, the crossing only known to lie in (0, samples]."""
     samples: float
     crossed: bool
     line: int | None  # the row where it was first met
     interval: float | None = None  # samples between the logged points it was interpolated in
+    first: bool = False
+
+    @property
+    def timed(self) -> bool:
+        """Whether the crossing was seen between two logged points (a clock the fits use)."""
+        return self.crossed and not self.first
 
 
-def clocks(logs: Logs, cond: Condition, how=None, need_one: bool = True) -> list:
+def clocks(logs: Logs, cond: Condition, how=None, need_one: bool = True,
+           first_ok: bool = False) -> list:
     """The condition's clock in every run; PilotError when a run meets it at its first logged
-    point (no crossing seen: the threshold is too easy, or the logging starts too late), and
-    with need_one when no run meets it at all (a target never reached; a failure no pilot
+    point (no crossing seen: the threshold is too easy, or the logging starts too late) unless
+    first_ok (then its clock is interval-censored in (0, first logged sample]: `Clock.first`),
+    and with need_one when no run meets it at all (a target never reached; a failure no pilot
     shows is censored in every run instead, and the plan bounds it)."""
     out = []
     for r in logs.runs:
         ok = np.isfinite(r.metrics[cond.metric])
         s, v = r.samples_R[ok], smooth(r.samples_R[ok], r.metrics[cond.metric][ok], how)
         at, i = crossing(s, v, cond)
+        if i == 0 and first_ok:
+            out.append(Clock(float(s[0]), True, int(r.line_R[ok][0]), float(s[0]), first=True))
+            continue
         if i == 0:
             raise PilotError(f"{logs.where(r.line_R[ok][0])}, column {cond.metric}: run "
                              f"{r.name!r} already meets {cond.flag} {cond.text!r} at its first "

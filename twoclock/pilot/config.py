@@ -25,7 +25,8 @@ class LogsInput:
                                    "json (or a directory of runs holding one), verl's .jsonl")
     progress: str | None = param(None, "the target, e.g. 'heldout_acc>=0.7'")
     failure: tuple = option((), "a failure clock, e.g. 'kl>=0.5' (repeat for several: each is "
-                                "fitted; the earliest sets the plan)", action="append")
+                                "fitted; the earliest sets the plan; none: a progress-only plan)",
+                  action="append")
     col: tuple = option((), "read NAME (run, batch, lr, samples, a metric) from COLUMN",
                         action="append", metavar="NAME=COLUMN")
     smooth: str | None = option(None, "smooth each curve first (T, W in samples; docs/plan.md "

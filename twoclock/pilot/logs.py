@@ -38,10 +38,20 @@ from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
 from twoclock.pilot.result import LogsPlan, to_json
 
 
+# what a plan with no --failure condition says of itself (plan.json's `progress_only`)
+PROGRESS_ONLY = ("progress-only plan: no --failure condition, so no failure clock and no "
+                 "margin; every batch counts as safe, and the recommendation is the batch (and "
+                 "small-then-large schedule) that reaches the target in the least samples, or "
+                 "seconds where step times are logged")
+
+
 def _runs(logs, prog, fail, source):
     """PilotRuns for one failure condition: runs that reached the target, failure censored at
-    the last logged sample of its metric."""
-    keep = [i for i, c in enumerate(prog) if c.crossed]
+    the last logged sample of its metric; fail None (a progress-only plan): no run fails and
+    none has a length that bounds a failure."""
+    keep = [i for i, c in enumerate(prog) if c.timed]
+    if fail is None:
+        fail = [Clock(math.inf, False, None)] * len(prog)
     take = lambda f: np.array([f(i) for i in keep], np.float64)
     return PilotRuns(take(lambda i: logs.runs[i].batch), take(lambda i: logs.runs[i].lr),
                      take(lambda i: prog[i].samples),
@@ -81,13 +91,21 @@ def _estimates(outs) -> tuple:
     return est, which
 
 
+def _text(f):
+    """A failure condition's text; None for a progress-only plan's (no condition)."""
+    return None if f is None else f.text
+
+
 def _predictions(outs, fcs) -> list:
-    """The first plan's predictions, each with the earliest predicted failure clock."""
+    """The first plan's predictions, each with the earliest predicted failure clock (a
+    progress-only plan's: none, and no bound on a failure)."""
     out = []
     for j, p in enumerate(outs[0].predictions):
         k = _earliest(outs, j, "predictions", lambda x: x.failure_samples["median"])
-        out.append({**replace(p, failure_samples=outs[k].predictions[j].failure_samples)
-                    .to_json(), "failure_clock": fcs[k].text})
+        p = replace(p, failure_samples=outs[k].predictions[j].failure_samples)
+        if fcs[k] is None:
+            p = replace(p, no_failure_before=None)
+        out.append({**p.to_json(), "failure_clock": _text(fcs[k])})
     return out
 
 
@@ -97,13 +115,13 @@ def _recommendation(est, margin: float, objective: str, fcs) -> dict:
     fit_only = pilot.recommend([replace(e, progress=e.progress_fit, failure=e.failure_fit)
                                 for e in est], margin, rec.objective, schedules=False)
     return {**replace(rec, fit_only_constant=fit_only.constant).to_json(),
-            "failure_clocks": [f.text for f in fcs]}
+            "failure_clocks": [f.text for f in fcs if f is not None]}
 
 
 def _run_rows(rows, logs, prog, fcs, fails) -> list:
     """The plan's rows of runs (those that reached the target) named, with every failure clock
     and the earliest."""
-    names = [r.name for r, c in zip(logs.runs, prog) if c.crossed]
+    names = [r.name for r, c in zip(logs.runs, prog) if c.timed]
     at = {r.name: i for i, r in enumerate(logs.runs)}
     out = []
     for r, name in zip(rows, names):
@@ -137,8 +155,12 @@ def _logs_block(path, logs, how, pc, prog, fcs, fails) -> dict:
         "runs": len(logs.runs),
         "progress_censored": [r.name for r, c in zip(logs.runs, prog) if not c.crossed],
         "curves": curves,
-        "bracket": {cond.text: max((c.interval / c.samples for c in cl if c.crossed),
-                                   default=None) for cond, cl in conds}}
+        "bracket": {cond.text: max((c.interval / c.samples for c in cl if c.timed),
+                                   default=None) for cond, cl in conds},
+        # runs past the target at their first logged point, only where there are any
+        **({} if not any(c.first for c in prog) else {"progress_first_point": [
+            {"run": r.name, "batch": r.batch, "bound": [0.0, c.samples]}
+            for r, c in zip(logs.runs, prog) if c.first]})}
 
 
 def plan_logs(path, progress: str, failures, *settings, **named) -> dict:
@@ -157,8 +179,6 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     clock's form chosen by the user; `reading`: how to read a trainer's own files (preset,
     batch, lr: reader.read_logs)."""
     pilot.check_settings(predict, margin, level)
-    if not failures:
-        raise PilotError("--failure: give at least one failure condition (e.g. 'kl>=0.5')")
     if not (0 < clip_bind < 1):
         raise PilotError(f"--clip-bind: must be in (0, 1), a share of tokens (got {clip_bind:g})")
     if clip_steps not in clipping.STEPS:
@@ -170,28 +190,32 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     logs = read_logs(path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs]
                                                + ([clip] if clip else []))),
                      parse_columns(columns), **reading)
-    prog = clocks(logs, pc, how)
+    prog = clocks(logs, pc, how, first_ok=True)
+    _check_reached(logs, prog, pc)
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{logs.source} (logged curves)"
-    outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level, chosen.get(f.text))
-            for f, fl in zip(fcs, fails)]
-    first = outs[0]
+    # no failure condition: one plan of the progress clock alone (PROGRESS_ONLY)
+    plans = list(zip(fcs, fails)) or [(None, None)]
+    outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level,
+                       chosen.get(_text(f))) for f, fl in plans]
+    first, conds = outs[0], [f for f, _ in plans]
     est, which = _estimates(outs)
-    predictions = _predictions(outs, fcs)
+    predictions = _predictions(outs, conds)
     # the plan's one failure fit: the condition that fails first at the largest batch
-    last = [f.text for f in fcs].index(predictions[-1]["failure_clock"])
+    last = [_text(f) for f in conds].index(predictions[-1]["failure_clock"])
     return LogsPlan(
         clip_onset=None if not clip else clipping.clip_onset(
-            logs.runs, prog, clip, clip_bind, [p["batch"] for p in predictions],
-            first.fit.rule, clip_steps, level),
+            logs.runs, [replace(c, crossed=c.timed) for c in prog], clip, clip_bind,
+            [p["batch"] for p in predictions], first.fit.rule, clip_steps, level),
         predictions=tuple(predictions),
         critical_batch=first.critical_batch,  # every plan: the same progress
-        failure_exponent={**outs[last].failure_exponent.to_json(), "clock": fcs[last].text},
+        failure_exponent={**outs[last].failure_exponent.to_json(), "clock": _text(conds[last]),
+                          **({} if fcs else {"reading": "no failure condition given"})},
         recommendation=_recommendation(est, margin, first.recommendation.objective, fcs),
         fit=replace(first.fit, failure=outs[last].fit.failure,
                     failure_form=outs[last].fit.failure_form),
         curves=replace(first.curves, failure_samples=outs[last].curves.failure_samples),
-        estimates=tuple({**e.to_json(), "failure_clock": fcs[k].text}
+        estimates=tuple({**e.to_json(), "failure_clock": _text(conds[k])}
                         for e, k in zip(est, which)),
         runs=tuple(_run_rows(first.runs, logs, prog, fcs, fails)),
         source=source,
@@ -205,7 +229,24 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
             "no_failure_before": [{"batch": p.batch, "samples": p.no_failure_before}
                                   for p in o.predictions],
             **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)),
-        logs=_logs_block(logs.source, logs, how, pc, prog, fcs, fails))
+        logs=_logs_block(logs.source, logs, how, pc, prog, fcs, fails),
+        progress_only=None if fcs else PROGRESS_ONLY)
+
+
+def _check_reached(logs, prog, pc) -> None:
+    """PilotError (one line) where the target's crossing is seen at fewer than three distinct
+    batches (the progress fit's least), naming the batches it was seen at, those past it at
+    their first logged point and those that never reached it."""
+    at = lambda ok: sorted({r.batch for r, c in zip(logs.runs, prog) if ok(c)})
+    timed = at(lambda c: c.timed)
+    if len(timed) >= 3:
+        return
+    first = [b for b in at(lambda c: c.first) if b not in timed]
+    never = [b for b in at(lambda c: not c.crossed) if b not in timed + first]
+    bs = lambda x: "B " + ", ".join(f"{b:g}" for b in x) if x else "none"
+    raise PilotError(f"--progress {pc.text!r}: crossed between logged points at {len(timed)} "
+                     f"pilot batches ({bs(timed)}), the progress fit needs 3; past it at the "
+                     f"first logged point: {bs(first)}; never reached: {bs(never)}")
 
 
 def _failed(runs, crossings) -> dict:
@@ -224,22 +265,31 @@ def table(out: dict) -> str:
     lg = out["logs"]
     lvl = round(100 * out["fit"]["level"])
     lines = [f"logs: {lg['path']}: {lg['runs']} runs; progress {lg['progress']}, failure "
-             + ", ".join(lg["failures"]) + "; first logged crossing, linear in samples"
+             + (", ".join(lg["failures"]) or "none") + "; first logged crossing, linear in samples"
              + ("" if lg["smoothing"] is None else
                 f", after {lg['smoothing']['kind']} smoothing over {lg['smoothing']['samples']:g}"
                 " samples")]
     if lg["progress_censored"]:
         lines.append(f"  {len(lg['progress_censored'])} runs never reached {lg['progress']} "
                      "(left out of the fits): " + ", ".join(lg["progress_censored"]))
+    first = lg.get("progress_first_point", [])
+    if first:
+        lines.append(f"  {len(first)} runs already met {lg['progress']} at their first logged "
+                     "point: the crossing lies in (0, first point], left out of the fits, kept "
+                     "as that bound: " + ", ".join(f"{f['run']} (B {f['batch']:g}) in (0, "
+                                                   f"{f['bound'][1]:g}]" for f in first))
     coarse = {c: f for c, f in lg["bracket"].items() if f is not None and f > COARSE}
     if coarse:
         lines.append("  coarse logging: crossings interpolated over up to " + ", ".join(
             f"{100 * f:.0f}% of the clock ({c})" for c, f in coarse.items()) + "; on a loss "
             "falling 20x to its target linear interpolation is ~1% late at 20% and ~6% at 50% "
             "(docs/plan.md): log more often")
+    if out.get("progress_only"):
+        lines.append("  " + out["progress_only"])
     lines.append(report.table(out))
-    lines += ["", f"failure clocks, one fit each (samples, {lvl}% CI); the recommendation uses "
-              "the earliest at each batch:"]
+    if out["failures"]:
+        lines += ["", f"failure clocks, one fit each (samples, {lvl}% CI); the recommendation "
+                  "uses the earliest at each batch:"]
     for f in out["failures"]:
         fe = f["failure_exponent"]
         q = "no fit" if fe["value"] is None else \

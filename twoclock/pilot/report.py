@@ -94,8 +94,9 @@ def table(out: dict) -> str:
     rec = out["recommendation"]
     unit = "s" if rec["objective"] == "seconds" else "samples"
     c = rec["constant"]
-    lines += ["", f"recommendation (least {rec['objective']} to target, failure clock at least "
-              f"{rec['margin']:g} ahead):"]
+    lines += ["", f"recommendation (least {rec['objective']} to target, " + (
+        "progress only: no failure clock to keep ahead):" if out.get("progress_only") else
+        f"failure clock at least {rec['margin']:g} ahead):")]
     if rec["objective"] == "samples":
         lines.append("  (no seconds_per_update column: samples, not wall-clock time, are "
                      "minimised, which favours the smallest batch)")

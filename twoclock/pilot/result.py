@@ -218,9 +218,13 @@ class LogsPlan(Record):
     source: str
     failures: tuple
     logs: dict
+    progress_only: str | None = None  # with no failure condition: what the plan is then
 
     def to_json(self) -> dict:
-        return {"schema": PLAN_SCHEMA, **super().to_json()}
+        out = {"schema": PLAN_SCHEMA, **super().to_json()}
+        if self.progress_only is None:
+            del out["progress_only"]
+        return out
 
 
 __all__ = ["to_json", "Record", "Rule", "Prediction", "Estimate", "Recommendation",
