@@ -102,7 +102,8 @@ def loo_rate(B_R, predict, measure) -> dict:
         if p is None or m is None:
             continue
         d, r = abs(math.log(b / near)), abs(math.log(far / near))
-        errs.append({"batch": float(b), "error": p[0] - m[0], "noise": None if p[1] is None else math.hypot(p[1], m[1]),
+        errs.append({"batch": float(b), "error": p[0] - m[0],
+                     "noise": None if p[1] is None else math.hypot(p[1], m[1]),
                      "distance": d, "range": r})
         every.append({"batch": float(b), "error": p[0] - m[0]})
     # the whole error, not the part sampling leaves unexplained: subtracting the noise made

@@ -74,6 +74,6 @@ MODEL = Model(
     title="policy (transformer, GRPO)", progress_target=progress_target,
     prepare=prepare, presets={"deploy": DEPLOY}, knobs=knobs)
 
-__all__ = ["MODEL", "DEPLOY", "EXTRA_CLOCKS", "PolicyConfig", "WarmupConfig", "describe_batch", "dynamics",
-           "evaluate", "log_conditions", "net", "predict", "prepare", "progress_target", "setup",
+__all__ = ["MODEL", "DEPLOY", "EXTRA_CLOCKS", "PolicyConfig", "WarmupConfig", "describe_batch",
+           "dynamics", "evaluate", "log_conditions", "net", "predict", "prepare", "progress_target", "setup",
            "surrogate", "task", "warmup"]

@@ -17,5 +17,5 @@ MODEL = Model(
     progress_label="loss / initial loss", quick_codegen_exact=True,
     title="quadratic model (NQM)", phase_boundary=phase_boundary)
 
-__all__ = ["MODEL", "QuadraticConfig", "dynamics", "predict", "phase_boundary", "theory", "spectrum",
-           "noise_variances", "rotation", "initial_offset", "initial_loss"]
+__all__ = ["MODEL", "QuadraticConfig", "dynamics", "predict", "phase_boundary", "theory",
+           "spectrum", "noise_variances", "rotation", "initial_offset", "initial_loss"]
