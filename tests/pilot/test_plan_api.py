@@ -185,3 +185,17 @@ def test_the_readers_options_reach_a_table_in_memory(from_csv):
         twoclock.plan_logs(cols, PROGRESS, FAILURES, predict=[512, 1024])
     with pytest.raises(PilotError, match="--restarts: refuse or keep-last"):
         twoclock.plan_logs(_columns(), PROGRESS, FAILURES, restarts="keep-first")
+
+
+def test_settings_given_as_numpy_numbers_read_as_the_same_numbers(from_csv):
+    """--lr as a mapping of NumPy floats (as a DataFrame or an array gives them): each run's lr
+    read from its glob, the plan the CSV's. A NumPy float's repr ('np.float64(...)') would not
+    parse as a number."""
+    cols = _columns()
+    lr_of = {}
+    for run, lr in zip(cols.pop("run"), cols.pop("lr")):
+        lr_of[run.split("-")[0] + "-*"] = np.float64(lr)
+    runs = _columns()["run"]
+    cols = {"run": runs, **cols}
+    got = twoclock.plan_logs(cols, PROGRESS, FAILURES, predict=[512, 1024], lr=lr_of)
+    _same_plan(got, from_csv)

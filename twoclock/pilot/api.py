@@ -16,7 +16,7 @@ def _items(given) -> list:
     """{KEY: VALUE} as the command line's ['KEY=VALUE', ...] (the same checks); a list of such
     strings as it is."""
     if hasattr(given, "items"):
-        return [f"{k}={v!r}" if isinstance(v, float) else f"{k}={v}" for k, v in given.items()]
+        return [f"{k}={v}" for k, v in given.items()]
     return list(given or ())
 
 
