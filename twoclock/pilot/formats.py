@@ -23,8 +23,8 @@ import re
 from twoclock.pilot import batches, limits, tbfiles
 from twoclock.pilot.plan import PilotError
 
-EXTRA = tbfiles.EXTRA
 RESERVED = ("run", "batch", "lr", "samples")
+
 
 @dataclass(frozen=True)
 class Step:
@@ -48,9 +48,6 @@ class Table:
     path: str
     runs: tuple
     places: tuple  # "FILE line N" / "FILE event K (step S)"
-
-
-unique_keys = limits.unique_keys
 
 
 def read_text(path: str, newline: str | None = None) -> str:
@@ -311,9 +308,10 @@ def _batch(table: Table, r: TRun, batch: dict, src: dict, rx):
     return b
 
 
-def rows(table: Table, columns: dict, batch=None, lr=None, batch_from_name=None):
+def rows(table: Table, columns: dict, batch=None, lr=None, rx=None):
     """(header, rows, columns left) from a Table: rows [(place, {column: raw})] with run, batch,
-    lr, samples filled in; `columns` consumed where they name a run's batch, lr or samples."""
+    lr, samples filled in; `columns` consumed where they name a run's batch, lr or samples; rx:
+    --batch-from-name's compiled pattern (batches.name_pattern)."""
     batch, lr = batch or {}, lr or {}
     names = [r.name for r in table.runs]
     seen = {}
@@ -324,7 +322,6 @@ def rows(table: Table, columns: dict, batch=None, lr=None, batch_from_name=None)
         seen[r.name] = r.source
     for flag, given in (("--batch", batch), ("--lr", lr)):
         batches.check_given(given, names, flag, table.path)
-    rx = batches.name_pattern(batch_from_name)
     src = {name: col for col, name in columns.items() if name in RESERVED}
     if "run" in src:
         raise PilotError(f"--col run={src['run']}: the runs in {table.kind} files are named "
@@ -363,4 +360,4 @@ def rows(table: Table, columns: dict, batch=None, lr=None, batch_from_name=None)
     return head, out, {c: n for c, n in columns.items() if n not in RESERVED}
 
 
-__all__ = ["EXTRA", "RESERVED", "Table", "read_dir", "read_file", "rows", "unique_keys"]
+__all__ = ["RESERVED", "Table", "read_dir", "read_file", "rows"]

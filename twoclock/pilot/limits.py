@@ -70,6 +70,17 @@ def loads(text: str, where: str, hint: str = ""):
             from None
 
 
+def first_repeat(names) -> tuple | None:
+    """(j, i) of the first name that appears again, j < i its two indices; None when every
+    name is distinct (one pass: a header may have MAX_KEYS columns)."""
+    first: dict = {}
+    for i, n in enumerate(names):
+        j = first.setdefault(n, i)
+        if j != i:
+            return j, i
+    return None
+
+
 def listing(names, n: int = 12) -> str:
     """'a, b, c' for an error message, the first n and a count of the rest."""
     names = list(names)
@@ -77,5 +88,5 @@ def listing(names, n: int = 12) -> str:
     return ", ".join(names[:n]) + more
 
 
-__all__ = ["MAX_DEPTH", "MAX_KEYS", "json_depth", "loads", "unique_keys", "listing",
-           "too_many_keys"]
+__all__ = ["MAX_DEPTH", "MAX_KEYS", "json_depth", "loads", "unique_keys", "first_repeat",
+           "listing", "too_many_keys"]

@@ -70,12 +70,11 @@ def _rows(path: str, text: str):
         raise PilotError(f"{path}: empty file (expected a header with {', '.join(REQUIRED)})")
     head = tuple(h.strip() for h in table[0])
     limits.too_many_keys(len(head), f"{path} line 1", "columns")
-    first: dict = {}
-    for i, h in enumerate(head):
-        j = first.setdefault(h, i)
-        if j != i:  # which of two columns is meant? refuse, never guess
-            raise PilotError(f"{path} line 1: column {h!r} appears twice (columns "
-                             f"{j + 1} and {i + 1})")
+    twice = limits.first_repeat(head)
+    if twice:  # which of two columns is meant? refuse, never guess
+        j, i = twice
+        raise PilotError(f"{path} line 1: column {head[i]!r} appears twice (columns "
+                         f"{j + 1} and {i + 1})")
     rows = []
     for ln, row in enumerate(table[1:], start=2):
         if not any(c.strip() for c in row):
@@ -176,19 +175,19 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
         raw = tuple(dict.fromkeys(k for r in table.runs for st in r.steps for k in st.values))
         if preset is not None:
             rename = presets.preset_columns(preset, raw, rename)
-        head, rows, rename = formats.rows(table, rename, batch, lr, batch_from_name)
+        head, rows, rename = formats.rows(table, rename, batch, lr, rx)
     has = set(head)
     for col, name in rename.items():
         if col not in has:
             raise PilotError(f"{top}: --col {name}={col}: no column {col!r} "
                              f"(columns: {limits.listing(head)})")
     named = tuple(rename.get(h, h) for h in head)
-    first: dict = {}
-    for i, n in enumerate(named):
-        j = first.setdefault(n, i)
-        if j != i:  # --col samples=step with a samples column as well
-            raise PilotError(f"{top}: {n!r} is read from two columns "
-                             f"({head[j]!r} and {head[i]!r}); map one with --col")
+    twice = limits.first_repeat(named)
+    if twice:  # --col samples=step with a samples column as well
+        j, i = twice
+        raise PilotError(f"{top}: {named[i]!r} is read from two columns "
+                         f"({head[j]!r} and {head[i]!r}); map one with --col")
+    first = {n: i for i, n in enumerate(named)}
     fill = (_flags_on_rows(first, batch, lr, rx, samples_from_step, path) if table is None
             else set())
     if samples_from_step and samples_from_step not in has:
@@ -211,6 +210,7 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
         raise PilotError(f"{path}: no rows below the header" if table is None else
                          f"{path}: no logged steps")
     by_run: dict = {}
+    filled: dict = {}  # (run, column) -> what --batch / --lr / --batch-from-name give it
     at = lambda ln: f"line {ln}" if not places else places[ln]  # another row: where it is
     for ln, row in rows:
         where = lambda c: f"{_where(path, places, ln)}, column {back.get(c, c)}"
@@ -222,13 +222,16 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
         rec = {"line": ln}
         for c in ("batch", "lr"):
             if c in fill:
-                v = batches.per_run(batch if c == "batch" else lr, run, f"--{c}")
-                v = batches.from_name(rx, run) if v is None and c == "batch" else v
-                if v is None:
-                    raise PilotError(f"{where('run')}: run {run!r} has no {c}: the log has no "
-                                     f"{c} column and no --{c}" + (" or --batch-from-name"
-                                     if c == "batch" else "") + " matches it")
-                rec[c] = v
+                if (run, c) not in filled:  # a run's, not a row's: worked out once
+                    v = batches.per_run(batch if c == "batch" else lr, run, f"--{c}")
+                    v = batches.from_name(rx, run) if v is None and c == "batch" else v
+                    if v is None:
+                        raise PilotError(f"{where('run')}: run {run!r} has no {c}: the log has "
+                                         f"no {c} column and no --{c}" + (
+                                             " or --batch-from-name" if c == "batch" else "")
+                                         + " matches it")
+                    filled[run, c] = v
+                rec[c] = filled[run, c]
             else:
                 rec[c] = _value(get(c), where(c), positive=True)
         rec["samples"] = _value(get("samples"), where("samples"), positive=True, zero_ok=True)
