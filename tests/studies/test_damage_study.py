@@ -13,6 +13,7 @@ import pytest
 from twoclock.config import OptimConfig
 from twoclock.models.policy import PolicyConfig
 from twoclock.studies import damage_study as ds
+from twoclock.studies.protocol import CELL_LANES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 N_BOOT = 2000  # the analysis' bootstrap: [2000, S] rows of rng(0).integers(0, S)
@@ -166,7 +167,7 @@ def test_the_preregistered_file_is_what_the_study_reports_and_runs():
     with open(os.path.join(ROOT, "docs", "preregistered", "damage_predictions.json")) as f:
         pre = json.load(f)
     assert pre["predictions"] == json.loads(json.dumps(ds.PREDICTIONS))
-    assert pre["config"] == json.loads(json.dumps(ds.Config().as_dict(ds.CELL_LANES)))
+    assert pre["config"] == json.loads(json.dumps(ds.Config().as_dict(CELL_LANES)))
 
 
 def test_the_cells_are_the_deployment_regime_with_every_update_a_checkpoint():

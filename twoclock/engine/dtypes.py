@@ -35,7 +35,7 @@ def _cast(v, dt):
 def _lr(opt, lr0: float, batch) -> float:
     """The rule's learning rate at batch in Python floats (inf where it overflows)."""
     try:
-        return opt.lr(lr0, batch) if opt.b0 > 0 else math.inf
+        return opt.lr(lr0, batch)  # (OptimConfig holds b0 > 0)
     except OverflowError:
         return math.inf
 

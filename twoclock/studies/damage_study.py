@@ -42,7 +42,7 @@ from twoclock.models.policy.dynamics import setup
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.policy_study.answers import exponent_ci
 from twoclock.studies.policy_study.cells import rules as lr_rules
-from twoclock.studies.protocol import CELL_LANES, CellsView, Engine, Study, nested
+from twoclock.studies.protocol import CellsView, Engine, Study, nested
 
 MODELS = ("policy",)
 RULES = ("sqrt", "fixed")
@@ -305,7 +305,7 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     """Each rule's cell through run_sweep (resumable from its store under engine.store), then
     the answers."""
     del opt
-    lanes = engine.max_lanes or CELL_LANES
+    lanes = st.lanes(engine)
     out, t0 = {"study": st.as_dict(lanes), "predictions": PREDICTIONS, "cells": {}}, \
         time.perf_counter()
     for name, cfg, opt_, sweep, res, secs in run_cells(

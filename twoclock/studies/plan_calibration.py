@@ -8,13 +8,8 @@ from dataclasses import dataclass, field
 
 from twoclock.config import param, require_int
 from twoclock.studies.planner import calibrate
-from twoclock.studies.plan_check import entry
-from twoclock.studies.protocol import Engine, Study, StudyDefaults
-
-
-def defaults(model):
-    """Offered for the models with pilots to check (`twoclock.studies.plan_check.PILOTS`)."""
-    return None if entry(model) is None else StudyDefaults()
+from twoclock.studies.plan_check import defaults  # offered for the models with pilots
+from twoclock.studies.protocol import Engine, Study
 
 
 @dataclass(frozen=True)

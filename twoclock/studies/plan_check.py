@@ -26,7 +26,6 @@ class PlanCheck(NamedTuple):
     log_conditions: Callable | None = None
 
 
-MODELS = ("quadratic", "bandit", "policy")  # the models with pilots to check
 PILOTS = {
     "quadratic": PlanCheck(lr0=1e-2, pilots=(8, 16, 32, 64), heldout=(128, 256),
                            budget=200_000),
@@ -35,6 +34,7 @@ PILOTS = {
     "policy": PlanCheck(lr0=1e-4, pilots=(32, 64, 128), heldout=(512, 1024), budget=16_384,
                         log_conditions=policy_logs),
 }
+MODELS = tuple(PILOTS)  # the models with pilots to check
 
 
 def entry(model) -> PlanCheck | None:

@@ -87,7 +87,9 @@ class SweepView:
                 value)
 
 
-CELL_LANES = 8  # a study of cells: runs per compiled chunk, unless --max-lanes says otherwise
+# a study of cells: runs per compiled chunk, unless --max-lanes says otherwise (the policy
+# study's numbers in docs/policy.md were run at 8)
+CELL_LANES = 8
 
 
 class CellsView(SweepView):
@@ -96,6 +98,11 @@ class CellsView(SweepView):
     at the engine's --max-lanes, CELL_LANES unless given."""
     MODEL_FLAGS = False
     ENGINE_FLAGS = {"max_lanes": CELL_LANES}
+
+    @staticmethod
+    def lanes(engine) -> int:
+        """The runs per compiled chunk the cells run at: --max-lanes, else CELL_LANES."""
+        return engine.max_lanes or CELL_LANES
 
 
 def overridden(cfg, overrides: Mapping):

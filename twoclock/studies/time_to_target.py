@@ -17,7 +17,7 @@ from twoclock.analysis.throughput import ThroughputModel
 from twoclock.config import (DELTA, LR_RULES, SweepConfig, param, require, require_choice,
                              require_positive)
 from twoclock.engine.sweep import run_sweep
-from twoclock.studies.protocol import Engine, Study, StudyDefaults, nested, per_model
+from twoclock.studies.protocol import Engine, Study, StudyDefaults, SweepView, nested, per_model
 
 # each model's defaults here (flags given win); a model not listed is not offered the study
 DEFAULTS = {"quadratic": StudyDefaults(sweep=dict(batches=(8, 16, 32, 64, 128, 256), seeds=16,
@@ -25,7 +25,7 @@ DEFAULTS = {"quadratic": StudyDefaults(sweep=dict(batches=(8, 16, 32, 64, 128, 2
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(SweepView):
     """The rules compared and how time is counted; the sweep's grid is its batches x (lr0,)."""
     SCRIPT = "time_to_target.py"
     DEFAULTS = DEFAULTS
@@ -46,14 +46,6 @@ class Config:
                 self.lr_rules)
         require(self.delta > 0, "delta", "> 0", self.delta)
         require_positive("responses_per_sample", self.responses_per_sample)
-
-    @property
-    def batches(self) -> tuple:
-        return self.sweep.batches
-
-    @property
-    def lr0(self) -> float:
-        return self.sweep.lr0s[0]
 
 
 def defaults(model):

@@ -45,8 +45,7 @@ from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS,
                                                  borrowed, clock_S, lend, per_seed, rules)
 from twoclock.studies.policy_study.report import report
 from twoclock.studies.assemble import run_cells
-from twoclock.studies.protocol import (CELL_LANES, CellsView, Engine, Study, nested,
-                                       overridden)
+from twoclock.studies.protocol import CellsView, Engine, Study, nested, overridden
 
 MODELS = ("policy",)  # the study's model: its cells are the policy's GRPO settings
 ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registered test
@@ -54,8 +53,6 @@ ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registe
 MAX_SEEDS = 2**31 // (8 * N_BOOT)
 
 
-# runs per compiled chunk unless --max-lanes says otherwise; the study's numbers in
-# docs/policy.md were run at 8
 # the rule cells' grid: batches x one lr0 x seeds (each cell sets its batches, lr0 and seeds)
 SWEEP = SweepConfig(batches=(64, 128, 256, 512, 1024), lr0s=(1e-4,), seeds=16, budget=12_288,
                     seed=0)
@@ -195,7 +192,7 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     if st.parts in ALONE:
         return run_prereg(model, base, st, keep=keep, quiet=quiet, engine=engine)
     log = (lambda m: None) if quiet else print
-    lanes = engine.max_lanes or CELL_LANES
+    lanes = st.lanes(engine)
     out, t0 = {"study": st.as_dict(lanes), "cells": {}}, time.perf_counter()
     loans = borrowed(st)
     lenders = {loan.lender for loan in loans.values()}
@@ -231,7 +228,7 @@ def run_prereg(model, base, st: Config, *, keep=None, quiet: bool = False,
     predict = st.parts == ("predict",)
     pred = None if predict else read_predictions(st)
     names = ("seen",) if predict else tuple(prereg.UNSEEN)
-    lanes = engine.max_lanes or CELL_LANES
+    lanes = st.lanes(engine)
     out, t0 = {"study": st.as_dict(lanes), "cells": {}}, time.perf_counter()
     for name, cfg, opt, sweep, res, secs in run_cells(
             model, prereg.cells(st, base, names), title="policy study, pre-registered",
