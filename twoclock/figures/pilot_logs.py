@@ -56,11 +56,11 @@ def _has_clip(co) -> bool:
     return co is not None and any((p["share"] or 0) > 0 for p in co["runs"])
 
 
-def _onset(a, co, label=True):
+def _onset(a, co):
     """The batch where the clipped share passes its bind level, as a vertical line."""
     if co is not None and co["binds_at"] is not None:
         a.axvline(co["binds_at"], color=OKABE_ITO[5], ls="--", lw=1,
-                  label=f"clipping binds, B ~ {co['binds_at']:.0f}" if label else None)
+                  label=f"clipping binds, B ~ {co['binds_at']:.0f}")
 
 
 def _clip(a, co, colour_of, pred_B, title: str):

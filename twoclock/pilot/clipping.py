@@ -40,7 +40,7 @@ def clip_onset(runs, prog, metric: str, bind: float, pred_B, rule, steps: str = 
     log_move = lambda b, lr: math.log(lr) + (math.log(b) if steps == "per_batch" else 0.0)
     per_run = []
     for r, c in zip(runs, prog):
-        if not c.crossed:
+        if not c.timed:  # never reached, or met at the first logged point: no clock to read at
             continue
         f = _share(r, metric, c.samples)
         per_run.append({"run": r.name, "batch": r.batch, "share": f,

@@ -3,8 +3,7 @@ published GRPO table) or the curves their trainer logged, and the plan's setting
 from dataclasses import dataclass, fields
 
 from twoclock.config import option, param, require_choice
-from twoclock.pilot import logs as pilot_logs, report
-from twoclock.pilot.conditions import parse_per_run
+from twoclock.pilot import api, report
 from twoclock.pilot.presets import PRESETS
 from twoclock.pilot.plan import check_settings
 
@@ -59,7 +58,6 @@ class LogsInput:
                                            metavar="COLUMN")
     restarts: str = param("refuse", "a run that logs a step twice (a resumed run): refuse, or "
                                     "keep-last (the later copy)", choices=("refuse", "keep-last"))
-    READING = ("batch_from_name", "samples_from_step")
 
     RENAME = {"path": "logs"}  # the flag of `path`
 
@@ -96,21 +94,17 @@ class PlanConfig:
 
 
 def plan(cfg: PlanConfig) -> dict:
-    """The plan's JSON: from the logs (pilot.logs.plan_logs) or from RUNS.csv / the published
+    """The plan's JSON: from the logs (pilot.api.plan_logs) or from RUNS.csv / the published
     table (pilot.report.plan_file's Plan.to_json())."""
     predict = cfg.predict or None  # none given: the pilot batches
     lg = cfg.logs
-    if lg is not None:
-        # how to read a trainer's own files (pilot.reader.read_logs), given only when set
-        reading = {k: v for k, v in (("preset", lg.preset),
-                                     ("batch", parse_per_run(lg.batch, "--batch")),
-                                     ("lr", parse_per_run(lg.lr, "--lr"))) if v}
-        reading.update({k: getattr(lg, k) for k in lg.READING if getattr(lg, k)},
-                       **({"restarts": lg.restarts} if lg.restarts != "refuse" else {}))
-        return pilot_logs.plan_logs(
-            lg.path, lg.progress, list(lg.failure), predict=predict, margin=cfg.margin,
-            level=cfg.level, smoothing=lg.smooth, columns=list(lg.col), clip=lg.clip,
-            clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=list(lg.form), **reading)
+    if lg is not None:  # the Python entry's plan, with the flags' values
+        return api.plan_logs(
+            lg.path, lg.progress, lg.failure, predict=predict, margin=cfg.margin,
+            level=cfg.level, smoothing=lg.smooth, columns=lg.col, clip=lg.clip,
+            clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=lg.form, preset=lg.preset,
+            batch=lg.batch, lr=lg.lr, batch_from_name=lg.batch_from_name,
+            samples_from_step=lg.samples_from_step, restarts=lg.restarts).to_json()
     return report.plan_file(cfg.runs.path, predict, cfg.margin, cfg.level).to_json()
 
 

@@ -133,7 +133,7 @@ def _run_rows(rows, logs, prog, fcs, fails) -> list:
     return out
 
 
-def _logs_block(path, logs, how, pc, prog, fcs, fails) -> dict:
+def _logs_block(logs, how, pc, prog, fcs, fails) -> dict:
     """What was read: the conditions, the smoothing, each run's (thinned) curves and clocks."""
     conds = [(pc, prog)] + list(zip(fcs, fails))
     curves = []
@@ -147,7 +147,7 @@ def _logs_block(path, logs, how, pc, prog, fcs, fails) -> dict:
                             "crossed": cl[i].crossed, "line": cl[i].line}
         curves.append(c)
     return {
-        "path": path, "progress": pc.text, "failures": [f.text for f in fcs],
+        "path": logs.source, "progress": pc.text, "failures": [f.text for f in fcs],
         "smoothing": None if how is None else {"kind": how[0], "samples": how[1]},
         "interpolation": "linear in samples between the logged points before and after the "
                          "first crossing; runs that never cross are censored at their last "
@@ -205,7 +205,7 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     last = [_text(f) for f in conds].index(predictions[-1]["failure_clock"])
     return LogsPlan(
         clip_onset=None if not clip else clipping.clip_onset(
-            logs.runs, [replace(c, crossed=c.timed) for c in prog], clip, clip_bind,
+            logs.runs, prog, clip, clip_bind,
             [p["batch"] for p in predictions], first.fit.rule, clip_steps, level),
         predictions=tuple(predictions),
         critical_batch=first.critical_batch,  # every plan: the same progress
@@ -229,7 +229,7 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
             "no_failure_before": [{"batch": p.batch, "samples": p.no_failure_before}
                                   for p in o.predictions],
             **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)),
-        logs=_logs_block(logs.source, logs, how, pc, prog, fcs, fails),
+        logs=_logs_block(logs, how, pc, prog, fcs, fails),
         progress_only=None if fcs else PROGRESS_ONLY)
 
 

@@ -215,9 +215,9 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     cand = sorted(set(float(b) for b in distinct) | set(float(b) for b in (predict or ())))
     pred_B = sorted(set(float(b) for b in predict)) if predict else cand
     bound = _no_failure_bound(B, prog, fail, runs.censor_R()[on], progress.fit, pred_B)
-    predictions = tuple(Prediction(b, rule.lr(b), pb, fb, nb, spu(b), _hours(pb, spu(b), b))
-                        for b, pb, fb, nb in zip(pred_B, prog_band(pred_B), fail_band(pred_B),
-                                                 bound))
+    predictions = tuple(Prediction(b, rule.lr(b), pb, fb, nb, s, _hours(pb, s, b))
+                        for b, pb, fb, nb, s in zip(pred_B, prog_band(pred_B), fail_band(pred_B),
+                                                    bound, map(spu, pred_B)))
     grid = np.geomspace(min(cand + [float(runs.batch_R.min())]), max(cand), 41).tolist()
     curves = Curves(grid, prog_band(grid),
                     None if failure.chosen is None else fail_band(grid))

@@ -27,7 +27,6 @@ import numpy as np
 
 from twoclock.atomic import Refused, check_folder, verify_manifest, write_manifest
 from twoclock.pilot import clocks as pc, logs as pl, reader, report
-from twoclock.pilot.conditions import parse_condition
 from twoclock.pilot.plan import PilotError
 from twoclock.studies.planner import logs_check
 
@@ -80,14 +79,8 @@ def _files(model, folder: str) -> tuple:
         base + MANIFEST
 
 
-def _metrics(model, cfg) -> list:
-    progress, failures = logs_check.log_conditions(model, cfg)
-    return list(dict.fromkeys(parse_condition(c, "--failure").metric
-                              for c in (progress, *failures)))
-
-
 def cached_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, quiet: bool = False) -> dict:
-    """{kept, seconds}: which of a model's simulated log files (none, "pilots", or "pilots"
+    """{kept, seconds, fingerprint}: which of a model's simulated log files (none, "pilots", or "pilots"
     and "heldout") can be read back, and the seconds their simulation took. A file is read
     back only where the manifest has this fingerprint and the file's checksum and size
     (`twoclock.atomic.verify_manifest`); one missing, edited, truncated or rewritten by
@@ -99,7 +92,7 @@ def cached_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, quiet: bool = F
         if why:
             print(f"{model.name}: simulated logs not read back: {why}; simulating anew",
                   file=sys.stderr, flush=True)
-        return {"kept": (), "seconds": None}
+        return {"kept": (), "seconds": None, "fingerprint": fp}
     held, why = verify_manifest(stamp, fp, [paths["heldout"]])
     if held is None:  # damaged: one line; never made (a run stopped after its pilots): quiet
         if os.path.basename(paths["heldout"]) in man["files"]:
@@ -108,11 +101,11 @@ def cached_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, quiet: bool = F
         elif not quiet:
             print(f"{model.name}: pilots' logs read back from {paths['pilots']} (same "
                   "fingerprint, checksum verified)")
-        return {"kept": ("pilots",), "seconds": man.get("seconds")}
+        return {"kept": ("pilots",), "seconds": man.get("seconds"), "fingerprint": fp}
     if not quiet:
         print(f"{model.name}: simulated logs read back from {stamp[:-len(MANIFEST)]}_*.csv "
               "(same fingerprint, checksums verified)")
-    return {"kept": ("pilots", "heldout"), "seconds": man.get("seconds")}
+    return {"kept": ("pilots", "heldout"), "seconds": man.get("seconds"), "fingerprint": fp}
 
 
 def simulated_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, keep=None,
@@ -125,13 +118,10 @@ def simulated_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, keep=None,
     point is refused (`logs_check.crossings_seen`: PilotError)."""
     found = found or cached_logs(model, cfg, opt, folder, n_ckpt, quiet)
     paths, stamp = _files(model, folder)
-    metrics = _metrics(model, cfg)
+    conds, metrics = logs_check.conditions(model, cfg)[2:]
     if len(found["kept"]) == 2:
         return {**paths, "seconds": found["seconds"], "reused": True, "metrics": metrics}
-    progress, failures = logs_check.log_conditions(model, cfg)
-    conds = [parse_condition(progress, "--progress")] + \
-        [parse_condition(f, "--failure") for f in failures]
-    fp = simulation_fingerprint(model, cfg, opt, n_ckpt)
+    fp = found["fingerprint"]  # cached_logs' (the source tree hashed once)
     secs = (found["seconds"] or 0.0) if found["kept"] else 0.0
     for key, grid in zip(("pilots", "heldout"), grids(model, n_ckpt)):
         if key not in found["kept"]:
@@ -179,9 +169,7 @@ def score_model(model, cfg, logs: dict, folder: str) -> list:
     """Every (design, held-out batch, clock) of a model: measured, and per level the
     prediction, band, error, coverage and half-width share."""
     p3, p4, held = batches(model)
-    progress, failures = logs_check.log_conditions(model, cfg)
-    conds = [parse_condition(progress, "--progress")] + \
-        [parse_condition(f, "--failure") for f in failures]
+    progress, failures, conds, _ = logs_check.conditions(model, cfg)
     hlogs = reader.read_logs(logs["heldout"], tuple(logs["metrics"]))
     truth = {}
     for c in conds:

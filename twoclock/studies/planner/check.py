@@ -7,16 +7,16 @@ import numpy as np
 
 from twoclock.analysis import clocks
 from twoclock.atomic import check_file
-from twoclock.config import OptimConfig, SweepConfig, require
+from twoclock.config import OptimConfig, require
 from twoclock.pilot import plan as pilot, report
+from twoclock.studies.planner import logs_check
 
 
 def sweep(model, model_cfg, opt: OptimConfig, batches, lr0: float, seeds: int,
           budget: int, seed: int = 0, keep=None, quiet: bool = True):
     """One short run_sweep over every batch (pilots and held-out), all seeds (quiet: without
     the sweep's estimate line and progress bar)."""
-    cfg = SweepConfig(batches=tuple(int(b) for b in batches), lr0s=(lr0,), seeds=seeds,
-                      budget=budget, seed=seed, n_ckpt=8)
+    cfg = logs_check.sweep_config(batches, lr0, seeds, budget, 8, seed)
     from twoclock.engine.sweep import run_sweep  # noqa: PLC0415 (JAX: only when simulating)
     return run_sweep(model, model_cfg, opt, cfg, quiet=quiet, keep=keep)
 

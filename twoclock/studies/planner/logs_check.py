@@ -53,6 +53,15 @@ def simulate(model, cfg, opt, batches, lr0: float, seeds: int, budget: int, n_ck
     return run_sweep(model, cfg, opt, sweep, quiet=quiet, keep=keep, max_lanes=MAX_LANES)
 
 
+def conditions(model, cfg) -> tuple:
+    """(progress, failures, their parsed Conditions, the metrics they read) of a model's logs
+    (`log_conditions`)."""
+    progress, failures = log_conditions(model, cfg)
+    conds = [parse_condition(progress, "--progress")] + \
+        [parse_condition(f, "--failure") for f in failures]
+    return progress, failures, conds, list(dict.fromkeys(c.metric for c in conds))
+
+
 def sweep_config(batches, lr0: float, seeds: int, budget: int, n_ckpt: int, seed: int = 0):
     """The SweepConfig `simulate` runs."""
     from twoclock.config import SweepConfig  # noqa: PLC0415
@@ -173,10 +182,7 @@ def check(model, cfg, opt, pilot_seeds: int = PILOT_SEEDS, heldout_seeds: int = 
     require(8 * max(pilot_batches) <= budget, "--pilots", f"batches whose 8x (the largest "
             f"held-out batch) fits the model's budget of {budget} samples: at most "
             f"{budget // 8}", list(pilot_batches))
-    progress, failures = log_conditions(model, cfg)
-    conds = [parse_condition(progress, "--progress")] + \
-        [parse_condition(f, "--failure") for f in failures]
-    metrics = list(dict.fromkeys(c.metric for c in conds))
+    progress, failures, conds, metrics = conditions(model, cfg)
     top = max(pilot_batches)
     held = [4 * top, 8 * top]
     hpath = heldout_path or logs_path + ".heldout.csv"
