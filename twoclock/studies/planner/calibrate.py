@@ -80,8 +80,9 @@ def _files(model, folder: str) -> tuple:
 
 
 def cached_logs(model, cfg, opt, folder: str, n_ckpt: int = 512, quiet: bool = False) -> dict:
-    """{kept, seconds, fingerprint}: which of a model's simulated log files (none, "pilots", or "pilots"
-    and "heldout") can be read back, and the seconds their simulation took. A file is read
+    """{kept, seconds, fingerprint}: which of a model's simulated log files (none, "pilots",
+    or "pilots" and "heldout") can be read back, the seconds their simulation took, and the
+    fingerprint of what would make them now (simulation_fingerprint). A file is read
     back only where the manifest has this fingerprint and the file's checksum and size
     (`twoclock.atomic.verify_manifest`); one missing, edited, truncated or rewritten by
     another run is named in one line (stderr), and simulated anew."""
