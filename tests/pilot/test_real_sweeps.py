@@ -193,3 +193,35 @@ def test_predict_then_score_round_trip(tmp_path):
     assert row["truth"] == 100 * 2048 and row["truth_interval"] == [75 * 2048, 100 * 2048]
     assert row["planner_error"] == pytest.approx(pred["planner"]["median"] / 204800 - 1)
     assert row["obvious_rule_error"] == pytest.approx(150 * 1024 * 2 / 204800 - 1)
+
+
+def test_the_doc_states_the_measured_scores():
+    """docs/real_runs.md's tables against the committed measured JSON; the summary's medians and
+    coverage recomputed here from the JSON's rows."""
+    with open(os.path.join(ROOT, "docs", "real_runs.md"), encoding="utf-8") as f:
+        doc = f.read()
+    with open(os.path.join(ROOT, "docs", "preregistered",
+                           f"real_{OLMO}_measured.json"), encoding="utf-8") as f:
+        got = json.load(f)
+    with open(os.path.join(ROOT, "docs", "preregistered",
+                           f"real_{OLMO}_predictions.json"), encoding="utf-8") as f:
+        pre = json.load(f)
+    band = {(t["target"], p["run"]): p["planner"]["band"] for t in pre["targets"]
+            for p in t["predictions"]}
+    rows = [r for r in got["rows"] if r["truth"] is not None and not r["off_design"]]
+    assert len(rows) == 8
+    for r in rows:
+        errs = " | ".join(f"{r[k]:+.1%}" for k in ("planner_error", "mccandlish_error",
+                                                 "obvious_rule_error"))
+        line = f"| {float(r['target']):.0%} | {int(r['batch'])} ({r['x_largest_pilot']:g}x) |"
+        assert any(ln.startswith(line) and ln.endswith(f"| {errs} |")
+                   for ln in doc.splitlines()), (line, errs)
+    for x in (2, 8):
+        at = [r for r in rows if r["x_largest_pilot"] == x]
+        med = [float(np.median([abs(r[f"{k}_error"]) for r in at]))
+               for k in ("planner", "mccandlish", "obvious_rule")]
+        lo_hi = [band[(r["target"], r["run"])] for r in at]
+        cover = sum(lo <= r["truth"] <= hi for r, (lo, hi) in zip(at, lo_hi))
+        line = (f"| {x}x ({len(at)} predictions) | " + " | ".join(f"{m:.1%}" for m in med) +
+                f" | {cover}/{len(at)} |")
+        assert line in doc, line
