@@ -5,7 +5,7 @@ from dataclasses import dataclass, fields
 import math
 
 from twoclock.config import RULE_EXPONENT, option, param, require, require_choice
-from twoclock.pilot import api, report
+from twoclock.pilot import api, levels, report
 from twoclock.pilot.presets import PRESETS
 from twoclock.pilot.plan import PROGRESS_FORMS, check_settings
 
@@ -53,7 +53,9 @@ class LogsInput:
     path: str | None = param(None, "per-step log file of the pilot runs (instead of RUNS.csv), "
                                    "or a trainer's own: a TensorBoard directory, trainer_state."
                                    "json (or a directory of runs holding one), verl's .jsonl")
-    progress: str | None = param(None, "the target, e.g. 'heldout_acc>=0.7'")
+    progress: str | None = param(None, "the target, e.g. 'heldout_acc>=0.7'; several of one "
+                                       "metric in one quoted argument, 'acc>=0.45 acc>=0.5 "
+                                       "acc>=0.55': a plan each and a joint fit (docs/plan.md)")
     failure: tuple = option((), "a failure clock, e.g. 'kl>=0.5' (repeat for several: each is "
                                 "fitted; the earliest sets the plan; none: a progress-only plan)",
                   action="append")
@@ -129,13 +131,17 @@ def plan(cfg: PlanConfig) -> dict:
     table (pilot.report.plan_file's Plan.to_json())."""
     predict = cfg.predict or None  # none given: the pilot batches
     lg = cfg.logs
-    if lg is not None:  # the Python entry's plan, with the flags' values
-        return api.plan_logs(
-            lg.path, lg.progress, lg.failure, predict=predict, margin=cfg.margin,
+    if lg is not None:  # the Python entry's plan, with the flags' values; one per target
+        targets = levels.split_targets(lg.progress)
+        plans = [api.plan_logs(
+            lg.path, t, lg.failure, predict=predict, margin=cfg.margin,
             level=cfg.level, smoothing=lg.smooth, columns=lg.col, clip=lg.clip,
             clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=lg.form, preset=lg.preset,
             batch=lg.batch, lr=lg.lr, batch_from_name=lg.batch_from_name,
             samples_from_step=lg.samples_from_step, restarts=lg.restarts).to_json()
+            for t in targets]
+        return plans[0] if len(plans) == 1 else levels.joint_plan(targets, plans, predict,
+                                                                  cfg.level)
     r = cfg.runs
     return report.plan_file(r.path, predict, cfg.margin, cfg.level, r.progress_form,
                             None if r.predict_rule is None else parse_rule(r.predict_rule)
