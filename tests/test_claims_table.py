@@ -197,3 +197,26 @@ def test_the_prose_quotes_the_table():
     for B in (128, 1024):
         assert f"{B} / 64 is {get(('collapse', f'B {B}'), f'N_collapse({B}) / N_collapse(64)')}" \
             in bandit
+
+
+def test_the_prose_quotes_the_theory_scores_and_baselines():
+    rows = {r[0]: r for r in _tables()["Theory scores beside the no-theory baseline"]}
+    contrasts = {(r[0], r[1]): r[2] for r in _tables()["Contrasts"]}
+    readme = _text("README.md")
+    prog, fail = (rows[f"quadratic: {k} (sqrt rule)"] for k in ("mean-field Adam",
+                                                                 "Adam's first passage"))
+    t_hits, n = re.match(r"(\d+) of (\d+);", fail[3]).groups()
+    b_hits, b_miss = re.match(r"(\d+) of \d+; ([\d.]+)%", fail[4]).groups()
+    t_miss = re.search(r"; ([\d.]+)%", fail[3]).group(1)
+    assert f"({t_hits} of the {n} unseen (B, lr0) cells at all three lr0)" in readme
+    assert (f"misses `N_prog` by up to {prog[4].split('; ')[1]} and puts `N_fail` inside "
+            f"{b_hits} of the {n} CIs (largest miss {b_miss}% against the theory's "
+            f"{t_miss}%)") in readme
+    assert prog[5] == fail[5] == "theory"  # "beats it on progress ... and on the failure clock"
+    fixed = contrasts[("quadratic, fixed lr, lr0 0.01: the failure clock grows (as sqrt(B): "
+                       "5.66 over 32x)", "N_fail(256) / N_fail(8)")]
+    assert f"x{fixed} over the range" in readme
+    upd = {rule: contrasts[(f"quadratic, {rule}, lr0 0.01: updates to target at 2x batch fall",
+                            "U_prog(16) / U_prog(8)")] for rule in ("sqrt rule", "fixed lr")}
+    assert (f"at 2x batch are {upd['fixed lr']} of those at B = 8, against {upd['sqrt rule']} "
+            "under the sqrt rule") in readme

@@ -239,9 +239,9 @@ NOT_COMMITTED = [
     ["policy: the harm's drift and its slope in batch (damage study)",
      "docs/policy.md's damage tables", "python experiments/damage_study.py", "about 40 min"],
     ["bandit: clipping delays the failure clock more at the larger batch (M x E = 4 x 1; "
-     "4 x 2)", "1.44 [1.24, 1.64]; 1.15 [0.92, 1.48]",
+     "4 x 2)", "1.44 [1.26, 1.66]; 1.15 [0.92, 1.48]",
      "python experiments/clipping.py --batches 64 256 1024 --seeds 32 --minibatches M "
-     "--epochs E", "measured below"],
+     "--epochs E", "about 6.5 min a row"],
     ["planner: bands and within-15% share on the models (docs/plan.md)",
      "coverage 117 of 120, within 15% 71 of 120", "python experiments/plan_calibration.py",
      "about 14 min"],
