@@ -209,13 +209,14 @@ def test_the_prose_quotes_the_theory_scores_and_baselines():
     b_hits, b_miss = re.match(r"(\d+) of \d+; ([\d.]+)%", fail[4]).groups()
     t_miss = re.search(r"; ([\d.]+)%", fail[3]).group(1)
     assert f"({t_hits} of the {n} unseen (B, lr0) cells at all three lr0)" in readme
-    assert (f"misses `N_prog` by up to {prog[4].split('; ')[1]} and puts `N_fail` inside "
-            f"{b_hits} of the {n} CIs (largest miss {b_miss}% against the theory's "
-            f"{t_miss}%)") in readme
-    assert prog[5] == fail[5] == "theory"  # "beats it on progress ... and on the failure clock"
+    assert (f"misses `N_prog` by up to {prog[4].split('; ')[1]} (the theory "
+            f"{prog[3].split('; ')[1]}) and puts `N_fail` inside {b_hits} of the {n} CIs (largest "
+            f"miss {b_miss}% against the theory's {t_miss}%)") in readme
+    assert f"on the failure clock by {t_hits} to {b_hits} of {n}" in readme
+    assert prog[5] == fail[5] == "theory"  # "the theory beats it on both clocks"
     fixed = contrasts[("quadratic, fixed lr, lr0 0.01: the failure clock grows (as sqrt(B): "
                        "5.66 over 32x)", "N_fail(256) / N_fail(8)")]
-    assert f"x{fixed} over the range" in readme
+    assert f"x{fixed} over the range, paired" in readme
     upd = {rule: contrasts[(f"quadratic, {rule}, lr0 0.01: updates to target at 2x batch fall",
                             "U_prog(16) / U_prog(8)")] for rule in ("sqrt rule", "fixed lr")}
     assert (f"at 2x batch are {upd['fixed lr']} of those at B = 8, against {upd['sqrt rule']} "
