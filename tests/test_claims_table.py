@@ -133,7 +133,8 @@ def _batch_score(src, clock, key):
 
 def test_every_theory_score_and_its_baseline_recompute():
     rows = _tables()["Theory scores beside the no-theory baseline"]
-    batch_rows = [r for r in rows if r[-1].startswith("docs/claim_sources/")]
+    batch_rows = [r for r in rows if r[-1].startswith("docs/claim_sources/")
+                  and not r[0].startswith("planner")]
     assert len(batch_rows) == 6
     for name, _, score, theory, base, better, source in batch_rows:
         src = _load(source)
@@ -182,15 +183,15 @@ def test_the_prose_quotes_the_table():
     get = lambda words, contrast: next(v for (c, k), v in rows.items()  # noqa: E731
                                        if k == contrast and all(w in c for w in words))
     readme, bandit = _text("README.md"), _text("docs/bandit.md")
-    assert (f"progress slows {get(('lr0 0.01', 'quadratic', 'progress'), 'N_prog(256) / N_prog(8)')}"
-            f"x ({get(('lr0 0.005', 'quadratic', 'progress'), 'N_prog(256) / N_prog(8)')}x at "
-            "lr0 = 5e-3)") in readme
+    q256 = "N_prog(256) / N_prog(8)"
+    assert (f"progress slows {get(('lr0 0.01', 'quadratic', 'progress'), q256)}x "
+            f"({get(('lr0 0.005', 'quadratic', 'progress'), q256)}x at lr0 = 5e-3)") in readme
     for words, after in ((("lr0 0.01", "sqrt", "rises"), "at lr0 = 1e-2"),
                          (("lr0 0.02", "sqrt", "rises"), "at 2e-2"),
                          (("lr0 0.005", "sqrt", "rises"), "at 5e-3")):
         assert f"{get(words, 'N_fail(256) / N_fail(8)')} {after}" in readme
-    assert f"N_fail(1024) / N_fail(64) {get(('bandit, sqrt', '1024'), 'N_fail(1024) / N_fail(64)')}" \
-        in readme
+    b1024 = "N_fail(1024) / N_fail(64)"
+    assert f"{b1024} {get(('bandit, sqrt', '1024'), b1024)}" in readme
     for B in (128, 256, 512, 1024):
         assert f"{get(('bandit, sqrt', f'B {B}'), f'N_fail({B}) / N_fail(64)')} at {B}" in bandit
     assert get(("bandit", "progress"), "N_prog(1024) / N_prog(64)") in readme
@@ -221,3 +222,43 @@ def test_the_prose_quotes_the_theory_scores_and_baselines():
                             "U_prog(16) / U_prog(8)")] for rule in ("sqrt rule", "fixed lr")}
     assert (f"at 2x batch are {upd['fixed lr']} of those at B = 8, against {upd['sqrt rule']} "
             "under the sqrt rule") in readme
+
+
+def test_the_planners_score_and_its_baseline_recompute():
+    rows = [r for r in _tables()["Theory scores beside the no-theory baseline"]
+            if r[0].startswith("planner from logs")]
+    assert len(rows) == 2
+    for name, _, _, theory, base, better, source in rows:
+        d = _load(source)
+        top = str(max(int(b) for b in d["pilot_clocks"]))
+        hits = {"t": 0, "b": 0}
+        miss = {"t": 0.0, "b": 0.0}
+        nearer = {"t": 0, "b": 0}
+        for h in d["heldout"]:
+            pilots = np.array([np.inf if v is None else v
+                               for v in d["pilot_clocks"][top][h["clock"]]])
+            e = {"t": abs(h["predicted"] - h["answer"]) / h["answer"],
+                 "b": abs(np.median(pilots) - h["answer"]) / h["answer"]}
+            for k in e:
+                hits[k] += e[k] <= 0.15
+                miss[k] = max(miss[k], e[k])
+            nearer["t"] += e["t"] < e["b"]
+            nearer["b"] += e["b"] < e["t"]
+        n = len(d["heldout"])
+        assert theory == f"{hits['t']} of {n}; {100 * miss['t']:.1f}%; {nearer['t']}", name
+        assert base == f"{hits['b']} of {n}; {100 * miss['b']:.1f}%; {nearer['b']}", name
+        assert better == ("theory" if hits["t"] > hits["b"] else "baseline" if hits["b"] > hits["t"]
+                          else "tie")
+    plan = _text("docs/plan.md")
+    q, b = ([int(v) for v in re.match(r"(\d+) of (\d+)", r[4]).groups()] for r in rows)
+    assert (f"the largest pilot's median clock held in samples, the pilots' sqrt rule) is within "
+            f"15% in {q[0]}/{q[1]} and {b[0]}/{b[1]}") in plan
+    assert all(r[3].endswith(f"; {len(_load(r[6])['heldout'])}") for r in rows)  # "all 12"
+    prog = []  # the baseline's misses of the progress clocks
+    for r in rows:
+        d = _load(r[6])
+        top = str(max(int(b) for b in d["pilot_clocks"]))
+        for h in d["heldout"]:
+            if h["clock"].startswith("progress"):
+                prog.append(abs(np.median(d["pilot_clocks"][top][h["clock"]]) / h["answer"] - 1))
+    assert f"misses the progress clocks by {100 * min(prog):.1f}%-{100 * max(prog):.1f}%" in plan
