@@ -276,6 +276,9 @@ NOT_COMMITTED = [
      "4 x 2)", "1.44 [1.26, 1.66]; 1.15 [0.92, 1.48]",
      "python experiments/clipping.py --batches 64 256 1024 --seeds 32 --minibatches M "
      "--epochs E", "about 6.5 min a row"],
+    ["bandit, emergent drift unclipped: the failure clock grows at B 1024 (the medians' CIs "
+     "do not overlap; no paired CI)", "x1.72 of B 64's", "python experiments/bandit_regimes.py",
+     "not measured"],
     ["planner from logs, policy model: within 15% (no baseline: its pilots' clocks are not "
      "committed)", "6 of 8", "python experiments/plan_check.py --logs --model policy",
      "about 8 min"],
