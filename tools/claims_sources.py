@@ -55,7 +55,7 @@ def source(name: str) -> dict:
     opt, cfg = OptimConfig(lr_rule=rule), dataclasses.replace(m.config(), **changed)
     t0 = time.perf_counter()
     res = run_sweep(m, cfg, opt, sweep, quiet=True)
-    runs, _ = assemble(m, cfg, opt, sweep, res)
+    runs, crit = assemble(m, cfg, opt, sweep, res)
     theory = {k: [[None] * len(res.lr0s) for _ in res.batches]
               for k in ("progress_samples", "failure_samples")}
     for r in runs:
@@ -71,7 +71,10 @@ def source(name: str) -> dict:
         "seeds": int(res.prog_n.shape[-1]),
         "per_seed": {k: _round(v) for k, v in per_seed.items()},
         "per_seed_shape": "[batch][lr0][seed]; 0 = never crossed within the budget",
-        "theory": theory, "seconds": round(time.perf_counter() - t0, 1),
+        "theory": theory,
+        # the model's critical batch per lr0 (null where it has none)
+        "theory_critical_batch": [(c.get("theory") or {}).get("batch") for c in crit],
+        "seconds": round(time.perf_counter() - t0, 1),
     }
 
 

@@ -139,6 +139,33 @@ def batch_scores(src: Source, clock: str, theory_key: str) -> dict:
     return out
 
 
+def critical_scores(src: Source) -> dict:
+    """The critical batch at each lr0 but the seen (the middle) one: the model's prediction and
+    the baseline (the seen lr0's measured critical batch held), each [inside the measured
+    95% CI, scored, largest |prediction / measured - 1|]."""
+    lr0s = src.d["lr0s"]
+    seen = lr0s[len(lr0s) // 2]
+
+    def measured(lr0):
+        x = [src.seeds("progress", b, lr0) for b in src.d["batches"]]
+        return clocks.critical_batch(src.d["batches"], np.stack(x), idx=src.idx)
+
+    base = measured(seen)["batch"]
+    out = {"theory": [0, 0, 0.0], "baseline": [0, 0, 0.0], "seen": seen}
+    for j, lr0 in enumerate(lr0s):
+        m = measured(lr0)
+        if lr0 == seen or m["batch"] is None or base is None:
+            continue
+        lo, hi = (-np.inf if m["ci"][0] is None else m["ci"][0],
+                  np.inf if m["ci"][1] is None else m["ci"][1])
+        for k, g in (("theory", src.d["theory_critical_batch"][j]), ("baseline", base)):
+            t = out[k]
+            t[0] += bool(lo <= g <= hi)
+            t[1] += 1
+            t[2] = max(t[2], abs(g / m["batch"] - 1))
+    return out
+
+
 def plan_scores(model: str) -> dict:
     """The planner from logs (plan_check --logs) at the held-out batches: its predictions and
     the baseline (the largest pilot batch's median clock held in samples, the sqrt rule's
@@ -226,6 +253,15 @@ def theory_rows() -> list:
               "N_prog")
     add_batch("quadratic: Adam's first passage (fixed lr)", qf, "failure", "failure_samples",
               "N_fail")
+    for src, rule in ((q, "sqrt rule"), (qf, "fixed lr")):
+        s = critical_scores(src)
+        t, b = s["theory"], s["baseline"]
+        others = [f"{v:g}" for v in src.d["lr0s"] if v != s["seen"]]
+        rows.append([f"quadratic: mean-field critical batch ({rule})",
+                     f"lr0 {', '.join(others)} (seen: lr0 {s['seen']:g})",
+                     "inside the measured critical batch's 95% CI; largest miss",
+                     f"{t[0]} of {t[1]}; {100 * t[2]:.1f}%", f"{b[0]} of {b[1]}; {100 * b[2]:.1f}%",
+                     better(t[0], b[0], round(t[2], 3), round(b[2], 3)), src.path])
     add_batch("bandit: smooth Adam failure clock (sqrt rule)", Source("bandit_sqrt"), "failure",
               "failure_samples", "N_fail")
     add_batch("bandit: smooth Adam failure clock, signal-dominated drift",
@@ -307,8 +343,9 @@ A theory's predictions at cells it did not see, against the measured medians, be
 no-theory baseline: the seen cell's measured clock scaled by the obvious rule. For batches:
 under the sqrt rule the samples held (the rule's premise, drift per sample constant); under a
 fixed lr the updates held (samples x the batch ratio). For the policy's new lr0 and group size:
-the seen cell's clocks x the lr0 ratio, whose exponents are the seen cell's. For the planner:
-the largest pilot batch's median clock held in samples (the pilots' sqrt rule). "better" is the
+the seen cell's clocks x the lr0 ratio, whose exponents are the seen cell's. For the critical batch:
+the seen lr0's measured critical batch held. For the planner: the largest pilot batch's median
+clock held in samples (the pilots' sqrt rule). "better" is the
 predictor with more hits; at a tie, the one with the smaller largest miss is "nearer".
 """
 
