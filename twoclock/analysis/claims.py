@@ -314,7 +314,7 @@ NOT_COMMITTED = [
      "--epochs E", "about 6.5 min a row"],
     ["bandit, emergent drift unclipped: the failure clock grows at B 1024 (the medians' CIs "
      "do not overlap; no paired CI)", "x1.72 of B 64's", "python experiments/bandit_regimes.py",
-     "not measured"],
+     "about 6.5 min"],
     ["planner from logs, policy model: within 15% (no baseline: its pilots' clocks are not "
      "committed)", "6 of 8", "python experiments/plan_check.py --logs --model policy",
      "about 8 min"],
