@@ -8,7 +8,7 @@ Each source is one model's default sweep (`Model.default_sweep`) under one lr ru
 first crossings in samples (0 = never crossed) for every (batch, lr0, seed), and the model's
 theory columns per (batch, lr0). plan_check_MODEL: the planner's check from logs
 (`experiments/plan_check.py --logs --model MODEL`): each pilot run's clocks as the plan reads
-them from its logs, and the held-out answers beside the plan's predictions. About 3 min on 2
+them from its logs, and the held-out answers beside the plan's predictions. About 4 min on 2
 cores for all of them (the policy model's plan check, 8 min, is not among them).
 """
 import argparse
