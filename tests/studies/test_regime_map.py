@@ -136,3 +136,22 @@ def test_the_command_refuses_a_bad_level_in_one_line_before_any_work():
                        capture_output=True, text=True, timeout=120)
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1 and "levels must be" in lines[0], p.stderr
+
+
+def test_path_check_finds_no_gap_on_an_exactly_stretched_path():
+    # B 256's share and accuracy are B 64's at r / 2: its mixed responses are 2 A_64(R / 2)
+    r = np.geomspace(64, 8192, 400)
+    share = lambda rr: 0.9 - 0.5 * (1 - np.exp(-rr / 3000))
+    acc = lambda rr: 0.3 + 0.5 * (1 - np.exp(-rr / 3000))
+    path = {}
+    for b, k in (("64", 1.0), ("256", 2.0)):
+        m = share(r / k)
+        rr, A = th.active(r, m)
+        path[b] = {"responses": r.tolist(), "share": m.tolist(), "acc": acc(r / k).tolist(),
+                   "active": A[1:].tolist()}
+    cell = {"budgets": {"4096": {"mixed_path": path, "per_seed": {}}}}
+    got = th.path_check(cell)["4096"]["256"]
+    assert got["s_B"] == pytest.approx(2.0, rel=0.01)
+    assert got["predicted"] == pytest.approx(got["measured"], rel=0.01)
+    # and the stretched path has spent more: its share has fallen less by then
+    assert got["measured"] > th.path_check(cell)["4096"]["64"]["measured"]

@@ -36,7 +36,8 @@ def regime_figure(out: dict):
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("failure clock's batch exponent (sqrt rule)")
     ax.set_title("(a) exponent [95% CI] per cell and budget")
-    ax.legend(fontsize=6)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6)
     for i, name in enumerate(names):
         longest = cells[name]["budgets"][str(max(budgets))]["mixed_path"]
         for b, m in longest.items():

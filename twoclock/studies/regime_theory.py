@@ -134,6 +134,10 @@ def main(argv=None) -> int:
                              "source": "docs/policy.md, damage study sqrt cell, B 64: RMS 0.559 "
                                        "at 16384 responses, 10064 in mixed groups"},
              "thresholds": {"null": NULL_LEVEL, "deficit_shift": DEFICIT_SHIFT},
+             "reading": "per cell and budget: exponent None with N None = the median is "
+                        "predicted past the budget at every batch (censored); damage None = "
+                        "no number (progress hides it); the map runs 16 seeds from base seed "
+                        "0, the pilot 2 from base seed 1",
              "cells": {}}
     for name in sorted(os.listdir(cells_dir)):
         with open(os.path.join(cells_dir, name)) as f:
@@ -149,3 +153,23 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def path_check(cell: dict) -> dict:
+    """The mechanism's one assumption on a cell's own runs: the responses in mixed groups by
+    each budget at every batch, measured, against s_B A_1(R / s_B) from B_min's path and s_B."""
+    longest = cell["budgets"][str(max(int(b) for b in cell["budgets"]))]
+    path = longest["mixed_path"]
+    bs = sorted(path, key=int)
+    s = stretch(path)
+    rr, A = active(path[bs[0]]["responses"], path[bs[0]]["share"])
+    out = {}
+    for R in sorted(int(b) for b in cell["budgets"]):
+        row = {}
+        for b in bs:
+            r = np.asarray(path[b]["responses"])
+            got = float(np.interp(R, r, path[b]["active"])) if R <= r[-1] else None
+            want = s[b] * float(np.interp(R / s[b], rr, A))
+            row[b] = {"measured": got, "predicted": want, "s_B": s[b]}
+        out[str(R)] = row
+    return out
