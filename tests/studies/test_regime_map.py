@@ -155,3 +155,34 @@ def test_path_check_finds_no_gap_on_an_exactly_stretched_path():
     assert got["predicted"] == pytest.approx(got["measured"], rel=0.01)
     # and the stretched path has spent more: its share has fallen less by then
     assert got["measured"] > th.path_check(cell)["4096"]["64"]["measured"]
+
+
+def test_a_finished_cell_is_read_back_and_a_missing_one_run(tmp_path, monkeypatch):
+    from twoclock.atomic import dumps
+    from twoclock.models.policy import MODEL, PolicyConfig
+    from twoclock.studies import regime_map as rm
+    from twoclock.studies.protocol import Engine
+
+    class Ran(Exception):
+        pass
+
+    def no_run(*a, **k):
+        raise Ran
+        yield
+    monkeypatch.setattr(rm, "run_cells", no_run)
+    base = PolicyConfig()
+    _, _, _, conf = rm.cell_config(Config(), base, 0.3)
+    path = rm.cell_file(str(tmp_path), 0.3, conf)
+    (tmp_path / "regime_map_cells").mkdir()
+    with open(path, "w") as f:
+        f.write(dumps({"config": conf, "level": 0.3}))
+    out = rm.run(MODEL, base, None, Config(cells=("0.3",)), quiet=True,
+                 engine=Engine(out=str(tmp_path)))
+    assert list(out["cells"]) == ["acc0.3"] and out["missing"] == ["acc0.1", "acc0.2"]
+    with pytest.raises(Ran):  # asked for, not finished: run
+        rm.run(MODEL, base, None, Config(cells=("0.1",)), quiet=True,
+               engine=Engine(out=str(tmp_path)))
+    # another config (fewer seeds) is another file: the finished cell is not read for it
+    _, _, _, other = rm.cell_config(Config(sweep=rm.SWEEP.__class__(
+        batches=(64, 256, 1024), lr0s=(1e-4,), seeds=4, budget=8192)), base, 0.3)
+    assert rm.cell_file(str(tmp_path), 0.3, other) != path

@@ -12,13 +12,14 @@ batch exponent with its paired bootstrap CI (progress; the harm clocks damage an
 reward-invisible walk, null), the drift at each harm crossing over B_min's, and the share of
 mixed-reward groups along the run (`mixed_path`).
 
-A finished cell is written at once to OUT/regime_map_cells/<cell>.json, and read back instead
-of run again when its config is the same, so an interrupted map resumes cell by cell (and,
+A finished cell is written at once to OUT/regime_map_cells/<cell>-<config hash>.json, and read
+back instead of run again with the same config, so an interrupted map resumes cell by cell (and,
 within a cell, from the engine's store under --store); `--cells` runs some of them. The report
 shows the cells done and missing, beside the predictions committed before the map ran
 (docs/preregistered/regimes_predictions.json).
 """
 import dataclasses
+import hashlib
 import json
 import os
 import time
@@ -169,8 +170,18 @@ def cell_answers(st: Config, res, start: dict, lanes: int) -> dict:
     return out
 
 
-def cell_file(out_dir: str, level: float) -> str:
-    return os.path.join(out_dir, "regime_map_cells", cell_name(level) + ".json")
+def cell_config(st: Config, base, level: float) -> tuple:
+    """(model config, OptimConfig, SweepConfig, the three as the cell's JSON records them)."""
+    (_, cfg, opt, sweep), = ds.cells(st.damage(level), model_config(base, level))
+    return cfg, opt, sweep, json.loads(dumps(results.config_dict(model=cfg, optimizer=opt,
+                                                                 sweep=sweep)))
+
+
+def cell_file(out_dir: str, level: float, config: dict) -> str:
+    """OUT/regime_map_cells/<cell>-<hash of its config>.json: a run with other seeds, batches
+    or budget (--quick) keeps its own file beside the map's."""
+    digest = hashlib.sha256(dumps(config).encode()).hexdigest()[:12]
+    return os.path.join(out_dir, "regime_map_cells", f"{cell_name(level)}-{digest}.json")
 
 
 def load_cell(path: str, config: dict):
@@ -191,10 +202,8 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     lanes, t0 = st.lanes(engine), time.perf_counter()
     out = {"study": st.as_dict(lanes), "predictions": read_predictions(), "cells": {}}
     for k, level in enumerate(st.levels):
-        dst = st.damage(level)
-        (_, cfg, opt_, sweep), = ds.cells(dst, model_config(base, level))
-        conf = json.loads(dumps(results.config_dict(model=cfg, optimizer=opt_, sweep=sweep)))
-        path = cell_file(engine.out, level)
+        cfg, opt_, sweep, conf = cell_config(st, base, level)
+        path = cell_file(engine.out, level, conf)
         cell = load_cell(path, conf)
         if cell is None and level in st.todo():
             if not quiet:

@@ -142,7 +142,7 @@ def main(argv=None) -> int:
     for name in sorted(os.listdir(cells_dir)):
         with open(os.path.join(cells_dir, name)) as f:
             cell = json.load(f)
-        key = name.removesuffix(".json")
+        key = name.removesuffix(".json").split("-")[0]  # <cell>-<config hash>.json
         pr = np.load(rate_files[key]) if key in rate_files else None
         preds["cells"][key] = predict_cell(cell, sorted(int(b) for b in cell["budgets"]), pr)
         preds["cells"][key]["pilot_seconds"] = cell["seconds"]
