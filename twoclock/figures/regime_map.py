@@ -1,6 +1,6 @@
 """The regime map's figure: per finished cell (difficulty level), (a) each failure clock's
 batch exponent [95% CI] per budget beside the pre-registered prediction, and (b) the share of
-mixed-reward groups along the run per batch. Draws the result dict only (no JAX)."""
+mixed-reward groups along the run per batch (colour: batch; line style: cell). Draws the result dict only (no JAX)."""
 from twoclock.figures.style import plt
 
 CLOCKS = ("null", "deficit", "damage")
@@ -40,8 +40,8 @@ def regime_figure(out: dict):
         ax.legend(fontsize=6)
     for i, name in enumerate(names):
         longest = cells[name]["budgets"][str(max(budgets))]["mixed_path"]
-        for b, m in longest.items():
-            bx.plot(m["responses"], m["share"], ls=("-", "--", ":")[i % 3],
+        for j, (b, m) in enumerate(sorted(longest.items(), key=lambda kv: int(kv[0]))):
+            bx.plot(m["responses"], m["share"], ls=("-", "--", ":")[i % 3], color=f"C{j}",
                     label=f"{name} B {b}")
     bx.set_xscale("log")
     bx.set_xlabel("responses")
