@@ -186,3 +186,11 @@ def test_a_finished_cell_is_read_back_and_a_missing_one_run(tmp_path, monkeypatc
     _, _, _, other = rm.cell_config(Config(sweep=rm.SWEEP.__class__(
         batches=(64, 256, 1024), lr0s=(1e-4,), seeds=4, budget=8192)), base, 0.3)
     assert rm.cell_file(str(tmp_path), 0.3, other) != path
+
+
+def test_the_predictions_are_read_from_the_checkout_and_quick_writes_its_own_file():
+    from twoclock.studies import regime_map as rm
+    preds = rm.read_predictions()
+    assert preds is not None and set(preds["cells"]) == {"acc0.1", "acc0.2", "acc0.3"}
+    assert Config().output_name(None, {"quick"}) == "regime_map_quick"
+    assert Config().output_name(None, set()) == "regime_map"

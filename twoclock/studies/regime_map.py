@@ -44,7 +44,9 @@ LEVELS = (0.3, 0.1, 0.2)
 WALK, HARM = "null", ds.HARM
 SWEEP = SweepConfig(batches=(64, 256, 1024), lr0s=(1e-4,), seeds=16, budget=8192, seed=0)
 PATH_POINTS = 32  # responses at which the mixed share's path is read, log-spaced
-PREDICTIONS = os.path.join("docs", "preregistered", "regimes_predictions.json")
+# read beside the package (a checkout); an installed copy without docs/ reports none
+PREDICTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "docs", "preregistered", "regimes_predictions.json")
 
 
 def cell_name(level: float) -> str:
@@ -55,7 +57,6 @@ def cell_name(level: float) -> str:
 class Config(CellsView):
     """The map's cells: difficulty levels x budgets, at the sweep's batches and seeds."""
     SCRIPT = "regime_map.py"
-    OUTPUT = "regime_map"
     PRESETS = {"quick": ("levels 0.3 and 0.1, batches 64 and 256, 2 seeds, 2048 responses",
                          {"levels": (0.3, 0.1), "budgets": (1024,), "sweep": {
                              "batches": (64, 256), "seeds": 2, "budget": 2048}})}
@@ -107,6 +108,11 @@ class Config(CellsView):
         return {"levels": self.levels, "budgets": self.all_budgets, "batches": self.batches,
                 "seeds": self.seeds, "lr0": self.lr0, "rule": "sqrt", "end_b": self.end_b,
                 "damage_drop": self.damage_drop, "seed": self.seed, "max_lanes": max_lanes}
+
+    def output_name(self, model, given) -> str:
+        """regime_map[_quick]."""
+        del model
+        return "regime_map" + ("_quick" if "quick" in given else "")
 
     def check(self, model, base, opt) -> None:
         for level in self.levels:
