@@ -194,3 +194,14 @@ def test_the_predictions_are_read_from_the_checkout_and_quick_writes_its_own_fil
     assert preds is not None and set(preds["cells"]) == {"acc0.1", "acc0.2", "acc0.3"}
     assert Config().output_name(None, {"quick"}) == "regime_map_quick"
     assert Config().output_name(None, set()) == "regime_map"
+
+
+def test_the_report_prints_a_censored_prediction_as_past_budget():
+    from twoclock.studies.regime_report import predicted
+    out = {"predictions": {"cells": {"acc0.3": {"8192": {
+        "exponent": {"null": -0.0076, "deficit": None, "damage": None},
+        "N": {"null": {"64": 1.0}, "deficit": {"64": None, "256": None}}}}}}}
+    assert predicted(out, "acc0.3", "8192", "null") == "-0.0076"
+    assert predicted(out, "acc0.3", "8192", "deficit") == "past budget"
+    assert predicted(out, "acc0.3", "8192", "damage") == "-"
+    assert predicted({"predictions": None}, "acc0.3", "8192", "null") == "-"

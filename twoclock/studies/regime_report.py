@@ -14,10 +14,15 @@ def _ci(d):
     return f"{_fmt(d['median'])} [{_fmt(d['ci'][0])}, {_fmt(d['ci'][1])}]"
 
 
-def predicted(out: dict, cell: str, budget: str, clock: str):
-    """The pre-registered exponent of a clock in a cell and budget (None: none made)."""
+def predicted(out: dict, cell: str, budget: str, clock: str) -> str:
+    """The pre-registered exponent of a clock in a cell and budget, as the report prints it:
+    the number, "past budget" (its median predicted censored at every batch) or "-" (none)."""
     p = (out.get("predictions") or {}).get("cells", {}).get(cell, {}).get(budget, {})
-    return p.get("exponent", {}).get(clock)
+    e = p.get("exponent", {}).get(clock)
+    if e is not None:
+        return f"{e:.3g}"
+    n = p.get("N", {}).get(clock)
+    return "past budget" if n and all(v is None for v in n.values()) else "-"
 
 
 def report(out: dict) -> str:
@@ -40,8 +45,7 @@ def report(out: dict) -> str:
                 f"B {b}: " + ", ".join(f"{k} {reached[b][k]}" for k in CLOCKS) for b in reached))
             for k in CLOCKS:
                 p = predicted(out, name, R, k)
-                lines.append(f"    exponent {k:>8}: {_ci(a['2_exponent'][k])}  pred "
-                             f"{_fmt(p)}")
+                lines.append(f"    exponent {k:>8}: {_ci(a['2_exponent'][k])}  pred {p}")
             for k in ("damage", "deficit"):
                 lines.append(f"    drift at {k} / B_min's: " + "; ".join(
                     f"{b}: {_ci(x)}" for b, x in a["3_drift_ratio"][k].items()))
