@@ -3,8 +3,8 @@ a frozen config, run(model, model_cfg, opt, cfg, *, keep, quiet, engine) -> a JS
 result, report(result) -> the text the command prints, figure(result); and the registry the
 command line reads (`twoclock.cli.run_study`), listed by hand like `twoclock.models.MODELS`."""
 from twoclock.studies import (bandit_regimes, clipping, damage_study, headline, phase_study,
-                              plan_calibration, plan_check, policy_study, schedule_study, shapes,
-                              time_to_target)
+                              plan_calibration, plan_check, policy_study, regime_map,
+                              schedule_study, shapes, time_to_target)
 
 
 class Registry(dict):
@@ -26,6 +26,7 @@ STUDIES = Registry((s.name, s) for s in (
     bandit_regimes.STUDY,
     policy_study.STUDY,
     damage_study.STUDY,
+    regime_map.STUDY,
     plan_check.STUDY,
     plan_calibration.STUDY,
     shapes.STUDY,
