@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from twoclock.pilot import clipping, plan as pilot, report
+from twoclock.pilot import clipping, plan as pilot, report, updates
 from twoclock.pilot.clocks import Clock, clocks, crossing, smooth
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
@@ -58,7 +58,8 @@ def _runs(logs, prog, fail, source):
                      take(lambda i: fail[i].samples if fail[i].crossed else math.inf),
                      take(lambda i: fail[i].samples if not fail[i].crossed else math.inf),
                      take(lambda i: logs.runs[i].seconds_per_update),
-                     tuple(logs.runs[i].name for i in keep), source=source)
+                     tuple(logs.runs[i].name for i in keep), source=source,
+                     updates_R=take(lambda i: logs.runs[i].updates))
 
 
 def _inf(v):
@@ -129,7 +130,7 @@ def _run_rows(rows, logs, prog, fcs, fails) -> list:
                     for f, fl in zip(fcs, fails)}
         got = [v for v in failures.values() if v is not None]
         out.append({**r.to_json(), "failure_samples": min(got) if got else None, "run": name,
-                    "failures": failures})
+                    "failures": failures, "updates": logs.runs[at[name]].updates})
     return out
 
 
@@ -192,6 +193,7 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
                      parse_columns(columns), **reading)
     prog = clocks(logs, pc, how, first_ok=True)
     _check_reached(logs, prog, pc)
+    updates.check_mixed([r for r, c in zip(logs.runs, prog) if c.timed])
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{logs.source} (logged curves)"
     # no failure condition: one plan of the progress clock alone (PROGRESS_ONLY)
@@ -269,6 +271,9 @@ def table(out: dict) -> str:
              + ("" if lg["smoothing"] is None else
                 f", after {lg['smoothing']['kind']} smoothing over {lg['smoothing']['samples']:g}"
                 " samples")]
+    k = updates.summary(out["runs"])
+    if k:
+        lines.append("  " + k)
     if lg["progress_censored"]:
         lines.append(f"  {len(lg['progress_censored'])} runs never reached {lg['progress']} "
                      "(left out of the fits): " + ", ".join(lg["progress_censored"]))

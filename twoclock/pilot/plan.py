@@ -43,6 +43,7 @@ class PilotRuns:
     spu_R: np.ndarray
     seed_R: tuple
     source: str = "runs"
+    updates_R: np.ndarray | None = None  # optimizer updates per rollout batch (None: 1 each)
 
     def censor_R(self) -> np.ndarray:
         """Where a run that did not fail is known to survive to: its budget, or at least
