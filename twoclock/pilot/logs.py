@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from twoclock.pilot import clipping, plan as pilot, report, updates
+from twoclock.pilot import bands, clipping, plan as pilot, report, updates
 from twoclock.pilot.clocks import Clock, clocks, crossing, smooth
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
@@ -108,6 +108,15 @@ def _predictions(outs, fcs) -> list:
             p = replace(p, no_failure_before=None)
         out.append({**p.to_json(), "failure_clock": _text(fcs[k])})
     return out
+
+
+def _with_bands(predictions, pc, critical, estimates, pilot_batches) -> list:
+    """Each prediction with its progress band's width factor and, where wider than x2 either
+    side, why (pilot.bands)."""
+    finite = lambda w: None if w is None or math.isinf(w) else w  # plan.json: strict JSON
+    return [{**p, "band_width": finite(bands.width(p["progress_samples"])),
+             "band_why": bands.why(p["progress_samples"], p["batch"], pc.text, critical,
+                                   estimates, pilot_batches)} for p in predictions]
 
 
 def _recommendation(est, margin: float, objective: str, fcs) -> dict:
@@ -202,7 +211,9 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
                        chosen.get(_text(f))) for f, fl in plans]
     first, conds = outs[0], [f for f, _ in plans]
     est, which = _estimates(outs)
-    predictions = _predictions(outs, conds)
+    predictions = _with_bands(_predictions(outs, conds), pc, first.critical_batch.to_json(),
+                              [e.to_json() for e in est],
+                              {r.batch for r, c in zip(logs.runs, prog) if c.timed})
     # the plan's one failure fit: the condition that fails first at the largest batch
     last = [_text(f) for f in conds].index(predictions[-1]["failure_clock"])
     return LogsPlan(
@@ -292,6 +303,7 @@ def table(out: dict) -> str:
     if out.get("progress_only"):
         lines.append("  " + out["progress_only"])
     lines.append(report.table(out))
+    lines += ["  " + p["band_why"] for p in out["predictions"] if p.get("band_why")]
     if out["failures"]:
         lines += ["", f"failure clocks, one fit each (samples, {lvl}% CI); the recommendation "
                   "uses the earliest at each batch:"]
