@@ -71,3 +71,10 @@ def test_the_study_takes_the_design():
     out = {"design": "practitioner", "eval_items": 1000, "eval_every_updates": 25, "seeds": 2,
            "heldout_seeds": 2, "summary": pr.summary([]), "simulations": {}, "rows": []}
     assert table(out).startswith("planner calibration, practitioner design")
+
+
+@pytest.mark.parametrize("flag", ["designs", "answer_seeds"])
+def test_design_counts_are_refused_below_one(flag):
+    from twoclock.studies.plan_calibration import Config
+    with pytest.raises(ValueError, match=f"--{flag.replace('_', '-')}"):
+        Config(design="practitioner", **{flag: 0})

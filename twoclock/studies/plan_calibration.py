@@ -28,10 +28,16 @@ class Config:
                                  "one seed per batch, fixed lr and sqrt rule, an evaluation on "
                                  "1000 items every 25 updates (docs/plan.md)",
                         choices=("seeds", "practitioner"))
+    designs: int = param(16, "with --design practitioner: seeds per pilot batch, each one "
+                             "design (seed s at every pilot batch)")
+    answer_seeds: int = param(16, "with --design practitioner: seeds per held-out batch "
+                                  "behind each answer")
     panels: tuple = field(default=(), metadata={"internal": True})
 
     def __post_init__(self):
         require_int("--n-ckpt", self.n_ckpt, lo=2)
+        require_int("--designs", self.designs, lo=1)
+        require_int("--answer-seeds", self.answer_seeds, lo=1)
 
 
 def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
@@ -39,7 +45,8 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
     """The calibration's rows and coverage table; the simulated logs kept under --out."""
     del model, model_cfg
     if cfg.design == "practitioner":
-        return practitioner.calibrate(cfg.panels, opt, engine.out, keep, quiet)
+        return practitioner.calibrate(cfg.panels, opt, engine.out, keep, quiet,
+                                      cfg.designs, cfg.answer_seeds)
     return calibrate.calibrate(cfg.panels, opt, engine.out, cfg.n_ckpt, keep, quiet)
 
 

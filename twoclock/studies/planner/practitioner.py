@@ -118,7 +118,8 @@ def truth(res) -> float | None:
     return m if math.isfinite(m) else None
 
 
-def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True) -> tuple:
+def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
+               seeds: int = SEEDS, heldout_seeds: int = HELDOUT_SEEDS) -> tuple:
     """(rows, simulation seconds, the noise drawn) of one model: every rule, seed and held-out
     batch."""
     from twoclock.studies.plan_check import entry  # noqa: PLC0415
@@ -130,14 +131,14 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True) -> t
     for rule in RULES:
         o = replace(opt, lr_rule=rule)
         t0 = time.perf_counter()
-        sims = {b: simulate(model, cfg, o, b, e.lr0, SEEDS, int(e.budget), keep, quiet)
+        sims = {b: simulate(model, cfg, o, b, e.lr0, seeds, int(e.budget), keep, quiet)
                 for b in pilots}
-        answers = {b: truth(simulate(model, cfg, o, b, e.lr0, HELDOUT_SEEDS, int(e.budget),
+        answers = {b: truth(simulate(model, cfg, o, b, e.lr0, heldout_seeds, int(e.budget),
                                      keep, quiet, every=None)) for b in held}
         secs += time.perf_counter() - t0
         how = noise(metric, sims[pilots[0]].ckpt[0])
         rng = np.random.default_rng([NOISE_SEED, RULES.index(rule)])
-        for s in range(SEEDS):
+        for s in range(seeds):
             path = os.path.join(folder, f"plan_calibration_practitioner_{model.name}_{rule}_"
                                         f"s{s}.csv")
             write_design(path, sims, pilots, s, metric, rng)
@@ -180,17 +181,19 @@ def summary(rows) -> list:
     return out
 
 
-def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False) -> dict:
-    """The practitioner design over panels (model, model config): rows and summary."""
+def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: int = SEEDS,
+              heldout_seeds: int = HELDOUT_SEEDS) -> dict:
+    """The practitioner design over panels (model, model config): rows and summary; seeds:
+    the designs (per pilot batch), heldout_seeds: behind each answer."""
     rows, sims = [], {}
     for m, cfg in panels:
-        got, secs, how = model_rows(m, cfg, opt, folder, keep, quiet)
+        got, secs, how = model_rows(m, cfg, opt, folder, keep, quiet, seeds, heldout_seeds)
         sims[m.name] = {"seconds": secs, "pilots": list(batches(m)[0]),
                         "heldout": list(batches(m)[1]), "noise": how}
         rows += got
     return {"calibration": True, "design": "practitioner", "rules": list(RULES),
-            "eval_every_updates": EVAL_EVERY, "eval_items": EVAL_ITEMS, "seeds": SEEDS,
-            "heldout_seeds": HELDOUT_SEEDS, "simulations": sims, "rows": rows,
+            "eval_every_updates": EVAL_EVERY, "eval_items": EVAL_ITEMS, "seeds": seeds,
+            "heldout_seeds": heldout_seeds, "simulations": sims, "rows": rows,
             "summary": summary(rows)}
 
 
