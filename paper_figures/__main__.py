@@ -2,8 +2,10 @@
 
 Regenerates every figure (PDF + PNG, one style: twoclock.figures.style) from cached result
 JSON files in --results, running the experiment that produces a file only when it is
-missing, written under an older result schema, or with --force. Figure code reads the JSON
-and never calls JAX.
+missing, written under an older result schema, or with --force. The long studies' figures
+(CACHED_ONLY: the policy, damage and shapes studies, each many minutes on 2 cores) are drawn
+only from a cached file, and skipped with a one-line note where there is none. Figure code
+reads the JSON and never calls JAX.
 """
 import argparse
 import os
@@ -14,6 +16,9 @@ import time
 from twoclock.figures.style import (clipping_figure, clocks_figure, phase_figure, save,
                                     schedule_figure, time_to_target_figure)
 from twoclock.figures.clipping import regime_map_figure
+from twoclock.figures.damage_study import damage_figure
+from twoclock.figures.policy_study import study_figure
+from twoclock.figures.shapes import critical_target_figure, exponent_figure
 from twoclock.analysis.results import SCHEMA, read_json
 from twoclock.atomic import Refused, check_folder, one_line
 
@@ -70,6 +75,28 @@ FIGURES = {
 }
 
 
+# name -> (result file, the command that writes it, for the note, figure builder): drawn from
+# a cached file only (`python experiments/<study>.py --out paper_figures/results`)
+CACHED_ONLY = {
+    "shapes_critical_batch": ("shapes.json", "python experiments/shapes.py",
+                              critical_target_figure),
+    "shapes_fixed_exponent": ("shapes.json", "python experiments/shapes.py", exponent_figure),
+    "policy_study": ("policy_study.json", "python experiments/policy_study.py", study_figure),
+    "damage_study": ("damage_study.json", "python experiments/damage_study.py",
+                     damage_figure),
+}
+
+
+def cached(result_path: str, command: str, name: str) -> bool:
+    """A CACHED_ONLY figure's file is there and current; else one line saying it is skipped."""
+    if current(result_path):
+        return True
+    print(f"skipped {name}: no current {os.path.basename(result_path)} in "
+          f"{os.path.dirname(result_path)} (made by `{command} --out "
+          f"{os.path.dirname(result_path)}`)", flush=True)
+    return False
+
+
 def current(result_path: str) -> bool:
     """The file exists, reads as a JSON object, and was written under this version's result
     schema. A file that does not read (truncated by a full disk or a killed writer) is named
@@ -105,14 +132,16 @@ def main(argv=None) -> int:
     p.add_argument("--results", default=os.path.join(HERE, "results"),
                    help="folder of cached result JSON files")
     p.add_argument("--out", default=os.path.join(HERE, "figures"), help="figure folder")
-    p.add_argument("--only", nargs="+", help="figure names: " + ", ".join(FIGURES))
+    p.add_argument("--only", nargs="+", help="figure names: " + ", ".join(
+        list(FIGURES) + list(CACHED_ONLY)))
     p.add_argument("--force", action="store_true", help="re-simulate even if results exist")
     p.add_argument("--verbose", action="store_true", help="show the experiments' output")
     ns = p.parse_args(argv)
-    names = ns.only or list(FIGURES)
-    bad = [n for n in names if n not in FIGURES]
+    names = ns.only or list(FIGURES) + list(CACHED_ONLY)
+    bad = [n for n in names if n not in FIGURES and n not in CACHED_ONLY]
     if bad:
-        print(f"python -m paper_figures: error: only must be among {', '.join(FIGURES)} "
+        print(f"python -m paper_figures: error: only must be among "
+              f"{', '.join(list(FIGURES) + list(CACHED_ONLY))} "
               f"(got {', '.join(bad)})", file=sys.stderr)
         return 2
     try:  # before any experiment runs: a simulation whose results cannot be written is wasted
@@ -123,12 +152,21 @@ def main(argv=None) -> int:
         return 2
     made, forced = [], set()
     for name in names:
-        fname, command, build = FIGURES[name]
-        path = os.path.join(ns.results, fname)
-        ensure(path, command, ns.force and path not in forced, not ns.verbose)
-        forced.add(path)
+        if name in CACHED_ONLY:
+            fname, note, build = CACHED_ONLY[name]
+            path = os.path.join(ns.results, fname)
+            if not cached(path, note, name):
+                continue
+        else:
+            fname, command, build = FIGURES[name]
+            path = os.path.join(ns.results, fname)
+            ensure(path, command, ns.force and path not in forced, not ns.verbose)
+            forced.add(path)
         try:
             figure = build(read_json(path))
+            if figure is None:
+                print(f"skipped {name}: {fname} has nothing to draw", flush=True)
+                continue
         except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
             print(f"python -m paper_figures: error: {path} cannot be drawn as {name} "
                   f"({one_line(e)}); rerun with --force --only {name}", file=sys.stderr)

@@ -112,13 +112,14 @@ def test_the_layer_check_sees_imports_anywhere_in_a_module(tmp_path):
 
 
 def test_the_planners_fits_call_nothing_above_them():
-    """pilot/fit.py (each form's fit and sampling band) imports no other planner module;
-    forms.py (a clock's form, fit and band) only fit.py below it; plan.py reads its clocks
-    from forms.py."""
+    """pilot/fit.py (each form's fit and sampling band) imports no other planner module, and
+    adam.py (Adam's form, fitted through fit.py) only fit.py; forms.py (a clock's form, fit and
+    band) only those fits below it; plan.py reads its clocks from forms.py."""
     pilot = lambda name: {m.split(".")[2] for m in _imports(os.path.join(PKG, "pilot", name))
                           if m.startswith("twoclock.pilot.")}
     assert pilot("fit.py") == set()
-    assert pilot("forms.py") == {"fit"}
+    assert pilot("adam.py") == {"fit"}
+    assert pilot("forms.py") == {"fit", "adam"}
     assert "forms" in pilot("plan.py")
 
 

@@ -17,7 +17,7 @@ from twoclock.cli.common import (OneLineParser, add_output_args, check_outputs, 
 from twoclock.cli.flags import add_config_flags, config_from_flags, dest
 from twoclock.cli.rescue import Rescue
 from twoclock.figures import pilot as pilot_figure, pilot_logs as logs_figure
-from twoclock.pilot import logs as pilot_logs, report as pilot_report
+from twoclock.pilot import levels, logs as pilot_logs, report as pilot_report
 from twoclock.pilot.config import LogsInput, PlanConfig, RunsInput, plan
 
 
@@ -50,7 +50,10 @@ def main(argv=None, prog: str = "plan.py") -> int:
         fail(prog, str(e))
     # the plan is computed: a failing table, JSON or figure keeps it (plan.partial.json, exit 3)
     with Rescue(prog, json_path(ns, "plan"), fallback=(ns.out,)) as rescue:
-        if cfg.logs is not None:
+        if "targets" in out:  # several targets: the joint table, the first target's figure
+            publish(ns, "plan", out, levels.table,
+                    lambda o: logs_figure.logs_figure(o["targets"][0]["plan"]), rescue=rescue)
+        elif cfg.logs is not None:
             publish(ns, "plan", out, pilot_logs.table, logs_figure.logs_figure, rescue=rescue)
         else:
             publish(ns, "plan", out, pilot_report.table, pilot_figure.plan_figure,

@@ -2,10 +2,12 @@
 published GRPO table) or the curves their trainer logged, and the plan's settings."""
 from dataclasses import dataclass, fields
 
-from twoclock.config import option, param, require_choice
-from twoclock.pilot import api, report
+import math
+
+from twoclock.config import RULE_EXPONENT, option, param, require, require_choice
+from twoclock.pilot import api, levels, report
 from twoclock.pilot.presets import PRESETS
-from twoclock.pilot.plan import check_settings
+from twoclock.pilot.plan import PROGRESS_FORMS, check_settings
 
 
 @dataclass(frozen=True)
@@ -13,6 +15,35 @@ class RunsInput:
     """Pilot runs, one row each (RUNS.csv), or with no path the published GRPO table."""
     path: str | None = option(None, "pilot-run CSV (default: the published GRPO table)",
                               positional=True, nargs="?", metavar="RUNS.csv")
+    progress_form: str | None = param(None, "the progress clock's form: adam (Adam under any "
+                                            "lr rule: B^(1/2 - p) below the knee, B^(1 - p) "
+                                            "past it; runs at any lr, K = the updates column; "
+                                            "docs/plan.md); default: saturation or curvature, "
+                                            "on the runs of one rule", choices=PROGRESS_FORMS)
+    predict_rule: str | None = option(None, "with --progress-form adam: predict under lr = LR0 "
+                                            "(B / B0)^P (P a number or fixed, sqrt, linear; "
+                                            "default: the rule most pilots share)",
+                                      metavar="P[:LR0@B0]")
+
+    def __post_init__(self):
+        if self.predict_rule is not None:
+            require(self.progress_form is not None, "--predict-rule",
+                    "given with --progress-form adam", self.predict_rule)
+            parse_rule(self.predict_rule)
+
+
+def parse_rule(text: str) -> tuple:
+    """'P[:LR0@B0]' -> (p, lr0 or None, b0 or None); ValueError naming --predict-rule."""
+    head, _, anchor = text.partition(":")
+    try:
+        p = RULE_EXPONENT[head] if head in RULE_EXPONENT else float(head)
+        lr0, b0 = (float(x) for x in anchor.split("@")) if anchor else (None, None)
+    except ValueError:
+        p = math.nan
+    require(math.isfinite(p) and -2 <= p <= 2 and (not anchor or (
+        math.isfinite(lr0) and lr0 > 0 and math.isfinite(b0) and b0 > 0)), "--predict-rule",
+        "P[:LR0@B0]: P in [-2, 2] or fixed, sqrt, linear; LR0 and B0 > 0", text)
+    return p, lr0, b0
 
 
 @dataclass(frozen=True)
@@ -22,7 +53,9 @@ class LogsInput:
     path: str | None = param(None, "per-step log file of the pilot runs (instead of RUNS.csv), "
                                    "or a trainer's own: a TensorBoard directory, trainer_state."
                                    "json (or a directory of runs holding one), verl's .jsonl")
-    progress: str | None = param(None, "the target, e.g. 'heldout_acc>=0.7'")
+    progress: str | None = param(None, "the target, e.g. 'heldout_acc>=0.7'; several of one "
+                                       "metric in one quoted argument, 'acc>=0.45 acc>=0.5 "
+                                       "acc>=0.55': a plan each and a joint fit (docs/plan.md)")
     failure: tuple = option((), "a failure clock, e.g. 'kl>=0.5' (repeat for several: each is "
                                 "fitted; the earliest sets the plan; none: a progress-only plan)",
                   action="append")
@@ -101,15 +134,22 @@ def plan(cfg: PlanConfig) -> dict:
     table (pilot.report.plan_file's Plan.to_json())."""
     predict = cfg.predict or None  # none given: the pilot batches
     lg = cfg.logs
-    if lg is not None:  # the Python entry's plan, with the flags' values
-        return api.plan_logs(
-            lg.path, lg.progress, lg.failure, predict=predict, margin=cfg.margin,
+    if lg is not None:  # the Python entry's plan, with the flags' values; one per target
+        targets = levels.split_targets(lg.progress)
+        plans = [api.plan_logs(
+            lg.path, t, lg.failure, predict=predict, margin=cfg.margin,
             level=cfg.level, smoothing=lg.smooth, columns=lg.col, clip=lg.clip,
             clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=lg.form, preset=lg.preset,
             batch=lg.batch, lr=lg.lr, batch_from_name=lg.batch_from_name,
             samples_from_step=lg.samples_from_step, restarts=lg.restarts,
             updates=lg.updates).to_json()
-    return report.plan_file(cfg.runs.path, predict, cfg.margin, cfg.level).to_json()
+            for t in targets]
+        return plans[0] if len(plans) == 1 else levels.joint_plan(targets, plans, predict,
+                                                                  cfg.level)
+    r = cfg.runs
+    return report.plan_file(r.path, predict, cfg.margin, cfg.level, r.progress_form,
+                            None if r.predict_rule is None else parse_rule(r.predict_rule)
+                            ).to_json()
 
 
 __all__ = ["PlanConfig", "RunsInput", "LogsInput", "plan"]

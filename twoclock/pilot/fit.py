@@ -16,6 +16,9 @@ delta = 0.2 definition (twoclock.analysis.clocks.critical_batch). The mechanism 
   curvature:  past lr_eff h_max = 1 a larger lr buys nothing, updates stop falling and samples
               grow as B: a = 1 (McCandlish's E = E_min (1 + B/B_noise)).
 Both have two parameters, so the form with the smaller squared error in log N is chosen.
+Neither holds for Adam under another rule, where N = A sqrt(m (m + B_n)) / lr grows as
+B^(1/2 - p) below the knee and B^(1 - p) past it (m = B / K samples per update): adam.py
+derives it and fits it through the saturation form here, each run at its own lr and K.
 
 The knee's width. The mechanism sets the asymptote B^a, not how sharply the clock turns to it:
 a clock made of parts with different critical batches (directions or data with different noise

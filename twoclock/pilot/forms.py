@@ -23,7 +23,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from twoclock.pilot import fit as pf
+from twoclock.pilot import adam, fit as pf
 from twoclock.pilot.fit import exp_or_none
 
 FAILURE_FORMS = ("power", "coupled", "knee")
@@ -321,6 +321,32 @@ def progress_clock(B, prog, p: float) -> ProgressClock:
                          (float(B.min()), float(B.max())))
 
 
+def adam_clock(B, prog, lr, K, rule) -> ProgressClock:
+    """The progress clock in Adam's form (pilot/adam.py): every run at its own lr and K updates
+    per batch, predictions under `rule` (p, lr0, b0; one update per batch). Its form error:
+    each end batch left out and predicted at its runs' own lr and K."""
+    B, prog, lr, K = (np.asarray(x, np.float64) for x in (B, prog, lr, K))
+    o = np.lexsort((prog, K, lr, B))
+    B, prog, lr, K = B[o], prog[o], lr[o], K[o]
+    fit_ = lambda k, sharp: adam.fit_adam(B[k], prog[k], lr[k], K[k], rule.p, rule.lr0,
+                                          rule.b0, sharp=sharp)
+    fit = fit_(np.ones(B.size, bool), True)
+
+    def predict(k, b):  # the left-out runs' median, each at its own lr and K
+        f = fit_(k, True)
+        at = B == b
+        return float(np.median(f.log_at(B[at], lr[at], K[at]))), _fit_sd(f, b)
+    rate = loo_rate(B, predict, lambda b: _log_median(prog[B == b]))
+    bn = fit.noise_scale
+    why = (f"chosen with --progress-form: N = A sqrt(m (m + B_n)) / lr, m = B / K, "
+           f"fitted to {B.size} runs at their own lr; B_n = "
+           f"{'beyond the pilots' if bn is None else format(bn, '.4g')} samples per update; "
+           f"under lr ~ B^{rule.p:g} N grows as B^{0.5 - rule.p:g} below the knee, "
+           f"B^{1 - rule.p:g} past it")
+    return ProgressClock(fit, [fit], {adam.FORM: fit.sse}, why, rate,
+                         (float(B.min()), float(B.max())))
+
+
 @dataclass(frozen=True)
 class FailureClock:
     """A failure clock: its power law fitted on the runs as given (the exponent the plan
@@ -350,6 +376,6 @@ def failure_clock(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
 
 
 __all__ = ["FAILURE_FORMS", "FORM_ERROR_SCALE", "FormNotFitted", "ProgressClock",
-           "progress_clock", "FailureClock", "failure_clock", "loo_rate", "widen", "union",
+           "progress_clock", "adam_clock", "FailureClock", "failure_clock", "loo_rate", "widen", "union",
            "distance", "sigma", "progress_rate", "failure_forms", "form_band", "failure_band",
            "disagreement", "z_quantile"]

@@ -1,7 +1,8 @@
 """From a few pilot runs to a plan: read the runs, fit the two clocks, recommend a batch.
 
 CSV: one row per pilot run; columns batch, lr, progress_samples, failure_samples (empty when
-the run did not fail) and optionally budget, seconds_per_update, seed. The fits are in
+the run did not fail) and optionally budget, seconds_per_update, seed, updates (optimizer
+updates per rollout batch, K; 1 when absent). The fits are in
 twoclock/pilot/fit.py; the plan's records in twoclock/pilot/result.py; the method and its
 measured errors in docs/plan.md.
 """
@@ -18,14 +19,13 @@ from twoclock.pilot.result import (CriticalBatch, Curves, Estimate, Exponent, Fa
                                    FailureReport, Fit, Plan, Prediction, ProgressReport,
                                    Recommendation, Rule, RunRow, Throughput)
 from twoclock.analysis.switch import Clocks, plan_switch
+from twoclock.pilot.rule import RULE_TOL, infer_rule  # noqa: F401 (RULE_TOL: the plan's API)
 
 REQUIRED = ("batch", "lr", "progress_samples", "failure_samples")
-OPTIONAL = ("budget", "seconds_per_update", "seed")
-RULE_TOL = 0.01  # a run is on the rule when its lr is within 1% of lr0 (B / b0)^p
+OPTIONAL = ("budget", "seconds_per_update", "seed", "updates")
+PROGRESS_FORMS = ("adam",)  # chosen by the user; default: saturation or curvature (fit.py)
 MAX_BATCH = 2**53  # a batch is a count of samples (floats hold every integer up to 2^53)
 OUTLIER = 1e6  # a pilot batch this many times from the median batch is refused as a typo
-ALL_PAIRS_UP_TO = 256  # infer_rule tries every pair of runs up to this many runs
-MAX_CANDIDATES = 64  # ... and beyond, this many of the most common pairwise exponents
 
 
 class PilotError(ValueError):
@@ -43,7 +43,13 @@ class PilotRuns:
     spu_R: np.ndarray
     seed_R: tuple
     source: str = "runs"
-    updates_R: np.ndarray | None = None  # optimizer updates per rollout batch (None: 1 each)
+    # K: optimizer updates per rollout batch (None: 1 for every run). The hook for readers that
+    # know it (a trainer's settings, --updates); only the Adam form reads it (pilot/adam.py)
+    updates_R: np.ndarray | None = None
+
+    def updates(self) -> np.ndarray:
+        """K per run (1 where not given)."""
+        return np.ones_like(self.batch_R) if self.updates_R is None else self.updates_R
 
     def censor_R(self) -> np.ndarray:
         """Where a run that did not fail is known to survive to: its budget, or at least
@@ -96,7 +102,7 @@ def read_runs(path: str) -> PilotRuns:
             raise PilotError(f"{path} line 1: missing column {col!r} (header: {','.join(head)})")
     ix = {c: head.index(c) for c in REQUIRED + OPTIONAL if c in head}
     cols = {c: [] for c in ("batch", "lr", "progress_samples", "failure_samples", "budget",
-                            "seconds_per_update")}
+                            "seconds_per_update", "updates")}
     seeds = []
     for ln, row in enumerate(rows[1:], start=2):
         if not any(c.strip() for c in row):
@@ -108,7 +114,8 @@ def read_runs(path: str) -> PilotRuns:
         vals = {"batch": get("batch", False), "lr": get("lr", False),
                 "progress_samples": get("progress_samples", False),
                 "failure_samples": get("failure_samples", True), "budget": get("budget", True),
-                "seconds_per_update": get("seconds_per_update", True)}
+                "seconds_per_update": get("seconds_per_update", True),
+                "updates": get("updates", True)}
         if vals["batch"] > MAX_BATCH:
             raise PilotError(f"{path} line {ln}, column batch: must be at most 2^53, a count "
                              f"of samples (got {row[ix['batch']].strip()!r})")
@@ -119,7 +126,7 @@ def read_runs(path: str) -> PilotRuns:
                                  f"the run's budget {bud:g}")
         for c, v in vals.items():
             cols[c].append(math.inf if v is None and c in ("failure_samples", "budget")
-                           else (math.nan if v is None else v))
+                           else (1.0 if c == "updates" else math.nan) if v is None else v)
         seeds.append(row[ix["seed"]].strip() if "seed" in ix else "")
     if not seeds:
         raise PilotError(f"{path}: no runs below the header")
@@ -132,54 +139,8 @@ def read_runs(path: str) -> PilotRuns:
                          f"{OUTLIER:g} times from the median batch {mid:g}; a typo? (pilots that "
                          "far apart are refused)")
     return PilotRuns(a["batch"], a["lr"], a["progress_samples"], a["failure_samples"],
-                     a["budget"], a["seconds_per_update"], tuple(seeds), source=path)
-
-
-def infer_rule(batch_R, lr_R) -> dict:
-    """The learning-rate rule lr = lr0 (B / b0)^p most runs share (b0 the smallest batch).
-
-    Candidates are the exponents between every pair of runs plus 0, 1/2, 1; a run is on a rule
-    when its lr is within RULE_TOL of it. Off-rule runs (a fixed-LR control) are kept out of
-    the clock fits: the fit forms hold for one rule at a time.
-    """
-    lb, ll = np.log(batch_R), np.log(lr_R)
-    cands = {0.0, 0.5, 1.0} | _exponents(lb, ll)
-    best = None
-    for p in sorted(cands):
-        dev = ll - p * lb
-        on = np.abs(dev - np.median(dev)) <= RULE_TOL
-        if not on.any():
-            continue
-        score = (int(on.sum()), len(np.unique(lb[on])), -abs(p - 0.5))
-        if best is None or score > best[0]:
-            best = (score, p, on)
-    _, p, on = best
-    b0 = float(batch_R[on].min())
-    lr0 = float(np.exp(np.median(ll[on] - p * (lb[on] - math.log(b0)))))
-    return {"p": p, "lr0": lr0, "b0": b0, "on_rule": on}
-
-
-def _exponents(lb, ll) -> set:
-    """Candidate exponents: between every pair of runs up to ALL_PAIRS_UP_TO runs; beyond, in
-    linear time, between each run and its neighbours in batch order (1, 2, 4, ... 64 apart)
-    and the runs at the smallest and largest batch, keeping the MAX_CANDIDATES most common
-    (the rule most runs share is among them)."""
-    n = lb.size
-    if n <= ALL_PAIRS_UP_TO:
-        return {round(float((ll[i] - ll[j]) / (lb[i] - lb[j])), 6)
-                for i, j in itertools.combinations(range(n), 2) if lb[i] != lb[j]}
-    order = np.argsort(lb, kind="stable")
-    b, l = lb[order], ll[order]
-    pairs = [(b[k:], l[k:], b[:-k], l[:-k]) for k in (1, 2, 4, 8, 16, 32, 64) if k < n]
-    pairs += [(b, l, np.full(n, b[0]), np.full(n, l[0])), (b, l, np.full(n, b[-1]),
-                                                           np.full(n, l[-1]))]
-    slopes = []
-    for b1, l1, b2, l2 in pairs:
-        d = b1 != b2
-        slopes.append(np.round((l1[d] - l2[d]) / (b1[d] - b2[d]), 6))
-    values, counts = np.unique(np.concatenate(slopes), return_counts=True)
-    top = values[np.argsort(-counts, kind="stable")[:MAX_CANDIDATES]]
-    return {float(v) for v in top}
+                     a["budget"], a["seconds_per_update"], tuple(seeds), source=path,
+                     updates_R=a["updates"] if "updates" in ix else None)
 
 
 def _measured(x_R, mask_R):
@@ -191,22 +152,30 @@ def _measured(x_R, mask_R):
 
 
 def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95,
-         failure_form: str | None = None) -> Plan:
+         failure_form: str | None = None, progress_form: str | None = None,
+         predict_rule: tuple | None = None) -> Plan:
     """Fit the clocks, predict at `predict` batches and recommend (Plan.to_json() is the
     plan's JSON). failure_form: the failure clock's form, chosen by the user (else from the
-    pilots)."""
+    pilots). progress_form "adam": every run's progress at its own lr and K (pilot/adam.py;
+    the failure clock on the on-rule runs, or on every run where those span < 3 batches),
+    predicted under predict_rule (p, lr0, b0), by default the rule most runs share."""
     found = infer_rule(runs.batch_R, runs.lr_R)
     on = found["on_rule"]
-    rule = Rule(found["p"], found["lr0"], found["b0"], int((~on).sum()))
-    B, prog, fail = runs.batch_R[on], runs.prog_R[on], runs.fail_R[on]
+    rule = Rule(*(predict_rule or (found["p"], found["lr0"], found["b0"])), int((~on).sum()))
+    use = (on if progress_form is None or np.unique(runs.batch_R[on]).size >= 3
+           else np.ones_like(on))
+    B, prog, fail = runs.batch_R[use], runs.prog_R[use], runs.fail_R[use]
     distinct = np.unique(B)
     if distinct.size < 3:
         raise PilotError(f"{runs.source}, column batch: needs >= 3 distinct batches on one "
                          f"learning-rate rule (got {distinct.size}: "
-                         f"{', '.join(f'{b:g}' for b in distinct)})")
-    progress = forms.progress_clock(B, prog, rule.p)
+                         f"{', '.join(f'{b:g}' for b in distinct)})" +
+                         ("; --progress-form adam fits runs at different lrs"
+                          if np.unique(runs.batch_R).size >= 3 else ""))
+    progress = (forms.progress_clock(B, prog, rule.p) if progress_form is None else
+                forms.adam_clock(runs.batch_R, runs.prog_R, runs.lr_R, runs.updates(), rule))
     try:
-        failure = forms.failure_clock(B, fail, runs.censor_R()[on], prog, level, rule.p,
+        failure = forms.failure_clock(B, fail, runs.censor_R()[use], prog, level, rule.p,
                                       failure_form)
     except forms.FormNotFitted as e:
         raise PilotError(f"--form: {e}") from None
@@ -215,7 +184,7 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     tmodel, spu = _step_times(runs)
     cand = sorted(set(float(b) for b in distinct) | set(float(b) for b in (predict or ())))
     pred_B = sorted(set(float(b) for b in predict)) if predict else cand
-    bound = _no_failure_bound(B, prog, fail, runs.censor_R()[on], progress.fit, pred_B)
+    bound = _no_failure_bound(B, prog, fail, runs.censor_R()[use], progress.fit, pred_B)
     predictions = tuple(Prediction(b, rule.lr(b), pb, fb, nb, s, _hours(pb, s, b))
                         for b, pb, fb, nb, s in zip(pred_B, prog_band(pred_B), fail_band(pred_B),
                                                     bound, map(spu, pred_B)))

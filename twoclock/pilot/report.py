@@ -28,14 +28,25 @@ def disagreement_lines(form: dict, predictions, indent: str = "    ") -> list:
             "their left-out errors chose: plan on the band, or add pilot seeds"]
 
 
-def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95) -> Plan:
-    """pilot.plan on a CSV, or with path None on the published table (plus its reading)."""
+def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95,
+              progress_form: str | None = None, predict_rule: tuple | None = None) -> Plan:
+    """pilot.plan on a CSV, or with path None on the published table (plus its reading).
+    predict_rule: (p, lr0 or None, b0 or None), the anchor by default the pilots' rule's."""
     pilot.check_settings(predict, margin, level)
+    runs = pilot_article.article_runs() if path is None else pilot.read_runs(path)
+    rule = None
+    if predict_rule is not None:
+        p, lr0, b0 = predict_rule
+        if lr0 is None:
+            found = pilot.infer_rule(runs.batch_R, runs.lr_R)
+            lr0, b0 = found["lr0"], found["b0"]
+        rule = (p, lr0, b0)
     if path is None:
-        out = pilot.plan(pilot_article.article_runs(),
-                         predict or pilot_article.predict_batches(), margin, level)
+        out = pilot.plan(runs, predict or pilot_article.predict_batches(), margin, level,
+                         progress_form=progress_form, predict_rule=rule)
         return replace(out, article=pilot_article.reading(out))
-    return pilot.plan(pilot.read_runs(path), predict, margin, level)
+    return pilot.plan(runs, predict, margin, level, progress_form=progress_form,
+                      predict_rule=rule)
 
 
 def _g(v, fmt="{:.4g}"):
@@ -54,16 +65,18 @@ def table(out: dict) -> str:
              f"{len(out['runs']) - r['off_rule_runs']} on the rule lr = {r['lr0']:.4g} "
              f"(B/{r['b0']:g})^{r['p']:g}"
              + (f" ({r['off_rule_runs']} off it, not fitted)" if r["off_rule_runs"] else ""),
-             f"progress clock: {f['progress']['form']} form, N_prog = N_min "
-             + (f"(1 + c B/B_crit)^{f['progress']['asymptote_exponent']:g}"
-                if f["progress"].get("sharpness", 1.0) == 1.0 else
-                f"(1 + c (B/B_crit)^{f['progress']['sharpness']:.3g})^"
-                f"{f['progress']['asymptote_exponent'] / f['progress']['sharpness']:.3g}")
-             + " with N_prog(B_crit) = 1.2 N_min; "
-             f"{f['progress']['why']}"]
+             f"progress clock: {f['progress']['form']} form, "
+             + ("" if f["progress"]["form"] == "adam" else "N_prog = N_min " + (
+                 f"(1 + c B/B_crit)^{f['progress']['asymptote_exponent']:g}"
+                 if f["progress"].get("sharpness", 1.0) == 1.0 else
+                 f"(1 + c (B/B_crit)^{f['progress']['sharpness']:.3g})^"
+                 f"{f['progress']['asymptote_exponent'] / f['progress']['sharpness']:.3g}")
+                 + " with N_prog(B_crit) = 1.2 N_min; ")
+             + f"{f['progress']['why']}"]
     cb = out["critical_batch"]
-    lines.append(f"critical batch: {_g(cb['batch'])} [{_g(cb['ci'][0])}, {_g(cb['ci'][1])}]"
-                 f" ({lvl}% CI)" if cb["batch"] is not None else
+    knee = " (the knee: the sqrt rule's critical batch)" if f["progress"]["form"] == "adam" else ""
+    lines.append(f"critical batch{knee}: {_g(cb['batch'])} [{_g(cb['ci'][0])}, "
+                 f"{_g(cb['ci'][1])}] ({lvl}% CI)" if cb["batch"] is not None else
                  f"critical batch: none within reach (progress flat up to {cb['ci'][0]:g})")
     fe = out["failure_exponent"]
     lines.append("failure clock: " + ("no fit; " if fe["value"] is None else

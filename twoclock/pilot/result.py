@@ -13,6 +13,9 @@ from twoclock.config import scaled_lr
 # plan.json's "schema" (both modes: Plan, LogsPlan): bumped when a key changes meaning or goes;
 # docs/results.md, "plan.json", names every key and its unit
 PLAN_SCHEMA = 1
+# several targets at once (pilot/levels.py): a document of its own, each target's plan inside;
+# a single target keeps PLAN_SCHEMA's plan.json unchanged
+TARGETS_SCHEMA = PLAN_SCHEMA + 1
 
 
 def to_json(value):

@@ -3,7 +3,7 @@ a frozen config, run(model, model_cfg, opt, cfg, *, keep, quiet, engine) -> a JS
 result, report(result) -> the text the command prints, figure(result); and the registry the
 command line reads (`twoclock.cli.run_study`), listed by hand like `twoclock.models.MODELS`."""
 from twoclock.studies import (bandit_regimes, clipping, damage_study, headline, phase_study,
-                              plan_calibration, plan_check, policy_study, schedule_study,
+                              plan_calibration, plan_check, policy_study, schedule_study, shapes,
                               time_to_target)
 
 
@@ -28,4 +28,5 @@ STUDIES = Registry((s.name, s) for s in (
     damage_study.STUDY,
     plan_check.STUDY,
     plan_calibration.STUDY,
+    shapes.STUDY,
 ))

@@ -1,0 +1,210 @@
+"""Several targets at once (twoclock.pilot.levels): the conditions' list, the joint fit against
+clocks made by the formula written out here (log B_n linear in the level), the document's rows,
+and the command on the example logs (each target's plan inside is the one-target plan)."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from twoclock.pilot import levels
+from twoclock.pilot.plan import PilotError
+from twoclock.pilot.result import PLAN_SCHEMA
+
+DATA = "twoclock/data/example_pilot_logs.csv"
+
+
+def by_hand(B, lr, A, b_n):
+    """N = A sqrt(B (B + B_n)) / lr, one update a batch."""
+    return A * np.sqrt(B * (B + b_n)) / lr
+
+
+def test_targets_are_split_and_must_share_a_metric_and_a_direction():
+    assert levels.split_targets("acc>=0.5") == ["acc>=0.5"]
+    assert levels.split_targets(" acc>=0.45  acc>=0.5 ") == ["acc>=0.45", "acc>=0.5"]
+    for bad, why in (("acc>=0.45 kl>=0.5", "share one metric"),
+                     ("acc>=0.45 acc<=0.5", "share one metric"),
+                     ("acc>=0.5 acc>=0.50", "appears twice"), ("acc>=0.5 acc>>0.6", "--progress")):
+        with pytest.raises(PilotError, match=why):
+            levels.split_targets(bad)
+
+
+# three levels, B_n = 40 e^(10 x): 24.26, 40, 65.95 at x = -0.05, 0, 0.05 (by hand)
+X, C0, C1 = np.array([-0.05, 0.0, 0.05]), math.log(40.0), 10.0
+A_L = np.array([30.0, 50.0, 90.0])
+BATCHES = np.array([8.0, 16.0, 32.0, 64.0])
+
+
+def _plans(wiggle=1e-3, seeds=2):
+    """Three one-target plans' JSON as joint_plan reads them: the runs' clocks from the formula
+    (off by +-wiggle in log, alternating), the rule, the form error and the predictions."""
+    plans = []
+    for l in range(3):
+        b = np.repeat(BATCHES, seeds)
+        lr = np.where(np.arange(b.size) % 3 == 0, 0.03, 0.01)  # a third of the runs at 3x
+        n = by_hand(b, lr, A_L[l], math.exp(C0 + C1 * X[l]))
+        n = n * np.exp(wiggle * (-1.0) ** np.arange(b.size))
+        plans.append({"runs": [{"batch": float(x), "lr": float(r), "progress_samples": float(v)}
+                               for x, r, v in zip(b, lr, n)],
+                      "fit": {"rule": {"p": 0.0, "lr0": 0.01, "b0": 8.0, "off_rule_runs": 0},
+                              "progress_form_error": {"curvature": 0.0}},
+                      "predictions": [], "source": "made here"})
+    return plans
+
+
+def test_the_joint_fit_recovers_a_noise_scale_linear_in_the_level():
+    texts = ["acc>=0.45", "acc>=0.5", "acc>=0.55"]  # levels 0.45, 0.5, 0.55: x as above
+    out = levels.joint_plan(texts, _plans(), predict=[512.0, 2048.0])
+    assert out["schema"] == PLAN_SCHEMA + 1 and len(out["targets"]) == 3
+    s = out["joint"]["log_noise_scale_slope"]
+    assert abs(s["value"] - C1) < 0.2 and s["ci"][0] <= C1 <= s["ci"][1]
+    assert s["reading"] == "the noise scale grows with the level"
+    for l, row in enumerate(out["targets"]):
+        bn = math.exp(C0 + C1 * X[l])
+        assert row["condition"] == texts[l] and abs(row["noise_scale"] / bn - 1) < 0.02
+        assert abs(row["critical_batch"] / (0.44 * row["noise_scale"]) - 1) < 1e-12
+        for p in row["predictions"]:  # the formula at 8x and 32x the largest pilot
+            want = by_hand(p["batch"], 0.01, A_L[l], bn)
+            got = p["progress_samples"]
+            assert abs(got["median"] / want - 1) < 0.01, (l, p["batch"])
+            assert got["ci"][0] < want < got["ci"][1]
+
+
+def test_a_flat_noise_scale_is_not_called_a_trend():
+    plans = _plans(wiggle=0.05)
+    for p in plans:  # one B_n = 40 at every level (by hand: c1 = 0)
+        for r in p["runs"]:
+            r["progress_samples"] *= math.sqrt((r["batch"] + 40.0) / (r["batch"] + math.exp(
+                C0 + C1 * X[plans.index(p)])))
+    out = levels.joint_plan(["acc>=0.45", "acc>=0.5", "acc>=0.55"], plans)
+    lo, hi = out["joint"]["log_noise_scale_slope"]["ci"]
+    assert (lo is None or lo <= 0) and (hi is None or hi >= 0)
+    assert "not established" in out["joint"]["log_noise_scale_slope"]["reading"]
+
+
+def test_too_few_clocks_for_the_joint_fit_are_refused():
+    plans = _plans(seeds=1)
+    for p in plans:
+        p["runs"] = p["runs"][:1]  # 3 clocks, 3 levels + 2 parameters
+    with pytest.raises(PilotError, match="degrees of freedom"):
+        levels.joint_plan(["acc>=0.45", "acc>=0.5", "acc>=0.55"], plans)
+
+
+def test_several_targets_from_the_example_logs_keep_each_targets_own_plan(tmp_path):
+    from twoclock.cli.plan import main
+    args = ["--logs", DATA, "--failure", "kl>=1.5", "--predict", "512", "--no-figure"]
+    assert main(args + ["--progress", "heldout_acc>=0.7 heldout_acc>=0.8",
+                        "--out", str(tmp_path / "two")]) == 0
+    assert main(args + ["--progress", "heldout_acc>=0.8", "--out", str(tmp_path / "one")]) == 0
+    two = json.loads((tmp_path / "two" / "plan.json").read_text())
+    one = json.loads((tmp_path / "one" / "plan.json").read_text())
+    assert two["schema"] == PLAN_SCHEMA + 1 and one["schema"] == PLAN_SCHEMA
+    assert [t["condition"] for t in two["targets"]] == ["heldout_acc>=0.7", "heldout_acc>=0.8"]
+    assert two["targets"][1]["plan"] == one  # the one-target plan, unchanged inside
+
+
+def test_every_key_of_the_several_target_document_is_documented(tmp_path):
+    """docs/results.md's section for it names every key written (a target's `plan` is the
+    one-target plan, whose keys test_plan_schema checks) and no key that is not written."""
+    import re
+    from tests.pilot.test_plan_schema import DOC, _paths
+    from twoclock.cli.plan import main
+    assert main(["--logs", DATA, "--progress", "heldout_acc>=0.7 heldout_acc>=0.75",
+                 "--predict", "512", "--no-figure", "--out", str(tmp_path)]) == 0
+    out = json.loads((tmp_path / "plan.json").read_text())
+    for t in out["targets"]:
+        t.pop("plan")
+    written = set(_paths(out, set())) | {"targets[]", "targets[].plan"}
+    with open(DOC, encoding="utf-8") as f:
+        text = f.read()
+    section = text[text.index("\n## plan.json with several targets\n"):]
+    doc = {k for line in section.splitlines() if line.startswith("| `")
+           for k in re.findall(r"`([^`]+)`", line.split("|")[1])}
+    assert written == doc, (sorted(written - doc), sorted(doc - written))
+    assert f"version, {out['schema']} " in section
+
+
+# ---------------------------------------------------------------------------- the quadratic model
+
+LEVELS, SIM_BATCHES, SIM_SEEDS = (0.2, 0.1, 0.05), (8, 16, 32, 64, 128, 256), 16
+
+
+def _crossing(s, v, x) -> float:
+    """The first crossing of v <= x, interpolated between checkpoints (inf: never)."""
+    i = np.flatnonzero(v <= x)
+    if i.size == 0:
+        return math.inf
+    i = int(i[0])
+    return float(s[0]) if i == 0 else float(s[i - 1] + (s[i] - s[i - 1]) * (v[i - 1] - x)
+                                            / (v[i - 1] - v[i]))
+
+
+def quadratic_levels(rule: str) -> dict:
+    """The quadratic model (Adam, lr0 0.01 at b0 8) under `rule`, its progress fraction crossing
+    LEVELS of the initial loss: single-seed pilots at B 8, 16, 32 (each of 16 seeds a pilot
+    set), predictions at 64 (2x) and 256 (8x) per level alone (forms.adam_clock) and jointly
+    (levels.joint_plan), against the 16 seeds' median. {way: {2x|8x: (errors, covered)}} and
+    the paired contrast of mean |error| (joint - alone) with its bootstrap CI over pilot sets."""
+    from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
+    from twoclock.models import MODELS
+    from twoclock.pilot import forms
+    from twoclock.pilot.result import Rule
+    res = run_sweep(MODELS["quadratic"], QuadraticConfig(target=0.01),
+                    OptimConfig(name="adam", lr_rule=rule),
+                    SweepConfig(batches=SIM_BATCHES, lr0s=(0.01,), seeds=SIM_SEEDS,
+                                budget=40_000, n_ckpt=400), quiet=True)
+    lr = res.lrs_BxL[:, 0]
+    C = np.array([[[_crossing(res.ckpt[b]["samples"][0, k], res.ckpt[b]["progress_frac"][0, k],
+                              x) for x in LEVELS] for k in range(SIM_SEEDS)]
+                  for b in range(len(SIM_BATCHES))])  # [B, S, L]
+    truth = np.median(C, axis=1)
+    p = {"fixed": 0.0, "sqrt": 0.5}[rule]
+    R, Bp, at = Rule(p, 0.01, 8.0, 0), np.array(SIM_BATCHES[:3], float), (3, 5)
+    out = {w: {h: ([], []) for h in ("2x", "8x")} for w in ("alone", "joint")}
+    for s in range(SIM_SEEDS):
+        clk = C[:3, s, :]
+        alone = [forms.adam_clock(Bp, clk[:, l], lr[:3], np.ones(3), R)
+                 for l in range(len(LEVELS))]
+        plans = [{"runs": [{"batch": float(b), "lr": float(lr[i]),
+                            "progress_samples": float(clk[i, l])} for i, b in enumerate(Bp)],
+                  "fit": {"rule": {"p": p, "lr0": 0.01, "b0": 8.0, "off_rule_runs": 0},
+                          "progress_form_error": {"curvature": alone[l].rate["rate"]}},
+                  "source": "quadratic"} for l in range(len(LEVELS))]
+        joint = levels.joint_plan([f"progress_frac<={x}" for x in LEVELS], plans,
+                                  [float(SIM_BATCHES[i]) for i in at])
+        for l in range(len(LEVELS)):
+            bands = {"alone": alone[l].band([SIM_BATCHES[i] for i in at], 0.95),
+                     "joint": [x["progress_samples"] for x in joint["targets"][l]["predictions"]]}
+            for w, band in bands.items():
+                for h, i, b in zip(("2x", "8x"), at, band):
+                    t, (lo, hi) = truth[i, l], b["ci"]
+                    out[w][h][0].append(b["median"] / t - 1)
+                    out[w][h][1].append((lo or 0) <= t <= (hi or math.inf))
+    rng = np.random.default_rng(0)
+    for h in ("2x", "8x"):  # per pilot set, the mean over levels of |joint| - |alone|
+        d = (np.abs(out["joint"][h][0]) - np.abs(out["alone"][h][0])).reshape(-1, len(LEVELS))
+        d = d.mean(axis=1)
+        bs = [d[rng.integers(0, d.size, d.size)].mean() for _ in range(4000)]
+        out[f"contrast {h}"] = (d.mean(), *np.percentile(bs, [2.5, 97.5]))
+    return out
+
+
+@pytest.mark.parametrize("rule", ["fixed", "sqrt"])
+def test_the_joint_bands_cover_the_quadratic_model_at_2x_and_8x(rule):
+    # the issue's calibration goal: >= 90% of 95% bands cover (48 predictions a horizon)
+    q = quadratic_levels(rule)
+    for h in ("2x", "8x"):
+        assert np.mean(q["joint"][h][1]) >= 0.9, (rule, h, np.mean(q["joint"][h][1]))
+
+
+if __name__ == "__main__":  # the table in docs/plan.md
+    for r in ("fixed", "sqrt"):
+        q = quadratic_levels(r)
+        for w in ("alone", "joint"):
+            for h in ("2x", "8x"):
+                e, c = q[w][h]
+                print(f"{r} {w} {h}: median |error| {np.median(np.abs(e)):.3f}, coverage "
+                      f"{np.mean(c):.3f} of {len(c)}")
+        for h in ("2x", "8x"):
+            m, lo, hi = q[f"contrast {h}"]
+            print(f"{r} joint - alone, mean |error| at {h}: {m:+.4f} [{lo:+.4f}, {hi:+.4f}]")

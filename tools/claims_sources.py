@@ -1,0 +1,146 @@
+"""The committed sources of docs/claims.md: each default run's per-seed clocks, small enough to
+keep in the repository (docs/claim_sources/), so every number the claims table states can be
+recomputed from the repository without JAX (`python -m twoclock.analysis.claims`).
+
+    python tools/claims_sources.py [--only NAME ...] [--out docs/claim_sources]
+
+Each source is one model's default sweep (`Model.default_sweep`) under one lr rule: per-seed
+first crossings in samples (0 = never crossed) for every (batch, lr0, seed), and the model's
+theory columns per (batch, lr0). plan_check_MODEL: the planner's check from logs
+(`experiments/plan_check.py --logs --model MODEL`): each pilot run's clocks as the plan reads
+them from its logs, and the held-out answers beside the plan's predictions. About 4 min on 2
+cores for all of them (the policy model's plan check, 8 min, is not among them).
+"""
+import argparse
+import dataclasses
+import json
+import os
+import re
+import sys
+import time
+
+import numpy as np
+
+import twoclock
+from twoclock import OptimConfig, SweepConfig, run_sweep
+from twoclock.atomic import atomic_write
+from twoclock.cli import run_study
+from twoclock.models import MODELS
+from twoclock.studies import STUDIES
+from twoclock.studies.assemble import assemble
+
+# name: (model, lr rule, the model's config fields changed from its defaults, extra per-seed
+# clocks kept). bandit_signal: docs/bandit.md's signal-dominated counter-example.
+SOURCES = {
+    "quadratic_sqrt": ("quadratic", "sqrt", {}, ()),
+    "quadratic_fixed": ("quadratic", "fixed", {}, ()),
+    "bandit_sqrt": ("bandit", "sqrt", {}, ("collapse_n",)),
+    "bandit_signal": ("bandit", "sqrt", {"drift_noise": 0.01, "drift_threshold": 10.0,
+                                         "drift_scale": 0.05}, ("collapse_n",)),
+}
+PLAN_CHECKS = ("quadratic", "bandit")
+
+
+def _round(a) -> list:
+    """Crossings to 6 significant digits (interpolated samples; exact to far below a seed's
+    spread), as nested lists."""
+    return np.vectorize(lambda v: float(f"{v:.6g}"))(np.asarray(a, np.float64)).tolist()
+
+
+def source(name: str) -> dict:
+    model_name, rule, changed, extra = SOURCES[name]
+    m = MODELS[model_name]
+    sweep = SweepConfig(**{k: tuple(v) if isinstance(v, list) else v
+                           for k, v in m.default_sweep.items()})
+    opt, cfg = OptimConfig(lr_rule=rule), dataclasses.replace(m.config(), **changed)
+    t0 = time.perf_counter()
+    res = run_sweep(m, cfg, opt, sweep, quiet=True)
+    runs, crit = assemble(m, cfg, opt, sweep, res)
+    theory = {k: [[None] * len(res.lr0s) for _ in res.batches]
+              for k in ("progress_samples", "failure_samples")}
+    for r in runs:
+        i, j = list(res.batches).index(r["batch"]), list(res.lr0s).index(r["lr0"])
+        for k in theory:
+            theory[k][i][j] = (r.get("theory") or {}).get(k)
+    per_seed = {"progress": res.prog_n, "failure": res.fail_n, "progress_updates": res.prog_t}
+    per_seed.update({k.removesuffix("_n"): res.extra[k] for k in extra})
+    return {
+        "source": name, "command": f"python tools/claims_sources.py --only {name}",
+        "model": model_name, "lr_rule": rule, "config_changed": changed, "unit": m.unit,
+        "batches": [int(b) for b in res.batches], "lr0s": [float(v) for v in res.lr0s],
+        "seeds": int(res.prog_n.shape[-1]),
+        "per_seed": {k: _round(v) for k, v in per_seed.items()},
+        "per_seed_shape": "[batch][lr0][seed]; 0 = never crossed within the budget",
+        "theory": theory,
+        # the model's critical batch per lr0 (null where it has none)
+        "theory_critical_batch": [(c.get("theory") or {}).get("batch") for c in crit],
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def _condition(clock: str, conds: list) -> str:
+    """The condition of conds that a held-out row's clock names (the row prints the
+    threshold to 6 significant digits: 'progress_frac<=0.370854' for ...046)."""
+    split = lambda c: re.match(r"(.+?)(<=|>=)(.+)", c).groups()  # noqa: E731
+    m, op, v = split(clock)
+    same = [c for c in conds if split(c)[:2] == (m, op) and
+            float(f"{float(split(c)[2]):.6g}") == float(f"{float(v):.6g}")]
+    assert len(same) == 1, (clock, conds)
+    return same[0]
+
+
+def plan_check(model: str, work: str) -> dict:
+    """The plan check from logs at its defaults: its held-out answers and predictions, and each
+    pilot run's clocks as the plan reads them (twoclock.plan_logs on the pilots' log file)."""
+    t0 = time.perf_counter()
+    code = run_study.main(STUDIES.plan_check, ["--model", model, "--logs", "--out", work,
+                                               "--no-figure", "--quiet"])
+    if code != 0:
+        raise SystemExit(f"plan_check --model {model} failed ({code})")
+    with open(os.path.join(work, f"plan_check_{model}_logs.json")) as f:
+        pc = json.load(f)
+    plan = twoclock.plan_logs(pc["log_file"], pc["progress"], pc["failures"]).to_json()
+    pilots = {}
+    for r in plan["runs"]:
+        per = pilots.setdefault(str(int(r["batch"])), {c: [] for c in
+                                                       [pc["progress"]] + pc["failures"]})
+        per[pc["progress"]].append(r["progress_samples"])
+        for c in pc["failures"]:
+            per[c].append(r["failures"][c])  # None: never crossed in its logs
+    return {
+        "source": f"plan_check_{model}", "command": "python tools/claims_sources.py --only "
+        f"plan_check_{model} (python experiments/plan_check.py --logs --model {model})",
+        "model": model, "lr_rule": pc["lr_rule"], "pilot_batches": pc["pilot_batches"],
+        "pilot_seeds": pc["pilot_seeds"], "heldout_seeds": pc["heldout_seeds"],
+        "pilot_clocks": {b: {c: [None if v is None else float(f"{v:.6g}") for v in vs]
+                             for c, vs in per.items()} for b, per in pilots.items()},
+        "heldout": [{"batch": h["batch"],
+                     "clock": _condition(h["clock"], [pc["progress"]] + pc["failures"]),
+                     "answer": h["vs_logged"]["measured"], "answer_ci": h["measured_ci"],
+                     "predicted": h["vs_logged"]["predicted"], "band": h["vs_logged"]["ci"]}
+                    for h in pc["heldout"]],
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    names = sorted(SOURCES) + [f"plan_check_{m}" for m in PLAN_CHECKS]
+    p.add_argument("--only", nargs="+", choices=names, default=names)
+    p.add_argument("--work", default=os.path.join("results", "claims_sources"),
+                   help="where the plan checks write their logs (not committed)")
+    p.add_argument("--out", default=os.path.join("docs", "claim_sources"))
+    a = p.parse_args(argv)
+    os.makedirs(a.out, exist_ok=True)
+    for name in a.only:
+        out = (plan_check(name.removeprefix("plan_check_"), a.work)
+               if name.startswith("plan_check_") else source(name))
+        text = "{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v, allow_nan=False)}"
+                                   for k, v in out.items()) + "\n}\n"  # a key a line
+        atomic_write(os.path.join(a.out, f"{name}.json"), lambda f: f.write(text))
+        print(f"{name}: {out['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

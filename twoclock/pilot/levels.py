@@ -1,0 +1,199 @@
+"""Several targets of one metric at once (`--progress "acc>=0.45 acc>=0.5 acc>=0.55"`): each
+run's curve gives its crossing at every level, and the levels are fitted jointly with a noise
+scale that moves with the target (numpy only; docs/plan.md, "Several targets at once").
+
+Model. Adam's form (pilot/adam.py) at every level l, with its own scale A_l and a noise scale
+smooth in the level:
+
+    log N_rl = a_l + 1/2 log(m_r (m_r + B_n(l))) - log lr_r,   log B_n(l) = c0 + c1 (x_l - x_mean)
+
+(m = B / K; McCandlish: the noise scale grows as the gradient shrinks, so B_n moves with the
+target, monotone in it by construction; the data say which way through c1's interval). Least
+squares in log N over every (run, level): a_l in closed form (each level's mean), (c0, c1) on
+a grid; the noise is pooled over the levels (dof = runs x levels - levels - 2). Bands: the
+profile-likelihood region over (c0, c1) with SSE <= SSE_min (1 + t^2 / dof), the intercept's
+freedom sqrt((threshold - SSE) / n_l), each widened by that target's own plan's form error
+(forms.sigma, the single-target plan's leave-one-end-out curvature).
+
+The single-target plans are made first, one per condition, as one `--progress` would make
+them (their clocks, failure clocks and recommendation unchanged); this module reads their
+runs' clocks and adds the joint fit. Runs with an `updates` key in a plan's runs carry K.
+"""
+import math
+
+import numpy as np
+
+from twoclock.pilot import adam, fit as pf, forms
+from twoclock.pilot.conditions import parse_condition
+from twoclock.pilot.plan import PilotError
+from twoclock.pilot.result import TARGETS_SCHEMA
+
+_GRID = 161  # grid points per parameter (c0, c1)
+
+
+def split_targets(text: str) -> list:
+    """'acc>=0.45 acc>=0.5' -> the conditions' texts; PilotError (one line) unless they share
+    a metric and a direction and their levels differ."""
+    items = text.split()
+    conds = [parse_condition(t, "--progress") for t in items]
+    kinds = {(c.metric, c.op, c.ref) for c in conds}
+    if len(kinds) > 1:
+        raise PilotError(f"--progress {text!r}: several targets must share one metric and "
+                         "direction (e.g. 'acc>=0.45 acc>=0.5')")
+    if len({c.threshold for c in conds}) < len(conds):
+        raise PilotError(f"--progress {text!r}: a level appears twice")
+    return items
+
+
+def _shape(m, c0, c1, x):
+    """1/2 log(m (m + B_n)) with log B_n = c0 + c1 x, broadcast over the grid's axes."""
+    return 0.5 * np.log(m) + 0.5 * np.logaddexp(np.log(m), c0 + c1 * x)
+
+
+class JointFit:
+    """The joint fit over levels: data (m, lr, y, level index), the grid and its region."""
+
+    def __init__(self, m, lr, y, li, x):
+        self.m, self.lr, self.y, self.li = m, lr, y, li
+        self.x = np.asarray(x, np.float64)  # each level's centred value
+        self.L, self.n = self.x.size, y.size
+        self.n_l = np.bincount(li, minlength=self.L).astype(np.float64)
+        self.dof = self.n - self.L - 2
+        if self.dof < 1:
+            raise PilotError(f"--progress: {self.n} clocks over {self.L} targets leave no "
+                             "degrees of freedom for the joint fit")
+        lm = np.log(m)
+        span = max(float(np.ptp(self.x)), 1e-12)
+        self.c0 = np.linspace(lm.min() - 4.0, lm.max() + 8.0, _GRID)
+        self.c1 = np.linspace(-12.0 / span, 12.0 / span, _GRID)
+        C0, C1 = np.meshgrid(self.c0, self.c1, indexing="ij")
+        self.C0, self.C1 = C0.ravel(), C1.ravel()
+        self.onehot = np.eye(self.L)[li]  # [n, L]
+        self.icpt, self.sse = self._eval(self.C0, self.C1)  # [grid, L], [grid]
+        i = int(np.argmin(self.sse))
+        d0, d1 = self.c0[1] - self.c0[0], self.c1[1] - self.c1[0]
+        for _ in range(6):  # zoom on the optimum: the grid's step is ~0.07 in log B_n
+            z0, z1 = np.meshgrid(np.linspace(self.C0[i] - 2 * d0, self.C0[i] + 2 * d0, 21),
+                                 np.linspace(self.C1[i] - 2 * d1, self.C1[i] + 2 * d1, 21),
+                                 indexing="ij")
+            a, e = self._eval(z0.ravel(), z1.ravel())
+            k = int(np.argmin(e))
+            if e[k] < self.sse[i]:  # appended: the region's points and the optimum
+                self.C0, self.C1 = np.append(self.C0, z0.ravel()[k]), np.append(self.C1,
+                                                                                z1.ravel()[k])
+                self.icpt, self.sse = np.vstack([self.icpt, a[k]]), np.append(self.sse, e[k])
+                i = self.sse.size - 1
+            d0, d1 = d0 / 5, d1 / 5
+        self.best = i
+
+    def _eval(self, C0, C1):
+        """(each level's intercept [G, L], SSE [G]) at the grid points (C0, C1)."""
+        icpt, sse = [], []
+        for k in range(0, C0.size, _GRID):  # a row of the grid at a time: bounded memory
+            c0, c1 = C0[k:k + _GRID, None], C1[k:k + _GRID, None]
+            r = self.y + np.log(self.lr) - _shape(self.m, c0, c1, self.x[self.li])
+            a = (r @ self.onehot) / self.n_l  # each level's mean
+            icpt.append(a)
+            sse.append(np.sum((r - a[:, self.li]) ** 2, axis=1))
+        return np.concatenate(icpt), np.concatenate(sse)
+
+    def region(self, level: float):
+        t = pf.t_quantile((1 + level) / 2, self.dof)
+        thr = self.sse[self.best] * (1 + t * t / self.dof)
+        return self.sse <= thr, thr
+
+    def log_noise_scale(self, l: int) -> float:
+        return float(self.C0[self.best] + self.C1[self.best] * self.x[l])
+
+    def slope(self, level: float) -> dict:
+        ok, _ = self.region(level)
+        lo, hi = self.C1[ok].min(), self.C1[ok].max()
+        edge = (lo <= self.c1[0], hi >= self.c1[-1])
+        return {"value": float(self.C1[self.best]),
+                "ci": [None if edge[0] else float(lo), None if edge[1] else float(hi)]}
+
+    def log_band(self, l: int, m, lr, level: float):
+        """(median, lo, hi) of log N at level l for updates of m samples at lr."""
+        ok, thr = self.region(level)
+        s = _shape(np.asarray(m)[None, :], self.C0[ok][:, None], self.C1[ok][:, None],
+                   self.x[l])
+        pred = self.icpt[ok, l][:, None] + s - np.log(lr)[None, :]
+        w = np.sqrt(np.maximum(thr - self.sse[ok], 0.0) / self.n_l[l])[:, None]
+        med = (self.icpt[self.best, l] + _shape(np.asarray(m), self.C0[self.best],
+                                                 self.C1[self.best], self.x[l]) - np.log(lr))
+        return med, (pred - w).min(axis=0), (pred + w).max(axis=0)
+
+
+def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95) -> dict:
+    """The several-target document: each target's own plan and its row of the joint fit."""
+    conds = [parse_condition(t, "--progress") for t in texts]
+    vals = np.array([c.threshold for c in conds])
+    m, lr, y, li = [], [], [], []
+    for l, p in enumerate(plans):
+        for r in p["runs"]:
+            m.append(r["batch"] / r.get("updates", 1.0))
+            lr.append(r["lr"])
+            y.append(math.log(r["progress_samples"]))
+            li.append(l)
+    fit = JointFit(np.array(m), np.array(lr), np.array(y), np.array(li), vals - vals.mean())
+    rule = plans[0]["fit"]["rule"]
+    batches = sorted({float(b) for b in predict} if predict else
+                     {float(r["batch"]) for p in plans for r in p["runs"]})
+    B = np.array(batches)
+    lr_B = rule["lr0"] * (B / rule["b0"]) ** rule["p"]
+    lo_B, hi_B = min(r["batch"] for p in plans for r in p["runs"]), max(
+        r["batch"] for p in plans for r in p["runs"])
+    rows = []
+    for l, (t, p) in enumerate(zip(texts, plans)):
+        med, lo, hi = fit.log_band(l, B, lr_B, level)
+        band = [{"median": math.exp(a), "ci": [pf.exp_or_none(b), pf.exp_or_none(c)]}
+                for a, b, c in zip(med, lo, hi)]
+        rate = {"rate": p["fit"]["progress_form_error"]["curvature"]}
+        band = forms.widen(band, forms.sigma(rate, B, lo_B, hi_B), level)
+        bn = math.exp(fit.log_noise_scale(l))
+        rows.append({"condition": t, "level": float(vals[l]), "noise_scale": bn,
+                     "critical_batch": adam.SQRT_C * bn,
+                     "predictions": [{"batch": b, "lr": float(x), "progress_samples": s}
+                                     for b, x, s in zip(batches, lr_B, band)],
+                     "plan": p})
+    sl = fit.slope(level)
+    lo, hi = sl["ci"]
+    reading = ("the noise scale grows with the level" if lo is not None and lo > 0 else
+               "the noise scale falls with the level" if hi is not None and hi < 0 else
+               "a trend of the noise scale with the level is not established")
+    return {"schema": TARGETS_SCHEMA, "targets": rows,
+            "joint": {"form": "adam: log B_n linear in the level", "rule": rule,
+                      "log_noise_scale_slope": {**sl, "reading": reading},
+                      "dof": fit.dof, "sigma": math.sqrt(fit.sse[fit.best] / fit.dof),
+                      "level": level, "clocks": fit.n},
+            "source": plans[0]["source"]}
+
+
+def table(out: dict) -> str:
+    """The several-target document as printed text: a row per target and predicted batch."""
+    j, lvl = out["joint"], round(100 * out["joint"]["level"])
+    s = j["log_noise_scale_slope"]
+    ci = ", ".join("unbounded" if v is None else f"{v:.3g}" for v in s["ci"])
+    lines = [f"targets: {len(out['targets'])}, fitted jointly ({j['form']}; {j['clocks']} "
+             f"clocks, residual sd {j['sigma']:.3g} in log N, {j['dof']} dof)",
+             f"log B_n slope per unit of the level {s['value']:.3g} [{ci}] ({lvl}% CI): "
+             f"{s['reading']}", "",
+             f"{'target':>22} {'B_n':>10} {'batch':>9}  joint [{lvl}% CI]"
+             f"{'':18}one target's plan"]
+    for row in out["targets"]:
+        own = {p["batch"]: p["progress_samples"] for p in row["plan"]["predictions"]}
+        for i, p in enumerate(row["predictions"]):
+            ps, o = p["progress_samples"], own.get(p["batch"])
+            lead = (f"{row['condition']:>22} {row['noise_scale']:>10.4g}" if i == 0 else
+                    " " * 33)
+            lines.append(f"{lead} {p['batch']:>9g}  {_band(ps):<36}" + ("-" if o is None else
+                                                                       _band(o)))
+    return "\n".join(lines)
+
+
+def _band(b: dict) -> str:
+    g = lambda v: "inf" if v is None else f"{v:.4g}"
+    return f"{g(b['median'])} [{g(b['ci'][0])}, {g(b['ci'][1])}]"
+
+
+__all__ = ["split_targets", "JointFit", "joint_plan", "table"]
