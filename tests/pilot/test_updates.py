@@ -148,6 +148,21 @@ def test_equal_k_plans_and_carries_k_unequal_k_is_refused_naming_the_runs(tmp_pa
                                accounted=True) is None  # a form that accounts for K: allowed
 
 
+def test_the_adam_form_plans_unequal_k_and_reads_it(tmp_path):
+    """With progress_form 'adam' (the form that reads each run's K) pilots with unequal K are
+    planned, each run's K reaches the form (K 4 at B 256 moves the prediction at B 1024: the
+    same clocks at fewer samples per update), and another form name is refused."""
+    p = _csv(tmp_path / "a.csv", RUNS)
+    one = pl.plan_logs(p, "acc>=0.5", [], predict=[1024], progress_form="adam")
+    four = pl.plan_logs(p, "acc>=0.5", [], predict=[1024], progress_form="adam",
+                        updates={"b256": 4.0})
+    assert [r["updates"] for r in four["runs"]] == [1, 1, 4]
+    assert four["predictions"][0]["progress_samples"]["median"] != \
+        one["predictions"][0]["progress_samples"]["median"]
+    with pytest.raises(PilotError, match=r"--progress-form: adam \(got 'sgd'\)"):
+        pl.plan_logs(p, "acc>=0.5", [], progress_form="sgd")
+
+
 def test_the_command_reads_updates(tmp_path):
     from twoclock.pilot import config
     p = _csv(tmp_path / "a.csv", RUNS)

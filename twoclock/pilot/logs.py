@@ -181,12 +181,14 @@ def plan_logs(path, progress: str, failures, *settings, **named) -> dict:
 def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
               level: float = 0.95, smoothing=None, columns=None, clip=None,
               clip_bind: float = 0.02, clip_steps: str = "fixed", forms=(),
-              **reading) -> LogsPlan:
+              progress_form: str | None = None, **reading) -> LogsPlan:
     """Read the log (a path, or a table in memory: reader.read_logs), find the clocks, and
     plan: pilot.plan once per failure condition (each its own fit and row); the recommendation
     takes, at each batch, the earliest failure clock. clip: the logged clipped-share metric,
     whose onset (clip_bind) is predicted; forms: ['CONDITION=FORM', ...] (--form), a failure
-    clock's form chosen by the user; `reading`: how to read a trainer's own files (preset,
+    clock's form chosen by the user; progress_form: 'adam' (pilot.plan; the form that reads
+    each run's K, so pilots with unequal K are planned); `reading`: how to read a trainer's own
+    files (preset,
     batch, lr: reader.read_logs)."""
     pilot.check_settings(predict, margin, level)
     if not (0 < clip_bind < 1):
@@ -202,13 +204,17 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
                      parse_columns(columns), **reading)
     prog = clocks(logs, pc, how, first_ok=True)
     _check_reached(logs, prog, pc)
-    updates.check_mixed([r for r, c in zip(logs.runs, prog) if c.timed])
+    if progress_form is not None and progress_form not in pilot.PROGRESS_FORMS:
+        raise PilotError(f"--progress-form: {' or '.join(pilot.PROGRESS_FORMS)} (got "
+                         f"{progress_form!r})")
+    updates.check_mixed([r for r, c in zip(logs.runs, prog) if c.timed],
+                        accounted=progress_form is not None)
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{logs.source} (logged curves)"
     # no failure condition: one plan of the progress clock alone (PROGRESS_ONLY)
     plans = list(zip(fcs, fails)) or [(None, None)]
     outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level,
-                       chosen.get(_text(f))) for f, fl in plans]
+                       chosen.get(_text(f)), progress_form) for f, fl in plans]
     first, conds = outs[0], [f for f, _ in plans]
     est, which = _estimates(outs)
     predictions = _with_bands(_predictions(outs, conds), pc, first.critical_batch.to_json(),

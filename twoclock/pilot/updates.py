@@ -16,9 +16,6 @@ from twoclock.pilot.plan import PilotError
 
 COLUMNS = ("updates", "minibatches", "epochs")  # the columns that give K
 FLAG = "--updates"
-# set True by the progress forms once they account for K; until then pilots with unequal K
-# are refused (`check_mixed`)
-FORMS_ACCOUNT_FOR_UPDATES = False
 
 
 def _count(v) -> float | None:
@@ -115,17 +112,18 @@ def flag_value(given: dict, name: str):
     return batches.per_run(given, name, FLAG)
 
 
-def check_mixed(runs, accounted: bool | None = None) -> None:
-    """PilotError (one line, naming the runs) where the pilots' K differ and no progress form
-    accounts for K (`FORMS_ACCOUNT_FOR_UPDATES`): samples to a target at K updates per batch
-    are not those at one, so such pilots cannot be fitted like for like."""
-    accounted = FORMS_ACCOUNT_FOR_UPDATES if accounted is None else accounted
+def check_mixed(runs, accounted: bool = False) -> None:
+    """PilotError (one line, naming the runs) where the pilots' K differ and the progress form
+    does not account for K (accounted: the Adam form, which reads each run's K, is chosen):
+    samples to a target at K updates per batch are not those at one, so the default forms
+    cannot fit such pilots like for like."""
     ks = sorted({r.updates for r in runs})
     if len(ks) < 2 or accounted:
         return
     by = "; ".join(f"K {k:g}: " + ", ".join(r.name for r in runs if r.updates == k) for k in ks)
     raise PilotError(f"{FLAG}: the pilots take different optimizer updates per rollout batch "
-                     f"({by}) and no progress form accounts for K: plan runs with one K")
+                     f"({by}) and the default progress forms do not account for K: plan runs "
+                     "with one K, or choose progress_form 'adam'")
 
 
 def summary(rows) -> str | None:
@@ -137,5 +135,5 @@ def summary(rows) -> str | None:
         f"{r['run']} {r['updates']:g}" for r in rows)
 
 
-__all__ = ["COLUMNS", "FLAG", "FORMS_ACCOUNT_FOR_UPDATES", "parse", "from_settings", "from_row",
+__all__ = ["COLUMNS", "FLAG", "parse", "from_settings", "from_row",
            "resolve", "flag_value", "check_mixed", "summary"]
