@@ -205,11 +205,12 @@ def test_batch_globs_and_name_patterns_on_tensorboard_runs():
 
 
 def test_settings_arithmetic_by_hand():
-    """16 per device, 4 steps per generation of 128 responses -> 2 processes; 2 accumulation
-    steps -> 16 x 2 x 2 = 64 per optimizer step."""
+    """16 per device, 4 steps per generation of 128 responses -> 2 processes; the batch is
+    the generation (rollout) batch, 16 x 2 x 4 = 128, taken in 4 / 2 = 2 optimizer updates of
+    16 x 2 x 2 = 64 (the updates: tests/pilot/test_updates.py)."""
     args = {"per_device_train_batch_size": 16, "gradient_accumulation_steps": 2,
             "generation_batch_size": 128, "steps_per_generation": 4}
-    assert batches.from_settings(args) == (64.0, "")
+    assert batches.from_settings(args) == (128.0, "")
     plain = {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 4}
     got, why = batches.from_settings(plain)
     assert got is None and "not the processes" in why and "8 x processes x 4" in why

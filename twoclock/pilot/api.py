@@ -7,6 +7,7 @@
 
 Numpy and the standard library only (no JAX, no pandas needed).
 """
+from twoclock.pilot import updates as upd
 from twoclock.pilot.conditions import parse_per_run
 from twoclock.pilot.logs import logs_plan
 from twoclock.pilot.result import LogsPlan
@@ -25,7 +26,8 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
               clip: str | None = None, clip_bind: float = 0.02, clip_steps: str = "fixed",
               forms=None, preset: str | None = None, batch=None, lr=None,
               batch_from_name: str | None = None, samples_from_step: str | None = None,
-              restarts: str = "refuse") -> LogsPlan:
+              restarts: str = "refuse", updates=None,
+              progress_form: str | None = None) -> LogsPlan:
     """Plan from the curves pilot runs logged: find each run's clocks, fit them, predict and
     recommend (docs/plan.md); the flags of `plan.py --logs`, by name.
 
@@ -43,7 +45,9 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
       binds; clip_steps: 'fixed' or 'per_batch'); forms: {CONDITION: 'power' | 'coupled' |
       'knee'}; preset ('trl', 'verl'), batch and lr ({RUN or glob: value}), batch_from_name
       (a regular expression on run names), samples_from_step (a step column: samples = step x
-      batch), restarts ('refuse' or 'keep-last'): how runs are read (docs/plan.md).
+      batch), restarts ('refuse' or 'keep-last'), updates ({RUN or glob: K}, optimizer
+      updates per rollout batch): how runs are read (docs/plan.md); progress_form: 'adam', the
+      progress form that reads each run's lr and K (pilots with unequal K need it).
 
     Returns a LogsPlan (twoclock.pilot.result): its to_json() is the plan.json the command
     writes (docs/results.md names every key). Bad input: PilotError (a ValueError), one line.
@@ -53,11 +57,12 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
                                  ("batch", parse_per_run(_items(batch), "--batch")),
                                  ("lr", parse_per_run(_items(lr), "--lr")),
                                  ("batch_from_name", batch_from_name),
-                                 ("samples_from_step", samples_from_step)) if v}
+                                 ("samples_from_step", samples_from_step),
+                                 ("updates", upd.parse(_items(updates)))) if v}
     return logs_plan(source, progress, failures, predict=predict, margin=margin, level=level,
                      smoothing=smoothing, columns=_items(columns), clip=clip,
                      clip_bind=clip_bind, clip_steps=clip_steps, forms=_items(forms),
-                     restarts=restarts, **reading)
+                     restarts=restarts, progress_form=progress_form, **reading)
 
 
 __all__ = ["plan_logs", "LogsPlan"]

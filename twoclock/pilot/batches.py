@@ -73,9 +73,11 @@ def _num(s: dict, key: str):
 
 def from_settings(settings):
     """(batch or None, why not) from a trainer's settings {key: value}:
-    - TRL's GRPOConfig (its `args` text): responses per optimizer step = per-device batch x
-      processes x gradient accumulation; processes = generation_batch_size / (per-device batch
-      x steps_per_generation), the only place the text records them;
+    - TRL's GRPOConfig (its `args` text): responses per generation (rollout) batch =
+      per-device batch x processes x steps_per_generation (per optimizer step: x gradient
+      accumulation instead; the two are equal unless steps_per_generation is set apart, and
+      pilot.updates reads the updates per generation batch); processes = generation_batch_size
+      / (per-device batch x steps_per_generation), the only place the text records them;
     - verl's config, where logged: data.train_batch_size (prompts) x actor_rollout_ref.rollout.n
       (responses per prompt) per rollout, verl's step.
     Hugging Face args without generation_batch_size record no processes: (None, why)."""
@@ -95,7 +97,7 @@ def from_settings(settings):
         if procs < 1 or procs != round(procs):
             raise PilotError(f"generation_batch_size {gen:g} is not per_device_train_batch_size "
                              f"{per:g} x steps_per_generation {spg:g} x a number of processes")
-        return per * procs * acc, ""
+        return per * procs * spg, ""
     return None, (f"its args give per_device_train_batch_size {per:g} and "
                   f"gradient_accumulation_steps {acc:g} but not the processes (the batch is "
                   f"{per:g} x processes x {acc:g})")

@@ -79,6 +79,9 @@ class LogsInput:
                           action="append", metavar="RUN=B")
     lr: tuple = option((), "a run's learning rate (default: the peak it logs)",
                        action="append", metavar="RUN=LR")
+    updates: tuple = option((), "a run's optimizer updates per rollout batch (minibatches x "
+                                "epochs; default: an updates column, the trainer's settings, "
+                                "else 1); RUN may be a glob", action="append", metavar="RUN=K")
     form: tuple = option((), "a failure clock's form, chosen by you: power, coupled or knee "
                              "(e.g. 'drift>=0.3=power'; default: from the pilots)",
                          action="append", metavar="CONDITION=FORM")
@@ -138,7 +141,8 @@ def plan(cfg: PlanConfig) -> dict:
             level=cfg.level, smoothing=lg.smooth, columns=lg.col, clip=lg.clip,
             clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=lg.form, preset=lg.preset,
             batch=lg.batch, lr=lg.lr, batch_from_name=lg.batch_from_name,
-            samples_from_step=lg.samples_from_step, restarts=lg.restarts).to_json()
+            samples_from_step=lg.samples_from_step, restarts=lg.restarts,
+            updates=lg.updates).to_json()
             for t in targets]
         return plans[0] if len(plans) == 1 else levels.joint_plan(targets, plans, predict,
                                                                   cfg.level)

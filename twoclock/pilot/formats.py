@@ -20,7 +20,7 @@ import math
 import os
 import re
 
-from twoclock.pilot import batches, limits, tbfiles
+from twoclock.pilot import batches, limits, tbfiles, updates
 from twoclock.pilot.plan import PilotError
 
 RESERVED = ("run", "batch", "lr", "samples")
@@ -308,6 +308,14 @@ def _batch(table: Table, r: TRun, batch: dict, src: dict, rx):
     return b
 
 
+def _steps_per_batch(r: TRun) -> float:
+    """Logged steps per rollout batch of a run, from its settings (pilot.updates)."""
+    try:
+        return updates.from_settings(r.settings)[1]
+    except PilotError as e:
+        raise PilotError(f"{r.source}: run {r.name!r}: {e}") from None
+
+
 def rows(table: Table, columns: dict, batch=None, lr=None, rx=None):
     """(header, rows, columns left) from a Table: rows [(place, {column: raw})] with run, batch,
     lr, samples filled in; `columns` consumed where they name a run's batch, lr or samples; rx:
@@ -347,13 +355,14 @@ def rows(table: Table, columns: dict, batch=None, lr=None, rx=None):
                 raise PilotError(f"{table.path}: run {r.name!r} logs no learning rate "
                                  f"{'> 0 ' if got else ''}(column {src['lr']!r}); give --lr "
                                  f"{r.name}=LR or --preset, or --col lr=COLUMN")
+        per = _steps_per_batch(r)  # TRL logs each of a generation batch's K updates
         for s in r.steps:
             row = {k: v for k, v in s.values.items() if k not in (src["batch"], src["lr"])}
             if src["samples"] in keys:
                 row["samples"] = s.values.get(src["samples"])
             else:
-                row["samples"] = b * _number(s.step, here(s), "the step must be a number >= 0",
-                                             lambda v: v >= 0)
+                row["samples"] = b / per * _number(s.step, here(s), "the step must be a number "
+                                                   ">= 0", lambda v: v >= 0)
             row.update(run=r.name, batch=b, lr=peak)
             out.append((s.place, row))
     head = RESERVED + tuple(k for k in keys if k not in RESERVED and k not in src.values())

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from twoclock.pilot import clipping, plan as pilot, report
+from twoclock.pilot import bands, clipping, plan as pilot, report, updates
 from twoclock.pilot.clocks import Clock, clocks, crossing, smooth
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
@@ -58,7 +58,8 @@ def _runs(logs, prog, fail, source):
                      take(lambda i: fail[i].samples if fail[i].crossed else math.inf),
                      take(lambda i: fail[i].samples if not fail[i].crossed else math.inf),
                      take(lambda i: logs.runs[i].seconds_per_update),
-                     tuple(logs.runs[i].name for i in keep), source=source)
+                     tuple(logs.runs[i].name for i in keep), source=source,
+                     updates_R=take(lambda i: logs.runs[i].updates))
 
 
 def _inf(v):
@@ -109,6 +110,15 @@ def _predictions(outs, fcs) -> list:
     return out
 
 
+def _with_bands(predictions, pc, critical, estimates, pilot_batches) -> list:
+    """Each prediction with its progress band's width factor and, where wider than x2 either
+    side, why (pilot.bands)."""
+    finite = lambda w: None if w is None or math.isinf(w) else w  # plan.json: strict JSON
+    return [{**p, "band_width": finite(bands.width(p["progress_samples"])),
+             "band_why": bands.why(p["progress_samples"], p["batch"], pc.text, critical,
+                                   estimates, pilot_batches)} for p in predictions]
+
+
 def _recommendation(est, margin: float, objective: str, fcs) -> dict:
     """pilot.recommend on the earliest clocks, and on the fitted curves alone."""
     rec = pilot.recommend(est, margin, objective)
@@ -129,7 +139,7 @@ def _run_rows(rows, logs, prog, fcs, fails) -> list:
                     for f, fl in zip(fcs, fails)}
         got = [v for v in failures.values() if v is not None]
         out.append({**r.to_json(), "failure_samples": min(got) if got else None, "run": name,
-                    "failures": failures})
+                    "failures": failures, "updates": logs.runs[at[name]].updates})
     return out
 
 
@@ -171,12 +181,14 @@ def plan_logs(path, progress: str, failures, *settings, **named) -> dict:
 def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
               level: float = 0.95, smoothing=None, columns=None, clip=None,
               clip_bind: float = 0.02, clip_steps: str = "fixed", forms=(),
-              **reading) -> LogsPlan:
+              progress_form: str | None = None, **reading) -> LogsPlan:
     """Read the log (a path, or a table in memory: reader.read_logs), find the clocks, and
     plan: pilot.plan once per failure condition (each its own fit and row); the recommendation
     takes, at each batch, the earliest failure clock. clip: the logged clipped-share metric,
     whose onset (clip_bind) is predicted; forms: ['CONDITION=FORM', ...] (--form), a failure
-    clock's form chosen by the user; `reading`: how to read a trainer's own files (preset,
+    clock's form chosen by the user; progress_form: 'adam' (pilot.plan; the form that reads
+    each run's K, so pilots with unequal K are planned); `reading`: how to read a trainer's own
+    files (preset,
     batch, lr: reader.read_logs)."""
     pilot.check_settings(predict, margin, level)
     if not (0 < clip_bind < 1):
@@ -192,15 +204,22 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
                      parse_columns(columns), **reading)
     prog = clocks(logs, pc, how, first_ok=True)
     _check_reached(logs, prog, pc)
+    if progress_form is not None and progress_form not in pilot.PROGRESS_FORMS:
+        raise PilotError(f"--progress-form: {' or '.join(pilot.PROGRESS_FORMS)} (got "
+                         f"{progress_form!r})")
+    updates.check_mixed([r for r, c in zip(logs.runs, prog) if c.timed],
+                        accounted=progress_form is not None)
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{logs.source} (logged curves)"
     # no failure condition: one plan of the progress clock alone (PROGRESS_ONLY)
     plans = list(zip(fcs, fails)) or [(None, None)]
     outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level,
-                       chosen.get(_text(f))) for f, fl in plans]
+                       chosen.get(_text(f)), progress_form) for f, fl in plans]
     first, conds = outs[0], [f for f, _ in plans]
     est, which = _estimates(outs)
-    predictions = _predictions(outs, conds)
+    predictions = _with_bands(_predictions(outs, conds), pc, first.critical_batch.to_json(),
+                              [e.to_json() for e in est],
+                              {r.batch for r, c in zip(logs.runs, prog) if c.timed})
     # the plan's one failure fit: the condition that fails first at the largest batch
     last = [_text(f) for f in conds].index(predictions[-1]["failure_clock"])
     return LogsPlan(
@@ -269,6 +288,9 @@ def table(out: dict) -> str:
              + ("" if lg["smoothing"] is None else
                 f", after {lg['smoothing']['kind']} smoothing over {lg['smoothing']['samples']:g}"
                 " samples")]
+    k = updates.summary(out["runs"])
+    if k:
+        lines.append("  " + k)
     if lg["progress_censored"]:
         lines.append(f"  {len(lg['progress_censored'])} runs never reached {lg['progress']} "
                      "(left out of the fits): " + ", ".join(lg["progress_censored"]))
@@ -287,6 +309,7 @@ def table(out: dict) -> str:
     if out.get("progress_only"):
         lines.append("  " + out["progress_only"])
     lines.append(report.table(out))
+    lines += ["  " + p["band_why"] for p in out["predictions"] if p.get("band_why")]
     if out["failures"]:
         lines += ["", f"failure clocks, one fit each (samples, {lvl}% CI); the recommendation "
                   "uses the earliest at each batch:"]

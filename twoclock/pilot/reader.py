@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from twoclock.pilot import batches, formats, limits, memory, presets
+from twoclock.pilot import batches, formats, limits, memory, presets, updates as upd
 from twoclock.pilot.plan import MAX_BATCH, PilotError
 
 REQUIRED = ("run", "batch", "lr", "samples")
@@ -28,6 +28,7 @@ class Run:
     samples_R: np.ndarray
     metrics: dict
     seconds_per_update: float = math.nan
+    updates: float = 1.0  # optimizer updates per rollout batch (pilot.updates)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,8 @@ def _check_step_size(name, merged, where, col, batch):
 
 
 def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=None,
-              batch_from_name=None, samples_from_step=None, restarts="refuse") -> Logs:
+              batch_from_name=None, samples_from_step=None, restarts="refuse",
+              updates=None) -> Logs:
     """Read a log file, or a trainer's own files (pilot.formats: a directory of TensorBoard
     runs, trainer_state.json, verl's file logger); `metrics` are the columns the conditions read
     (parsed and checked). `preset` ('trl', 'verl') maps the trainer's metric names (presets.
@@ -206,6 +208,8 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
     if samples_from_step:
         back["samples"] = samples_from_step
     need = tuple(dict.fromkeys(tuple(metrics) + tuple(c for c in OPTIONAL if c in first)))
+    kcols = [c for c in upd.COLUMNS if c in first]
+    settings_k = {} if table is None else _settings_updates(table)
     if not rows:
         raise PilotError(f"{path}: no rows below the header" if table is None else
                          f"{path}: no logged steps")
@@ -246,15 +250,28 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
             rec["samples"] *= rec["batch"]
         for c in need:
             rec[c] = _value(get(c), where(c))
+        rec["k"] = upd.from_row(lambda c: _value(get(c), where(c)) if c in kcols else None,
+                                where) if kcols else None
         first_rec = by_run.setdefault(run, [])
+        if first_rec and rec["k"] != first_rec[0]["k"]:
+            c = "updates" if "updates" in kcols else kcols[0]
+            raise PilotError(f"{where(c)}: run {run!r} has {_k(rec['k'])} updates per rollout "
+                             f"batch here and {_k(first_rec[0]['k'])} at "
+                             f"{at(first_rec[0]['line'])}: one K per run")
         for c in ("batch", "lr"):
             if first_rec and not math.isclose(rec[c], first_rec[0][c], rel_tol=1e-9):
                 raise PilotError(f"{where(c)}: run {run!r} has {c} {rec[c]:g} here and "
                                  f"{first_rec[0][c]:g} at {at(first_rec[0]['line'])}: schedules "
                                  "are not pilots (one batch and lr per run)")
         first_rec.append(rec)
+    batches.check_given(updates or {}, list(by_run), upd.FLAG, path)
     runs = []
     for name, recs in by_run.items():
+        k = upd.resolve(name, {
+            "column " + "/".join(back.get(c, c) for c in kcols): recs[0]["k"],
+            upd.FLAG: upd.flag_value(updates, name),
+            "the trainer's settings (" + settings_k.get(name, (None, ""))[1] + ")":
+                settings_k.get(name, (None, ""))[0]})
         recs = sorted(recs, key=lambda r: r["samples"])  # stable: ties keep file order
         merged = [dict(recs[0])]
         for r in recs[1:]:
@@ -274,7 +291,7 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
                     last[c] = r[c]  # keep-last: the later copy wins
         if back["samples"] != "samples" and not samples_from_step:  # --col samples=COLUMN
             _check_step_size(name, merged, lambda ln: _where(path, places, ln),
-                             back["samples"], recs[0]["batch"])
+                             back["samples"], recs[0]["batch"] / k)
         for c in metrics:
             if all(r[c] is None for r in merged):
                 raise PilotError(f"{_where(path, places, recs[0]['line'])}, column {back[c]}: run "
@@ -286,8 +303,25 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
                         np.array([r["samples"] for r in merged], np.float64),
                         {c: np.array([math.nan if r[c] is None else r[c] for r in merged],
                                      np.float64) for c in metrics},
-                        float(np.median(spu)) if spu else math.nan))
+                        float(np.median(spu)) if spu else math.nan, k))
     return Logs(path, named, tuple(runs), places)
+
+
+def _k(v) -> str:
+    return "no" if v is None else f"{v:g}"
+
+
+def _settings_updates(table) -> dict:
+    """{run: (K, what gave it)} of a trainer's files whose settings give K (pilot.updates)."""
+    out = {}
+    for r in table.runs:
+        try:
+            k, _, why = upd.from_settings(r.settings)
+        except PilotError as e:
+            raise PilotError(f"{r.source}: run {r.name!r}: {e}") from None
+        if k is not None:
+            out[r.name] = (k, why)
+    return out
 
 
 __all__ = ["REQUIRED", "OPTIONAL", "Run", "Logs", "read_logs"]

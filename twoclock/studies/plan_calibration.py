@@ -1,4 +1,6 @@
-"""The planner's bands calibrated from logs on this project's models.
+"""The planner's bands calibrated from logs on this project's models (`--design
+practitioner`: one seed per batch, as a real sweep runs it, `twoclock.studies.planner.
+practitioner`; the default design below).
 
 Per model with a plan-check entry, simulated pilots in six designs (3 or
 4 pilot batches; 8 seeds, or two disjoint sets of 4), every logged clock scored at 4x and 8x
@@ -7,7 +9,7 @@ experiments/plan_calibration.py is its command."""
 from dataclasses import dataclass, field
 
 from twoclock.config import param, require_int
-from twoclock.studies.planner import calibrate
+from twoclock.studies.planner import calibrate, practitioner
 from twoclock.studies.plan_check import defaults  # offered for the models with pilots
 from twoclock.studies.protocol import Engine, Study
 
@@ -22,17 +24,35 @@ class Config:
     models: tuple = param(("quadratic", "bandit", "policy"), "the models, each a calibration "
                                                               "of its own")
     n_ckpt: int = param(512, "logged points per simulated run")
+    design: str = param("seeds", "seeds: the six pilot designs of many seeds; practitioner: "
+                                 "one seed per batch, fixed lr and sqrt rule, an evaluation on "
+                                 "1000 items every 25 updates (docs/plan.md)",
+                        choices=("seeds", "practitioner"))
+    designs: int = param(16, "with --design practitioner: seeds per pilot batch, each one "
+                             "design (seed s at every pilot batch)")
+    answer_seeds: int = param(16, "with --design practitioner: seeds per held-out batch "
+                                  "behind each answer")
     panels: tuple = field(default=(), metadata={"internal": True})
 
     def __post_init__(self):
         require_int("--n-ckpt", self.n_ckpt, lo=2)
+        require_int("--designs", self.designs, lo=1)
+        require_int("--answer-seeds", self.answer_seeds, lo=1)
 
 
 def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
         engine: Engine = Engine()) -> dict:
     """The calibration's rows and coverage table; the simulated logs kept under --out."""
     del model, model_cfg
+    if cfg.design == "practitioner":
+        return practitioner.calibrate(cfg.panels, opt, engine.out, keep, quiet,
+                                      cfg.designs, cfg.answer_seeds)
     return calibrate.calibrate(cfg.panels, opt, engine.out, cfg.n_ckpt, keep, quiet)
 
 
-STUDY = Study("plan_calibration", Config, run, calibrate.table)
+def table(out: dict) -> str:
+    """The design's table."""
+    return (practitioner.table if out.get("design") == "practitioner" else calibrate.table)(out)
+
+
+STUDY = Study("plan_calibration", Config, run, table)

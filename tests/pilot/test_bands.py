@@ -1,0 +1,81 @@
+"""Bands that say why (issue 50 item 5): the width factor max(median / low, high / median) and,
+above x2 either side, one line naming the pilot and the target. Expected values by hand."""
+import math
+
+import pytest
+from hypothesis import example, given, strategies as st
+
+from twoclock.pilot import bands, logs as pl
+
+EST = [{"batch": 64.0, "progress": 1000.0, "progress_fit": 1000.0},
+       {"batch": 128.0, "progress": 1200.0, "progress_fit": 1150.0},
+       {"batch": 256.0, "progress": 1100.0, "progress_fit": 1320.0},
+       {"batch": 2048.0, "progress": None, "progress_fit": 4000.0}]  # predicted, not a pilot
+PILOTS = (64.0, 128.0, 256.0)
+
+
+def test_width_by_hand():
+    assert bands.width({"median": 100.0, "ci": [40.0, 300.0]}) == pytest.approx(3.0)
+    assert bands.width({"median": 100.0, "ci": [20.0, 150.0]}) == pytest.approx(5.0)
+    assert bands.width({"median": 100.0, "ci": [50.0, 200.0]}) == pytest.approx(2.0)
+    assert bands.width({"median": 100.0, "ci": [None, 200.0]}) == math.inf
+    assert bands.width({"median": 100.0, "ci": [0.0, 200.0]}) == math.inf
+    assert bands.width({"median": None, "ci": [None, None]}) is None
+
+
+@given(st.floats(1.0, 10.0), st.floats(1.0, 10.0))
+@example(2.0, 2.0)  # exactly x2 either side: not wide
+@example(1.0, 2.0000001)
+def test_a_band_says_why_only_above_x2_either_side(down, up):
+    band = {"median": 100.0, "ci": [100.0 / down, 100.0 * up]}
+    line = bands.why(band, 512.0, "acc>=0.5", {"batch": 100.0, "ci": [90.0, 110.0]}, EST,
+                     PILOTS)
+    assert (line is None) == (max(down, up) <= 2.0)
+
+
+def test_the_reasons_name_the_pilot_and_the_critical_batch():
+    band = {"median": 1000.0, "ci": [100.0, 3000.0]}
+    line = bands.why(band, 512.0, "acc>=0.5", {"batch": 300.0, "ci": [80.0, 900.0]}, EST,
+                     PILOTS)
+    # 256 reached the target in fewer samples than 128: named first; B_crit [80, 900] spans 512
+    assert line == ("band at B 512 for acc>=0.5 is x10 either side: pilot B 256 reached it in "
+                    "fewer samples (1100) than pilot B 128 (1200), so the pilots do not say how "
+                    "the clock grows with the batch; the pilots' critical batch is not pinned: "
+                    "B_crit band [80, 900] spans the predicted batch")
+    monotone = [dict(e, progress=p) for e, p in zip(EST, (1000.0, 1200.0, 1500.0, None))]
+    rs = bands.reasons(2048.0, {"batch": 300.0, "ci": [None, 900.0]}, monotone, set(PILOTS))
+    assert rs[0] == "the pilots' critical batch is not pinned: B_crit band [-, 900] is open"
+    assert rs[1] == "B 2048 is 8x the largest pilot (B 256)"
+    # the pilot farthest from the fit: |log(1500 / 1320)| > |log(1200 / 1150)|: +14%
+    assert rs[2] == "pilot B 256's clock (1500 samples) lies +14% off the fitted curve"
+
+
+def _log(path, clocks):
+    """One run per batch, acc rising linearly to cross 0.5 at clocks[b] samples, 10 points."""
+    lines = ["run,batch,lr,samples,acc"]
+    for b, c in clocks.items():
+        for t in range(1, 11):
+            s = t * c / 5
+            lines.append(f"b{b},{b},0.001,{s:g},{s / (2 * c):.9g}")
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_plan_json_carries_the_width_and_the_printout_the_why(tmp_path):
+    """A non-monotone single-seed sweep: every prediction's band_width is its band's factor,
+    and the wide ones say why, naming the pilot (B 256 faster than B 128) and the target."""
+    out = pl.plan_logs(_log(tmp_path / "a.csv", {64: 1000, 128: 1600, 256: 1300}), "acc>=0.5",
+                       [], predict=[512, 2048])
+    text = pl.table(out)
+    for p in out["predictions"]:
+        m, (lo, hi) = p["progress_samples"]["median"], p["progress_samples"]["ci"]
+        want = max(m / lo, hi / m) if lo and hi else None
+        assert p["band_width"] == pytest.approx(want) if want else p["band_width"] is None
+        if want is None or want > 2:
+            assert p["band_why"].startswith(f"band at B {p['batch']:g} for acc>=0.5 is ")
+            assert "pilot B 256 reached it in fewer samples (1300) than pilot B 128 (1600)" \
+                in p["band_why"]
+            assert "  " + p["band_why"] in text.splitlines()
+        else:
+            assert p["band_why"] is None
+    assert any(p["band_why"] for p in out["predictions"])

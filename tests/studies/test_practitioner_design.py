@@ -1,0 +1,80 @@
+"""The practitioner design of the planner's calibration (issue 50 item 6): the evaluation's
+binomial noise, the logs it writes (every 25 updates, none at step 0), the scores and the
+summary, on hand-made inputs (no simulation)."""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from twoclock.studies.planner import practitioner as pr
+
+
+def test_accuracy_noise_is_binomial_on_n_items():
+    """Mean and variance of 20 000 draws at acc 0.3: within 4 standard errors of 0.3 and
+    0.3 x 0.7 / 1000 (the variance's SE from its fourth moment, ~ var sqrt(2 / draws))."""
+    n = 20_000
+    ck = {"heldout_acc": np.full((1, 1, n), 0.3)}
+    v = pr.noisy(ck, "heldout_acc", 0, np.random.default_rng(1))
+    var = 0.3 * 0.7 / pr.EVAL_ITEMS
+    assert abs(v.mean() - 0.3) < 4 * math.sqrt(var / n)
+    assert abs(v.var() - var) < 4 * var * math.sqrt(2 / n)
+    assert np.allclose(v * pr.EVAL_ITEMS, np.round(v * pr.EVAL_ITEMS))  # k / n
+
+
+def test_the_bandits_progress_frac_is_its_noisy_accuracy_rescaled():
+    """progress_frac = (1 - acc) / err0 (err0 = 0.8 here): recomputed from the drawn acc it is
+    (1 - acc') / 0.8 exactly, draw by draw."""
+    acc = np.array([[[0.2, 0.5, 0.9]]])
+    ck = {"heldout_acc": acc, "progress_frac": (1 - acc) / 0.8}
+    got = pr.noisy(ck, "progress_frac", 0, np.random.default_rng(7))
+    drawn = np.random.default_rng(7).binomial(pr.EVAL_ITEMS, acc[0, 0]) / pr.EVAL_ITEMS
+    np.testing.assert_allclose(got, (1 - drawn) / 0.8, rtol=1e-12)
+
+
+def test_the_log_has_an_evaluation_every_25_updates_and_none_at_step_0(tmp_path):
+    b = 16
+    upd = np.array([25, 50, 75, 81])  # the last: the run's end, between evaluations
+    res = SimpleNamespace(ckpt=[{"samples": (upd * b)[None, None, :].astype(float),
+                                 "heldout_acc": np.array([[[0.1, 0.2, 0.3, 0.31]]])}],
+                          lrs_BxL=np.array([[1e-3]]))
+    path = str(tmp_path / "d.csv")
+    pr.write_design(path, {b: res}, (b,), 0, "heldout_acc", np.random.default_rng(0))
+    with open(path) as f:
+        rows = [ln.split(",") for ln in f.read().splitlines()[1:]]
+    assert [int(r[3]) for r in rows] == [400, 800, 1200]
+
+
+def test_scores_and_summary_by_hand():
+    s = pr.score({"median": 120.0, "ci": [60.0, 300.0]}, 100.0)
+    assert s["rel_error"] == pytest.approx(0.2) and s["covered"]
+    assert s["width"] == pytest.approx(2.5)  # max(120 / 60, 300 / 120)
+    assert not pr.score({"median": 120.0, "ci": [110.0, 130.0]}, 100.0)["covered"]
+    rows = [{"model": "m", "rule": r, "times_largest_pilot": t, "measured": 1.0,
+             "refused": None, "rel_error": e, "covered": c, "width": w}
+            for r, t, e, c, w in (("fixed", 2, 0.1, True, 1.5), ("fixed", 8, -0.3, True, 3.0),
+                                  ("sqrt", 2, 0.2, False, 2.5), ("sqrt", 8, 0.5, True, 4.0))]
+    rows.append({"model": "m", "rule": "sqrt", "times_largest_pilot": 8, "measured": 1.0,
+                 "refused": "--progress: ...", "seed": 3})
+    both = next(x for x in pr.summary(rows) if x["rule"] == "both" and x["model"] == "m")
+    assert (both["predictions"], both["scored"], both["refused"]) == (5, 4, 1)
+    assert both["median_abs_error_2x"] == pytest.approx(0.15)  # of 0.1, 0.2
+    assert both["median_abs_error_8x"] == pytest.approx(0.4)  # of 0.3, 0.5
+    assert both["coverage_95"] == pytest.approx(0.75)
+    assert both["median_width"] == pytest.approx(2.75)  # of 1.5, 2.5, 3, 4
+    assert both["wider_than_2x"] == pytest.approx(0.75)
+
+
+def test_the_study_takes_the_design():
+    from twoclock.studies.plan_calibration import Config, table
+    assert Config(design="practitioner").design == "practitioner"
+    out = {"design": "practitioner", "eval_items": 1000, "eval_every_updates": 25, "seeds": 2,
+           "heldout_seeds": 2, "summary": pr.summary([]), "simulations": {}, "rows": []}
+    assert table(out).startswith("planner calibration, practitioner design")
+
+
+@pytest.mark.parametrize("flag", ["designs", "answer_seeds"])
+def test_design_counts_are_refused_below_one(flag):
+    from twoclock.studies.plan_calibration import Config
+    with pytest.raises(ValueError, match=f"--{flag.replace('_', '-')}"):
+        Config(design="practitioner", **{flag: 0})

@@ -1,0 +1,70 @@
+"""Why a predicted band is wide (issue 50 item 5; docs/plan.md, "Bands that say why"): its width
+factor, max(median / low, high / median) (infinite where an end is open), and, where that is
+above WIDE (x2 either side), one line naming the pilot and the target behind it. The band itself
+is the plan's (pilot.plan); this only reads it."""
+import math
+
+WIDE = 2.0  # a band wider than x2 either side of its median says why
+EXTRAPOLATION = 4.0  # a predicted batch this many times the largest pilot's is named
+
+
+def width(band: dict) -> float | None:
+    """max(median / low, high / median) of a {median, ci} band; inf where an end is open or
+    low is 0; None where there is no median."""
+    m, (lo, hi) = band["median"], band["ci"]
+    if m is None:
+        return None
+    if lo is None or hi is None or not lo > 0:
+        return math.inf
+    return max(m / lo, hi / m)
+
+
+def _pilots(estimates, pilot_batches) -> list:
+    """[(batch, measured median clock, fitted clock)] at the pilot batches, by batch."""
+    return sorted((e["batch"], e["progress"], e["progress_fit"]) for e in estimates
+                  if e["batch"] in pilot_batches and e["progress"] is not None
+                  and e["progress_fit"] is not None)
+
+
+def reasons(b: float, critical: dict, estimates, pilot_batches) -> list:
+    """Why the pilots leave the clock at batch b open, most telling first: pilots whose clocks
+    fall with the batch; a critical batch whose band spans b (or is open); b far beyond the
+    largest pilot; the pilot farthest from the fitted curve."""
+    ps = _pilots(estimates, pilot_batches)
+    out = []
+    for (b1, p1, _), (b2, p2, _) in zip(ps, ps[1:]):
+        if p2 < p1:
+            out.append(f"pilot B {b2:g} reached it in fewer samples ({p2:.4g}) than pilot B "
+                       f"{b1:g} ({p1:.4g}), so the pilots do not say how the clock grows with "
+                       "the batch")
+            break
+    lo, hi = critical["ci"]
+    band = f"[{'-' if lo is None else f'{lo:.4g}'}, {'-' if hi is None else f'{hi:.4g}'}]"
+    if lo is None or hi is None:
+        out.append(f"the pilots' critical batch is not pinned: B_crit band {band} is open")
+    elif lo <= b <= hi:
+        out.append(f"the pilots' critical batch is not pinned: B_crit band {band} spans the "
+                   "predicted batch")
+    top = max(pilot_batches) if pilot_batches else None
+    if top and b / top >= EXTRAPOLATION:
+        out.append(f"B {b:g} is {b / top:.3g}x the largest pilot (B {top:g})")
+    if ps:
+        bw, pw, fw = max(ps, key=lambda x: abs(math.log(x[1] / x[2])))
+        out.append(f"pilot B {bw:g}'s clock ({pw:.4g} samples) lies {100 * (pw / fw - 1):+.0f}% "
+                   "off the fitted curve")
+    return out
+
+
+def why(band: dict, b: float, condition: str, critical: dict, estimates,
+        pilot_batches) -> str | None:
+    """One line where the band at b is wider than WIDE either side (the first two reasons);
+    None otherwise."""
+    w = width(band)
+    if w is None or w <= WIDE:
+        return None
+    rs = reasons(b, critical, estimates, set(pilot_batches))
+    head = "open-ended" if math.isinf(w) else f"x{w:.3g} either side"
+    return f"band at B {b:g} for {condition} is {head}: " + "; ".join(rs[:2])
+
+
+__all__ = ["WIDE", "width", "reasons", "why"]

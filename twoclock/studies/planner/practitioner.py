@@ -1,0 +1,229 @@
+"""The planner calibrated on a practitioner's sweep (issue 50 item 6; docs/plan.md, "A
+practitioner's sweep"): one seed per batch, a fixed lr and the sqrt rule, an evaluation on
+EVAL_ITEMS items every EVAL_EVERY updates and none at step 0, pilots at a model's three smallest
+plan-check batches, held out at 2x and 8x the largest.
+
+Per model and rule: SEEDS seeds at each pilot batch, each seed one design (seed s at every
+pilot batch, planned progress-only from its log alone), and HELDOUT_SEEDS seeds at each
+held-out batch, whose answer is the median of the engine's own per-update progress clocks
+(noise-free). The logged progress metric carries an evaluation's binomial noise: an accuracy
+(the policy model's heldout_acc) is Binomial(n, acc) / n; the bandit's progress_frac (its
+held-out error over the initial one) is recomputed from its heldout_acc drawn so; the quadratic
+model has no accuracy, and its progress_frac (loss over the initial loss, in [0, 1]) is drawn
+as if it were one, Binomial(n, frac) / n."""
+import csv
+import math
+import os
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from twoclock.atomic import atomic_write
+from twoclock.pilot import logs as pl
+from twoclock.pilot.plan import PilotError
+from twoclock.studies.planner import logs_check
+
+RULES = ("fixed", "sqrt")
+EVAL_EVERY, EVAL_ITEMS = 25, 1000
+SEEDS, HELDOUT_SEEDS = 16, 16
+NOISE_SEED = 20250
+WIDE = 2.0  # a band wider than this factor either side of its median is flagged
+
+
+def batches(model) -> tuple:
+    """(three pilot batches, held-out batches at 2x and 8x the largest)."""
+    from twoclock.studies.plan_check import entry  # noqa: PLC0415 (the studies import this)
+    p3 = tuple(sorted(entry(model).pilots)[:3])
+    return p3, (2 * p3[-1], 8 * p3[-1])
+
+
+def simulate(model, cfg, opt, batch: int, lr0: float, seeds: int, budget: int, keep=None,
+             quiet: bool = True, every: int | None = EVAL_EVERY):
+    """One batch's sweep with a checkpoint every `every` updates (n_ckpt = the updates over
+    `every`, so that the engine's checkpoint_every is `every`; else refused); every None: two
+    checkpoints (the held-out runs, whose answer is the engine's per-update clock)."""
+    n = budget // batch
+    res = logs_check.simulate(model, cfg, opt, (batch,), lr0, seeds, budget,
+                              2 if every is None else max(2, -(-n // every)), keep=keep,
+                              quiet=quiet)
+    if every is None:
+        return res
+    upd = res.ckpt[0]["samples"][0, 0][:-1] / batch  # the last: the run's end
+    if not np.allclose(upd, every * np.arange(1, upd.size + 1)):
+        raise ValueError(f"B {batch}: checkpoints at updates {upd[:3]} are not every {every}")
+    return res
+
+
+def noise(metric: str, logged) -> str:
+    """What the evaluation's binomial noise is drawn on, for a progress metric among the
+    logged ones (`noisy`)."""
+    if metric.endswith("acc"):
+        return f"Binomial({EVAL_ITEMS}, {metric}) / {EVAL_ITEMS}"
+    if "heldout_acc" in logged:
+        return (f"progress_frac x (1 - acc') / (1 - heldout_acc), acc' = Binomial({EVAL_ITEMS}, "
+                f"heldout_acc) / {EVAL_ITEMS}")
+    return f"Binomial({EVAL_ITEMS}, {metric}) / {EVAL_ITEMS} (no accuracy: the share itself)"
+
+
+def noisy(ck: dict, metric: str, seed: int, rng) -> np.ndarray:
+    """A seed's logged progress metric with an evaluation's binomial noise (`noise`)."""
+    v = np.asarray(ck[metric][0, seed], np.float64)
+    draw = lambda p: rng.binomial(EVAL_ITEMS, np.clip(p, 0.0, 1.0)) / EVAL_ITEMS
+    if metric.endswith("acc") or "heldout_acc" not in ck:
+        return draw(v)
+    acc = np.asarray(ck["heldout_acc"][0, seed], np.float64)
+    err = np.maximum(1.0 - acc, 1e-12)
+    return v * (1.0 - draw(acc)) / err
+
+
+def write_design(path: str, sims: dict, pilots, seed: int, metric: str, rng) -> None:
+    """Seed `seed` at every pilot batch as a log CSV: run, batch, lr, samples, the metric."""
+    def write(f):
+        w = csv.writer(f)
+        w.writerow(["run", "batch", "lr", "samples", metric])
+        for b in pilots:
+            res = sims[b]
+            ck, lr = res.ckpt[0], float(res.lrs_BxL[0, 0])
+            vals = noisy(ck, metric, seed, rng)
+            for smp, v in zip(ck["samples"][0, seed], vals):
+                if round(smp / b) % EVAL_EVERY:  # a run's end between evaluations
+                    continue
+                w.writerow([f"B{b}", f"{b:g}", f"{lr:.8g}", f"{int(smp)}", f"{v:.6g}"])
+    atomic_write(path, write)
+
+
+def width(pred: dict) -> float:
+    """The band's width factor: max(median / low, high / median); inf where an end is open."""
+    m, (lo, hi) = pred["median"], pred["ci"]
+    if m is None or lo is None or hi is None or lo <= 0:
+        return math.inf
+    return max(m / lo, hi / m)
+
+
+def score(pred: dict, true) -> dict:
+    m, (lo, hi) = pred["median"], pred["ci"]
+    if true is None or m is None:
+        return {"predicted": m, "ci": pred["ci"], "rel_error": None, "covered": None,
+                "width": None}
+    return {"predicted": m, "ci": pred["ci"], "rel_error": m / true - 1,
+            "covered": bool((lo or 0) <= true <= (math.inf if hi is None else hi)),
+            "width": width(pred)}
+
+
+def truth(res) -> float | None:
+    """The median of the held-out seeds' engine clocks (a seed that never reached: later)."""
+    p = np.asarray(res.prog_n[0, 0], np.float64)
+    m = float(np.median(np.where(p > 0, p, math.inf)))
+    return m if math.isfinite(m) else None
+
+
+def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
+               seeds: int = SEEDS, heldout_seeds: int = HELDOUT_SEEDS) -> tuple:
+    """(rows, simulation seconds, the noise drawn) of one model: every rule, seed and held-out
+    batch."""
+    from twoclock.studies.plan_check import entry  # noqa: PLC0415
+    e = entry(model)
+    pilots, held = batches(model)
+    progress = logs_check.conditions(model, cfg)[0]
+    metric = logs_check.conditions(model, cfg)[2][0].metric
+    rows, secs, how = [], 0.0, ""
+    for rule in RULES:
+        o = replace(opt, lr_rule=rule)
+        t0 = time.perf_counter()
+        sims = {b: simulate(model, cfg, o, b, e.lr0, seeds, int(e.budget), keep, quiet)
+                for b in pilots}
+        answers = {b: truth(simulate(model, cfg, o, b, e.lr0, heldout_seeds, int(e.budget),
+                                     keep, quiet, every=None)) for b in held}
+        secs += time.perf_counter() - t0
+        how = noise(metric, sims[pilots[0]].ckpt[0])
+        rng = np.random.default_rng([NOISE_SEED, RULES.index(rule)])
+        for s in range(seeds):
+            path = os.path.join(folder, f"plan_calibration_practitioner_{model.name}_{rule}_"
+                                        f"s{s}.csv")
+            write_design(path, sims, pilots, s, metric, rng)
+            try:
+                plan, refused = pl.plan_logs(path, progress, [], predict=list(held)), None
+            except PilotError as err:
+                plan, refused = None, str(err)
+            for b in held:
+                row = {"model": model.name, "rule": rule, "seed": s, "pilots": list(pilots),
+                       "batch": b, "times_largest_pilot": b // pilots[-1],
+                       "measured": answers[b], "refused": refused}
+                if plan is not None:
+                    p = next(p for p in plan["predictions"] if p["batch"] == b)
+                    row.update(score(p["progress_samples"], answers[b]),
+                               form=plan["fit"]["progress"]["form"],
+                               why=p.get("band_why"))
+                rows.append(row)
+    return rows, secs, how
+
+
+def summary(rows) -> list:
+    """Per model and rule, per model, and in all: predictions scored, refused, the median
+    |error| at 2x and 8x, the 95% coverage, the median width factor, the share wider than x2."""
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    keys = [(m, rule) for m in models for rule in RULES + ("both",)] + [("all", "both")]
+    out = []
+    for model, rule in keys:
+        rs = [r for r in rows if model in ("all", r["model"]) and rule in ("both", r["rule"])]
+        sc = [r for r in rs if r.get("rel_error") is not None]
+        err = lambda t: [abs(r["rel_error"]) for r in sc if r["times_largest_pilot"] == t]
+        med = lambda x: float(np.median(x)) if x else None
+        w = [r["width"] for r in sc]
+        out.append({"model": model, "rule": rule, "predictions": len(rs), "scored": len(sc),
+                    "refused": sum(r["refused"] is not None for r in rs),
+                    "unanswered": sum(r["measured"] is None for r in rs),
+                    "median_abs_error_2x": med(err(2)), "median_abs_error_8x": med(err(8)),
+                    "coverage_95": (sum(r["covered"] for r in sc) / len(sc)) if sc else None,
+                    "median_width": med(w),
+                    "wider_than_2x": (sum(x > WIDE for x in w) / len(w)) if w else None})
+    return out
+
+
+def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: int = SEEDS,
+              heldout_seeds: int = HELDOUT_SEEDS) -> dict:
+    """The practitioner design over panels (model, model config): rows and summary; seeds:
+    the designs (per pilot batch), heldout_seeds: behind each answer."""
+    rows, sims = [], {}
+    for m, cfg in panels:
+        got, secs, how = model_rows(m, cfg, opt, folder, keep, quiet, seeds, heldout_seeds)
+        sims[m.name] = {"seconds": secs, "pilots": list(batches(m)[0]),
+                        "heldout": list(batches(m)[1]), "noise": how}
+        rows += got
+    return {"calibration": True, "design": "practitioner", "rules": list(RULES),
+            "eval_every_updates": EVAL_EVERY, "eval_items": EVAL_ITEMS, "seeds": seeds,
+            "heldout_seeds": heldout_seeds, "simulations": sims, "rows": rows,
+            "summary": summary(rows)}
+
+
+def table(out: dict) -> str:
+    """The summary table (docs/plan.md), then the models' noise and simulation time."""
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"
+    f = lambda v: "-" if v is None else ("inf" if math.isinf(v) else f"x{v:.2f}")
+    lines = [f"planner calibration, practitioner design: 1 seed per batch, evaluation on "
+             f"{out['eval_items']} items every {out['eval_every_updates']} updates (none at "
+             f"step 0), pilots at 3 batches, held out at 2x and 8x; {out['seeds']} designs per "
+             f"model and rule; answers: medians of {out['heldout_seeds']} seeds' engine clocks",
+             f"{'model':<10} {'rule':<6} {'preds':>5} {'scored':>6} {'refused':>7} "
+             f"{'|err| 2x':>9} {'|err| 8x':>9} {'cov 95%':>8} {'med width':>10} {'>x2':>6}"]
+    for s in out["summary"]:
+        lines.append(f"{s['model']:<10} {s['rule']:<6} {s['predictions']:>5} {s['scored']:>6} "
+                     f"{s['refused']:>7} {pct(s['median_abs_error_2x']):>9} "
+                     f"{pct(s['median_abs_error_8x']):>9} {pct(s['coverage_95']):>8} "
+                     f"{f(s['median_width']):>10} {pct(s['wider_than_2x']):>6}")
+    for name, sim in out["simulations"].items():
+        lines.append(f"{name}: pilots {sim['pilots']}, held out {sim['heldout']}; noise "
+                     f"{sim['noise']}; simulation {sim['seconds']:.0f} s")
+    refusals = {}
+    for r in out["rows"]:
+        if r["refused"]:
+            refusals.setdefault((r["model"], r["rule"], r["refused"][:90]), []).append(r["seed"])
+    for (m, rule, why), seeds in refusals.items():
+        lines.append(f"refused ({m}, {rule}, seeds {sorted(set(seeds))}): {why}")
+    return "\n".join(lines)
+
+
+__all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "simulate", "noise", "noisy",
+           "write_design", "width", "score", "truth", "model_rows", "summary", "calibrate",
+           "table"]
