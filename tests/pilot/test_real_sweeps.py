@@ -303,3 +303,62 @@ def test_predict_adam_then_score_round_trip(tmp_path):
         t50["cbs_p1_np8192_nr8_lr1e-6"]["adam"]["median"] / 1638400 - 1)
     assert rows["cbs_p1_np256_nr8_lr1e-6"]["obvious_rule_error"] == pytest.approx(0.5)
     assert got["summary"]["8x"]["n"] == got["summary"]["2x"]["n"] == 4
+
+
+def _k(v):
+    return f"{v / 1e3:.1f}k" if v < 1e5 else f"{v / 1e3:.0f}k"
+
+
+def test_the_doc_states_the_adam_scores():
+    """docs/real_runs.md's second-round tables against the committed Adam JSONs: each row's
+    bands and errors, the summary's medians, coverage and band widths recomputed from the rows
+    and the predicted bands, the contrasts, and the several-update runs' errors."""
+    with open(os.path.join(ROOT, "docs", "real_runs.md"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    path = os.path.join(ROOT, "docs", "preregistered", f"real_{OLMO}_adam_")
+    with open(path + "measured.json", encoding="utf-8") as f:
+        got = json.load(f)
+    with open(path + "predictions.json", encoding="utf-8") as f:
+        pre = json.load(f)
+    pr = {(t["target"], p["run"]): p for t in pre["targets"] for p in t["predictions"]}
+    band = lambda b: f"{_k(b['median'])} [{_k(b['band'][0])}, {_k(b['band'][1])}]"
+    cells = lambda head: [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines
+                          if ln.startswith(head)]
+    rows = [r for r in got["rows"] if r["truth"] is not None and not r["off_design"]]
+    assert len(rows) == 8
+    for r in rows:
+        p = pr[(r["target"], r["run"])]
+        want = [f"{float(r['target']):.0%}", f"{int(r['batch'])} ({r['x_largest_pilot']:g}x)",
+                f"{_k(r['truth'])} ({round(r['truth'] / r['batch'])})", band(p["adam"]),
+                f"{r['adam_error']:+.1%}", band(p["adam_joint"]), f"{r['adam_joint_error']:+.1%}",
+                *(f"{r[k + '_error']:+.1%}" for k in ("first_round_planner", "mccandlish",
+                                                      "obvious_rule"))]
+        assert want in cells(f"| {want[0]} | {want[1]} |"), want
+    for x in (2, 8):
+        at = [r for r in rows if r["x_largest_pilot"] == x]
+        med = [float(np.median([abs(r[f"{k}_error"]) for r in at])) for k in
+               ("adam", "adam_joint", "first_round_planner", "mccandlish", "obvious_rule")]
+        cover, width = [], []
+        for k in ("adam", "adam_joint"):
+            bs = [pr[(r["target"], r["run"])][k] for r in at]
+            cover.append(sum(b["band"][0] <= r["truth"] <= b["band"][1] for r, b in zip(at, bs)))
+            width.append(float(np.median([max(b["band"][1] / b["median"],
+                                               b["median"] / b["band"][0]) for b in bs])))
+        want = [f"{x}x ({len(at)} predictions)", *(f"{m:.1%}" for m in med),
+                f"{cover[0]}/{len(at)}, {cover[1]}/{len(at)}", f"{width[0]:.1f}, {width[1]:.1f}"]
+        assert want in cells(f"| {x}x ("), want
+    names = {"first_round_planner": "round one", "mccandlish": "McCandlish",
+             "obvious_rule": "obvious rule", "adam": "Adam alone"}
+    ci = lambda v: f"[{v[0]:+.3f}, {v[1]:+.3f}]"
+    for key, c in got["contrast_abs_log_error"].items():
+        a, b = key.split("_vs_")
+        want = [f"{'joint' if a == 'adam_joint' else 'Adam'} vs {names[b]}", f"{c['mean']:+.3f}",
+                ci(c["ci_pairs"]), ci(c["ci_groups"]), c["reading"]]
+        assert want in cells(f"| {want[0]} |"), want
+    for t in ("0.45", "0.50", "0.55", "0.60"):
+        off = sorted((r for r in got["rows"] if r["off_design"] and r["target"] == t),
+                     key=lambda r: r["batch"])
+        want = [f"{float(t):.0%}", *(f"{_k(r['truth'])}: {r['adam_error']:+.0%} / "
+                                     f"{r['adam_joint_error']:+.0%} / "
+                                     f"{r['first_round_planner_error']:+.0%}" for r in off)]
+        assert want in cells(f"| {want[0]} | "), want
