@@ -2,6 +2,8 @@
 
     python tools/score_real.py predict SWEEP OUT.json   # pilots only; refuses an existing OUT
     python tools/score_real.py score PREDICTIONS.json OUT.json
+    python tools/score_real.py predict-adam PREDICTIONS.json OUT.json  # round two: Adam's form
+    python tools/score_real.py score-adam ADAM_PREDICTIONS.json OUT.json
 
 `predict` reads only the pilots' rows of a sweep (the three smallest batches with one update per
 rollout batch), and writes, for every target they all reach after their first evaluation, the
@@ -12,6 +14,12 @@ are) at every held-out batch, beside two baselines refitted on the same pilots:
 Commit its file before running `score`. `score` reads the held-out truths and writes each
 prediction's error, whether the band covers the truth, and the band's width. Method and
 numbers: docs/real_runs.md.
+
+`predict-adam` (second round) predicts on the first round's design (read from its predictions
+file) with the planner's Adam form (twoclock/pilot/adam.py), per target and jointly across the
+targets (twoclock/pilot/levels.py), each several-update run at m = B / K samples per update;
+its options and their reasons are written into its file (ADAM_OPTIONS). `score-adam` scores it
+beside the first round's planner and both baselines, with paired contrasts.
 """
 import csv
 import json
@@ -21,6 +29,7 @@ import sys
 
 import numpy as np
 
+from twoclock.pilot import levels
 from twoclock.pilot.fit import t_quantile
 from twoclock.pilot.plan import PilotError, PilotRuns, plan
 
@@ -217,10 +226,173 @@ def score(pred_path: str, out: str) -> dict:
     return doc
 
 
+# ---- Second round: Adam's progress form (twoclock/pilot/adam.py), alone and jointly ----
+# Every option below was fixed before any Adam score was computed; `predict_adam` writes
+# them, with their reasons, into the predictions file.
+ADAM_OPTIONS = {
+    "form": "planner's Adam form as it is: plan.plan(progress_form='adam'), N = A sqrt(m (m + "
+            "B_n)) / lr, knee sharpness 1 (a sharpness fit needs repeated batches; one run a "
+            "batch here), its own profile band and leave-one-end-out form error",
+    "rule": "p = 0 (the sweep's lr is fixed at 1e-6 for every run), lr0 = 1e-6 at b0 = the "
+            "smallest pilot (b0 cancels under p = 0)",
+    "updates": "a run of batch B with K updates per batch is predicted at m = B / K: under a "
+               "fixed lr the form's samples N(B, K) equal N(m, 1) exactly, so the planner "
+               "(which predicts one update per batch) is asked at batch m; its form-error "
+               "widening is then measured by the distance in log m, the form's own coordinate",
+    "joint": "twoclock.pilot.levels.joint_plan over the same targets (log B_n linear in the "
+             "level), each target's band widened by that target's own Adam plan's form error "
+             "(the form extrapolated is Adam's, not the default forms')",
+    "design": "pilots, held-out runs and targets copied from the first-round predictions file",
+    "baselines": "McCandlish and the obvious rule copied from the first-round file (the same "
+                 "numbers); on the several-update runs they stay at B, having no update count",
+    "primary": "the per-target Adam form ('adam'); the joint fit ('adam_joint') is secondary",
+    "contrasts": "over the 8 one-update held-out predictions: mean of |log(pred/true)| of the "
+                 "Adam form minus the other's (negative: Adam closer). CI 1: Student-t over the "
+                 "8 differences (7 dof, as in round one; optimistic, the predictions share "
+                 "pilots and runs). CI 2: Student-t over the 4 targets' mean differences (3 "
+                 "dof: a target's two batches share one fit). 'established' only where both "
+                 "CIs exclude 0, else 'not established'",
+    "aims": "median |error| at 8x <= 20%; median band factor (max(hi/med, med/lo)) <= 2",
+}
+ADAM_KEYS = ("adam", "adam_joint", "first_round_planner")  # the banded predictors
+ALL_KEYS = ADAM_KEYS + ("mccandlish", "obvious_rule")
+
+
+def adam_target(b_p, lr, n_p, m_out, label, level=LEVEL):
+    """(the per-target Adam plan, {m: band}) from the pilots' clocks (one update each)."""
+    runs = PilotRuns(np.array(b_p, float), np.array(lr, float), np.array(n_p, float),
+                     np.full(len(b_p), np.inf), np.full(len(b_p), np.inf),
+                     np.full(len(b_p), np.nan), ("",) * len(b_p), source=label,
+                     updates_R=np.ones(len(b_p)))
+    pl = plan(runs, predict=sorted(m_out), level=level, progress_form="adam",
+              predict_rule=(0.0, float(lr[0]), float(b_p[0])))
+    return pl, {pr.batch: pr.progress_samples for pr in pl.predictions}
+
+
+def predict_adam(first: str, out: str) -> dict:
+    """The Adam form's predictions on the first round's design (its predictions file)."""
+    if os.path.exists(out):
+        raise SystemExit(f"{out}: exists; predictions are written once (pick a new path)")
+    with open(first, encoding="utf-8") as f:
+        pre = json.load(f)
+    sw = read_sweep(pre["sweep"])
+    runs = sw["runs"]
+    if list(design(sw)) != [pre["pilots"], pre["held_out"], pre["off_design"]]:
+        raise SystemExit(f"{first}: its design is not the sweep's")
+    b_p = [float(runs[r]["batch"]) for r in pre["pilots"]]
+    lr = [float(runs[r]["lr"]) for r in pre["pilots"]]
+    m_of = {r: float(runs[r]["batch"]) / int(runs[r]["updates_per_batch"])
+            for r in pre["held_out"] + pre["off_design"]}
+    plans, alone, texts = [], [], []
+    for t in pre["targets"]:
+        n_p = [t["pilot_samples"][r] for r in pre["pilots"]]
+        pl, by_m = adam_target(b_p, lr, n_p, set(m_of.values()), f"pilots at {t['target']}")
+        plans.append(pl.to_json())
+        alone.append(by_m)
+        texts.append(f"gsm8k>={t['target']}")
+    joint = levels.joint_plan(texts, plans, predict=sorted(set(m_of.values())), level=LEVEL)
+    targets = []
+    for t, pj, by_m, row in zip(pre["targets"], plans, alone, joint["targets"]):
+        jm = {p["batch"]: p["progress_samples"] for p in row["predictions"]}
+        preds = []
+        for p in t["predictions"]:
+            m = m_of[p["run"]]
+            preds.append({**{k: p[k] for k in ("run", "batch", "x_largest_pilot",
+                                               "updates_per_batch", "off_design")},
+                          "per_update_batch": m,
+                          "adam": {"median": by_m[m]["median"], "band": by_m[m]["ci"]},
+                          "adam_joint": {"median": jm[m]["median"], "band": jm[m]["ci"]},
+                          "first_round_planner": p["planner"],
+                          "mccandlish": p["mccandlish"], "obvious_rule": p["obvious_rule"]})
+        targets.append({"target": t["target"], "pilot_samples": t["pilot_samples"],
+                        "adam_fit": {"why": pj["fit"]["progress"]["why"],
+                                     "critical_batch": pj["critical_batch"],
+                                     "form_error_curvature":
+                                         pj["fit"]["progress_form_error"]["curvature"]},
+                        "joint_noise_scale": row["noise_scale"], "predictions": preds})
+    doc = {"sweep": pre["sweep"], "first_round": os.path.basename(first),
+           "pilots": pre["pilots"], "held_out": pre["held_out"],
+           "off_design": pre["off_design"], "level": LEVEL, "options": ADAM_OPTIONS,
+           "joint": joint["joint"], "skipped_targets": pre["skipped_targets"],
+           "targets": targets}
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    return doc
+
+
+def paired_cis(a: list, b: list, groups: list) -> dict:
+    """|log a| - |log b| (a, b: predicted / true): Student-t 95% CIs over the pairs and over
+    the groups' mean differences; 'not established' unless both exclude 0."""
+    d = np.abs(np.log(a)) - np.abs(np.log(b))
+    g = np.array([d[[i for i, x in enumerate(groups) if x == k]].mean()
+                  for k in dict.fromkeys(groups)])
+    out = {"mean": float(d.mean()), "n": int(d.size), "groups": int(g.size)}
+    for name, v in (("ci_pairs", d), ("ci_groups", g)):
+        half = t_quantile(0.975, v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)
+        out[name] = [float(v.mean()) - half, float(v.mean()) + half]
+    out["reading"] = ("Adam closer" if max(out["ci_pairs"][1], out["ci_groups"][1]) < 0 else
+                      "the other closer" if min(out["ci_pairs"][0], out["ci_groups"][0]) > 0
+                      else "not established")
+    return out
+
+
+def score_adam(pred_path: str, out: str) -> dict:
+    with open(pred_path, encoding="utf-8") as f:
+        pre = json.load(f)
+    sw = read_sweep(pre["sweep"])
+    rows = []
+    for t in pre["targets"]:
+        for p in t["predictions"]:
+            s = sw["steps"][(p["run"], t["target"])]
+            row = {k: p[k] for k in ("run", "batch", "updates_per_batch", "per_update_batch",
+                                     "x_largest_pilot", "off_design")}
+            row["target"], row["truth"] = t["target"], None if s is None else s * p["batch"]
+            if s is not None:
+                for k in ALL_KEYS:
+                    med = p[k]["median"] if k in ADAM_KEYS else p[k]
+                    row[f"{k}_error"] = med / row["truth"] - 1
+                for k in ADAM_KEYS:
+                    lo, hi = p[k]["band"]
+                    row[f"{k}_in_band"] = bool(lo <= row["truth"] <= hi)
+                    row[f"{k}_band_factor"] = _width(p[k]["band"], p[k]["median"])
+            rows.append(row)
+    ok = [r for r in rows if r["truth"] is not None and not r["off_design"]]
+    summary = {}
+    for x in sorted({r["x_largest_pilot"] for r in ok}):
+        at = [r for r in ok if r["x_largest_pilot"] == x]
+        summary[f"{x:g}x"] = {"n": len(at), **{
+            f"median_abs_{k}_error": float(np.median([abs(r[f"{k}_error"]) for r in at]))
+            for k in ALL_KEYS}, **{
+            f"{k}_coverage": sum(r[f"{k}_in_band"] for r in at) / len(at) for k in ADAM_KEYS},
+            **{f"{k}_median_band_factor": float(np.median([r[f"{k}_band_factor"] for r in at]))
+               for k in ADAM_KEYS}}
+    ratio, groups = lambda k: [1 + r[f"{k}_error"] for r in ok], [r["target"] for r in ok]
+    contrasts = {f"{a}_vs_{b}": paired_cis(ratio(a), ratio(b), groups)
+                 for a in ("adam", "adam_joint")
+                 for b in ("first_round_planner", "mccandlish", "obvious_rule")}
+    contrasts["adam_joint_vs_adam"] = paired_cis(ratio("adam_joint"), ratio("adam"), groups)
+    aims = {k: {"median_abs_error_8x_le_20pct": summary["8x"][f"median_abs_{k}_error"] <= 0.2,
+                "median_band_factor_le_2": all(v[f"{k}_median_band_factor"] <= 2
+                                               for v in summary.values())}
+            for k in ("adam", "adam_joint")}
+    doc = {"sweep": pre["sweep"], "predictions": os.path.basename(pred_path), "rows": rows,
+           "summary": summary, "contrast_abs_log_error": contrasts, "aims": aims}
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    return doc
+
+
+COMMANDS = {"predict": predict, "score": score, "predict-adam": predict_adam,
+            "score-adam": score_adam}
+
+
 def main(argv: list[str]) -> None:
-    if len(argv) != 3 or argv[0] not in ("predict", "score"):
+    if len(argv) != 3 or argv[0] not in COMMANDS:
         raise SystemExit(__doc__.split("\n\n")[1])
-    (predict if argv[0] == "predict" else score)(argv[1], argv[2])
+    COMMANDS[argv[0]](argv[1], argv[2])
     print(f"wrote {argv[2]}")
 
 

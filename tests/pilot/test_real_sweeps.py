@@ -225,3 +225,140 @@ def test_the_doc_states_the_measured_scores():
         line = (f"| {x}x ({len(at)} predictions) | " + " | ".join(f"{m:.1%}" for m in med) +
                 f" | {cover}/{len(at)} |")
         assert line in doc, line
+
+
+# ---- Second round: the Adam form (tools/score_real.py predict-adam / score-adam) ----
+FIRST = os.path.join(ROOT, "docs", "preregistered", f"real_{OLMO}_predictions.json")
+
+
+def test_adam_target_predicts_a_several_update_run_at_m_by_hand():
+    """Pilots on N = A sqrt(m (m + B_n)) / lr exactly (A = 3, B_n = 600, lr 1e-6, one update
+    each); the run at B = 8192 with K = 4 is asked at m = 2048: the formula there, by hand."""
+    A, b_n, lr = 3.0, 600.0, 1e-6
+    b_p = [256.0, 512.0, 1024.0]
+    n_p = [A * math.sqrt(b * (b + b_n)) / lr for b in b_p]
+    _, by_m = sr.adam_target(b_p, [lr] * 3, n_p, {8192 / 4}, "exact")
+    want = A * math.sqrt(2048 * (2048 + 600)) / lr  # 6.9841e9
+    assert by_m[2048.0]["median"] == pytest.approx(want, rel=0.005)
+    lo, hi = by_m[2048.0]["ci"]
+    assert lo <= want <= hi
+
+
+def test_paired_cis_by_hand():
+    """|log a| - |log b| = d = [-1, -1, 0, 0] in two groups (targets x, y): over the pairs mean
+    -0.5, sd 1/sqrt(3), t_0.975(3) = 3.182446 (published tables); over the groups' means
+    [-1, 0]: mean -0.5, sd 1/sqrt(2), t_0.975(1) = 12.7062."""
+    e = math.e
+    got = sr.paired_cis([1, 1, 1, 1], [e, 1 / e, 1, 1], ["x", "x", "y", "y"])
+    assert got["mean"] == pytest.approx(-0.5)
+    half = 3.182446 * (1 / math.sqrt(3)) / 2
+    assert got["ci_pairs"] == pytest.approx([-0.5 - half, -0.5 + half], rel=1e-5)
+    half = 12.7062 * (1 / math.sqrt(2)) / math.sqrt(2)
+    assert got["ci_groups"] == pytest.approx([-0.5 - half, -0.5 + half], rel=1e-5)
+    assert (got["n"], got["groups"], got["reading"]) == (4, 2, "not established")
+    # d = [-1, -1, -1.1, -1.1]: groups [-1, -1.1], half 12.7062 x 0.0707 / sqrt(2) = 0.635,
+    # both CIs below 0: Adam closer
+    closer = sr.paired_cis([1] * 4, [e, e, e ** 1.1, e ** 1.1], list("xxyy"))
+    assert closer["ci_groups"][1] == pytest.approx(-1.05 + 12.7062 * 0.05, rel=1e-4)
+    assert closer["reading"] == "Adam closer"
+    assert sr.paired_cis([e, e, e ** 1.1, e ** 1.1], [1] * 4, list("xxyy"))["reading"] == \
+        "the other closer"
+    # d = [-1, -1, -1, -0.8, -0.8, -0.8]: the pairs' CI (t_0.975(5) = 2.570582) lies below 0,
+    # the groups' [-1, -0.8] CI (half 12.7062 x 0.1) spans it: not established
+    split = sr.paired_cis([1] * 6, [e] * 3 + [e ** 0.8] * 3, list("xxxyyy"))
+    sd = math.sqrt(6 * 0.01 / 5)
+    assert split["ci_pairs"][1] == pytest.approx(-0.9 + 2.570582 * sd / math.sqrt(6), rel=1e-5)
+    assert split["ci_pairs"][1] < 0 < split["ci_groups"][1]
+    assert split["reading"] == "not established"
+
+
+def test_predict_adam_then_score_round_trip(tmp_path):
+    """The first round's design and baselines carried over unchanged; every several-update
+    run here has m = B / K = 2048, so the form gives it the 2048 one-update run's samples; the
+    errors are prediction / (steps x B) - 1 with steps read from the stored table."""
+    with open(FIRST, encoding="utf-8") as f:
+        first = json.load(f)
+    pre = sr.predict_adam(FIRST, str(tmp_path / "a.json"))
+    with pytest.raises(SystemExit, match="exists"):
+        sr.predict_adam(FIRST, str(tmp_path / "a.json"))
+    assert set(pre["options"]) >= {"form", "updates", "joint", "contrasts", "aims"}
+    assert [t["target"] for t in pre["targets"]] == ["0.45", "0.50", "0.55", "0.60"]
+    for t, t1 in zip(pre["targets"], first["targets"]):
+        by = {p["run"]: p for p in t["predictions"]}
+        for p1 in t1["predictions"]:
+            p = by[p1["run"]]
+            assert p["per_update_batch"] == p1["batch"] / p1["updates_per_batch"]
+            assert (p["first_round_planner"], p["mccandlish"], p["obvious_rule"]) == \
+                (p1["planner"], p1["mccandlish"], p1["obvious_rule"])
+        for run in ("cbs_p1_np512_nr8_lr1e-6", "cbs_p1_np1024_nr8_lr1e-6",
+                    "cbs_p1_np8192_nr8_lr1e-6"):
+            for k in ("adam", "adam_joint"):
+                assert by[run][k] == by["cbs_p1_np256_nr8_lr1e-6"][k]
+    got = sr.score_adam(str(tmp_path / "a.json"), str(tmp_path / "m.json"))
+    t50 = {p["run"]: p for p in pre["targets"][1]["predictions"]}
+    rows = {r["run"]: r for r in got["rows"] if r["target"] == "0.50"}
+    # 65 536 x 25 steps and 2048 x 100 steps (steps_to_target.csv, target 0.50)
+    assert rows["cbs_p1_np8192_nr8_lr1e-6"]["truth"] == 1638400
+    assert rows["cbs_p1_np8192_nr8_lr1e-6"]["adam_error"] == pytest.approx(
+        t50["cbs_p1_np8192_nr8_lr1e-6"]["adam"]["median"] / 1638400 - 1)
+    assert rows["cbs_p1_np256_nr8_lr1e-6"]["obvious_rule_error"] == pytest.approx(0.5)
+    assert got["summary"]["8x"]["n"] == got["summary"]["2x"]["n"] == 4
+
+
+def _k(v):
+    return f"{v / 1e3:.1f}k" if v < 1e5 else f"{v / 1e3:.0f}k"
+
+
+def test_the_doc_states_the_adam_scores():
+    """docs/real_runs.md's second-round tables against the committed Adam JSONs: each row's
+    bands and errors, the summary's medians, coverage and band widths recomputed from the rows
+    and the predicted bands, the contrasts, and the several-update runs' errors."""
+    with open(os.path.join(ROOT, "docs", "real_runs.md"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    path = os.path.join(ROOT, "docs", "preregistered", f"real_{OLMO}_adam_")
+    with open(path + "measured.json", encoding="utf-8") as f:
+        got = json.load(f)
+    with open(path + "predictions.json", encoding="utf-8") as f:
+        pre = json.load(f)
+    pr = {(t["target"], p["run"]): p for t in pre["targets"] for p in t["predictions"]}
+    band = lambda b: f"{_k(b['median'])} [{_k(b['band'][0])}, {_k(b['band'][1])}]"
+    cells = lambda head: [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines
+                          if ln.startswith(head)]
+    rows = [r for r in got["rows"] if r["truth"] is not None and not r["off_design"]]
+    assert len(rows) == 8
+    for r in rows:
+        p = pr[(r["target"], r["run"])]
+        want = [f"{float(r['target']):.0%}", f"{int(r['batch'])} ({r['x_largest_pilot']:g}x)",
+                f"{_k(r['truth'])} ({round(r['truth'] / r['batch'])})", band(p["adam"]),
+                f"{r['adam_error']:+.1%}", band(p["adam_joint"]), f"{r['adam_joint_error']:+.1%}",
+                *(f"{r[k + '_error']:+.1%}" for k in ("first_round_planner", "mccandlish",
+                                                      "obvious_rule"))]
+        assert want in cells(f"| {want[0]} | {want[1]} |"), want
+    for x in (2, 8):
+        at = [r for r in rows if r["x_largest_pilot"] == x]
+        med = [float(np.median([abs(r[f"{k}_error"]) for r in at])) for k in
+               ("adam", "adam_joint", "first_round_planner", "mccandlish", "obvious_rule")]
+        cover, width = [], []
+        for k in ("adam", "adam_joint"):
+            bs = [pr[(r["target"], r["run"])][k] for r in at]
+            cover.append(sum(b["band"][0] <= r["truth"] <= b["band"][1] for r, b in zip(at, bs)))
+            width.append(float(np.median([max(b["band"][1] / b["median"],
+                                               b["median"] / b["band"][0]) for b in bs])))
+        want = [f"{x}x ({len(at)} predictions)", *(f"{m:.1%}" for m in med),
+                f"{cover[0]}/{len(at)}, {cover[1]}/{len(at)}", f"{width[0]:.1f}, {width[1]:.1f}"]
+        assert want in cells(f"| {x}x ("), want
+    names = {"first_round_planner": "round one", "mccandlish": "McCandlish",
+             "obvious_rule": "obvious rule", "adam": "Adam alone"}
+    ci = lambda v: f"[{v[0]:+.3f}, {v[1]:+.3f}]"
+    for key, c in got["contrast_abs_log_error"].items():
+        a, b = key.split("_vs_")
+        want = [f"{'joint' if a == 'adam_joint' else 'Adam'} vs {names[b]}", f"{c['mean']:+.3f}",
+                ci(c["ci_pairs"]), ci(c["ci_groups"]), c["reading"]]
+        assert want in cells(f"| {want[0]} |"), want
+    for t in ("0.45", "0.50", "0.55", "0.60"):
+        off = sorted((r for r in got["rows"] if r["off_design"] and r["target"] == t),
+                     key=lambda r: r["batch"])
+        want = [f"{float(t):.0%}", *(f"{_k(r['truth'])}: {r['adam_error']:+.0%} / "
+                                     f"{r['adam_joint_error']:+.0%} / "
+                                     f"{r['first_round_planner_error']:+.0%}" for r in off)]
+        assert want in cells(f"| {want[0]} | "), want
