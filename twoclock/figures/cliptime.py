@@ -27,11 +27,11 @@ def cliptime_figure(out: dict):
             x = cross.get("crossing", {}).get("median")
             if x:  # a crossing seen (0: no lead; None: never crossed)
                 acc.axvline(x, color=OKABE_ITO[k], ls=":", lw=1)
-        acc.set_title(f"B {b}: held-out accuracy (mean of seeds)")
-        klax.set_title(f"B {b}: KL(pi || pi_ref), nats")
+        acc.set_title(f"B {b}: held-out accuracy")
+        klax.set_title(f"B {b}: KL to pi_ref (nats)")
         for ax in (acc, klax):
             ax.set_xlabel("responses")
-    axes[0].set_ylabel("accuracy")
+    axes[0].set_ylabel("accuracy (mean of seeds)")
     axes[0].legend(fontsize=6)
     return fig
 
