@@ -86,3 +86,15 @@ def test_the_committed_answers_recompute_from_their_per_seed_numbers():
         out = json.load(f)
     again = json.loads(json.dumps(cliptime.answers(out["study"], out["cells"])))
     assert again == out["answers"]
+
+
+@pytest.mark.slow  # the command's parser and checks up to the first run: ~8 s on 2 cores
+def test_an_early_samples_before_the_first_checkpoint_is_refused_before_any_run(tmp_path):
+    # at budget 256, B 128 has 2 updates and a checkpoint after each: the first at 128 responses
+    from tests.cli.test_edge_values_policy_plan import STUDY, _study
+    code, err = _study([*STUDY, "--early-samples", "127", "--parts", "cliptime", "--out",
+                        str(tmp_path)], False)
+    assert code == 2 and "early_samples must be >= 128" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert _study([*STUDY, "--early-samples", "128", "--parts", "cliptime", "--out",
+                   str(tmp_path)], False)[0] == "reached"

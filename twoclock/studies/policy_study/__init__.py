@@ -46,6 +46,7 @@ from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS,
 from twoclock.studies.policy_study.report import report
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.protocol import CellsView, Engine, Study, nested, overridden
+from twoclock.trace import checkpoint_every
 
 MODELS = ("policy",)  # the study's model: its cells are the policy's GRPO settings
 ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registered test
@@ -159,6 +160,12 @@ class Config(CellsView):
         # responses: past the shortest run's last one there is none (and the first checkpoint
         # would be read instead)
         self.require_reached("early_samples", self.early_samples, self.early_samples)
+        if "cliptime" in self.parts:  # its lead is read within early_samples: a checkpoint there
+            first = max(b * checkpoint_every(self.budget // b, self.n_ckpt)
+                        for b in (min(self.batches), max(self.batches)))
+            require(self.early_samples >= first, "early_samples", f">= {first}, the first "
+                    f"checkpoint of every cliptime run (the lead is read up to it)",
+                    self.early_samples)
 
     def outputs(self) -> dict:
         """The files the study writes besides its JSON ({flag: path}), checked writable before
