@@ -16,6 +16,9 @@ Cells (`cells`), each one sweep through the engine's `run_sweep` (resumable from
   comparison, eps 0.2 against unclipped, under a second warm-up and at 4x its lr;
 - collapse_<clip>: an unstable lr (unstable_factor x lr0, M x E = 4 x 2), eps 0.2 and
   unclipped;
+- cliptime_<clip> and std_<advantage>_<kl> (parts cliptime and stddof, not run by default):
+  clip-higher over time at the collapse cells' lr, and the group std ddof 0 against 1
+  (`cliptime`; they write cliptime_file);
 - adam: no sweep; Adam's per-coordinate noise measured at the reference policy and the clocks
   it predicts under both rules (twoclock.models.policy.adam_noise);
 - predict (`--predict`) and prereg (`--prereg`), each alone: the pre-registered test of that

@@ -1,5 +1,5 @@
-"""The policy study's two parts not run by default (docs/policy.md, "Clip-higher over time" and
-"The group std, measured"):
+"""The policy study's two parts not run by default (docs/policy.md, "Clip-higher over time, and
+the group std measured"):
 
 - cliptime: clip-higher over time. At the collapse cells' unstable lr (unstable_factor x lr0,
   sqrt rule, M x E = 4 x 2, `fixed_m`), the symmetric clip eps 0.2 against (0.2, 0.28) (DAPO's)
@@ -11,8 +11,8 @@
   the collapse clock and the drift clocks.
 - stddof: the GRPO group std, ddof 0 (`grpo`, the default) against ddof 1 (`grpo_bessel`),
   the default config (M = E = 1, sqrt rule, lr0) at the smallest and largest batch without a
-  KL penalty, and at the smallest with one in the loss (std_kl_coef), paired: per clock the ratio of bessel over
-  grpo and the largest |difference| of the mean curves.
+  KL penalty, and at the smallest with one in the loss (std_kl_coef), paired: per clock the
+  ratio of bessel over grpo and the largest |difference| of the mean curves.
 
 Everything after the runs is NumPy on the per-seed numbers the JSON keeps (`answers`), so the
 committed file (docs/results/cliptime.json) recomputes them.
