@@ -16,6 +16,9 @@ Cells (`cells`), each one sweep through the engine's `run_sweep` (resumable from
   comparison, eps 0.2 against unclipped, under a second warm-up and at 4x its lr;
 - collapse_<clip>: an unstable lr (unstable_factor x lr0, M x E = 4 x 2), eps 0.2 and
   unclipped;
+- cliptime_<clip> and std_<advantage>_<kl> (parts cliptime and stddof, not run by default):
+  clip-higher over time at the collapse cells' lr, and the group std ddof 0 against 1
+  (`cliptime`; they write cliptime_file);
 - adam: no sweep; Adam's per-coordinate noise measured at the reference policy and the clocks
   it predicts under both rules (twoclock.models.policy.adam_noise);
 - predict (`--predict`) and prereg (`--prereg`), each alone: the pre-registered test of that
@@ -39,13 +42,14 @@ from twoclock.atomic import atomic_write, dumps
 from twoclock.config import SweepConfig, param, require, require_int, require_positive
 from twoclock.models.policy import adam_noise
 from twoclock.studies.policy_study.answers import answers, exponent_ci, reanswer
-from twoclock.studies.policy_study import prereg
+from twoclock.studies.policy_study import cliptime, prereg
 from twoclock.studies.policy_study.cells import (CLIPS, CLOCK_KEYS, CONVENTIONS, DEFAULT_PARTS,
                                                  DRIFT, PARTS, analyse, cells, check_cells,
                                                  borrowed, clock_S, lend, per_seed, rules)
 from twoclock.studies.policy_study.report import report
 from twoclock.studies.assemble import run_cells
 from twoclock.studies.protocol import CellsView, Engine, Study, nested, overridden
+from twoclock.trace import checkpoint_every
 
 MODELS = ("policy",)  # the study's model: its cells are the policy's GRPO settings
 ALONE = (("predict",), ("prereg",))  # the parts that run alone: the pre-registered test
@@ -86,8 +90,13 @@ class Config(CellsView):
                                             "fixed_m | fixed_size")
     parts: tuple = param(DEFAULT_PARTS, "cells to run: rules (sqrt and fixed), adam, clip, "
                                         "collapse, variants (the fixed_size clipping cells "
-                                        "under a second warm-up and at 4x their lr); or "
+                                        "under a second warm-up and at 4x their lr), "
+                                        "cliptime (clip-higher over time at the collapse lr), "
+                                        "stddof (the group std, ddof 0 against 1); or "
                                         "predict or prereg alone (the pre-registered test)")
+    std_kl_coef: float = param(0.1, "stddof: the KL penalty in the loss of its KL cells")
+    cliptime_file: str = param("docs/results/cliptime.json",
+                               "cliptime / stddof write their per-seed clocks and curves")
     predictions_file: str = param("docs/preregistered/policy_predictions.json",
                                   "predict writes it (never over an existing file); prereg "
                                   "reads it")
@@ -109,7 +118,7 @@ class Config(CellsView):
                 f"holds {N_BOOT} x seeds indices)", self.seeds)
         require_int("early_samples", self.early_samples, lo=1)
         require_int("n_ckpt", self.n_ckpt, lo=1)
-        for name in ("unstable_factor", "clip_lr_factor"):
+        for name in ("unstable_factor", "clip_lr_factor", "std_kl_coef"):
             require_positive(name, getattr(self, name))
         require(len(self.batches) >= 2, "batches", "at least two distinct batches >= 1",
                 self.batches)
@@ -128,7 +137,13 @@ class Config(CellsView):
                     "unstable_factor", "clip_lr_factor", "early_samples", "n_ckpt")},
                 "seed": self.seed, **{k: getattr(self, k) for k in (
                     "conventions", "parts", "predictions_file", "measured_file")},
-                "max_lanes": max_lanes}
+                "max_lanes": max_lanes, **({k: getattr(self, k) for k in (
+                    "std_kl_coef", "cliptime_file")} if self.writes_cliptime else {})}
+
+    @property
+    def writes_cliptime(self) -> bool:
+        """Whether a cliptime or stddof part runs (they write cliptime_file)."""
+        return bool({"cliptime", "stddof"} & set(self.parts))
 
     def check(self, model, base, opt) -> None:
         """Before any cell runs: every cell's configs and batches, early_samples within what
@@ -148,12 +163,20 @@ class Config(CellsView):
         # responses: past the shortest run's last one there is none (and the first checkpoint
         # would be read instead)
         self.require_reached("early_samples", self.early_samples, self.early_samples)
+        if "cliptime" in self.parts:  # its lead is read within early_samples: a checkpoint there
+            first = max(b * checkpoint_every(self.budget // b, self.n_ckpt)
+                        for b in (min(self.batches), max(self.batches)))
+            require(self.early_samples >= first, "early_samples", f">= {first}, the first "
+                    f"checkpoint of every cliptime run (the lead is read up to it)",
+                    self.early_samples)
 
     def outputs(self) -> dict:
         """The files the study writes besides its JSON ({flag: path}), checked writable before
         any work: the predictions file of --predict, the measured file of --prereg."""
         if self.parts == ("predict",):
             return {"--predictions-file": self.predictions_file}
+        if self.writes_cliptime:
+            return {"--cliptime-file": self.cliptime_file}
         return {"--measured-file": self.measured_file} if self.parts == ("prereg",) else {}
 
     def output_name(self, model, given) -> str:
@@ -209,6 +232,9 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
                                                             sweep=sweep)}
         if name in loans:
             out["cells"][name]["borrowed"] = {str(loans[name].batch): loans[name].lender}
+        if name.startswith(("cliptime_", "std_")):
+            out["cells"][name]["curves"] = {str(b): cliptime.curves(res, i)
+                                            for i, b in enumerate(res.batches)}
     if "adam" in st.parts:
         log("[policy study] adam: per-coordinate noise at the reference policy")
         t = time.perf_counter()
@@ -217,7 +243,19 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
             ref_batch=max(st.batches), seed=st.seed), "seconds": time.perf_counter() - t}
     out["answers"] = answers(out["study"], out["cells"], out.get("adam_noise"))
     out["seconds"] = time.perf_counter() - t0
+    if st.writes_cliptime:
+        write_cliptime(st, out, log)
     return out
+
+
+def write_cliptime(st: Config, out: dict, log) -> None:
+    """The cliptime and stddof cells' per-seed clocks and curves, and their answers, to
+    st.cliptime_file (small enough to commit: the claims recompute from it, `cliptime.answers`)."""
+    keep = {n: {k: c[k] for k in ("per_seed", "curves", "seconds")}
+            for n, c in out["cells"].items() if n.startswith(("cliptime_", "std_"))}
+    written = {"study": out["study"], "cells": keep, "answers": out["answers"]["6_cliptime"]}
+    atomic_write(st.cliptime_file, lambda f: f.write(dumps(written)))
+    log(f"[policy study] wrote {st.cliptime_file}")
 
 
 def run_prereg(model, base, st: Config, *, keep=None, quiet: bool = False,
@@ -261,6 +299,9 @@ def figure(out: dict):
     """The clocks against batch per rule, and the clipping delays (figures.policy_study)."""
     if "answers" not in out:  # the pre-registered test: tables only
         return None
+    if "cliptime_eps0.2" in out["cells"] and not {"sqrt", "fixed"} & set(out["cells"]):
+        from twoclock.figures.cliptime import cliptime_figure  # the cliptime part alone
+        return cliptime_figure(out)
     from twoclock.figures.policy_study import study_figure
     return study_figure(out)
 

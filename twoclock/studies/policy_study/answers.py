@@ -9,6 +9,7 @@ from twoclock.analysis.paired import diff_ci, finite_or_none, log_slope, med, pa
 from twoclock.atomic import one_line
 from twoclock.config import require, require_int
 from twoclock.models.policy.predict import measured_exponent
+from twoclock.studies.policy_study import cliptime
 from twoclock.studies.policy_study.cells import CLIPS, CLOCK_KEYS, DRIFT, VARIANTS
 
 # each clock of the exponents and the direction whose noise scale decides it (Adam's
@@ -177,11 +178,13 @@ def answers(st: dict, c: dict, adam: dict | None = None) -> dict:
     ps = lambda cell, b, k: np.asarray(c[cell]["per_seed"][b][k])
     rules = [r for r in ("sqrt", "fixed") if r in c]
     adam_rule = lambda r: adam["rules"][r] if adam is not None and r in adam["rules"] else None
-    return {"1_progress_gap": {r: progress_gap(c[r], b0, idx) for r in rules},
-            "2_exponents": {r: exponents(c[r], idx, adam_rule(r)) for r in rules},
-            "3_clipping": clipping(c, ps, st["conventions"], b0, b1, idx),
-            "4_collapse": collapse(c, ps, b0, b1, idx),
-            "5_variants": variants(c, ps, b0, b1, idx)}
+    out = {"1_progress_gap": {r: progress_gap(c[r], b0, idx) for r in rules},
+           "2_exponents": {r: exponents(c[r], idx, adam_rule(r)) for r in rules},
+           "3_clipping": clipping(c, ps, st["conventions"], b0, b1, idx),
+           "4_collapse": collapse(c, ps, b0, b1, idx),
+           "5_variants": variants(c, ps, b0, b1, idx)}
+    later = cliptime.answers(st, c)  # only where its parts ran: the default JSON keeps its keys
+    return {**out, "6_cliptime": later} if later else out
 
 
 def reanswer(out: dict) -> dict:

@@ -9,13 +9,14 @@ from twoclock.analysis.paired import at_samples
 from twoclock.config import OptimConfig
 from twoclock.engine.result import merge_batches
 from twoclock.studies.assemble import assemble
+from twoclock.studies.policy_study import cliptime
 
 CLOCK_KEYS = {"progress": "prog_n", "null": "null_n", "kl": "kl_n", "entropy": "entropy_n",
               "collapse": "collapse_n"}
 DRIFT = ("null", "kl", "entropy", "collapse")
 CLIPS = {"eps0.2": (0.2, None), "none": (None, None), "higher": (0.2, 0.28)}
-PARTS = ("rules", "adam", "clip", "collapse", "variants")
-DEFAULT_PARTS = PARTS[:4]  # the variants (another 4 cells) run when asked for
+PARTS = ("rules", "adam", "clip", "collapse", "variants", "cliptime", "stddof")
+DEFAULT_PARTS = PARTS[:4]  # the variants, cliptime and stddof run when asked for
 # the clipping comparison again under fixed_size, eps 0.2 against none, for a second warm-up
 # and at 4x the clipping cells' lr: {variant: (lr factor, PolicyConfig overrides)}
 VARIANTS = {"warmup_seed1": (1.0, {"warmup_seed": 1}), "lr_x4": (4.0, {})}
@@ -68,7 +69,7 @@ def cells(st, base) -> list:
         cl, ch = CLIPS[name]
         cfg = dataclasses.replace(base, minibatches=4, epochs=2, clip_low=cl, clip_high=ch)
         out.append((f"collapse_{name}", cfg, sqrt, sweep((b0, b1), st.lr0 * st.unstable_factor)))
-    return out
+    return out + cliptime.cells(st, base)  # clip-higher over time, the group std (cliptime.py)
 
 
 def with_overrides(base, over: dict):

@@ -110,4 +110,7 @@ def report(out: dict) -> str:
             f"{k} {ci(x)}" for k, x in row["more_at_larger_batch"].items()))
         lines.append(f"   {'':>12} margin N_fail / N_prog at {b1}, eps0.2 over none: " + ", ".join(
             f"{k} {ci(x)}" for k, x in row["margin_eps_over_none"][b1].items()))
+    if "6_cliptime" in a:
+        from twoclock.studies.policy_study.cliptime import report_lines
+        lines += report_lines(a["6_cliptime"], st)
     return "\n".join(lines)
