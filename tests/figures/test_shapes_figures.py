@@ -28,7 +28,7 @@ def result() -> dict:
         "fixed": {"exponents": ex}}
     return {"panels": [panel("quadratic", None), panel("bandit", 0.2)],
             "real": {"critical_batch": {"0.4": 325, "0.65": 3541},
-                     "fixed_exponent": {"range": [1024, 8192], "exponent": [0.47, 0.54]}}}
+                     "fixed_exponent": {"range": [1024, 8192], "exponent": [0.421, 0.667]}}}
 
 
 def test_both_shapes_figures_build_with_labelled_axes(tmp_path):

@@ -182,3 +182,22 @@ def test_the_quadratic_panel_end_to_end(tmp_path):
     for e in p["fixed"]["exponents"]:
         assert 0.3 <= e["median"] <= 1.2, e
         assert 0.5 <= e["theory_path"] <= 1.0 and 0.5 <= e["theory_at_target"] <= 1.0
+
+
+def test_the_real_sweeps_exponent_is_read_from_the_stored_table(tmp_path):
+    """The real sweep's fixed-lr exponent comes from its stored steps-to-target table: one-update
+    runs only, crossings at the third evaluation or later only. Hand-made rows: at 0.5 the two
+    runs cross at 40 and 20 evaluations' worth of steps (exponent log(8 * 500 / 1000) / log 8 =
+    2/3); 0.6 has a 4-update run (left out) and a crossing at the second evaluation (left out)."""
+    from twoclock.studies import shapes
+    p = tmp_path / "steps.csv"
+    p.write_text("run,batch,updates_per_batch,target,steps,source\n"
+                 "a,1024,1,0.50,1000,x\nb,8192,1,0.50,500,x\n"
+                 "c,8192,4,0.60,100,x\na,1024,1,0.60,50,x\nb,8192,1,0.60,400,x\n"
+                 "a,1024,1,0.70,2000,x\nb,8192,1,0.70,,x\n")
+    got = shapes.real_exponent(str(p))
+    assert got["targets"] == {"0.50": round(math.log(4) / math.log(8), 3)}
+    assert got["exponent"] == [0.667, 0.667] and got["range"] == [1024, 8192]
+    # the stored sweep at 55%: 1 433 600 / 537 600 samples (steps_to_target.csv), by hand
+    real = shapes.real_exponent()
+    assert real["targets"]["0.55"] == round(math.log(1433600 / 537600) / math.log(8), 3) == 0.472

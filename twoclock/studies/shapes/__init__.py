@@ -10,7 +10,10 @@ target's critical batch with a bootstrap CI over seeds, and the noise scale alon
 the smallest batch (`path`). From the fixed cell: d log N / d log B between adjacent batches
 at the model's target, with a paired CI, beside 1/2 + B / (2 (B + B_n)).
 """
+import csv
 from dataclasses import dataclass, field, replace
+import math
+import os
 import time
 
 import numpy as np
@@ -41,10 +44,33 @@ SHARED = ("seeds", "seed")
 # policy's held-out accuracy (a model that records neither, the quadratic, gets its exact one:
 # `path.quadratic_path`)
 NOISE_DIRS = ("skill", "acc")
-# the real sweep's shape, as quoted in issue 52 (a public GRPO sweep of a 1B model on math, one
-# update per rollout batch, fixed lr): critical batch in rollouts against the accuracy target
+# the real sweep's shape (OLMo-2 1B on math with verl, one update per rollout batch, fixed lr;
+# twoclock/data/real/cbs_rlvr_olmo2_1b/, whose README gives each number's source): its authors'
+# McCandlish fits, the critical batch in rollouts against the accuracy target (nb_2e3_cell19_fit)
 REAL_CRITICAL = {0.40: 325, 0.45: 1096, 0.50: 914, 0.55: 836, 0.60: 1364, 0.65: 3541}
-REAL_EXPONENT = {"range": [1024, 8192], "exponent": [0.47, 0.54]}
+REAL_SWEEP = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "data",
+                          "real", "cbs_rlvr_olmo2_1b", "steps_to_target.csv")
+REAL_RANGE = (1024, 8192)
+EVERY = 25  # its evaluations: every 25 steps, none at step 0
+RESOLVED = 3  # a crossing at evaluation k is known to within 1/k of its steps: used from k = 3
+
+
+def real_exponent(path: str = REAL_SWEEP) -> dict:
+    """The real sweep's fixed-lr exponent log(N(8192) / N(1024)) / log 8 of its one-update runs
+    at each target both cross at their RESOLVED-th evaluation or later (a crossing at evaluation
+    k lies in ((k - 1) 25, k 25] steps, so an earlier one barely bounds the exponent):
+    {"range", "exponent": [min, max], "targets": {target: exponent}}."""
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["updates_per_batch"] == "1" and r["steps"]]
+    lo, hi = REAL_RANGE
+    n = {}
+    for r in rows:
+        if int(r["batch"]) in REAL_RANGE and int(r["steps"]) >= RESOLVED * EVERY:
+            n.setdefault(r["target"], {})[int(r["batch"])] = int(r["steps"]) * int(r["batch"])
+    per = {t: round(math.log(v[hi] / v[lo]) / math.log(hi / lo), 3)
+           for t, v in sorted(n.items()) if len(v) == 2}
+    return {"range": list(REAL_RANGE), "exponent": [min(per.values()), max(per.values())],
+            "targets": per}
 
 
 @dataclass(frozen=True)
@@ -163,7 +189,7 @@ def run(model, model_cfg, opt, st: Config, *, keep=None, quiet: bool = False,
     t0 = time.perf_counter()
     out = {"schema": results.SCHEMA, "study": {"levels": st.levels, "delta": st.delta},
            "real": {"critical_batch": {str(k): v for k, v in REAL_CRITICAL.items()},
-                    "fixed_exponent": REAL_EXPONENT}, "panels": [], "config": {}}
+                    "fixed_exponent": real_exponent()}, "panels": [], "config": {}}
     for m, cfg, sweep in st.panels:
         todo = cells(m, cfg, opt, sweep)
         got, secs = {}, 0.0
@@ -190,5 +216,5 @@ def figure(out: dict):
 
 STUDY = Study("shapes", Config, run, report, figure, models=("quadratic", "bandit", "policy"))
 
-__all__ = ["Config", "DEFAULTS", "REAL_CRITICAL", "REAL_EXPONENT", "STUDY", "analyse", "cells",
+__all__ = ["Config", "DEFAULTS", "REAL_CRITICAL", "real_exponent", "STUDY", "analyse", "cells",
            "defaults", "progress_scale", "run"]
