@@ -9,6 +9,8 @@ The kinds (issue 25): "trivial" - the tests ran only the setting where the bug d
 expected value came from the code under test; "glue" - the code that carries a formula's value
 into a result, the engine's grouping, a writer's branch for another container type;
 "narrow" - a failing region that 25 hypothesis examples miss (a boundary, a tie).
+A plain wrong formula (a lost square root, an exponent with the wrong sign) is listed as
+"self": a test whose expected value came from the code would pass it.
 
 Each bug is a one-line edit made in a private copy of the working tree (never in the tree
 itself); its selection (test files, `-k` allowed) runs with `-x` and a bound on its time. A
