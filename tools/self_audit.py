@@ -9,6 +9,8 @@ The kinds (issue 25): "trivial" - the tests ran only the setting where the bug d
 expected value came from the code under test; "glue" - the code that carries a formula's value
 into a result, the engine's grouping, a writer's branch for another container type;
 "narrow" - a failing region that 25 hypothesis examples miss (a boundary, a tie).
+A plain wrong formula (a lost square root, an exponent with the wrong sign) is listed as
+"self": a test whose expected value came from the code would pass it.
 
 Each bug is a one-line edit made in a private copy of the working tree (never in the tree
 itself); its selection (test files, `-k` allowed) runs with `-x` and a bound on its time. A
@@ -70,6 +72,20 @@ BAND = "tests/test_clip_band.py"
 TRAINER = f"{P}test_trainer_batches.py {P}test_hostile_trainer_files.py"
 TABLE = f"{P}test_plan_api.py {P}test_plan_schema.py"
 CACHE = f"{S}test_calibration_cache.py"
+
+# this round's modules: the Adam form, several targets, the lr rule, K per batch, the bands'
+# reasons, the mixed share, the practitioner's design, the claims table, shapes, regime theory
+ADAM = f"{P}test_adam_form.py {P}test_adam_form_audit.py"
+LEVELS = f"{P}test_levels.py {P}test_levels_audit.py"
+RULE = f"{P}test_rule_audit.py {P}test_input_files.py -k rule"
+UPDATES = f"{P}test_updates.py"
+BANDS = f"{P}test_bands.py {P}test_bands_audit.py"
+MIXED = f"{A}test_mixed.py"
+PRACT = f"{S}test_practitioner_design.py"
+CLAIMS = "tests/test_claims_audit.py tests/test_claims_table.py tests/test_claims.py"
+SHAPES = f"{S}test_shapes.py"
+REGIME = f"{S}test_regime_map.py"
+REAL = f"{P}test_real_sweeps.py {P}test_score_real_audit.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -529,6 +545,129 @@ BUGS = [
     ("cache: the pilots' seconds lost when the held-out logs are simulated anew", "glue",
      "twoclock/studies/planner/calibrate.py",
      'secs = (found["seconds"] or 0.0) if found["kept"] else 0.0', "secs = 0.0", CACHE),
+    # ------------------------------------------------------ this round's modules (issue 56's method)
+    ("Adam form: sqrt(m (m + B_n)) as m + B_n", "self", "twoclock/pilot/adam.py",
+     "return 0.5 * np.log(m * (m + b_n)) - np.log(lr)", "return np.log(m + b_n) - np.log(lr)",
+     ADAM),
+    ("Adam form: 1/lr as 1/sqrt(lr)", "self", "twoclock/pilot/adam.py",
+     "return 0.5 * np.log(m * (m + b_n)) - np.log(lr)",
+     "return 0.5 * np.log(m * (m + b_n)) - 0.5 * np.log(lr)", ADAM),
+    ("Adam fit: a pilot's lr brought to lr0 as sqrt(lr / lr0)", "trivial", "twoclock/pilot/adam.py",
+     "n_sqrt = np.asarray(N, np.float64) * (lr / lr0) / np.sqrt(m / b0)",
+     "n_sqrt = np.asarray(N, np.float64) * np.sqrt(lr / lr0) / np.sqrt(m / b0)", ADAM),
+    ("Adam form: K applied as sqrt(K)", "trivial", "twoclock/pilot/adam.py",
+     "return np.asarray(B, np.float64) / np.asarray(K, np.float64)",
+     "return np.asarray(B, np.float64) / np.sqrt(np.asarray(K, np.float64))", ADAM),
+    ("Adam form: local exponent with + p", "trivial", "twoclock/pilot/adam.py",
+     "return 0.5 - p + 0.5 * m / (m + b_n)", "return 0.5 + p + 0.5 * m / (m + b_n)", ADAM),
+    ("Adam fit: B_n from a critical batch at 1.1, not 1.2", "self", "twoclock/pilot/adam.py",
+     "math.exp(lbc) / (1.2 ** (2 * s) - 1.0) ** (1.0 / s)",
+     "math.exp(lbc) / (1.1 ** (2 * s) - 1.0) ** (1.0 / s)", ADAM),
+    ("Adam form: the sqrt rule's critical batch (1.1^2 - 1) B_n", "self", "twoclock/pilot/adam.py",
+     "SQRT_C = 1.2**2 - 1.0", "SQRT_C = 1.1**2 - 1.0", f"{ADAM} {LEVELS}"),
+    ("Adam fit: the critical batch not multiplied by K_pred", "glue", "twoclock/pilot/adam.py",
+     'return {"batch": None if c["batch"] is None else c["batch"] * k,',
+     'return {"batch": None if c["batch"] is None else c["batch"],', ADAM),
+    ("Adam fit: the band's high end not brought back to the rule", "glue",
+     "twoclock/pilot/adam.py",
+     "return lo + self._back(m, self.lr(B)), hi + self._back(m, self.lr(B))",
+     "return lo + self._back(m, self.lr(B)), hi", ADAM),
+    ("Adam fit: predictions under the sqrt rule whatever p", "trivial", "twoclock/pilot/adam.py",
+     "return self.lr0 * (np.asarray(B, np.float64) / self.b0) ** self.p",
+     "return self.lr0 * (np.asarray(B, np.float64) / self.b0) ** 0.5", ADAM),
+    ("levels: the noise scale's slope with its sign flipped", "self", "twoclock/pilot/levels.py",
+     "return float(self.C0[self.best] + self.C1[self.best] * self.x[l])",
+     "return float(self.C0[self.best] - self.C1[self.best] * self.x[l])", LEVELS),
+    ("levels: the shape log(m + B_n), not 1/2 log(m (m + B_n))", "self", "twoclock/pilot/levels.py",
+     "return 0.5 * np.log(m) + 0.5 * np.logaddexp(np.log(m), c0 + c1 * x)",
+     "return np.logaddexp(np.log(m), c0 + c1 * x)", LEVELS),
+    ("levels: m = B, K ignored", "glue", "twoclock/pilot/levels.py",
+     'm.append(r["batch"] / r.get("updates", 1.0))', 'm.append(r["batch"])', LEVELS),
+    ("levels: 'grows' read off the CI's high end", "narrow", "twoclock/pilot/levels.py",
+     '"the noise scale grows with the level" if lo is not None and lo > 0 else',
+     '"the noise scale grows with the level" if hi is not None and hi > 0 else', LEVELS),
+    ("levels: the region's threshold with t for t^2", "self", "twoclock/pilot/levels.py",
+     "thr = self.sse[self.best] * (1 + t * t / self.dof)",
+     "thr = self.sse[self.best] * (1 + t / self.dof)", LEVELS),
+    ("levels: predictions at the sqrt rule's lr whatever p", "trivial", "twoclock/pilot/levels.py",
+     'lr_B = rule["lr0"] * (B / rule["b0"]) ** rule["p"]',
+     'lr_B = rule["lr0"] * (B / rule["b0"]) ** 0.5', LEVELS),
+    ("rule: lr0 at B = 1, not at b0", "self", "twoclock/pilot/rule.py",
+     "lr0 = float(np.exp(np.median(ll[on] - p * (lb[on] - math.log(b0)))))",
+     "lr0 = float(np.exp(np.median(ll[on] - p * lb[on])))", RULE),
+    ("rule: a tie broken away from the sqrt rule", "narrow", "twoclock/pilot/rule.py",
+     "score = (int(on.sum()), len(np.unique(lb[on])), -abs(p - 0.5))",
+     "score = (int(on.sum()), len(np.unique(lb[on])), abs(p - 0.5))", RULE),
+    ("updates: verl's K as mini / train", "trivial", "twoclock/pilot/updates.py",
+     "k = _count(prompts / mini * epochs)", "k = _count(mini / prompts * epochs)", UPDATES),
+    ("updates: verl's ppo_epochs ignored", "trivial", "twoclock/pilot/updates.py",
+     'epochs = _num(s, "actor_rollout_ref.actor.ppo_epochs") or 1.0', "epochs = 1.0", UPDATES),
+    ("updates: TRL's K without num_iterations", "trivial", "twoclock/pilot/updates.py",
+     "k = _count((iters or 1.0) * spg / acc)", "k = _count(spg / acc)", UPDATES),
+    ("updates: TRL's logged steps per batch 1, not K", "glue", "twoclock/pilot/updates.py",
+     'return k, k, (f"TRL:', 'return k, 1.0, (f"TRL:', UPDATES),
+    ("updates: a row's K the first of minibatches, epochs given", "trivial",
+     "twoclock/pilot/updates.py", "k = (m or 1.0) * (e or 1.0)", "k = m or e or 1.0", UPDATES),
+    ("updates: two sources agreeing on K refused", "narrow", "twoclock/pilot/updates.py",
+     "if len(set(got.values())) > 1:", "if len(got) > 1:", UPDATES),
+    ("updates: mixed K refused under the Adam form too", "glue", "twoclock/pilot/updates.py",
+     "if len(ks) < 2 or accounted:", "if len(ks) < 2:", UPDATES),
+    ("bands: the width as high / low", "self", "twoclock/pilot/bands.py",
+     "return max(m / lo, hi / m)", "return hi / lo", BANDS),
+    ("bands: pilots rising with the batch named as falling", "trivial", "twoclock/pilot/bands.py",
+     "if p2 < p1:", "if p2 > p1:", BANDS),
+    ("bands: the farthest pilot only above the curve", "trivial", "twoclock/pilot/bands.py",
+     "key=lambda x: abs(math.log(x[1] / x[2])))", "key=lambda x: math.log(x[1] / x[2]))", BANDS),
+    ("p_mix as 1 - p^G", "self", "twoclock/analysis/mixed.py",
+     "out = 1.0 - a ** G - (1.0 - a) ** G", "out = 1.0 - a ** G", MIXED),
+    ("p_mix of the mean pass rate, not the mean of p_mix", "trivial", "twoclock/analysis/mixed.py",
+     "m = np.atleast_1d(p_mix(pass_rates, G))", "m = np.atleast_1d(p_mix(np.mean(pass_rates), G))",
+     MIXED),
+    ("p_mix: weights not normalised", "trivial", "twoclock/analysis/mixed.py",
+     "return float(np.sum(w * m) / np.sum(w))", "return float(np.mean(w * m))", MIXED),
+    ("practitioner: the evaluation's binomial with n = 100", "self",
+     "twoclock/studies/planner/practitioner.py",
+     "draw = lambda p: rng.binomial(EVAL_ITEMS, np.clip(p, 0.0, 1.0)) / EVAL_ITEMS",
+     "draw = lambda p: rng.binomial(100, np.clip(p, 0.0, 1.0)) / 100", PRACT),
+    ("practitioner: a share's noise not divided by 1 - accuracy", "self",
+     "twoclock/studies/planner/practitioner.py",
+     "return v * (1.0 - draw(acc)) / err", "return v * (1.0 - draw(acc))", PRACT),
+    ("claims: the ratio's bootstrap unpaired", "glue", "twoclock/analysis/claims.py",
+     "self.seeds(clock, b_ref, lr0),\n", "self.seeds(clock, b_ref, lr0)[::-1],\n", CLAIMS),
+    ("claims: the baseline's rules swapped", "trivial", "twoclock/analysis/claims.py",
+     'seen * (b / b_seen if src.d["lr_rule"] == "fixed" else 1.0)',
+     'seen * (b / b_seen if src.d["lr_rule"] == "sqrt" else 1.0)', CLAIMS),
+    ("claims: 'within' holds where the CI overlaps the range", "trivial",
+     "twoclock/analysis/claims.py", 'return "holds" if a <= lo and hi <= b else',
+     'return "holds" if a <= hi and lo <= b else', CLAIMS),
+    ("shapes: local exponent over (first, B), not adjacent batches", "trivial",
+     "twoclock/studies/shapes/curves.py",
+     "np.log(med(hi) / med(lo)) / w, x[k + 1], x[k], idx=idx,",
+     "np.log(med(hi) / med(lo)) / w, x[k + 1], x[0], idx=idx,", SHAPES),
+    ("shapes: the secant exponent without its 1/2", "self", "twoclock/studies/shapes/curves.py",
+     "return 0.5 + np.log((b2 + b_noise) / (b1 + b_noise)) / (2.0 * np.log(b2 / b1))",
+     "return 0.5 + np.log((b2 + b_noise) / (b1 + b_noise)) / np.log(b2 / b1)", SHAPES),
+    ("shapes: the sqrt rule's critical batch at (1 + delta), not squared", "self",
+     "twoclock/studies/shapes/curves.py",
+     "return (1.0 + delta) ** 2 * (b_min + b_noise) - b_noise",
+     "return (1.0 + delta) * (b_min + b_noise) - b_noise", SHAPES),
+    ("regime theory: the stretch inverted", "trivial", "twoclock/studies/regime_theory.py",
+     "return {b: n[b] / n[bs[0]] for b in bs}", "return {b: n[bs[0]] / n[b] for b in bs}", REGIME),
+    ("regime theory: the clock not scaled back by s", "trivial", "twoclock/studies/regime_theory.py",
+     "return s * float(np.interp(a_star / s, A, rr))", "return float(np.interp(a_star / s, A, rr))",
+     REGIME),
+    ("regime theory: active responses by the right end, not the trapezoid", "trivial",
+     "twoclock/studies/regime_theory.py",
+     "np.cumsum(np.diff(r) * 0.5 * (m[1:] + m[:-1]))", "np.cumsum(np.diff(r) * m[1:])", REGIME),
+    ("score_real: the obvious rule with B^(1/2 - p)", "self", "tools/score_real.py",
+     "return n_pilot * (b / b_pilot) ** (1 - p)", "return n_pilot * (b / b_pilot) ** (0.5 - p)",
+     REAL),
+    ("score_real: the band factor as high / low", "self", "tools/score_real.py",
+     "return max(band[1] / median, median / band[0])", "return band[1] / band[0]", REAL),
+    ("score_real: the paired CI's half-width with the SD, not the SE", "self",
+     "tools/score_real.py",
+     "half = t_quantile(0.975, v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)",
+     "half = t_quantile(0.975, v.size - 1) * float(v.std(ddof=1))", REAL),
 ]
 
 
