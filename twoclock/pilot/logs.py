@@ -36,6 +36,7 @@ from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition
 from twoclock.pilot.plan import PilotError, PilotRuns
 from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
 from twoclock.pilot.result import LogsPlan, to_json
+from twoclock.pilot.rule import anchored, parse_rule
 
 
 # what a plan with no --failure condition says of itself (plan.json's `progress_only`)
@@ -181,15 +182,15 @@ def plan_logs(path, progress: str, failures, *settings, **named) -> dict:
 def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
               level: float = 0.95, smoothing=None, columns=None, clip=None,
               clip_bind: float = 0.02, clip_steps: str = "fixed", forms=(),
-              progress_form: str | None = None, **reading) -> LogsPlan:
+              progress_form: str | None = None, predict_rule=None, **reading) -> LogsPlan:
     """Read the log (a path, or a table in memory: reader.read_logs), find the clocks, and
     plan: pilot.plan once per failure condition (each its own fit and row); the recommendation
     takes, at each batch, the earliest failure clock. clip: the logged clipped-share metric,
     whose onset (clip_bind) is predicted; forms: ['CONDITION=FORM', ...] (--form), a failure
     clock's form chosen by the user; progress_form: 'adam' (pilot.plan; the form that reads
-    each run's K, so pilots with unequal K are planned); `reading`: how to read a trainer's own
-    files (preset,
-    batch, lr: reader.read_logs)."""
+    each run's K, so pilots with unequal K are planned); predict_rule: with it, the rule to
+    predict under ('P[:LR0@B0]' or (p, lr0, b0); rule.anchored); `reading`: how to read a
+    trainer's own files (preset, batch, lr: reader.read_logs)."""
     pilot.check_settings(predict, margin, level)
     if not (0 < clip_bind < 1):
         raise PilotError(f"--clip-bind: must be in (0, 1), a share of tokens (got {clip_bind:g})")
@@ -207,14 +208,25 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     if progress_form is not None and progress_form not in pilot.PROGRESS_FORMS:
         raise PilotError(f"--progress-form: {' or '.join(pilot.PROGRESS_FORMS)} (got "
                          f"{progress_form!r})")
+    if predict_rule is not None and progress_form is None:
+        raise PilotError(f"--predict-rule: given with --progress-form adam (got "
+                         f"{predict_rule!r})")
+    if isinstance(predict_rule, str):
+        try:
+            parse_rule(predict_rule)
+        except ValueError as e:
+            raise PilotError(str(e)) from None
     updates.check_mixed([r for r, c in zip(logs.runs, prog) if c.timed],
                         accounted=progress_form is not None)
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{logs.source} (logged curves)"
     # no failure condition: one plan of the progress clock alone (PROGRESS_ONLY)
     plans = list(zip(fcs, fails)) or [(None, None)]
+    timed = [r for r, c in zip(logs.runs, prog) if c.timed]
+    rule = anchored(predict_rule, np.array([r.batch for r in timed], np.float64),
+                    np.array([r.lr for r in timed], np.float64))
     outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level,
-                       chosen.get(_text(f)), progress_form) for f, fl in plans]
+                       chosen.get(_text(f)), progress_form, rule) for f, fl in plans]
     first, conds = outs[0], [f for f, _ in plans]
     est, which = _estimates(outs)
     predictions = _with_bands(_predictions(outs, conds), pc, first.critical_batch.to_json(),
