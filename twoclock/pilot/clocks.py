@@ -49,11 +49,15 @@ class Clock:
     line: int | None  # the row where it was first met
     interval: float | None = None  # samples between the logged points it was interpolated in
     first: bool = False
+    # a first-point run's bound [lower, first point] where the fits use it (pilot.logs, too
+    # few batches timed): samples is then the bound's geometric middle
+    bound: tuple | None = None
 
     @property
     def timed(self) -> bool:
-        """Whether the crossing was seen between two logged points (a clock the fits use)."""
-        return self.crossed and not self.first
+        """Whether the fits use it: a crossing seen between two logged points, or a
+        first-point run's bound given a lower end (`bound`)."""
+        return self.crossed and (not self.first or self.bound is not None)
 
 
 def clocks(logs: Logs, cond: Condition, how=None, need_one: bool = True,

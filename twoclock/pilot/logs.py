@@ -36,7 +36,7 @@ from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition
 from twoclock.pilot.plan import PilotError, PilotRuns
 from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
 from twoclock.pilot.result import LogsPlan, to_json
-from twoclock.pilot.rule import anchored, parse_rule
+from twoclock.pilot.rule import anchored, infer_rule, parse_rule
 
 
 # what a plan with no --failure condition says of itself (plan.json's `progress_only`)
@@ -170,7 +170,8 @@ def _logs_block(logs, how, pc, prog, fcs, fails) -> dict:
                                    default=None) for cond, cl in conds},
         # runs past the target at their first logged point, only where there are any
         **({} if not any(c.first for c in prog) else {"progress_first_point": [
-            {"run": r.name, "batch": r.batch, "bound": [0.0, c.samples]}
+            {"run": r.name, "batch": r.batch, "bound": [0.0, c.samples]} if c.bound is None
+            else {"run": r.name, "batch": r.batch, "bound": list(c.bound), "used": c.samples}
             for r, c in zip(logs.runs, prog) if c.first]})}
 
 
@@ -203,8 +204,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     logs = read_logs(path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs]
                                                + ([clip] if clip else []))),
                      parse_columns(columns), **reading)
-    prog = clocks(logs, pc, how, first_ok=True)
-    _check_reached(logs, prog, pc)
+    prog = bounded(logs, clocks(logs, pc, how, first_ok=True))
+    check_reached(logs, prog, pc)
     if progress_form is not None and progress_form not in pilot.PROGRESS_FORMS:
         raise PilotError(f"--progress-form: {' or '.join(pilot.PROGRESS_FORMS)} (got "
                          f"{progress_form!r})")
@@ -264,7 +265,30 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
         progress_only=None if fcs else PROGRESS_ONLY)
 
 
-def _check_reached(logs, prog, pc) -> None:
+def bounded(logs, prog) -> list:
+    """The progress clocks with, where fewer than three pilot batches crossed the target
+    between logged points, each first-point run (crossing in (0, s1]) at a larger batch than
+    some timed run given the bound [L, s1], L the latest timed clock at a smaller batch, and
+    used at its geometric middle sqrt(L s1). Samples to a target do not fall with the batch
+    under a rule lr ~ B^p with p <= 1/2 (every form: B^(1/2 - p) and steeper), so L is a lower
+    end; under a steeper rule, or with enough batches timed, the runs stay left out."""
+    timed = {r.batch for r, c in zip(logs.runs, prog) if c.timed}
+    if len(timed) >= 3 or not any(c.first for c in prog):
+        return prog
+    if infer_rule(np.array([r.batch for r in logs.runs], np.float64),
+                  np.array([r.lr for r in logs.runs], np.float64))["p"] > 0.5:
+        return prog
+    out = list(prog)
+    for i, (r, c) in enumerate(zip(logs.runs, prog)):
+        lower = [d.samples for q, d in zip(logs.runs, prog) if d.timed and q.batch < r.batch]
+        if c.first and r.batch not in timed and lower:
+            lo = min(max(lower), c.samples)
+            out[i] = replace(c, samples=math.sqrt(lo * c.samples), interval=c.samples - lo,
+                             bound=(lo, c.samples))
+    return out
+
+
+def check_reached(logs, prog, pc) -> None:
     """PilotError (one line) where the target's crossing is seen at fewer than three distinct
     batches (the progress fit's least), naming the batches it was seen at, those past it at
     their first logged point and those that never reached it."""
@@ -306,12 +330,20 @@ def table(out: dict) -> str:
     if lg["progress_censored"]:
         lines.append(f"  {len(lg['progress_censored'])} runs never reached {lg['progress']} "
                      "(left out of the fits): " + ", ".join(lg["progress_censored"]))
-    first = lg.get("progress_first_point", [])
+    first = [f for f in lg.get("progress_first_point", []) if "used" not in f]
     if first:
         lines.append(f"  {len(first)} runs already met {lg['progress']} at their first logged "
                      "point: the crossing lies in (0, first point], left out of the fits, kept "
                      "as that bound: " + ", ".join(f"{f['run']} (B {f['batch']:g}) in (0, "
                                                    f"{f['bound'][1]:g}]" for f in first))
+    used = [f for f in lg.get("progress_first_point", []) if "used" in f]
+    if used:
+        lines.append(f"  {len(used)} runs already met {lg['progress']} at their first logged "
+                     "point, with fewer than 3 batches timed: each crossing bounded below by "
+                     "the latest clock at a smaller batch and fitted at the bound's geometric "
+                     "middle: " + ", ".join(f"{f['run']} (B {f['batch']:g}) in [{f['bound'][0]:g}"
+                                            f", {f['bound'][1]:g}] at {f['used']:.4g}"
+                                            for f in used))
     coarse = {c: f for c, f in lg["bracket"].items() if f is not None and f > COARSE}
     if coarse:
         lines.append("  coarse logging: crossings interpolated over up to " + ", ".join(
@@ -358,5 +390,5 @@ def table(out: dict) -> str:
 
 
 __all__ = ["REQUIRED", "Condition", "parse_condition", "parse_columns", "parse_smooth", "Run",
-           "Logs", "read_logs", "smooth", "crossing", "Clock", "clocks", "plan_logs", "logs_plan",
-           "table"]
+           "Logs", "read_logs", "smooth", "crossing", "Clock", "clocks", "bounded",
+           "check_reached", "plan_logs", "logs_plan", "table"]
