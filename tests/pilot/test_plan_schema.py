@@ -26,9 +26,10 @@ RUNS = {
              "heldout_acc<=peak-0.1", "--clip", "clip_frac", "--smooth", "ema:100", "--predict",
              "512", "1024"],
     # a progress-only plan (no failure condition) writes `progress_only`; run B64-s0 is past
-    # this target at its first logged point (`logs.progress_first_point`)
+    # this target at its first logged point (`logs.progress_first_point`); --eval-items
+    # writes `logs.eval_noise`
     "progress": ["--logs", os.path.join(DATA, "example_pilot_logs.csv"), "--progress",
-                 "heldout_acc>=0.54", "--smooth", "window:200"],
+                 "heldout_acc>=0.54", "--smooth", "window:200", "--eval-items", "1000"],
     # two batches timed and a larger one past the target at its first point: its bound is
     # used (`logs.progress_first_point[].used`)
     "bound": ["--progress", "acc>=1", "--smooth", "window:1"],

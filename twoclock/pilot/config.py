@@ -52,6 +52,11 @@ class LogsInput:
     updates: tuple = option((), "a run's optimizer updates per rollout batch (minibatches x "
                                 "epochs; default: an updates column, the trainer's settings, "
                                 "else 1); RUN may be a glob", action="append", metavar="RUN=K")
+    eval_items: int | None = option(None, "the items each evaluation of the progress metric "
+                                          "scores (a share in [0, 1]): its binomial noise "
+                                          "sqrt(p (1 - p) / N) is the crossing noise of the "
+                                          "progress band where larger than the residuals' "
+                                          "(docs/plan.md)", type=int, metavar="N")
     form: tuple = option((), "a failure clock's form, chosen by you: power, coupled or knee "
                              "(e.g. 'drift>=0.3=power'; default: from the pilots)",
                          action="append", metavar="CONDITION=FORM")
@@ -74,6 +79,9 @@ class LogsInput:
                              else "the flags that read logs need --logs LOGS.csv")
         if self.progress is None:
             raise ValueError("--logs: give --progress (and no RUNS.csv)")
+        if self.eval_items is not None:
+            require(self.eval_items >= 1, "--eval-items", "a whole number >= 1",
+                    self.eval_items)
         if self.preset is not None:
             require_choice("--preset", self.preset, tuple(PRESETS))
 
@@ -125,7 +133,7 @@ def plan(cfg: PlanConfig) -> dict:
             clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=lg.form, preset=lg.preset,
             batch=lg.batch, lr=lg.lr, batch_from_name=lg.batch_from_name,
             samples_from_step=lg.samples_from_step, restarts=lg.restarts,
-            updates=lg.updates, progress_form=cfg.progress_form,
+            updates=lg.updates, eval_items=lg.eval_items, progress_form=cfg.progress_form,
             predict_rule=cfg.predict_rule).to_json()
             for t in targets]
         return plans[0] if len(plans) == 1 else levels.joint_plan(targets, plans, predict,

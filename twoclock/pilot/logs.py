@@ -29,14 +29,14 @@ import math
 
 import numpy as np
 
-from twoclock.pilot import bands, clipping, plan as pilot, report, updates
-from twoclock.pilot.clocks import Clock, clocks, crossing, smooth
+from twoclock.pilot import bands, clipping, evalnoise, plan as pilot, report, updates
+from twoclock.pilot.clocks import Clock, bounded, check_reached, clocks, crossing, smooth
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
 from twoclock.pilot.plan import PilotError, PilotRuns
 from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
 from twoclock.pilot.result import LogsPlan, to_json
-from twoclock.pilot.rule import anchored, infer_rule, parse_rule
+from twoclock.pilot.rule import anchored, parse_rule
 
 
 # what a plan with no --failure condition says of itself (plan.json's `progress_only`)
@@ -46,7 +46,7 @@ PROGRESS_ONLY = ("progress-only plan: no --failure condition, so no failure cloc
                  "seconds where step times are logged")
 
 
-def _runs(logs, prog, fail, source):
+def _runs(logs, prog, fail, source, var=None):
     """PilotRuns for one failure condition: runs that reached the target, failure censored at
     the last logged sample of its metric; fail None (a progress-only plan): no run fails and
     none has a length that bounds a failure."""
@@ -60,7 +60,7 @@ def _runs(logs, prog, fail, source):
                      take(lambda i: fail[i].samples if not fail[i].crossed else math.inf),
                      take(lambda i: logs.runs[i].seconds_per_update),
                      tuple(logs.runs[i].name for i in keep), source=source,
-                     updates_R=take(lambda i: logs.runs[i].updates))
+                     updates_R=take(lambda i: logs.runs[i].updates), crossing_var_R=var)
 
 
 def _inf(v):
@@ -183,14 +183,17 @@ def plan_logs(path, progress: str, failures, *settings, **named) -> dict:
 def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
               level: float = 0.95, smoothing=None, columns=None, clip=None,
               clip_bind: float = 0.02, clip_steps: str = "fixed", forms=(),
-              progress_form: str | None = None, predict_rule=None, **reading) -> LogsPlan:
+              progress_form: str | None = None, predict_rule=None, eval_items=None,
+              **reading) -> LogsPlan:
     """Read the log (a path, or a table in memory: reader.read_logs), find the clocks, and
     plan: pilot.plan once per failure condition (each its own fit and row); the recommendation
     takes, at each batch, the earliest failure clock. clip: the logged clipped-share metric,
     whose onset (clip_bind) is predicted; forms: ['CONDITION=FORM', ...] (--form), a failure
     clock's form chosen by the user; progress_form: 'adam' (pilot.plan; the form that reads
     each run's K, so pilots with unequal K are planned); predict_rule: with it, the rule to
-    predict under ('P[:LR0@B0]' or (p, lr0, b0); rule.anchored); `reading`: how to read a
+    predict under ('P[:LR0@B0]' or (p, lr0, b0); rule.anchored); eval_items: the items an
+    evaluation of the progress metric scores (its binomial noise, pilot/evalnoise.py, the
+    band's crossing noise where above the residuals'); `reading`: how to read a
     trainer's own files (preset, batch, lr: reader.read_logs)."""
     pilot.check_settings(predict, margin, level)
     if not (0 < clip_bind < 1):
@@ -219,6 +222,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
             raise PilotError(str(e)) from None
     updates.check_mixed([r for r, c in zip(logs.runs, prog) if c.timed],
                         accounted=progress_form is not None)
+    items = evalnoise.check_items(eval_items)
+    var = None if items is None else evalnoise.crossing_vars(logs, prog, pc, items, how)
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{logs.source} (logged curves)"
     # no failure condition: one plan of the progress clock alone (PROGRESS_ONLY)
@@ -226,7 +231,7 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     timed = [r for r, c in zip(logs.runs, prog) if c.timed]
     rule = anchored(predict_rule, np.array([r.batch for r in timed], np.float64),
                     np.array([r.lr for r in timed], np.float64))
-    outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level,
+    outs = [pilot.plan(_runs(logs, prog, fl, source, var), predict, margin, level,
                        chosen.get(_text(f)), progress_form, rule) for f, fl in plans]
     first, conds = outs[0], [f for f, _ in plans]
     est, which = _estimates(outs)
@@ -261,47 +266,9 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
             "no_failure_before": [{"batch": p.batch, "samples": p.no_failure_before}
                                   for p in o.predictions],
             **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)),
-        logs=_logs_block(logs, how, pc, prog, fcs, fails),
+        logs={**_logs_block(logs, how, pc, prog, fcs, fails), **({} if var is None else {
+            "eval_noise": evalnoise.summary(var, to_json(first.fit)["progress"], items)})},
         progress_only=None if fcs else PROGRESS_ONLY)
-
-
-def bounded(logs, prog) -> list:
-    """The progress clocks with, where fewer than three pilot batches crossed the target
-    between logged points, each first-point run (crossing in (0, s1]) at a larger batch than
-    some timed run given the bound [L, s1], L the latest timed clock at a smaller batch, and
-    used at its geometric middle sqrt(L s1). Samples to a target do not fall with the batch
-    under a rule lr ~ B^p with p <= 1/2 (every form: B^(1/2 - p) and steeper), so L is a lower
-    end; under a steeper rule, or with enough batches timed, the runs stay left out."""
-    timed = {r.batch for r, c in zip(logs.runs, prog) if c.timed}
-    if len(timed) >= 3 or not any(c.first for c in prog):
-        return prog
-    if infer_rule(np.array([r.batch for r in logs.runs], np.float64),
-                  np.array([r.lr for r in logs.runs], np.float64))["p"] > 0.5:
-        return prog
-    out = list(prog)
-    for i, (r, c) in enumerate(zip(logs.runs, prog)):
-        lower = [d.samples for q, d in zip(logs.runs, prog) if d.timed and q.batch < r.batch]
-        if c.first and r.batch not in timed and lower:
-            lo = min(max(lower), c.samples)
-            out[i] = replace(c, samples=math.sqrt(lo * c.samples), interval=c.samples - lo,
-                             bound=(lo, c.samples))
-    return out
-
-
-def check_reached(logs, prog, pc) -> None:
-    """PilotError (one line) where the target's crossing is seen at fewer than three distinct
-    batches (the progress fit's least), naming the batches it was seen at, those past it at
-    their first logged point and those that never reached it."""
-    at = lambda ok: sorted({r.batch for r, c in zip(logs.runs, prog) if ok(c)})
-    timed = at(lambda c: c.timed)
-    if len(timed) >= 3:
-        return
-    first = [b for b in at(lambda c: c.first) if b not in timed]
-    never = [b for b in at(lambda c: not c.crossed) if b not in timed + first]
-    bs = lambda x: "B " + ", ".join(f"{b:g}" for b in x) if x else "none"
-    raise PilotError(f"--progress {pc.text!r}: crossed between logged points at {len(timed)} "
-                     f"pilot batches ({bs(timed)}), the progress fit needs 3; past it at the "
-                     f"first logged point: {bs(first)}; never reached: {bs(never)}")
 
 
 def _failed(runs, crossings) -> dict:
