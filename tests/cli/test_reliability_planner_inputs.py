@@ -80,11 +80,12 @@ def test_a_target_met_at_the_first_logged_point_is_one_line_and_then_refused_up_
     code, out, err = _main(STUDIES.plan_calibration, argv, simulate=True)
     lines = [x for x in err.splitlines() if x.startswith("plan_calibration.py:")]
     assert code == 3 and len(lines) == 1 and "Traceback" not in err, (code, err)
-    assert "already meets --progress" in lines[0]
+    # as the planner reads them (before: 'already meets --progress' for any first-point run)
+    assert "progress fit needs 3; past it at the first logged point" in lines[0]
     assert (tmp_path / "plan_calibration.partial.json").exists()
     assert not (tmp_path / "plan_calibration_quadratic_heldout.csv").exists()
     line = _one_line(*_main(STUDIES.plan_calibration, argv))
-    assert "already meets --progress 'progress_frac<=" in line, line
+    assert "--progress 'progress_frac<=" in line and "past it at the first logged" in line, line
 
 
 def test_the_check_from_logs_stops_after_pilots_that_meet_the_target_at_their_first_point(
@@ -96,7 +97,7 @@ def test_the_check_from_logs_stops_after_pilots_that_meet_the_target_at_their_fi
         "--quiet", "--out", str(tmp_path)], simulate=True)
     lines = [x for x in err.splitlines() if x.startswith("plan_check.py:")]
     assert code == 3 and len(lines) == 1 and "Traceback" not in err, (code, err)
-    assert "already meets --progress" in lines[0]
+    assert "progress fit needs 3; past it at the first logged point" in lines[0]
     assert (tmp_path / "plan_check_quadratic_logs.csv").exists()
     assert not (tmp_path / "plan_check_quadratic_logs.csv.heldout.csv").exists()
 

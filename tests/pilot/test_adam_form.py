@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given, strategies as st
 
 from twoclock.pilot import adam, forms, report
-from twoclock.pilot.config import RunsInput, parse_rule
+from twoclock.pilot.config import PlanConfig, parse_rule
 from twoclock.pilot.plan import PilotError, plan, read_runs
 from twoclock.pilot.result import Rule
 
@@ -173,12 +173,12 @@ def test_the_default_plan_ignores_the_updates_column(tmp_path):
 @pytest.mark.parametrize("text", ["quadratic", "0.5:1e-3", "0.5:-1@8", "9", "0.5:1e-3@0"])
 def test_a_bad_prediction_rule_is_refused_in_one_line(text):
     with pytest.raises(ValueError, match="--predict-rule"):
-        RunsInput(progress_form="adam", predict_rule=text)
+        PlanConfig(progress_form="adam", predict_rule=text)
 
 
 def test_a_prediction_rule_needs_the_adam_form():
     with pytest.raises(ValueError, match="--predict-rule.*--progress-form adam"):
-        RunsInput(predict_rule="fixed")
+        PlanConfig(predict_rule="fixed")
 
 
 def test_zero_updates_are_refused(tmp_path):

@@ -11,6 +11,8 @@ import re
 import pytest
 
 from tests.helpers import plan_main
+from tests.pilot.test_first_point_bound import LATE, TWO
+from tests.pilot.test_logs_as_they_are import _log
 from twoclock.pilot.result import PLAN_SCHEMA
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -24,9 +26,13 @@ RUNS = {
              "heldout_acc<=peak-0.1", "--clip", "clip_frac", "--smooth", "ema:100", "--predict",
              "512", "1024"],
     # a progress-only plan (no failure condition) writes `progress_only`; run B64-s0 is past
-    # this target at its first logged point (`logs.progress_first_point`)
+    # this target at its first logged point (`logs.progress_first_point`); --eval-items
+    # writes `logs.eval_noise`
     "progress": ["--logs", os.path.join(DATA, "example_pilot_logs.csv"), "--progress",
-                 "heldout_acc>=0.54", "--smooth", "window:200"],
+                 "heldout_acc>=0.54", "--smooth", "window:200", "--eval-items", "1000"],
+    # two batches timed and a larger one past the target at its first point: its bound is
+    # used (`logs.progress_first_point[].used`)
+    "bound": ["--progress", "acc>=1", "--smooth", "window:1"],
 }
 
 
@@ -35,6 +41,8 @@ def plans(tmp_path_factory):
     main, out = plan_main("plan_script_schema"), {}
     for mode, args in RUNS.items():
         d = tmp_path_factory.mktemp(mode)
+        if mode == "bound":  # the log of test_first_point_bound, written here
+            args = ["--logs", _log(d / "l.csv", TWO + [LATE])] + args
         assert main(args + ["--no-figure", "--out", str(d)]) == 0
         with open(d / "plan.json") as f:
             out[mode] = json.load(f)

@@ -155,14 +155,20 @@ def test_an_interrupted_run_of_another_configuration_is_never_mixed_in(tmp_path,
 def test_pilots_that_meet_the_target_at_their_first_point_are_refused_before_the_held_out_runs(
         tmp_path, monkeypatch):
     """--n-ckpt 64 --dim 16 of issue 55: the first run stops after the pilots (Refused, one
-    line); the second reads the pilots back and is refused without simulating."""
+    line); the second reads the pilots back and is refused without simulating. Every pilot is
+    past the target at its first point, so no batch gives a clock (not even a bounded one: no
+    smaller batch crossed), and the check refuses as the planner does, naming the batches
+    (before: 'already meets --progress', for any first-point run, which the planner itself
+    now takes as the bound (0, first point])."""
     calls = _fake(monkeypatch, first=0.01)  # progress_frac already below the target
     panels = ((QUAD, QUAD.config(dim=16)),)
-    with pytest.raises(Refused, match=r"^quadratic: .*_pilots\.csv line 2, column "
-                                      r"progress_frac: run 'B\d+-s0' already meets --progress"):
+    with pytest.raises(Refused, match=r"^quadratic: --progress 'progress_frac<=0\.05': crossed "
+                                      r"between logged points at 0 pilot batches \(none\), the "
+                                      r"progress fit needs 3; past it at the first logged point: "
+                                      r"B 4, 8, 16, 32; never reached: none$"):
         calibrate.calibrate(panels, OptimConfig(), str(tmp_path), N_CKPT, quiet=True)
     assert [c[1] for c in calls] == [16]  # the pilots, not the held-out runs
-    with pytest.raises(Refused, match="already meets --progress"):
+    with pytest.raises(Refused, match="past it at the first logged point: B 4, 8, 16, 32"):
         calibrate.calibrate(panels, OptimConfig(), str(tmp_path), N_CKPT, quiet=True)
     assert [c[1] for c in calls] == [16]
 

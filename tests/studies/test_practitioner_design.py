@@ -78,3 +78,43 @@ def test_design_counts_are_refused_below_one(flag):
     from twoclock.studies.plan_calibration import Config
     with pytest.raises(ValueError, match=f"--{flag.replace('_', '-')}"):
         Config(design="practitioner", **{flag: 0})
+
+
+def test_the_progress_form_is_for_the_practitioner_design_only():
+    from twoclock.studies.plan_calibration import Config, table
+    assert Config(design="practitioner", progress_form="adam").progress_form == "adam"
+    with pytest.raises(ValueError, match="--progress-form must be given with --design "
+                                         "practitioner"):
+        Config(progress_form="adam")
+    out = {"design": "practitioner", "eval_items": 1000, "eval_every_updates": 25, "seeds": 2,
+           "heldout_seeds": 2, "summary": pr.summary([]), "simulations": {}, "rows": [],
+           "progress_form": "adam"}
+    assert table(out).splitlines()[0].endswith("; progress form adam")
+
+
+def _row(seed, times, err, model="m", rule="sqrt"):
+    return {"model": model, "rule": rule, "seed": seed, "times_largest_pilot": times,
+            "rel_error": err}
+
+
+def test_the_paired_contrast_by_hand():
+    """Two designs, each at 2x and 8x. Base errors +10%, -20% (seed 0), +50%, 0 (seed 1);
+    other: 0, -20%, +10%, -10% . By hand, d = |log(1 + other)| - |log(1 + base)|:
+    seed 0: 0 - log 1.1 = -0.09531, 0; seed 1: log 1.1 - log 1.5 = -0.31015, |log 0.9| = 0.10536.
+    A design scored in only one run (seed 2) is left out; a refused row (None) too."""
+    base = [_row(0, 2, 0.1), _row(0, 8, -0.2), _row(1, 2, 0.5), _row(1, 8, 0.0),
+            _row(2, 2, 0.3), _row(3, 2, None)]
+    other = [_row(0, 2, 0.0), _row(0, 8, -0.2), _row(1, 2, 0.1), _row(1, 8, -0.1),
+             _row(3, 2, 0.2)]
+    got = {(r["model"], r["times_largest_pilot"]): r for r in pr.contrast(base, other)}
+    d = [-math.log(1.1), 0.0, math.log(1.1) - math.log(1.5), -math.log(0.9)]
+    assert got[("m", 2)]["mean_diff"] == pytest.approx((d[0] + d[2]) / 2, abs=1e-12)
+    assert got[("m", 8)]["mean_diff"] == pytest.approx((d[1] + d[3]) / 2, abs=1e-12)
+    every = got[("all", None)]
+    assert every["mean_diff"] == pytest.approx(sum(d) / 4, abs=1e-12)
+    assert (every["designs"], every["pairs"]) == (2, 4)
+    # the bootstrap resamples whole designs: its CI spans the two designs' own means
+    lo, hi = every["ci"]
+    assert lo == pytest.approx((d[2] + d[3]) / 2, abs=1e-12) and \
+        hi == pytest.approx((d[0] + d[1]) / 2, abs=1e-12)
+    assert "adam - default" in pr.contrast_table(pr.contrast(base, other), "default", "adam")

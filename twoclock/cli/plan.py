@@ -8,7 +8,21 @@ or from a trainer's own files: `twoclock plan --logs tb_runs/ --preset trl --bat
 RUNS.csv has one row per pilot run: batch, lr, progress_samples, failure_samples (empty when
 the run did not fail) and optionally budget, seconds_per_update, seed. With no CSV the plan
 runs on the published GRPO time-to-target table shipped in twoclock/data.
+
+What the planner understands (docs/plan.md):
+LR rules: lr = lr0 (B / b0)^p with any p (fixed, sqrt, linear, or another exponent), inferred
+from the pilots; by default the progress form is fitted on the runs of the rule most pilots
+share (others are left out), and --progress-form adam fits runs at any lr and predicts under
+their rule or --predict-rule P[:LR0@B0].
+Update counts: K optimizer updates per rollout batch, from an `updates` column, minibatches x
+epochs, --updates RUN=K, or verl's / TRL's own settings (default 1); pilots with unequal K need
+--progress-form adam, which reads K.
+Evaluation schedules: any spacing, per run; a clock is the first crossing, interpolated
+linearly between the logged points around it (coarse logging is flagged); no step-0
+evaluation is needed: a run already past the target at its first logged point gives the bound
+(0, first point], not a clock; --smooth smooths noisy evaluations first.
 """
+import argparse
 from dataclasses import fields
 import sys
 
@@ -27,7 +41,8 @@ def _given(ns, cls) -> bool:
 
 
 def main(argv=None, prog: str = "plan.py") -> int:
-    p = OneLineParser(prog=prog, description=__doc__)
+    p = OneLineParser(prog=prog, description=__doc__,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_flags(p, RunsInput)
     add_config_flags(p, PlanConfig, skip=PlanConfig.INPUTS)
     add_config_flags(p.add_argument_group("from logs (one row per logged step: run, batch, lr, "

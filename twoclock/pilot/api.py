@@ -27,7 +27,8 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
               forms=None, preset: str | None = None, batch=None, lr=None,
               batch_from_name: str | None = None, samples_from_step: str | None = None,
               restarts: str = "refuse", updates=None,
-              progress_form: str | None = None) -> LogsPlan:
+              progress_form: str | None = None, predict_rule=None,
+              eval_items: int | None = None) -> LogsPlan:
     """Plan from the curves pilot runs logged: find each run's clocks, fit them, predict and
     recommend (docs/plan.md); the flags of `plan.py --logs`, by name.
 
@@ -47,7 +48,11 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
       (a regular expression on run names), samples_from_step (a step column: samples = step x
       batch), restarts ('refuse' or 'keep-last'), updates ({RUN or glob: K}, optimizer
       updates per rollout batch): how runs are read (docs/plan.md); progress_form: 'adam', the
-      progress form that reads each run's lr and K (pilots with unequal K need it).
+      progress form that reads each run's lr and K (pilots with unequal K need it);
+      predict_rule: with it, the rule to predict under, 'P[:LR0@B0]' (--predict-rule) or
+      (p, lr0, b0) (default: the rule most pilots share); eval_items: the items each
+      evaluation of the progress metric (a share in [0, 1]) scores, whose binomial noise is
+      the progress band's crossing noise where larger than the residuals' (docs/plan.md).
 
     Returns a LogsPlan (twoclock.pilot.result): its to_json() is the plan.json the command
     writes (docs/results.md names every key). Bad input: PilotError (a ValueError), one line.
@@ -62,7 +67,8 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
     return logs_plan(source, progress, failures, predict=predict, margin=margin, level=level,
                      smoothing=smoothing, columns=_items(columns), clip=clip,
                      clip_bind=clip_bind, clip_steps=clip_steps, forms=_items(forms),
-                     restarts=restarts, progress_form=progress_form, **reading)
+                     restarts=restarts, progress_form=progress_form,
+                     predict_rule=predict_rule, eval_items=eval_items, **reading)
 
 
 __all__ = ["plan_logs", "LogsPlan"]

@@ -1,7 +1,8 @@
 """A logged run's clock for a condition: the first logged crossing, linear in samples between
 the points either side (`twoclock.clock`, the crossing the engine's clocks use too), after
 optional smoothing (rules: twoclock.pilot.logs)."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+import math
 
 import numpy as np
 
@@ -9,6 +10,7 @@ from twoclock.clock import Crossing, first_crossing
 from twoclock.pilot.conditions import Condition
 from twoclock.pilot.plan import PilotError
 from twoclock.pilot.reader import Logs
+from twoclock.pilot.rule import infer_rule
 
 
 def smooth(s, v, how):
@@ -49,11 +51,15 @@ class Clock:
     line: int | None  # the row where it was first met
     interval: float | None = None  # samples between the logged points it was interpolated in
     first: bool = False
+    # a first-point run's bound [lower, first point] where the fits use it (pilot.logs, too
+    # few batches timed): samples is then the bound's geometric middle
+    bound: tuple | None = None
 
     @property
     def timed(self) -> bool:
-        """Whether the crossing was seen between two logged points (a clock the fits use)."""
-        return self.crossed and not self.first
+        """Whether the fits use it: a crossing seen between two logged points, or a
+        first-point run's bound given a lower end (`bound`)."""
+        return self.crossed and (not self.first or self.bound is not None)
 
 
 def clocks(logs: Logs, cond: Condition, how=None, need_one: bool = True,
@@ -87,4 +93,43 @@ def clocks(logs: Logs, cond: Condition, how=None, need_one: bool = True,
     return out
 
 
-__all__ = ["smooth", "crossing", "Clock", "clocks"]
+def bounded(logs, prog) -> list:
+    """The progress clocks with, where fewer than three pilot batches crossed the target
+    between logged points, each first-point run (crossing in (0, s1]) at a larger batch than
+    some timed run given the bound [L, s1], L the latest timed clock at a smaller batch, and
+    used at its geometric middle sqrt(L s1). Samples to a target do not fall with the batch
+    under a rule lr ~ B^p with p <= 1/2 (every form: B^(1/2 - p) and steeper), so L is a lower
+    end; under a steeper rule, or with enough batches timed, the runs stay left out."""
+    timed = {r.batch for r, c in zip(logs.runs, prog) if c.timed}
+    if len(timed) >= 3 or not any(c.first for c in prog):
+        return prog
+    if infer_rule(np.array([r.batch for r in logs.runs], np.float64),
+                  np.array([r.lr for r in logs.runs], np.float64))["p"] > 0.5:
+        return prog
+    out = list(prog)
+    for i, (r, c) in enumerate(zip(logs.runs, prog)):
+        lower = [d.samples for q, d in zip(logs.runs, prog) if d.timed and q.batch < r.batch]
+        if c.first and r.batch not in timed and lower:
+            lo = min(max(lower), c.samples)
+            out[i] = replace(c, samples=math.sqrt(lo * c.samples), interval=c.samples - lo,
+                             bound=(lo, c.samples))
+    return out
+
+
+def check_reached(logs, prog, pc) -> None:
+    """PilotError (one line) where the target's crossing is seen at fewer than three distinct
+    batches (the progress fit's least), naming the batches it was seen at, those past it at
+    their first logged point and those that never reached it."""
+    at = lambda ok: sorted({r.batch for r, c in zip(logs.runs, prog) if ok(c)})
+    timed = at(lambda c: c.timed)
+    if len(timed) >= 3:
+        return
+    first = [b for b in at(lambda c: c.first) if b not in timed]
+    never = [b for b in at(lambda c: not c.crossed) if b not in timed + first]
+    bs = lambda x: "B " + ", ".join(f"{b:g}" for b in x) if x else "none"
+    raise PilotError(f"--progress {pc.text!r}: crossed between logged points at {len(timed)} "
+                     f"pilot batches ({bs(timed)}), the progress fit needs 3; past it at the "
+                     f"first logged point: {bs(first)}; never reached: {bs(never)}")
+
+
+__all__ = ["smooth", "crossing", "Clock", "clocks", "bounded", "check_reached"]

@@ -2,12 +2,11 @@
 published GRPO table) or the curves their trainer logged, and the plan's settings."""
 from dataclasses import dataclass, fields
 
-import math
-
-from twoclock.config import RULE_EXPONENT, option, param, require, require_choice
+from twoclock.config import option, param, require, require_choice
 from twoclock.pilot import api, levels, report
 from twoclock.pilot.presets import PRESETS
 from twoclock.pilot.plan import PROGRESS_FORMS, check_settings
+from twoclock.pilot.rule import parse_rule
 
 
 @dataclass(frozen=True)
@@ -15,35 +14,6 @@ class RunsInput:
     """Pilot runs, one row each (RUNS.csv), or with no path the published GRPO table."""
     path: str | None = option(None, "pilot-run CSV (default: the published GRPO table)",
                               positional=True, nargs="?", metavar="RUNS.csv")
-    progress_form: str | None = param(None, "the progress clock's form: adam (Adam under any "
-                                            "lr rule: B^(1/2 - p) below the knee, B^(1 - p) "
-                                            "past it; runs at any lr, K = the updates column; "
-                                            "docs/plan.md); default: saturation or curvature, "
-                                            "on the runs of one rule", choices=PROGRESS_FORMS)
-    predict_rule: str | None = option(None, "with --progress-form adam: predict under lr = LR0 "
-                                            "(B / B0)^P (P a number or fixed, sqrt, linear; "
-                                            "default: the rule most pilots share)",
-                                      metavar="P[:LR0@B0]")
-
-    def __post_init__(self):
-        if self.predict_rule is not None:
-            require(self.progress_form is not None, "--predict-rule",
-                    "given with --progress-form adam", self.predict_rule)
-            parse_rule(self.predict_rule)
-
-
-def parse_rule(text: str) -> tuple:
-    """'P[:LR0@B0]' -> (p, lr0 or None, b0 or None); ValueError naming --predict-rule."""
-    head, _, anchor = text.partition(":")
-    try:
-        p = RULE_EXPONENT[head] if head in RULE_EXPONENT else float(head)
-        lr0, b0 = (float(x) for x in anchor.split("@")) if anchor else (None, None)
-    except ValueError:
-        p = math.nan
-    require(math.isfinite(p) and -2 <= p <= 2 and (not anchor or (
-        math.isfinite(lr0) and lr0 > 0 and math.isfinite(b0) and b0 > 0)), "--predict-rule",
-        "P[:LR0@B0]: P in [-2, 2] or fixed, sqrt, linear; LR0 and B0 > 0", text)
-    return p, lr0, b0
 
 
 @dataclass(frozen=True)
@@ -82,6 +52,11 @@ class LogsInput:
     updates: tuple = option((), "a run's optimizer updates per rollout batch (minibatches x "
                                 "epochs; default: an updates column, the trainer's settings, "
                                 "else 1); RUN may be a glob", action="append", metavar="RUN=K")
+    eval_items: int | None = option(None, "the items each evaluation of the progress metric "
+                                          "scores (a share in [0, 1]): its binomial noise "
+                                          "sqrt(p (1 - p) / N) is the crossing noise of the "
+                                          "progress band where larger than the residuals' "
+                                          "(docs/plan.md)", type=int, metavar="N")
     form: tuple = option((), "a failure clock's form, chosen by you: power, coupled or knee "
                              "(e.g. 'drift>=0.3=power'; default: from the pilots)",
                          action="append", metavar="CONDITION=FORM")
@@ -104,6 +79,9 @@ class LogsInput:
                              else "the flags that read logs need --logs LOGS.csv")
         if self.progress is None:
             raise ValueError("--logs: give --progress (and no RUNS.csv)")
+        if self.eval_items is not None:
+            require(self.eval_items >= 1, "--eval-items", "a whole number >= 1",
+                    self.eval_items)
         if self.preset is not None:
             require_choice("--preset", self.preset, tuple(PRESETS))
 
@@ -118,6 +96,15 @@ class PlanConfig:
     predict: tuple = param((), "batches to predict and plan over (none: the pilot batches)")
     margin: float = param(0.1, "fraction of the failure clock that must be left at the target")
     level: float = param(0.95, "confidence level of the bands")
+    progress_form: str | None = param(None, "the progress clock's form: adam (Adam under any "
+                                            "lr rule: B^(1/2 - p) below the knee, B^(1 - p) "
+                                            "past it; runs at any lr and K updates per batch; "
+                                            "docs/plan.md); default: saturation or curvature, "
+                                            "on the runs of one rule", choices=PROGRESS_FORMS)
+    predict_rule: str | None = option(None, "with --progress-form adam: predict under lr = LR0 "
+                                            "(B / B0)^P (P a number or fixed, sqrt, linear; "
+                                            "default: the rule most pilots share)",
+                                      metavar="P[:LR0@B0]")
 
     INPUTS = ("runs", "logs")  # the nested input modes (their flags: RunsInput, LogsInput)
 
@@ -127,6 +114,10 @@ class PlanConfig:
         if self.logs is None and self.runs is None:
             object.__setattr__(self, "runs", RunsInput())  # frozen: the default input
         check_settings(self.predict, self.margin, self.level)
+        if self.predict_rule is not None:
+            require(self.progress_form is not None, "--predict-rule",
+                    "given with --progress-form adam", self.predict_rule)
+            parse_rule(self.predict_rule)
 
 
 def plan(cfg: PlanConfig) -> dict:
@@ -142,14 +133,15 @@ def plan(cfg: PlanConfig) -> dict:
             clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=lg.form, preset=lg.preset,
             batch=lg.batch, lr=lg.lr, batch_from_name=lg.batch_from_name,
             samples_from_step=lg.samples_from_step, restarts=lg.restarts,
-            updates=lg.updates).to_json()
+            updates=lg.updates, eval_items=lg.eval_items, progress_form=cfg.progress_form,
+            predict_rule=cfg.predict_rule).to_json()
             for t in targets]
         return plans[0] if len(plans) == 1 else levels.joint_plan(targets, plans, predict,
                                                                   cfg.level)
     r = cfg.runs
-    return report.plan_file(r.path, predict, cfg.margin, cfg.level, r.progress_form,
-                            None if r.predict_rule is None else parse_rule(r.predict_rule)
+    return report.plan_file(r.path, predict, cfg.margin, cfg.level, cfg.progress_form,
+                            None if cfg.predict_rule is None else parse_rule(cfg.predict_rule)
                             ).to_json()
 
 
-__all__ = ["PlanConfig", "RunsInput", "LogsInput", "plan"]
+__all__ = ["PlanConfig", "RunsInput", "LogsInput", "plan", "parse_rule"]

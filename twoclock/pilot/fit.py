@@ -96,6 +96,9 @@ class ProgressFit:
     # with m fitted: the fits at the other m of SHARPNESS, each with this fit's sse and dof, so
     # that the band is the profile region over (B_crit, m), not over B_crit at the fitted m
     slices: tuple = ()
+    # a per-run variance in log N the band takes at least (an evaluation's crossing noise,
+    # pilot/evalnoise.py); 0: the residuals' alone
+    floor: float = 0.0
 
     def _grid(self):
         """log B_crit grid (edges: B_min e^-4, B_max e^8) with the profiled intercept a(c)
@@ -127,7 +130,8 @@ class ProgressFit:
         and the half-width in the intercept each allows."""
         c, icpt, sse, n = self._grid()
         t = t_quantile((1 + level) / 2, self.dof)
-        thr = self.sse * (1 + t * t / self.dof)
+        thr = (self.sse * (1 + t * t / self.dof) if self.floor * self.dof <= self.sse
+               else self.sse + t * t * self.floor)
         ok = sse <= thr
         return c[ok], icpt[ok], np.sqrt(np.maximum(thr - sse[ok], 0.0) / n), ok
 

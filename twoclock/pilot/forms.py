@@ -17,7 +17,7 @@ rate, and at a batch a distance d (in log B) outside the pilots the band's half-
 grows to hypot(sampling half-width, z sigma), sigma the rate's error there (`sigma`, scaled by
 FORM_ERROR_SCALE, its calibration on this project's models), z the normal quantile of the level.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import math
 from statistics import NormalDist
 
@@ -311,6 +311,16 @@ class ProgressClock:
         return pf.band(self.fit, [b], 0.5)[0]["median"]
 
 
+def floored(clock: ProgressClock, var: float) -> ProgressClock:
+    """The clock with every fit's band taking a per-run variance in log N of at least var
+    (fit.ProgressFit.floor: an evaluation's crossing noise, pilot/evalnoise.py)."""
+    def fl(f):
+        if isinstance(f, adam.AdamFit):
+            return replace(f, base=fl(f.base))
+        return replace(f, floor=var, slices=tuple(replace(x, floor=var) for x in f.slices))
+    return replace(clock, fit=fl(clock.fit), plausible=[fl(f) for f in clock.plausible])
+
+
 def progress_clock(B, prog, p: float) -> ProgressClock:
     """The progress clock of the on-rule runs under lr ~ B^p: its form chosen and fitted on
     the runs as given, its form error on the runs sorted (independent of the rows' order to
@@ -376,6 +386,7 @@ def failure_clock(B, fail, censor, prog, level: float = 0.95, p_rule: float = 0.
 
 
 __all__ = ["FAILURE_FORMS", "FORM_ERROR_SCALE", "FormNotFitted", "ProgressClock",
-           "progress_clock", "adam_clock", "FailureClock", "failure_clock", "loo_rate", "widen", "union",
+           "progress_clock", "adam_clock", "floored", "FailureClock", "failure_clock", "loo_rate",
+           "widen", "union",
            "distance", "sigma", "progress_rate", "failure_forms", "form_band", "failure_band",
            "disagreement", "z_quantile"]

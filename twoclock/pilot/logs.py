@@ -29,13 +29,14 @@ import math
 
 import numpy as np
 
-from twoclock.pilot import bands, clipping, plan as pilot, report, updates
-from twoclock.pilot.clocks import Clock, clocks, crossing, smooth
+from twoclock.pilot import bands, clipping, evalnoise, plan as pilot, report, updates
+from twoclock.pilot.clocks import Clock, bounded, check_reached, clocks, crossing, smooth
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
 from twoclock.pilot.plan import PilotError, PilotRuns
 from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
 from twoclock.pilot.result import LogsPlan, to_json
+from twoclock.pilot.rule import anchored, parse_rule
 
 
 # what a plan with no --failure condition says of itself (plan.json's `progress_only`)
@@ -45,7 +46,7 @@ PROGRESS_ONLY = ("progress-only plan: no --failure condition, so no failure cloc
                  "seconds where step times are logged")
 
 
-def _runs(logs, prog, fail, source):
+def _runs(logs, prog, fail, source, var=None):
     """PilotRuns for one failure condition: runs that reached the target, failure censored at
     the last logged sample of its metric; fail None (a progress-only plan): no run fails and
     none has a length that bounds a failure."""
@@ -59,7 +60,7 @@ def _runs(logs, prog, fail, source):
                      take(lambda i: fail[i].samples if not fail[i].crossed else math.inf),
                      take(lambda i: logs.runs[i].seconds_per_update),
                      tuple(logs.runs[i].name for i in keep), source=source,
-                     updates_R=take(lambda i: logs.runs[i].updates))
+                     updates_R=take(lambda i: logs.runs[i].updates), crossing_var_R=var)
 
 
 def _inf(v):
@@ -169,7 +170,8 @@ def _logs_block(logs, how, pc, prog, fcs, fails) -> dict:
                                    default=None) for cond, cl in conds},
         # runs past the target at their first logged point, only where there are any
         **({} if not any(c.first for c in prog) else {"progress_first_point": [
-            {"run": r.name, "batch": r.batch, "bound": [0.0, c.samples]}
+            {"run": r.name, "batch": r.batch, "bound": [0.0, c.samples]} if c.bound is None
+            else {"run": r.name, "batch": r.batch, "bound": list(c.bound), "used": c.samples}
             for r, c in zip(logs.runs, prog) if c.first]})}
 
 
@@ -181,15 +183,18 @@ def plan_logs(path, progress: str, failures, *settings, **named) -> dict:
 def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
               level: float = 0.95, smoothing=None, columns=None, clip=None,
               clip_bind: float = 0.02, clip_steps: str = "fixed", forms=(),
-              progress_form: str | None = None, **reading) -> LogsPlan:
+              progress_form: str | None = None, predict_rule=None, eval_items=None,
+              **reading) -> LogsPlan:
     """Read the log (a path, or a table in memory: reader.read_logs), find the clocks, and
     plan: pilot.plan once per failure condition (each its own fit and row); the recommendation
     takes, at each batch, the earliest failure clock. clip: the logged clipped-share metric,
     whose onset (clip_bind) is predicted; forms: ['CONDITION=FORM', ...] (--form), a failure
     clock's form chosen by the user; progress_form: 'adam' (pilot.plan; the form that reads
-    each run's K, so pilots with unequal K are planned); `reading`: how to read a trainer's own
-    files (preset,
-    batch, lr: reader.read_logs)."""
+    each run's K, so pilots with unequal K are planned); predict_rule: with it, the rule to
+    predict under ('P[:LR0@B0]' or (p, lr0, b0); rule.anchored); eval_items: the items an
+    evaluation of the progress metric scores (its binomial noise, pilot/evalnoise.py, the
+    band's crossing noise where above the residuals'); `reading`: how to read a
+    trainer's own files (preset, batch, lr: reader.read_logs)."""
     pilot.check_settings(predict, margin, level)
     if not (0 < clip_bind < 1):
         raise PilotError(f"--clip-bind: must be in (0, 1), a share of tokens (got {clip_bind:g})")
@@ -202,19 +207,32 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     logs = read_logs(path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs]
                                                + ([clip] if clip else []))),
                      parse_columns(columns), **reading)
-    prog = clocks(logs, pc, how, first_ok=True)
-    _check_reached(logs, prog, pc)
+    prog = bounded(logs, clocks(logs, pc, how, first_ok=True))
+    check_reached(logs, prog, pc)
     if progress_form is not None and progress_form not in pilot.PROGRESS_FORMS:
         raise PilotError(f"--progress-form: {' or '.join(pilot.PROGRESS_FORMS)} (got "
                          f"{progress_form!r})")
+    if predict_rule is not None and progress_form is None:
+        raise PilotError(f"--predict-rule: given with --progress-form adam (got "
+                         f"{predict_rule!r})")
+    if isinstance(predict_rule, str):
+        try:
+            parse_rule(predict_rule)
+        except ValueError as e:
+            raise PilotError(str(e)) from None
     updates.check_mixed([r for r, c in zip(logs.runs, prog) if c.timed],
                         accounted=progress_form is not None)
+    items = evalnoise.check_items(eval_items)
+    var = None if items is None else evalnoise.crossing_vars(logs, prog, pc, items, how)
     fails = [clocks(logs, f, how, need_one=False) for f in fcs]
     source = f"{logs.source} (logged curves)"
     # no failure condition: one plan of the progress clock alone (PROGRESS_ONLY)
     plans = list(zip(fcs, fails)) or [(None, None)]
-    outs = [pilot.plan(_runs(logs, prog, fl, source), predict, margin, level,
-                       chosen.get(_text(f)), progress_form) for f, fl in plans]
+    timed = [r for r, c in zip(logs.runs, prog) if c.timed]
+    rule = anchored(predict_rule, np.array([r.batch for r in timed], np.float64),
+                    np.array([r.lr for r in timed], np.float64))
+    outs = [pilot.plan(_runs(logs, prog, fl, source, var), predict, margin, level,
+                       chosen.get(_text(f)), progress_form, rule) for f, fl in plans]
     first, conds = outs[0], [f for f, _ in plans]
     est, which = _estimates(outs)
     predictions = _with_bands(_predictions(outs, conds), pc, first.critical_batch.to_json(),
@@ -248,24 +266,9 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
             "no_failure_before": [{"batch": p.batch, "samples": p.no_failure_before}
                                   for p in o.predictions],
             **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)),
-        logs=_logs_block(logs, how, pc, prog, fcs, fails),
+        logs={**_logs_block(logs, how, pc, prog, fcs, fails), **({} if var is None else {
+            "eval_noise": evalnoise.summary(var, to_json(first.fit)["progress"], items)})},
         progress_only=None if fcs else PROGRESS_ONLY)
-
-
-def _check_reached(logs, prog, pc) -> None:
-    """PilotError (one line) where the target's crossing is seen at fewer than three distinct
-    batches (the progress fit's least), naming the batches it was seen at, those past it at
-    their first logged point and those that never reached it."""
-    at = lambda ok: sorted({r.batch for r, c in zip(logs.runs, prog) if ok(c)})
-    timed = at(lambda c: c.timed)
-    if len(timed) >= 3:
-        return
-    first = [b for b in at(lambda c: c.first) if b not in timed]
-    never = [b for b in at(lambda c: not c.crossed) if b not in timed + first]
-    bs = lambda x: "B " + ", ".join(f"{b:g}" for b in x) if x else "none"
-    raise PilotError(f"--progress {pc.text!r}: crossed between logged points at {len(timed)} "
-                     f"pilot batches ({bs(timed)}), the progress fit needs 3; past it at the "
-                     f"first logged point: {bs(first)}; never reached: {bs(never)}")
 
 
 def _failed(runs, crossings) -> dict:
@@ -294,12 +297,20 @@ def table(out: dict) -> str:
     if lg["progress_censored"]:
         lines.append(f"  {len(lg['progress_censored'])} runs never reached {lg['progress']} "
                      "(left out of the fits): " + ", ".join(lg["progress_censored"]))
-    first = lg.get("progress_first_point", [])
+    first = [f for f in lg.get("progress_first_point", []) if "used" not in f]
     if first:
         lines.append(f"  {len(first)} runs already met {lg['progress']} at their first logged "
                      "point: the crossing lies in (0, first point], left out of the fits, kept "
                      "as that bound: " + ", ".join(f"{f['run']} (B {f['batch']:g}) in (0, "
                                                    f"{f['bound'][1]:g}]" for f in first))
+    used = [f for f in lg.get("progress_first_point", []) if "used" in f]
+    if used:
+        lines.append(f"  {len(used)} runs already met {lg['progress']} at their first logged "
+                     "point, with fewer than 3 batches timed: each crossing bounded below by "
+                     "the latest clock at a smaller batch and fitted at the bound's geometric "
+                     "middle: " + ", ".join(f"{f['run']} (B {f['batch']:g}) in [{f['bound'][0]:g}"
+                                            f", {f['bound'][1]:g}] at {f['used']:.4g}"
+                                            for f in used))
     coarse = {c: f for c, f in lg["bracket"].items() if f is not None and f > COARSE}
     if coarse:
         lines.append("  coarse logging: crossings interpolated over up to " + ", ".join(
@@ -346,5 +357,5 @@ def table(out: dict) -> str:
 
 
 __all__ = ["REQUIRED", "Condition", "parse_condition", "parse_columns", "parse_smooth", "Run",
-           "Logs", "read_logs", "smooth", "crossing", "Clock", "clocks", "plan_logs", "logs_plan",
-           "table"]
+           "Logs", "read_logs", "smooth", "crossing", "Clock", "clocks", "bounded",
+           "check_reached", "plan_logs", "logs_plan", "table"]

@@ -46,6 +46,7 @@ class PilotRuns:
     # K: optimizer updates per rollout batch (None: 1 for every run). The hook for readers that
     # know it (a trainer's settings, --updates); only the Adam form reads it (pilot/adam.py)
     updates_R: np.ndarray | None = None
+    crossing_var_R: np.ndarray | None = None  # each clock's variance in log (evalnoise.py)
 
     def updates(self) -> np.ndarray:
         """K per run (1 where not given)."""
@@ -174,6 +175,9 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
                           if np.unique(runs.batch_R).size >= 3 else ""))
     progress = (forms.progress_clock(B, prog, rule.p) if progress_form is None else
                 forms.adam_clock(runs.batch_R, runs.prog_R, runs.lr_R, runs.updates(), rule))
+    if runs.crossing_var_R is not None:  # an evaluation's noise, where above the residuals'
+        progress = forms.floored(progress, float(np.mean(
+            runs.crossing_var_R[use if progress_form is None else slice(None)])))
     try:
         failure = forms.failure_clock(B, fail, runs.censor_R()[use], prog, level, rule.p,
                                       failure_form)

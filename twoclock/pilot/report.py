@@ -4,6 +4,7 @@ from dataclasses import replace
 
 from twoclock.pilot import article as pilot_article, forms, plan as pilot
 from twoclock.pilot.result import Plan
+from twoclock.pilot.rule import anchored
 
 
 # the planner's accuracy goal: a prediction within this share of the answer
@@ -34,13 +35,7 @@ def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95,
     predict_rule: (p, lr0 or None, b0 or None), the anchor by default the pilots' rule's."""
     pilot.check_settings(predict, margin, level)
     runs = pilot_article.article_runs() if path is None else pilot.read_runs(path)
-    rule = None
-    if predict_rule is not None:
-        p, lr0, b0 = predict_rule
-        if lr0 is None:
-            found = pilot.infer_rule(runs.batch_R, runs.lr_R)
-            lr0, b0 = found["lr0"], found["b0"]
-        rule = (p, lr0, b0)
+    rule = anchored(predict_rule, runs.batch_R, runs.lr_R)
     if path is None:
         out = pilot.plan(runs, predict or pilot_article.predict_batches(), margin, level,
                          progress_form=progress_form, predict_rule=rule)

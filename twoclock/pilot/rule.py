@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 
+from twoclock.config import RULE_EXPONENT, require
+
 RULE_TOL = 0.01  # a run is on the rule when its lr is within 1% of lr0 (B / b0)^p
 ALL_PAIRS_UP_TO = 256  # infer_rule tries every pair of runs up to this many runs
 MAX_CANDIDATES = 64  # ... and beyond, this many of the most common pairwise exponents
@@ -57,4 +59,31 @@ def _exponents(lb, ll) -> set:
     return {float(v) for v in top}
 
 
-__all__ = ["RULE_TOL", "infer_rule"]
+def parse_rule(text: str) -> tuple:
+    """'P[:LR0@B0]' (--predict-rule) -> (p, lr0 or None, b0 or None); ValueError naming
+    --predict-rule."""
+    head, _, anchor = text.partition(":")
+    try:
+        p = RULE_EXPONENT[head] if head in RULE_EXPONENT else float(head)
+        lr0, b0 = (float(x) for x in anchor.split("@")) if anchor else (None, None)
+    except ValueError:
+        p = math.nan
+    require(math.isfinite(p) and -2 <= p <= 2 and (not anchor or (
+        math.isfinite(lr0) and lr0 > 0 and math.isfinite(b0) and b0 > 0)), "--predict-rule",
+        "P[:LR0@B0]: P in [-2, 2] or fixed, sqrt, linear; LR0 and B0 > 0", text)
+    return p, lr0, b0
+
+
+def anchored(predict_rule, batch_R, lr_R):
+    """A prediction rule (p, lr0, b0) from --predict-rule's text or (p, lr0 or None, b0 or
+    None), anchored where not given at the pilots' own rule (infer_rule); None stays None."""
+    if predict_rule is None:
+        return None
+    p, lr0, b0 = parse_rule(predict_rule) if isinstance(predict_rule, str) else predict_rule
+    if lr0 is None:
+        found = infer_rule(batch_R, lr_R)
+        lr0, b0 = found["lr0"], found["b0"]
+    return p, lr0, b0
+
+
+__all__ = ["RULE_TOL", "infer_rule", "parse_rule", "anchored"]

@@ -123,7 +123,7 @@ def check_mixed(runs, accounted: bool = False) -> None:
     by = "; ".join(f"K {k:g}: " + ", ".join(r.name for r in runs if r.updates == k) for k in ks)
     raise PilotError(f"{FLAG}: the pilots take different optimizer updates per rollout batch "
                      f"({by}) and the default progress forms do not account for K: plan runs "
-                     "with one K, or choose progress_form 'adam'")
+                     "with one K, or use --progress-form adam (progress_form='adam')")
 
 
 def summary(rows) -> str | None:

@@ -8,7 +8,7 @@ the largest pilot at the levels 50/80/95% (`twoclock.studies.planner.calibrate`;
 experiments/plan_calibration.py is its command."""
 from dataclasses import dataclass, field
 
-from twoclock.config import param, require_int
+from twoclock.config import param, require, require_choice, require_int
 from twoclock.studies.planner import calibrate, practitioner
 from twoclock.studies.plan_check import defaults  # offered for the models with pilots
 from twoclock.studies.protocol import Engine, Study
@@ -32,12 +32,19 @@ class Config:
                              "design (seed s at every pilot batch)")
     answer_seeds: int = param(16, "with --design practitioner: seeds per held-out batch "
                                   "behind each answer")
+    progress_form: str | None = param(None, "with --design practitioner: the planner's "
+                                            "progress form, adam (docs/plan.md); default: "
+                                            "the planner's default", choices=("adam",))
     panels: tuple = field(default=(), metadata={"internal": True})
 
     def __post_init__(self):
         require_int("--n-ckpt", self.n_ckpt, lo=2)
         require_int("--designs", self.designs, lo=1)
         require_int("--answer-seeds", self.answer_seeds, lo=1)
+        if self.progress_form is not None:
+            require_choice("--progress-form", self.progress_form, ("adam",))
+            require(self.design == "practitioner", "--progress-form",
+                    "given with --design practitioner", self.progress_form)
 
 
 def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
@@ -46,7 +53,7 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
     del model, model_cfg
     if cfg.design == "practitioner":
         return practitioner.calibrate(cfg.panels, opt, engine.out, keep, quiet,
-                                      cfg.designs, cfg.answer_seeds)
+                                      cfg.designs, cfg.answer_seeds, cfg.progress_form)
     return calibrate.calibrate(cfg.panels, opt, engine.out, cfg.n_ckpt, keep, quiet)
 
 

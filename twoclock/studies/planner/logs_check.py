@@ -105,11 +105,15 @@ def check_fits(model, cfg, opt, grids) -> None:
 
 
 def crossings_seen(path: str, metrics, conds) -> None:
-    """PilotError where a run of the log file already meets a condition at its first logged
-    point (no crossing to time: a target too easy for this logging), as the planner reads it;
-    checked on the pilots before the held-out runs are simulated."""
+    """PilotError where the planner would refuse the log file's clocks, as it reads them
+    (pilot.logs.logs_plan): a run past the progress target (conds[0]) at its first logged
+    point is a bound (0, first point], refused only where fewer than three pilot batches then
+    give a clock (pilot.logs.check_reached); a run meeting a failure condition at its first
+    logged point is refused (no crossing to time). Checked on the pilots before the held-out
+    runs are simulated."""
     logs = reader.read_logs(path, tuple(metrics))
-    for c in conds:
+    pl.check_reached(logs, pl.bounded(logs, pc.clocks(logs, conds[0], first_ok=True)), conds[0])
+    for c in conds[1:]:
         pc.clocks(logs, c, need_one=False)
 
 

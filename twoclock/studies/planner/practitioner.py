@@ -119,9 +119,10 @@ def truth(res) -> float | None:
 
 
 def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
-               seeds: int = SEEDS, heldout_seeds: int = HELDOUT_SEEDS) -> tuple:
+               seeds: int = SEEDS, heldout_seeds: int = HELDOUT_SEEDS,
+               progress_form: str | None = None) -> tuple:
     """(rows, simulation seconds, the noise drawn) of one model: every rule, seed and held-out
-    batch."""
+    batch; progress_form: the planner's (None: its default)."""
     from twoclock.studies.plan_check import entry  # noqa: PLC0415
     e = entry(model)
     pilots, held = batches(model)
@@ -143,7 +144,8 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                                         f"s{s}.csv")
             write_design(path, sims, pilots, s, metric, rng)
             try:
-                plan, refused = pl.plan_logs(path, progress, [], predict=list(held)), None
+                plan, refused = pl.plan_logs(path, progress, [], predict=list(held),
+                                             progress_form=progress_form), None
             except PilotError as err:
                 plan, refused = None, str(err)
             for b in held:
@@ -181,20 +183,69 @@ def summary(rows) -> list:
     return out
 
 
+def contrast(base, other, groups=None, resamples: int = 2000, seed: int = 0) -> list:
+    """Paired contrast of two practitioner runs' rows (the same designs planned two ways):
+    per (model, rule, times the largest pilot), and per model and in all, the mean over the
+    designs scored in both of d = |log(1 + err_other)| - |log(1 + err_base)| (negative: other
+    is closer) with a 95% percentile bootstrap CI over designs (a design: model, rule, seed,
+    resampled whole), and how many designs. `groups` None: those cells, per model, all."""
+    key = lambda r: (r["model"], r["rule"], r["seed"], r["times_largest_pilot"])
+    a = {key(r): r["rel_error"] for r in base if r.get("rel_error") is not None}
+    b = {key(r): r["rel_error"] for r in other if r.get("rel_error") is not None}
+    d = {k: abs(math.log1p(b[k])) - abs(math.log1p(a[k])) for k in a if k in b}
+    if groups is None:
+        cells = sorted({(m, r, t) for m, r, _, t in d})
+        groups = cells + [(m, "both", None) for m in dict.fromkeys(m for m, *_ in cells)] + \
+            [("all", "both", None)]
+    rng = np.random.default_rng(seed)
+    out = []
+    for model, rule, times in groups:
+        ks = [k for k in d if model in ("all", k[0]) and rule in ("both", k[1])
+              and times in (None, k[3])]
+        designs = sorted({k[:3] for k in ks})
+        if not designs:
+            continue
+        tot = np.array([sum(d[k] for k in ks if k[:3] == g) for g in designs])
+        cnt = np.array([sum(k[:3] == g for k in ks) for g in designs], np.float64)
+        boot = [tot[i].sum() / cnt[i].sum()
+                for i in rng.integers(0, len(designs), (resamples, len(designs)))]
+        out.append({"model": model, "rule": rule, "times_largest_pilot": times,
+                    "designs": len(designs), "pairs": len(ks),
+                    "mean_diff": float(tot.sum() / cnt.sum()),
+                    "ci": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))]})
+    return out
+
+
+def contrast_table(rows: list, base: str, other: str) -> str:
+    """contrast()'s rows as text (docs/plan.md)."""
+    lines = [f"paired |log error| difference, {other} - {base} (negative: {other} closer), "
+             "mean over designs scored in both [95% bootstrap CI over designs]"]
+    for r in rows:
+        t = "all" if r["times_largest_pilot"] is None else f"{r['times_largest_pilot']}x"
+        ci = r["ci"]
+        lines.append(f"{r['model']:<10} {r['rule']:<6} {t:<4} {r['pairs']:>4} pairs "
+                     f"{r['mean_diff']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}]"
+                     + ("" if ci[0] < 0 < ci[1] else " *"))
+    return "\n".join(lines)
+
+
 def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: int = SEEDS,
-              heldout_seeds: int = HELDOUT_SEEDS) -> dict:
+              heldout_seeds: int = HELDOUT_SEEDS, progress_form: str | None = None) -> dict:
     """The practitioner design over panels (model, model config): rows and summary; seeds:
-    the designs (per pilot batch), heldout_seeds: behind each answer."""
+    the designs (per pilot batch), heldout_seeds: behind each answer; progress_form: the
+    planner's (None: its default)."""
     rows, sims = [], {}
     for m, cfg in panels:
-        got, secs, how = model_rows(m, cfg, opt, folder, keep, quiet, seeds, heldout_seeds)
+        got, secs, how = model_rows(m, cfg, opt, folder, keep, quiet, seeds, heldout_seeds,
+                                    progress_form)
         sims[m.name] = {"seconds": secs, "pilots": list(batches(m)[0]),
                         "heldout": list(batches(m)[1]), "noise": how}
         rows += got
     return {"calibration": True, "design": "practitioner", "rules": list(RULES),
             "eval_every_updates": EVAL_EVERY, "eval_items": EVAL_ITEMS, "seeds": seeds,
             "heldout_seeds": heldout_seeds, "simulations": sims, "rows": rows,
-            "summary": summary(rows)}
+            "summary": summary(rows),
+            **({} if progress_form is None else {"progress_form": progress_form})}
 
 
 def table(out: dict) -> str:
@@ -204,7 +255,8 @@ def table(out: dict) -> str:
     lines = [f"planner calibration, practitioner design: 1 seed per batch, evaluation on "
              f"{out['eval_items']} items every {out['eval_every_updates']} updates (none at "
              f"step 0), pilots at 3 batches, held out at 2x and 8x; {out['seeds']} designs per "
-             f"model and rule; answers: medians of {out['heldout_seeds']} seeds' engine clocks",
+             f"model and rule; answers: medians of {out['heldout_seeds']} seeds' engine clocks"
+             + (f"; progress form {out['progress_form']}" if out.get("progress_form") else ""),
              f"{'model':<10} {'rule':<6} {'preds':>5} {'scored':>6} {'refused':>7} "
              f"{'|err| 2x':>9} {'|err| 8x':>9} {'cov 95%':>8} {'med width':>10} {'>x2':>6}"]
     for s in out["summary"]:
@@ -226,4 +278,4 @@ def table(out: dict) -> str:
 
 __all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "simulate", "noise", "noisy",
            "write_design", "width", "score", "truth", "model_rows", "summary", "calibrate",
-           "table"]
+           "table", "contrast", "contrast_table"]
