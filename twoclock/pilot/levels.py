@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from twoclock.config import scaled_lr
 from twoclock.pilot import adam, fit as pf, forms
 from twoclock.pilot.conditions import parse_condition
 from twoclock.pilot.plan import PilotError
@@ -140,7 +141,7 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95) -> d
     batches = sorted({float(b) for b in predict} if predict else
                      {float(r["batch"]) for p in plans for r in p["runs"]})
     B = np.array(batches)
-    lr_B = rule["lr0"] * (B / rule["b0"]) ** rule["p"]
+    lr_B = scaled_lr(rule["lr0"], B, rule["b0"], rule["p"])
     lo_B, hi_B = min(r["batch"] for p in plans for r in p["runs"]), max(
         r["batch"] for p in plans for r in p["runs"])
     rows = []
