@@ -205,3 +205,13 @@ def test_the_report_prints_a_censored_prediction_as_past_budget():
     assert predicted(out, "acc0.3", "8192", "deficit") == "past budget"
     assert predicted(out, "acc0.3", "8192", "damage") == "-"
     assert predicted({"predictions": None}, "acc0.3", "8192", "null") == "-"
+
+
+def test_a_path_carried_on_at_its_last_share_reaches_a_later_clock_by_hand():
+    # the trapezoid over (0, 1), (50, 1), (100, 0.5) gives A(100) = 50 + 50 * 0.75 = 87.5;
+    # carried on at the last share 0.5, A = 150 is reached at 100 + (150 - 87.5) / 0.5 = 225
+    r, m = th.extend([50, 100], [1.0, 0.5], 400)
+    assert r == [50.0, 100.0, 400.0] and m == [1.0, 0.5, 0.5]
+    assert th.clock_at(r, m, 1.0, 150.0) == pytest.approx(225.0)
+    assert math.isinf(th.clock_at([50, 100], [1.0, 0.5], 1.0, 150.0))  # not carried: censored
+    assert th.extend([50, 100], [1.0, 0.5], 80) == ([50.0, 100.0], [1.0, 0.5])  # nothing to add
