@@ -206,7 +206,8 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     store) and written at once; then every finished cell of the map, done or not this time."""
     del opt
     lanes, t0 = st.lanes(engine), time.perf_counter()
-    out = {"study": st.as_dict(lanes), "predictions": read_predictions(), "cells": {}}
+    out = {"schema": results.SCHEMA, "study": st.as_dict(lanes),
+           "predictions": read_predictions(), "cells": {}}
     for k, level in enumerate(st.levels):
         cfg, opt_, sweep, conf = cell_config(st, base, level)
         path = cell_file(engine.out, level, conf)
