@@ -261,3 +261,20 @@ def test_paper_figures_draws_the_map_from_a_current_cached_file_only(tmp_path, c
         f"skipped regime_map: no current regime_map.json in {res} (made by `python "
         f"experiments/regime_map.py --out {res}`)"]
     assert not (figs / "regime_map.png").exists()
+
+
+def test_a_later_budgets_predictions_join_the_cells_without_replacing_earlier_ones(tmp_path):
+    from twoclock.studies import regime_map as rm
+    import json
+    (tmp_path / "p.json").write_text(json.dumps(
+        {"cells": {"acc0.1": {"8192": {"exponent": {"null": 0.02}}}}}))
+    (tmp_path / "p_32768.json").write_text(json.dumps(
+        {"cells": {"acc0.1": {"8192": {"exponent": {"null": 9.0}},
+                              "32768": {"exponent": {"null": 0.015}}},
+                   "acc0.3": {"32768": {"exponent": {"null": 0.002}}}}}))
+    (tmp_path / "p_measured.json").write_text("{}")  # not a budget: ignored
+    got = rm.read_predictions(str(tmp_path / "p.json"))["cells"]
+    assert got["acc0.1"]["8192"]["exponent"]["null"] == 0.02
+    assert got["acc0.1"]["32768"]["exponent"]["null"] == 0.015
+    assert got["acc0.3"] == {"32768": {"exponent": {"null": 0.002}}}
+    assert rm.read_predictions(str(tmp_path / "none.json")) is None
