@@ -3,9 +3,9 @@
 Regenerates every figure (PDF + PNG, one style: twoclock.figures.style) from cached result
 JSON files in --results, running the experiment that produces a file only when it is
 missing, written under an older result schema, or with --force. The long studies' figures
-(CACHED_ONLY: the policy, damage and shapes studies, each many minutes on 2 cores) are drawn
-only from a cached file, and skipped with a one-line note where there is none. Figure code
-reads the JSON and never calls JAX.
+(CACHED_ONLY: the policy, damage, shapes and regime map studies, each many minutes on 2
+cores) are drawn only from a cached file, and skipped with a one-line note where there is
+none. Figure code reads the JSON and never calls JAX.
 """
 import argparse
 import os
@@ -18,6 +18,7 @@ from twoclock.figures.style import (clipping_figure, clocks_figure, phase_figure
 from twoclock.figures.clipping import regime_map_figure
 from twoclock.figures.damage_study import damage_figure
 from twoclock.figures.policy_study import study_figure
+from twoclock.figures.regime_map import regime_figure
 from twoclock.figures.shapes import critical_target_figure, exponent_figure
 from twoclock.analysis.results import SCHEMA, read_json
 from twoclock.atomic import Refused, check_folder, one_line
@@ -84,6 +85,7 @@ CACHED_ONLY = {
     "policy_study": ("policy_study.json", "python experiments/policy_study.py", study_figure),
     "damage_study": ("damage_study.json", "python experiments/damage_study.py",
                      damage_figure),
+    "regime_map": ("regime_map.json", "python experiments/regime_map.py", regime_figure),
 }
 
 

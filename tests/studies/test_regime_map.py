@@ -9,7 +9,7 @@ from hypothesis import example, given, strategies as st
 from scipy.stats import norm
 
 from twoclock.clock import NEVER
-from twoclock.studies import regime_theory as th
+from twoclock.studies import regime_report as rr, regime_theory as th
 from twoclock.studies.regime_map import Config, load_cell, mixed_path, truncated
 
 
@@ -205,3 +205,76 @@ def test_the_report_prints_a_censored_prediction_as_past_budget():
     assert predicted(out, "acc0.3", "8192", "deficit") == "past budget"
     assert predicted(out, "acc0.3", "8192", "damage") == "-"
     assert predicted({"predictions": None}, "acc0.3", "8192", "null") == "-"
+
+
+def test_a_path_carried_on_at_its_last_share_reaches_a_later_clock_by_hand():
+    # the trapezoid over (0, 1), (50, 1), (100, 0.5) gives A(100) = 50 + 50 * 0.75 = 87.5;
+    # carried on at the last share 0.5, A = 150 is reached at 100 + (150 - 87.5) / 0.5 = 225
+    r, m = th.extend([50, 100], [1.0, 0.5], 400)
+    assert r == [50.0, 100.0, 400.0] and m == [1.0, 0.5, 0.5]
+    assert th.clock_at(r, m, 1.0, 150.0) == pytest.approx(225.0)
+    assert math.isinf(th.clock_at([50, 100], [1.0, 0.5], 1.0, 150.0))  # not carried: censored
+    assert th.extend([50, 100], [1.0, 0.5], 80) == ([50.0, 100.0], [1.0, 0.5])  # nothing to add
+
+
+def _cell(e_null):
+    path = {"responses": [64.0, 8192.0], "acc": [0.3, 0.5], "share": [0.9, 0.6],
+            "active": [57.6, 6144.0]}
+    exps = {"null": {"median": e_null, "ci": [e_null - 0.2, None]},
+            "deficit": {"median": None, "ci": [None, None]},
+            "damage": {"median": None, "ci": [None, None]}}
+    return {"level": 0.3, "start": {"acc": 0.321}, "lr": 2.83e-4, "seconds": 1.0,
+            "config": {"k": 1}, "extra": "dropped",
+            "budgets": {R: {"per_seed": {"64": {"null": [100.0, None]}},
+                            "answers": {"2_exponent": exps},
+                            "mixed_path": {"64": path, "1024": path}} for R in ("2048", "8192")}}
+
+
+def test_the_measured_file_keeps_every_cell_and_leaves_the_predictions_out():
+    out = {"study": {"budgets": [2048, 8192]}, "predictions": {"cells": {}}, "missing": [],
+           "cells": {"acc0.3": _cell(-0.1)}}
+    got = rr.measured(out)
+    assert "predictions" not in got and got["study"] == out["study"]
+    assert set(got["cells"]["acc0.3"]) == {"level", "start", "lr", "seconds", "config", "budgets"}
+    assert got["cells"]["acc0.3"]["budgets"]["8192"]["per_seed"]["64"]["null"] == [100.0, None]
+
+
+def test_paper_figures_draws_the_map_from_a_current_cached_file_only(tmp_path, capsys):
+    import json
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import paper_figures.__main__ as pf
+    from twoclock.analysis.results import SCHEMA
+    res, figs = tmp_path / "r", tmp_path / "f"
+    res.mkdir()
+    out = {"schema": SCHEMA, "study": {"budgets": [2048, 8192]}, "predictions": None,
+           "missing": [], "cells": {"acc0.3": _cell(-0.1), "acc0.1": _cell(0.2)}}
+    (res / "regime_map.json").write_text(json.dumps(out))
+    assert pf.main(["--only", "regime_map", "--results", str(res), "--out", str(figs)]) == 0
+    assert (figs / "regime_map.png").exists()
+    del out["schema"]  # an older file: skipped in one line, not drawn
+    (res / "regime_map.json").write_text(json.dumps(out))
+    (figs / "regime_map.png").unlink()
+    assert pf.main(["--only", "regime_map", "--results", str(res), "--out", str(figs)]) == 0
+    assert [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("skipped")] == [
+        f"skipped regime_map: no current regime_map.json in {res} (made by `python "
+        f"experiments/regime_map.py --out {res}`)"]
+    assert not (figs / "regime_map.png").exists()
+
+
+def test_a_later_budgets_predictions_join_the_cells_without_replacing_earlier_ones(tmp_path):
+    from twoclock.studies import regime_map as rm
+    import json
+    (tmp_path / "p.json").write_text(json.dumps(
+        {"cells": {"acc0.1": {"8192": {"exponent": {"null": 0.02}}}}}))
+    (tmp_path / "p_32768.json").write_text(json.dumps(
+        {"cells": {"acc0.1": {"8192": {"exponent": {"null": 9.0}},
+                              "32768": {"exponent": {"null": 0.015}}},
+                   "acc0.3": {"32768": {"exponent": {"null": 0.002}}}}}))
+    (tmp_path / "p_measured.json").write_text("{}")  # not a budget: ignored
+    got = rm.read_predictions(str(tmp_path / "p.json"))["cells"]
+    assert got["acc0.1"]["8192"]["exponent"]["null"] == 0.02
+    assert got["acc0.1"]["32768"]["exponent"]["null"] == 0.015
+    assert got["acc0.3"] == {"32768": {"exponent": {"null": 0.002}}}
+    assert rm.read_predictions(str(tmp_path / "none.json")) is None

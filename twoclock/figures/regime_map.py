@@ -30,12 +30,13 @@ def regime_figure(out: dict):
                                 label=f"{clock}, budget {R}" if i == 0 else None)
                 p = preds.get(name, {}).get(str(R), {}).get("exponent", {}).get(clock)
                 if p is not None:
-                    ax.plot(x, p, "x", color="k", ms=6,
-                            label="predicted" if i == 0 and j == 0 and k == 0 else None)
+                    first = "predicted" not in ax.get_legend_handles_labels()[1]
+                    ax.plot(x, p, "x", color="k", ms=6, label="predicted" if first else None)
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("failure clock's batch exponent (sqrt rule)")
-    ax.set_title("(a) exponent [95% CI] per cell and budget")
+    ax.set_title("(a) exponent [95% CI] per cell and budget (bar to +1: upper bound past "
+                 "the budget)", fontsize=9)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=6)
     for i, name in enumerate(names):

@@ -206,7 +206,8 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     store) and written at once; then every finished cell of the map, done or not this time."""
     del opt
     lanes, t0 = st.lanes(engine), time.perf_counter()
-    out = {"study": st.as_dict(lanes), "predictions": read_predictions(), "cells": {}}
+    out = {"schema": results.SCHEMA, "study": st.as_dict(lanes),
+           "predictions": read_predictions(), "cells": {}}
     for k, level in enumerate(st.levels):
         cfg, opt_, sweep, conf = cell_config(st, base, level)
         path = cell_file(engine.out, level, conf)
@@ -233,13 +234,25 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     return out
 
 
-def read_predictions():
-    """The pre-registered predictions (None where the file is not there)."""
+def read_predictions(path: str = PREDICTIONS):
+    """The pre-registered predictions (None where the file is not there), with the later
+    file's budgets (`<name>_<budget>.json`, e.g. the 32 768-response cell's) added to each
+    cell where the first file has no such budget."""
     try:
-        with open(PREDICTIONS) as f:
-            return json.load(f)
+        with open(path) as f:
+            preds = json.load(f)
     except OSError:
         return None
+    stem, folder = os.path.basename(path).removesuffix(".json"), os.path.dirname(path)
+    for name in sorted(os.listdir(folder)):
+        budget = name.removeprefix(stem + "_").removesuffix(".json")
+        if name.startswith(stem + "_") and budget.isdigit():
+            with open(os.path.join(folder, name)) as f:
+                later = json.load(f)
+            for cell, p in later.get("cells", {}).items():
+                if budget in p:
+                    preds["cells"].setdefault(cell, {}).setdefault(budget, p[budget])
+    return preds
 
 
 STUDY = Study("regime_map", Config, run, report, figure, models=MODELS)

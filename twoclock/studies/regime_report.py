@@ -2,7 +2,14 @@
 budget, each clock's batch exponent [paired 95% CI] beside the pre-registered prediction and
 the no-theory baseline (0: the drift-threshold hypothesis itself), the drift at each harm
 crossing over B_min's, the share of mixed-reward groups along the run; and the cells missing
-with the command that runs them. Reads the result dict only (no JAX)."""
+with the command that runs them. Reads the result dict only (no JAX).
+
+`python -m twoclock.studies.regime_report RESULT.json MEASURED.json` writes the measured file
+that docs/preregistered/ keeps beside the predictions: per cell and budget the per-seed clocks,
+the answers and the mixed-share path (32 points per batch), without the predictions."""
+import json
+import sys
+
 CLOCKS = ("progress", "null", "deficit", "damage")
 
 
@@ -61,7 +68,35 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
+def measured(out: dict) -> dict:
+    """The map's measured file: the study's settings and every finished cell (per-seed clocks
+    and drifts, the answers with their CIs, the mixed-share path), the predictions left out."""
+    keep = ("level", "start", "lr", "seconds", "config", "budgets")
+    return {"study": out["study"], "cells": {name: {k: c[k] for k in keep}
+                                             for name, c in out["cells"].items()},
+            "missing": out["missing"],
+            "reading": "per cell (warm-up level) and budget: per_seed[B][clock] = each seed's "
+                       "crossing in responses (null = not reached within the budget), "
+                       "answers = the study's contrasts with paired bootstrap 95% CIs, "
+                       "mixed_path[B] = share of mixed-reward groups, held-out accuracy and "
+                       "responses in mixed groups at 32 log-spaced response counts"}
+
+
+def main(argv=None) -> int:
+    src, dst = argv if argv is not None else sys.argv[1:]
+    with open(src) as f:
+        out = json.load(f)
+    with open(dst, "w") as f:
+        json.dump(measured(out), f, separators=(",", ":"))
+        f.write("\n")
+    return 0
+
+
 def figure(out: dict):
     """The regime map figure (twoclock.figures.regime_map); None where no cell is done."""
     from twoclock.figures.regime_map import regime_figure
     return regime_figure(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

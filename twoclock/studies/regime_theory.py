@@ -83,6 +83,15 @@ def stretch(path: dict) -> dict:
     return {b: n[b] / n[bs[0]] for b in bs}
 
 
+def extend(r, m, R: float):
+    """B_min's share path carried on to R responses at its last measured share (the theory's
+    one extrapolation past a run's end: the share neither rises nor falls further)."""
+    r, m = list(map(float, r)), list(map(float, m))
+    if R > r[-1]:
+        r, m = r + [float(R)], m + [m[-1]]
+    return r, m
+
+
 def exponent(batches, Ns) -> float | None:
     N = np.asarray(Ns, float)
     if not np.all(np.isfinite(N)):
@@ -90,16 +99,19 @@ def exponent(batches, Ns) -> float | None:
     return float(np.polyfit(np.log(batches), np.log(N), 1)[0])
 
 
-def predict_cell(cell: dict, budgets, pass_rates=None, G: int = 8) -> dict:
+def predict_cell(cell: dict, budgets, pass_rates=None, G: int = 8, extend_to=None) -> dict:
     """The predictions of one cell from its pilot (its longest budget's B_min mixed path and
     every batch's progress clocks): per budget {clock: exponent or None (censored)}, N_B and
-    the flat call."""
+    the flat call. extend_to: carry B_min's path on to that many responses (`extend`), for a
+    budget longer than the run the predictions read."""
     longest = cell["budgets"][str(max(int(b) for b in cell["budgets"]))]
     per, path = longest["per_seed"], longest["mixed_path"]
     bs = sorted(per, key=int)
     prog = {b: float(np.median(censored(per[b]["progress"]))) for b in bs}
     s = stretch(path)
     r, m = path[bs[0]]["responses"], path[bs[0]]["share"]
+    if extend_to is not None:
+        r, m = extend(r, m, extend_to)
     stars = {"null": median_variance(NULL_LEVEL, True) / VAR_PER_ACTIVE,
              "deficit": median_variance(DEFICIT_SHIFT, False) / VAR_PER_ACTIVE}
     out = {"inputs": {"pilot_progress_median": prog, "s_B": s,
@@ -125,9 +137,13 @@ def predict_cell(cell: dict, budgets, pass_rates=None, G: int = 8) -> dict:
 def main(argv=None) -> int:
     """python -m twoclock.studies.regime_theory CELLS_DIR OUT.json [CELL=PASS_RATES.npy ...]:
     the predictions from a pilot's finished cells (OUT/regime_map_cells of a regime_map run at
-    a few seeds), with each cell's reference pass rates where given."""
-    cells_dir, out_path, *rates = argv if argv is not None else sys.argv[1:]
-    rate_files = dict(x.split("=") for x in rates)
+    a few seeds), with each cell's reference pass rates where given. --budgets=R1,R2: predict at
+these budgets too, B_min's path carried past its end at its last share (`extend`)."""
+    cells_dir, out_path, *rest = argv if argv is not None else sys.argv[1:]
+    opts = dict(x.removeprefix("--").split("=") for x in rest if x.startswith("--"))
+    rate_files = dict(x.split("=") for x in rest if not x.startswith("--"))
+    extra = [int(x) for x in opts.get("budgets", "").split(",") if x]
+    extend_to = max(extra) if extra else None
     preds = {"theory": __doc__.split("\n\n")[0], "flat_if_abs_exponent_below": FLAT,
              "baseline": "exponent 0 in every cell (the drift-threshold hypothesis)",
              "calibration": {"var_per_active_response": VAR_PER_ACTIVE,
@@ -144,7 +160,8 @@ def main(argv=None) -> int:
             cell = json.load(f)
         key = name.removesuffix(".json").split("-")[0]  # <cell>-<config hash>.json
         pr = np.load(rate_files[key]) if key in rate_files else None
-        preds["cells"][key] = predict_cell(cell, sorted(int(b) for b in cell["budgets"]), pr)
+        budgets = sorted({int(b) for b in cell["budgets"]} | set(extra))
+        preds["cells"][key] = predict_cell(cell, budgets, pr, extend_to=extend_to)
         preds["cells"][key]["pilot_seconds"] = cell["seconds"]
     with open(out_path, "w") as f:
         json.dump(preds, f, indent=1)
