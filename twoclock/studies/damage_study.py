@@ -306,8 +306,9 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
     the answers."""
     del opt
     lanes = st.lanes(engine)
-    out, t0 = {"study": st.as_dict(lanes), "predictions": PREDICTIONS, "cells": {}}, \
-        time.perf_counter()
+    out = {"schema": results.SCHEMA, "study": st.as_dict(lanes), "predictions": PREDICTIONS,
+           "cells": {}}
+    t0 = time.perf_counter()
     for name, cfg, opt_, sweep, res, secs in run_cells(
             model, cells(st, base), title="damage study", store_root=engine.store,
             max_lanes=lanes, keep=keep, quiet=quiet, cell_key=lambda n: f"damage_{n}"):

@@ -216,7 +216,8 @@ def run(model, base, opt, st: Config, *, keep=None, quiet: bool = False,
         return run_prereg(model, base, st, keep=keep, quiet=quiet, engine=engine)
     log = (lambda m: None) if quiet else print
     lanes = st.lanes(engine)
-    out, t0 = {"study": st.as_dict(lanes), "cells": {}}, time.perf_counter()
+    out, t0 = ({"schema": results.SCHEMA, "study": st.as_dict(lanes), "cells": {}},
+               time.perf_counter())
     loans = borrowed(st)
     lenders = {loan.lender for loan in loans.values()}
     done = {}  # the lending cells' results
@@ -267,7 +268,8 @@ def run_prereg(model, base, st: Config, *, keep=None, quiet: bool = False,
     pred = None if predict else read_predictions(st)
     names = ("seen",) if predict else tuple(prereg.UNSEEN)
     lanes = st.lanes(engine)
-    out, t0 = {"study": st.as_dict(lanes), "cells": {}}, time.perf_counter()
+    out, t0 = ({"schema": results.SCHEMA, "study": st.as_dict(lanes), "cells": {}},
+               time.perf_counter())
     for name, cfg, opt, sweep, res, secs in run_cells(
             model, prereg.cells(st, base, names), title="policy study, pre-registered",
             store_root=engine.store, max_lanes=lanes, keep=keep, quiet=quiet,
