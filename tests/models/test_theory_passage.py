@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import assume, example, given, settings, strategies as st
 from jax.scipy.special import ndtr
 from scipy.integrate import quad
 
@@ -82,7 +82,24 @@ def test_first_passage_median_matches_simulation_momentum(dim, alpha, sigma, mu,
                                                           near_floor):
     # The same domain for heavy-ball momentum (lr h / (1 - mu) from 1/8), whose coordinates'
     # losses oscillate with complex roots: the copula's components are 3-dimensional there.
+    # The documented late pocket is left out: its known misses are pinned below as strict
+    # expected failures (docs/theory.md, "Where it misses").
+    assume(not _in_late_pocket(mu, batch, lrh, near_floor))
     _check_passage(dim, alpha, sigma, "momentum", mu, batch, lrh, near_floor)
+
+
+def _in_late_pocket(mu, batch, lrh, near_floor) -> bool:
+    """The momentum theory's known late pocket: B 1, momentum >= 0.75, moderate steps (lr h /
+    (1 - mu) in [0.45, 0.85]) and a target 0.7-0.8 x the floor, where it runs 8-11% late. The
+    derandomized examples depend on the package's numeric literals (tests/conftest.py), so a new
+    module can move them into it: they did, onto the second pinned case below."""
+    return batch == 1 and mu >= 0.75 and 0.45 <= lrh <= 0.85 and 0.7 <= near_floor <= 0.8
+
+
+def test_the_late_pocket_holds_both_pinned_cases():
+    assert _in_late_pocket(0.75, 1, 0.69921875, 0.703125)
+    assert _in_late_pocket(0.875, 1, 0.5, 0.75)
+    assert not _in_late_pocket(0.875, 2, 0.5, 0.75) and not _in_late_pocket(0.5, 1, 0.5, 0.75)
 
 
 @pytest.mark.xfail(strict=True, reason="the truncated family's late pocket (docs/theory.md): "
@@ -92,6 +109,14 @@ def test_first_passage_late_pocket_found_by_the_thorough_profile():
     1024-seed median 19.0 (SE 0.50). Strict: a theory that fixes it fails here, and the docs'
     accuracy statement is then to be updated."""
     _check_passage(16, 1.0, 0.71875, "momentum", 0.75, 1, 0.69921875, 0.703125)
+
+
+@pytest.mark.xfail(strict=True, reason="the late pocket (docs/theory.md): 26 against 24.0 (SE "
+                   "0.57), +8.3%, outside 5% and 3 SE")
+def test_first_passage_late_pocket_found_by_the_ci_profile():
+    """Momentum 0.875, B 1, lr h / (1 - mu) 1/2, 0.75 x the floor: the CI profile's examples
+    landed here once new modules changed the literals hypothesis draws from. Strict, as above."""
+    _check_passage(16, 1.0, 1.0, "momentum", 0.875, 1, 0.5, 0.75)
 
 
 @pytest.mark.parametrize("dim, alpha, sigma, batch, lr, near_floor", [
