@@ -29,7 +29,7 @@ import sys
 
 import numpy as np
 
-from twoclock.pilot import levels
+from twoclock.pilot import bands, levels
 from twoclock.pilot.fit import t_quantile
 from twoclock.pilot.plan import PilotError, PilotRuns, plan
 
@@ -163,8 +163,8 @@ def predict(sweep: str, out: str) -> dict:
 
 
 def _width(band: list, median: float) -> float:
-    """The band's half-width as a factor: max(hi / median, median / lo)."""
-    return max(band[1] / median, median / band[0])
+    """The band's half-width as a factor: max(hi / median, median / lo) (pilot.bands.width)."""
+    return bands.width({"median": median, "ci": band})
 
 
 def _contrast(a: list, b: list) -> dict:

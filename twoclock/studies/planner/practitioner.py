@@ -20,7 +20,7 @@ from dataclasses import replace
 import numpy as np
 
 from twoclock.atomic import atomic_write
-from twoclock.pilot import logs as pl
+from twoclock.pilot import bands, logs as pl
 from twoclock.pilot.plan import PilotError
 from twoclock.studies.planner import logs_check
 
@@ -93,14 +93,6 @@ def write_design(path: str, sims: dict, pilots, seed: int, metric: str, rng) -> 
     atomic_write(path, write)
 
 
-def width(pred: dict) -> float:
-    """The band's width factor: max(median / low, high / median); inf where an end is open."""
-    m, (lo, hi) = pred["median"], pred["ci"]
-    if m is None or lo is None or hi is None or lo <= 0:
-        return math.inf
-    return max(m / lo, hi / m)
-
-
 def score(pred: dict, true) -> dict:
     m, (lo, hi) = pred["median"], pred["ci"]
     if true is None or m is None:
@@ -108,7 +100,7 @@ def score(pred: dict, true) -> dict:
                 "width": None}
     return {"predicted": m, "ci": pred["ci"], "rel_error": m / true - 1,
             "covered": bool((lo or 0) <= true <= (math.inf if hi is None else hi)),
-            "width": width(pred)}
+            "width": bands.width(pred)}
 
 
 def truth(res) -> float | None:
