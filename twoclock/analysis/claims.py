@@ -128,15 +128,20 @@ def batch_scores(src: Source, clock: str, theory_key: str) -> dict:
             m = src.median_ci(clock, b, lr0)
             if m["median"] is None:
                 continue
-            lo, hi = (-np.inf if m["ci"][0] is None else m["ci"][0],
-                      np.inf if m["ci"][1] is None else m["ci"][1])
-            for k, g in (("theory", src.d["theory"][theory_key][i][j]),
-                         ("baseline", _base(src, clock, b, lr0, b_seen))):
-                t = out[k]
-                t[0] += bool(lo <= g <= hi)
-                t[1] += 1
-                t[2] = max(t[2], abs(g / m["median"] - 1))
+            _tally(out, m["ci"], m["median"], (("theory", src.d["theory"][theory_key][i][j]),
+                                               ("baseline", _base(src, clock, b, lr0, b_seen))))
     return out
+
+
+def _tally(out: dict, ci, measured: float, predictions) -> None:
+    """Each (predictor, value) into out[predictor] = [inside the measured 95% CI (an open end
+    unbounded), scored, largest |value / measured - 1|]."""
+    lo, hi = (-np.inf if ci[0] is None else ci[0], np.inf if ci[1] is None else ci[1])
+    for k, g in predictions:
+        t = out[k]
+        t[0] += bool(lo <= g <= hi)
+        t[1] += 1
+        t[2] = max(t[2], abs(g / measured - 1))
 
 
 def critical_scores(src: Source) -> dict:
@@ -156,13 +161,8 @@ def critical_scores(src: Source) -> dict:
         m = measured(lr0)
         if lr0 == seen or m["batch"] is None or base is None:
             continue
-        lo, hi = (-np.inf if m["ci"][0] is None else m["ci"][0],
-                  np.inf if m["ci"][1] is None else m["ci"][1])
-        for k, g in (("theory", src.d["theory_critical_batch"][j]), ("baseline", base)):
-            t = out[k]
-            t[0] += bool(lo <= g <= hi)
-            t[1] += 1
-            t[2] = max(t[2], abs(g / m["batch"] - 1))
+        _tally(out, m["ci"], m["batch"],
+               (("theory", src.d["theory_critical_batch"][j]), ("baseline", base)))
     return out
 
 
