@@ -65,7 +65,8 @@ def from_name(rx, name: str):
     return v
 
 
-def _num(s: dict, key: str):
+def setting(s: dict, key: str):
+    """A trainer setting as a finite number > 0, or None (absent, not a number, a bool)."""
     v = s.get(key)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and \
         math.isfinite(v) and v > 0 else None
@@ -84,11 +85,11 @@ def from_settings(settings):
     if not settings:
         return None, ""
     s = {k.replace("/", "."): v for k, v in settings.items()}
-    prompts, n = _num(s, "data.train_batch_size"), _num(s, "actor_rollout_ref.rollout.n")
+    prompts, n = setting(s, "data.train_batch_size"), setting(s, "actor_rollout_ref.rollout.n")
     if prompts and n:
         return prompts * n, ""
-    per, acc = _num(s, "per_device_train_batch_size"), _num(s, "gradient_accumulation_steps")
-    gen, spg = _num(s, "generation_batch_size"), _num(s, "steps_per_generation")
+    per, acc = setting(s, "per_device_train_batch_size"), setting(s, "gradient_accumulation_steps")
+    gen, spg = setting(s, "generation_batch_size"), setting(s, "steps_per_generation")
     if per is None:
         return None, ""
     acc = acc or 1.0

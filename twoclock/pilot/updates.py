@@ -45,12 +45,6 @@ def parse(items) -> dict:
     return out
 
 
-def _num(s: dict, key: str):
-    v = s.get(key)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and \
-        math.isfinite(v) and v > 0 else None
-
-
 def from_settings(settings) -> tuple:
     """(K or None, logged steps per rollout batch, what gave K) from a trainer's settings
     {key: value} (pilot.batches reads the batch from the same); PilotError where they give a
@@ -58,20 +52,20 @@ def from_settings(settings) -> tuple:
     if not settings:
         return None, 1.0, ""
     s = {k.replace("/", "."): v for k, v in settings.items()}
-    prompts = _num(s, "data.train_batch_size")
-    mini = _num(s, "actor_rollout_ref.actor.ppo_mini_batch_size")
+    prompts = batches.setting(s, "data.train_batch_size")
+    mini = batches.setting(s, "actor_rollout_ref.actor.ppo_mini_batch_size")
     if prompts and mini:  # verl: one logged step per rollout batch
-        epochs = _num(s, "actor_rollout_ref.actor.ppo_epochs") or 1.0
+        epochs = batches.setting(s, "actor_rollout_ref.actor.ppo_epochs") or 1.0
         k = _count(prompts / mini * epochs)
         if k is None or prompts % mini:
             raise PilotError(f"data.train_batch_size {prompts:g} is not a whole number of "
                              f"actor_rollout_ref.actor.ppo_mini_batch_size {mini:g}")
         return k, 1.0, (f"verl: data.train_batch_size {prompts:g} / ppo_mini_batch_size "
                         f"{mini:g} x ppo_epochs {epochs:g}")
-    iters, spg = _num(s, "num_iterations"), _num(s, "steps_per_generation")
+    iters, spg = batches.setting(s, "num_iterations"), batches.setting(s, "steps_per_generation")
     if iters is None and spg is None:
         return None, 1.0, ""
-    acc = _num(s, "gradient_accumulation_steps") or 1.0
+    acc = batches.setting(s, "gradient_accumulation_steps") or 1.0
     spg = spg or acc  # TRL's default: one generation batch per optimizer step
     k = _count((iters or 1.0) * spg / acc)
     if k is None or spg % acc:
