@@ -17,6 +17,7 @@ from twoclock.analysis import clocks
 from twoclock.analysis.paired import med, paired_ci
 from twoclock.clock import Clock, first_crossing, stored
 from twoclock.config import DELTA, require
+from twoclock.pilot import adam
 
 
 def levels(start: float, target: float, n: int) -> list:
@@ -59,8 +60,7 @@ def local_exponents(batches, prog_BxS, idx) -> list:
 def fixed_exponent(b, b_noise):
     """Adam at a fixed lr, the local exponent d log N / d log B of N ∝ sqrt(B (B + B_n)):
     1/2 + B / (2 (B + B_n)) (1/2 noise-dominated, 1 sign-like)."""
-    b = np.asarray(b, np.float64)
-    return 0.5 + b / (2.0 * (b + b_noise))
+    return adam.local_exponent(np.asarray(b, np.float64), b_noise, 0.0)
 
 
 def fixed_exponent_between(b1, b2, b_noise):
