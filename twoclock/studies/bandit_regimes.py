@@ -68,6 +68,10 @@ def run_case(model, name: str, seeds: int, quiet: bool = True, keep=None) -> dic
         r["drift_diagnostics"] = {k: float(np.mean(ck[k])) for k in (
             "restoring_drift", "adam_rms_drift", "move_drift", "logratio_drift", "clip_frac",
             "clip_frac_active")}
+        # each seed's crossings (samples, 0 = never), so a paired contrast can be recomputed
+        r["per_seed"] = {"progress": res.prog_n[i, j].tolist(),
+                         "failure": res.fail_n[i, j].tolist(),
+                         "collapse": np.asarray(res.extra["collapse_n"][i, j]).tolist()}
         if cfg.drift_source == "emergent":
             r["theory"] = {}  # the injected pull's theory does not apply
     return {"unit": "responses", "overrides": {"model": kw, "optimizer": okw}, "runs": runs,
