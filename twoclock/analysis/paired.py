@@ -39,6 +39,21 @@ def paired_ci(fn, *x_S, idx, undefined=np.inf) -> dict:
     return {"median": finite_or_none(point), "ci": [finite_or_none(lo), finite_or_none(hi)]}
 
 
+def exponent_ci(per_batch: dict, clock: str, idx) -> dict:
+    """Least-squares slope of log median N against log B over the batches whose median was
+    reached, with a paired bootstrap CI over seeds ({median: None} if fewer than two)."""
+    bs = sorted(per_batch, key=int)
+    x = {b: censored(per_batch[b][clock]) for b in bs}
+    use = [b for b in bs if np.isfinite(np.median(x[b]))]
+    if len(use) < 2:
+        return {"median": None, "ci": [None, None], "batches": [int(b) for b in use]}
+    logb = np.log([int(b) for b in use])
+
+    def slope(*xs):
+        return log_slope(logb, np.log(np.stack([med(v) for v in xs], axis=-1)))
+    return {**paired_ci(slope, *(x[b] for b in use), idx=idx), "batches": [int(b) for b in use]}
+
+
 def ratio_ci(x_S, y_S, idx, undefined=np.inf) -> dict:
     """med(x) / med(y) of two clocks (runs that never crossed as inf), paired."""
     return paired_ci(lambda a, b: med(a) / med(b), censored(x_S), censored(y_S), idx=idx,

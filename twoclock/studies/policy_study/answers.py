@@ -4,8 +4,8 @@ in docs/policy.md: 1_progress_gap, 2_exponents, 3_clipping, 4_collapse, 5_varian
 import numpy as np
 
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
-from twoclock.analysis.paired import diff_ci, finite_or_none, log_slope, med, paired_ci, \
-    ratio_ci, ratio_of_ratios_ci
+from twoclock.analysis.paired import diff_ci, exponent_ci, finite_or_none, ratio_ci, \
+    ratio_of_ratios_ci
 from twoclock.atomic import one_line
 from twoclock.config import require, require_int
 from twoclock.models.policy.predict import measured_exponent
@@ -15,21 +15,6 @@ from twoclock.studies.policy_study.cells import CLIPS, CLOCK_KEYS, DRIFT, VARIAN
 # each clock of the exponents and the direction whose noise scale decides it (Adam's
 # per-coordinate measurement names its statistics the same)
 DIRECTION = {"progress": "acc", "null": "null", "kl": "kl", "entropy": "entropy"}
-
-
-def exponent_ci(per_batch: dict, clock: str, idx) -> dict:
-    """Least-squares slope of log median N against log B over the batches whose median was
-    reached, with a paired bootstrap CI over seeds ({median: None} if fewer than two)."""
-    bs = sorted(per_batch, key=int)
-    x = {b: censored(per_batch[b][clock]) for b in bs}
-    use = [b for b in bs if np.isfinite(np.median(x[b]))]
-    if len(use) < 2:
-        return {"median": None, "ci": [None, None], "batches": [int(b) for b in use]}
-    logb = np.log([int(b) for b in use])
-
-    def slope(*xs):
-        return log_slope(logb, np.log(np.stack([med(v) for v in xs], axis=-1)))
-    return {**paired_ci(slope, *(x[b] for b in use), idx=idx), "batches": [int(b) for b in use]}
 
 
 def progress_gap(cell: dict, b0: str, idx) -> dict:
