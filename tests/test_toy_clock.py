@@ -168,3 +168,16 @@ def test_the_damage_studys_deficit_clock_counts_from_zero_at_zero_responses():
     assert deficit_crossing(s, x, 0.5).tolist() == [100.0]
     assert deficit_crossing(s, x, 0.75).tolist() == [pytest.approx(150.0, rel=1e-15)]
     assert deficit_crossing(s, x, 0.0).tolist() == [NEVER]
+
+
+def test_seed_crossings_time_each_seed_from_its_start_value_by_hand():
+    """Two seeds, unequal curves, a falling condition from x0 = 1 at 0 samples: seed 0 reaches
+    0.6 between 0 (1.0) and 10 (0.2) at 0.4 / 0.8 x 10 = 5; seed 1 between 20 (0.8) and 30
+    (0.4) at 20 + 0.2 / 0.4 x 10 = 25; a seed that never gets there is NEVER, and so is one
+    whose start already meets the condition (x0 = 0.5)."""
+    from twoclock.clock import seed_crossings
+    s = [[10.0, 20.0, 30.0], [10.0, 20.0, 30.0], [10.0, 20.0, 30.0]]
+    x = [[0.2, 0.1, 0.0], [0.9, 0.8, 0.4], [0.9, 0.8, 0.7]]
+    got = seed_crossings(s, x, Clock("x", "<=", 0.6), 1.0)
+    assert got.tolist() == [pytest.approx(5.0, rel=1e-15), pytest.approx(25.0, rel=1e-15), NEVER]
+    assert seed_crossings(s, x, Clock("x", "<=", 0.6), 0.5).tolist() == [NEVER] * 3

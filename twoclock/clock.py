@@ -92,6 +92,15 @@ def first_crossing(s, v, clock: Clock) -> Crossing:
     return Crossing(float(between(s[i - 1], s[i], clock.fraction(v[i - 1], v[i]))), i)
 
 
+def seed_crossings(samples_SxC, x_SxC, clock: Clock, x0: float) -> np.ndarray:
+    """[S] stored first crossings (`stored`: NEVER where none within the run) of each seed's
+    checkpointed metric x, the curve starting from x0 at 0 samples (every run's start; a
+    condition x0 already meets crosses at 0 samples, which is stored as NEVER)."""
+    s, x = np.asarray(samples_SxC, np.float64), np.asarray(x_SxC, np.float64)
+    return np.array([stored(first_crossing(np.r_[0.0, s[i]], np.r_[x0, x[i]], clock))
+                     for i in range(s.shape[0])], np.float64)
+
+
 def stored(c: Crossing) -> float:
     """A crossing as a stored clock: its samples where one was seen, else NEVER."""
     return c.samples if c.seen else NEVER
@@ -102,5 +111,5 @@ def reached(n):
     return np.asarray(n) > NEVER
 
 
-__all__ = ["NEVER", "OPS", "Clock", "between", "Crossing", "first_crossing", "stored",
-           "reached"]
+__all__ = ["NEVER", "OPS", "Clock", "between", "Crossing", "first_crossing", "seed_crossings",
+           "stored", "reached"]

@@ -35,7 +35,7 @@ import numpy as np
 from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
 from twoclock.analysis.paired import finite_or_none, log_slope, paired_ci, ratio_ci
-from twoclock.clock import Clock, first_crossing as clock_first, reached, stored
+from twoclock.clock import Clock, reached, seed_crossings
 from twoclock.config import SweepConfig, param, require, require_fraction, require_int
 from twoclock.models.policy import DEPLOY, WarmupConfig
 from twoclock.models.policy.dynamics import setup
@@ -166,11 +166,7 @@ def first_crossing(samples_SxC, x_SxC, level: float) -> np.ndarray:
     """[S] responses at which x first reaches level (NEVER: not in the budget), the shared
     crossing of every clock (`twoclock.clock`), from x = 0 at 0 responses (the reference, where
     the deficit is 0: met there, a level <= 0, is no crossing)."""
-    s = np.asarray(samples_SxC, np.float64)
-    x = np.asarray(x_SxC, np.float64)
-    clock = Clock("deficit", ">=", level)
-    return np.array([stored(clock_first(np.r_[0.0, s[i]], np.r_[0.0, x[i]], clock))
-                     for i in range(s.shape[0])], np.float64)
+    return seed_crossings(samples_SxC, x_SxC, Clock("deficit", ">=", level), 0.0)
 
 
 def deficit(acc_SxC, deploy_SxC, start: dict) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 
 from twoclock.analysis import clocks
 from twoclock.analysis.paired import med, paired_ci
-from twoclock.clock import Clock, first_crossing, stored
+from twoclock.clock import Clock, seed_crossings
 from twoclock.config import DELTA, require
 from twoclock.pilot import adam
 
@@ -30,10 +30,7 @@ def crossings(samples_SxC, x_SxC, level: float, x0: float, op: str = "<=") -> np
     """[S] samples at which each seed's checkpointed metric x first meets `op level`, from x0 at
     0 samples (every run's start), interpolated between checkpoints (`twoclock.clock`); NEVER
     (0) where it does not within the run."""
-    s, x = np.asarray(samples_SxC, np.float64), np.asarray(x_SxC, np.float64)
-    clock = Clock("x", op, level)
-    return np.array([stored(first_crossing(np.r_[0.0, s[i]], np.r_[x0, x[i]], clock))
-                     for i in range(s.shape[0])], np.float64)
+    return seed_crossings(samples_SxC, x_SxC, Clock("x", op, level), x0)
 
 
 def critical_curve(batches, prog_KxBxS, delta: float = DELTA, idx=None) -> list:
