@@ -141,3 +141,20 @@ def test_anchor_takes_the_top_pilots_bracket():
               progress_form="adam", predict_rule=(0.0, 1e-6, 256.0))
     L, H = pl.predictions[0].progress_samples["envelope"]["anchor"]
     assert L == pytest.approx(225e3, rel=1e-9) and H == pytest.approx(250828, rel=1e-4)
+
+
+def test_joint_bands_are_clipped_to_each_targets_envelope():
+    """Several targets (pilot/levels.py): each target's joint band at 8x lies inside
+    [L 8^(1/2), H 8^1], L, H its own plan's anchor at the largest pilot (fixed lr)."""
+    from twoclock.pilot import levels
+    from twoclock.pilot.plan import plan
+    plans = []
+    for prog in ([79.8e3, 80.0e3, 153.6e3], [1.6e5, 2.4e5, 3.1e5]):
+        bracket = [[0.9 * x, x] for x in prog]
+        plans.append(plan(_runs(prog, [1e-6] * 3, bracket=bracket), predict=[8192.0],
+                          progress_form="adam", predict_rule=(0.0, 1e-6, 256.0)).to_json())
+    out = levels.joint_plan(["acc>=0.5", "acc>=0.55"], plans, predict=[8192.0])
+    for row, p in zip(out["targets"], plans):
+        L, H = p["predictions"][0]["progress_samples"]["envelope"]["anchor"]
+        lo, hi = row["predictions"][0]["progress_samples"]["ci"]
+        assert lo >= L * 8 ** 0.5 * (1 - 1e-12) and hi <= H * 8 * (1 + 1e-12)
