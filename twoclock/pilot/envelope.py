@@ -18,9 +18,9 @@ whatever the pilots say of the critical batch. [L, H] is the largest pilot's clo
 about the fit (or an evaluation's crossing noise where larger, pilot/evalnoise.py), and the
 logged samples either side of the top pilot's crossing (where it was read from a log). The
 plan's own profile band at B_top was tried first: with three one-seed pilots (one residual
-degree of freedom, t = 12.7) it is x1.5-x2.7 either side at the pilot itself, and the envelope
-then took the median width only from x3.03 to x3.03 (default form) and x2.80 to x2.57 (adam).
-It is anchored on that interval, not on a slope fitted to the pilots: pilots whose own
+degree of freedom, t = 12.7) it is a median x1.96 (default form) | x1.90 (adam) either side
+at the pilot itself, and the envelope then took the median width only from x3.03 to x3.03 and
+from x2.80 to x2.57. The envelope is anchored on [L, H], not on a slope fitted to the pilots: pilots whose own
 exponents fall outside [lo, hi] (one noisy crossing each) widen [L, H] through the residuals,
 and do not move the bound's exponents.
 
