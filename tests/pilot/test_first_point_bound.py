@@ -11,7 +11,7 @@ import math
 import pytest
 
 from tests.pilot.test_logs_as_they_are import PILOTS, _log
-from twoclock.pilot import logs as pl
+from twoclock.pilot import envelope, logs as pl
 from twoclock.pilot.conditions import parse_condition
 from twoclock.pilot.plan import PilotError
 from twoclock.studies.planner.logs_check import crossings_seen
@@ -23,7 +23,8 @@ LATE = ("g", 32, 0.02, 1400, 7000, 1500)
 USED = math.sqrt(1250 * 1500)  # by hand: 1369.306...
 
 
-def test_the_first_point_run_is_bounded_by_the_smaller_batches_and_used(tmp_path, capsys):
+def test_the_first_point_run_is_bounded_by_the_smaller_batches_and_used(tmp_path, capsys,
+                                                                       monkeypatch):
     from tests.helpers import plan_main
     path = _log(tmp_path / "l.csv", TWO + [LATE])
     assert plan_main("plan_bound")(["--logs", path, "--progress", "acc>=1", "--predict", "64",
@@ -35,7 +36,14 @@ def test_the_first_point_run_is_bounded_by_the_smaller_batches_and_used(tmp_path
         {"run": "g", "batch": 32, "bound": [1250.0, 1500.0], "used": pytest.approx(USED)}]
     assert {r["run"]: r["progress_samples"] for r in out["runs"]} == pytest.approx(
         {"a": 1000, "b": 1100, "c": 1200, "d": 1250, "g": USED}, rel=1e-9)
-    # the plan is the plan of a log in which g crossed at sqrt(L s1) between logged points
+    # the exponent envelope past B 32 is anchored on g's whole bound [1250, 1500]
+    # (pilot/envelope.py), which a crossing seen at sqrt(L s1) would not carry
+    L, H = out["predictions"][0]["progress_samples"]["envelope"]["anchor"]
+    assert L <= 1250 and H >= 1500
+    # without it, the plan is the plan of a log in which g crossed at sqrt(L s1) between
+    # logged points
+    monkeypatch.setattr(envelope, "ON", False)
+    out = pl.plan_logs(path, "acc>=1", [], predict=[64])
     at = _log(tmp_path / "at.csv", TWO + [("g", 32, 0.02, USED, 7000, 100)])
     seen = pl.plan_logs(at, "acc>=1", [], predict=[64])
     a, b = out["predictions"][0]["progress_samples"], seen["predictions"][0]["progress_samples"]

@@ -276,7 +276,7 @@ def test_script_writes_the_json_schema(tmp_path, capsys):
     assert [p["batch"] for p in out["predictions"]] == [128.0, 256.0]
     p = out["predictions"][0]
     assert set(p) >= {"batch", "lr", "progress_samples", "failure_samples"}
-    assert set(p["progress_samples"]) == {"median", "ci"}
+    assert set(p["progress_samples"]) == {"median", "ci", "envelope"}
     assert_close(p["lr"], 0.01 * 4, rtol=1e-6, atol=0, what="lr at 128 (sqrt rule)")
     assert set(out["critical_batch"]) == {"batch", "ci"}
     assert set(out["failure_exponent"]) >= {"value", "ci"}

@@ -1,8 +1,11 @@
 """Why a predicted band is wide (issue 50 item 5; docs/plan.md, "Bands that say why"): its width
 factor, max(median / low, high / median) (infinite where an end is open), and, where that is
 above WIDE (x2 either side), one line naming the pilot and the target behind it. The band itself
-is the plan's (pilot.plan); this only reads it."""
+is the plan's (pilot.plan); this only reads it. Where the theory's exponent bound set an end
+(pilot/envelope.py), the line says so first."""
 import math
+
+from twoclock.pilot import envelope
 
 WIDE = 2.0  # a band wider than x2 either side of its median says why
 EXTRAPOLATION = 4.0  # a predicted batch this many times the largest pilot's is named
@@ -57,12 +60,14 @@ def reasons(b: float, critical: dict, estimates, pilot_batches) -> list:
 
 def why(band: dict, b: float, condition: str, critical: dict, estimates,
         pilot_batches) -> str | None:
-    """One line where the band at b is wider than WIDE either side (the first two reasons);
-    None otherwise."""
+    """One line where the band at b is wider than WIDE either side (the first two reasons, the
+    envelope's clause first where it set an end); None otherwise."""
     w = width(band)
     if w is None or w <= WIDE:
         return None
     rs = reasons(b, critical, estimates, set(pilot_batches))
+    env = envelope.describe(band.get("envelope"))
+    rs = rs if env is None else [env] + rs
     head = "open-ended" if math.isinf(w) else f"x{w:.3g} either side"
     return f"band at B {b:g} for {condition} is {head}: " + "; ".join(rs[:2])
 

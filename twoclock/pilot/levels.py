@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from twoclock.config import scaled_lr
-from twoclock.pilot import adam, fit as pf, forms
+from twoclock.pilot import adam, envelope, fit as pf, forms
 from twoclock.pilot.conditions import parse_condition
 from twoclock.pilot.plan import PilotError
 from twoclock.pilot.result import TARGETS_SCHEMA
@@ -151,6 +151,8 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95) -> d
                 for a, b, c in zip(med, lo, hi)]
         rate = {"rate": p["fit"]["progress_form_error"]["curvature"]}
         band = forms.widen(band, forms.sigma(rate, B, lo_B, hi_B), level)
+        own = {q["batch"]: q["progress_samples"].get("envelope") for q in p["predictions"]}
+        band = [_enveloped(x, b, own.get(b), rule["p"]) for x, b in zip(band, batches)]
         bn = math.exp(fit.log_noise_scale(l))
         rows.append({"condition": t, "level": float(vals[l]), "noise_scale": bn,
                      "critical_batch": adam.SQRT_C * bn,
@@ -168,6 +170,18 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95) -> d
                       "dof": fit.dof, "sigma": math.sqrt(fit.sse[fit.best] / fit.dof),
                       "level": level, "clocks": fit.n},
             "source": plans[0]["source"]}
+
+
+def _enveloped(band: dict, b: float, own: dict | None, p: float) -> dict:
+    """The joint band at b clipped to the exponent envelope (pilot/envelope.py) anchored where
+    the target's own plan anchored it (its largest pilot's clock interval), with the Adam
+    form's exponents under lr ~ B^p; unchanged where the own plan has no envelope at b."""
+    if own is None or not envelope.ON:
+        return band
+    lo, hi = envelope.exponents("adam", p)
+    env = envelope.ends(b, own["batch_top"], own["anchor"], lo, hi)
+    new, set_ = envelope.clip(band, env)
+    return {**new, "envelope": {**own, "exponents": [lo, hi], "ci": env, "set": set_}}
 
 
 def table(out: dict) -> str:

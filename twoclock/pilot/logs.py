@@ -46,7 +46,23 @@ PROGRESS_ONLY = ("progress-only plan: no --failure condition, so no failure cloc
                  "seconds where step times are logged")
 
 
-def _runs(logs, prog, fail, source, var=None):
+def _brackets(logs, prog, cond) -> np.ndarray:
+    """[timed runs, 2]: the logged samples either side of each timed crossing (a first-point
+    run's bound), in the order of the fits' rows."""
+    out = []
+    for r, c in zip(logs.runs, prog):
+        if not c.timed:
+            continue
+        if c.bound is not None:
+            out.append(c.bound)
+            continue
+        s = r.samples_R[np.isfinite(r.metrics[cond.metric])]
+        nxt = float(s[min(int(np.searchsorted(s, c.samples, "left")), s.size - 1)])
+        out.append((nxt - c.interval, nxt))
+    return np.array(out, np.float64).reshape(-1, 2)
+
+
+def _runs(logs, prog, fail, source, var=None, bracket=None):
     """PilotRuns for one failure condition: runs that reached the target, failure censored at
     the last logged sample of its metric; fail None (a progress-only plan): no run fails and
     none has a length that bounds a failure."""
@@ -60,7 +76,8 @@ def _runs(logs, prog, fail, source, var=None):
                      take(lambda i: fail[i].samples if not fail[i].crossed else math.inf),
                      take(lambda i: logs.runs[i].seconds_per_update),
                      tuple(logs.runs[i].name for i in keep), source=source,
-                     updates_R=take(lambda i: logs.runs[i].updates), crossing_var_R=var)
+                     updates_R=take(lambda i: logs.runs[i].updates), crossing_var_R=var,
+                     bracket_R=bracket)
 
 
 def _inf(v):
@@ -231,7 +248,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     timed = [r for r, c in zip(logs.runs, prog) if c.timed]
     rule = anchored(predict_rule, np.array([r.batch for r in timed], np.float64),
                     np.array([r.lr for r in timed], np.float64))
-    outs = [pilot.plan(_runs(logs, prog, fl, source, var), predict, margin, level,
+    brk = _brackets(logs, prog, pc)
+    outs = [pilot.plan(_runs(logs, prog, fl, source, var, brk), predict, margin, level,
                        chosen.get(_text(f)), progress_form, rule) for f, fl in plans]
     first, conds = outs[0], [f for f, _ in plans]
     est, which = _estimates(outs)

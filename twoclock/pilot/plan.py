@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from twoclock.config import DELTA, require
-from twoclock.pilot import fit as pf, forms
+from twoclock.pilot import envelope, fit as pf, forms
 from twoclock.pilot.result import (CriticalBatch, Curves, Estimate, Exponent, FailureForm,
                                    FailureReport, Fit, Plan, Prediction, ProgressReport,
                                    Recommendation, Rule, RunRow, Throughput)
@@ -47,6 +47,8 @@ class PilotRuns:
     # know it (a trainer's settings, --updates); only the Adam form reads it (pilot/adam.py)
     updates_R: np.ndarray | None = None
     crossing_var_R: np.ndarray | None = None  # each clock's variance in log (evalnoise.py)
+    # [R, 2]: the logged samples either side of each crossing (pilot/envelope.py's anchor)
+    bracket_R: np.ndarray | None = None
 
     def updates(self) -> np.ndarray:
         """K per run (1 where not given)."""
@@ -183,7 +185,8 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
                                       failure_form)
     except forms.FormNotFitted as e:
         raise PilotError(f"--form: {e}") from None
-    prog_band = lambda bs: progress.band(bs, level)
+    env = _envelope(progress, runs, use, progress_form, rule.p, level)
+    prog_band = lambda bs, keep=False: _enveloped(progress.band(bs, level), bs, env, keep)
     fail_band = lambda bs: failure.band(prog_band(bs), bs, level)
     tmodel, spu = _step_times(runs)
     cand = sorted(set(float(b) for b in distinct) | set(float(b) for b in (predict or ())))
@@ -192,6 +195,8 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     predictions = tuple(Prediction(b, rule.lr(b), pb, fb, nb, s, _hours(pb, s, b))
                         for b, pb, fb, nb, s in zip(pred_B, prog_band(pred_B), fail_band(pred_B),
                                                     bound, map(spu, pred_B)))
+    predictions = tuple(replace(p, progress_samples=pb) for p, pb
+                        in zip(predictions, prog_band(pred_B, keep=True)))
     grid = np.geomspace(min(cand + [float(runs.batch_R.min())]), max(cand), 41).tolist()
     curves = Curves(grid, prog_band(grid),
                     None if failure.chosen is None else fail_band(grid))
@@ -211,6 +216,36 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
                       for b, lr, p, f, o, s in zip(runs.batch_R, runs.lr_R, runs.prog_R,
                                                    runs.fail_R, on, runs.seed_R)),
                 runs.source)
+
+
+def _envelope(progress, runs, use, progress_form, p: float, level: float) -> tuple | None:
+    """(b_top, its clock's interval, lo, hi): pilot/envelope.py's bound past the largest pilot
+    b_top (Adam: the largest samples per update, at K_pred); None where envelope.ON is off."""
+    if not envelope.ON:
+        return None
+    fit = progress.fit
+    if progress_form is None:
+        b_top = float(runs.batch_R[use].max())
+        top = use & (runs.batch_R == b_top)
+        shift = np.zeros(runs.batch_R.size)
+        lo, hi = envelope.exponents("default", p, [f.a for f in progress.plausible])
+    else:
+        m_R = runs.batch_R / runs.updates()
+        b_top = float(np.max(m_R)) * fit.k_pred
+        top = m_R == m_R.max()  # each brought to the rule's lr and K_pred by the form
+        shift = fit.log_median([b_top])[0] - fit.log_at(runs.batch_R, runs.lr_R, runs.updates())
+        lo, hi = envelope.exponents("adam", p)
+    brackets = (None if runs.bracket_R is None else
+                runs.bracket_R[top] * np.exp(shift[top])[:, None])
+    return b_top, envelope.anchor(progress, b_top, level, brackets), lo, hi
+
+
+def _enveloped(bands: list, B, env, keep: bool) -> list:
+    """The progress bands clipped to the envelope env (`_envelope`); keep: each band with
+    its `envelope` record (None where not applied), as a prediction carries it."""
+    B = list(np.atleast_1d(np.asarray(B, np.float64)))
+    out, infos = (bands, [None] * len(bands)) if env is None else envelope.apply(bands, B, *env)
+    return [{**b, "envelope": i} for b, i in zip(out, infos)] if keep else out
 
 
 BANDS = ("Student-t sampling error (progress: profile likelihood over the plausible forms; "
