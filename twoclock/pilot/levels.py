@@ -138,11 +138,13 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95) -> d
             li.append(l)
     fit = JointFit(np.array(m), np.array(lr), np.array(y), np.array(li), vals - vals.mean())
     rule = plans[0]["fit"]["rule"]
-    # the points each target's plan predicts at, (B, K) (pilot/predict.py); none asked: the
-    # pilot batches at the plans' default K
-    own = [(p["batch"], p.get("updates", 1.0)) for p in plans[0]["predictions"]]
-    points = own if predict else sorted(
-        {(float(r["batch"]), own[0][1] if own else 1.0) for p in plans for r in p["runs"]})
+    # the points, (B, K) (pilot/predict.py): those asked, else the pilot batches, B alone at
+    # the plans' default K (1 with the Adam form, else the pilots' one K)
+    ks = {r.get("updates", 1.0) for p in plans for r in p["runs"]}
+    k0 = (1.0 if plans[0]["fit"].get("progress", {}).get("form") == adam.FORM or len(ks) != 1
+          else float(ks.pop()))
+    points = (pp.resolve(pp.parse(predict), k0) if predict else
+              sorted({(float(r["batch"]), k0) for p in plans for r in p["runs"]}))
     batches = [b for b, _ in points]
     B = np.array(batches)
     m_B = B / np.array([k for _, k in points])  # samples per update, m = B / K
