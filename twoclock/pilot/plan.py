@@ -155,8 +155,8 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
          failure_form: str | None = None, progress_form: str | None = None,
          predict_rule: tuple | None = None) -> Plan:
     """Fit the clocks, predict at `predict` (batches B, or B:K: pilot/predict.py) and
-    recommend (Plan.to_json() is the plan's JSON). failure_form: the failure clock's form, chosen by the user (else from the
-    pilots). progress_form "adam": every run's progress at its own lr and K (pilot/adam.py;
+    recommend (Plan.to_json() is the plan's JSON). failure_form: the failure clock's form,
+    chosen by the user (else from the pilots). progress_form "adam": every run's progress at its own lr and K (pilot/adam.py;
     the failure clock on the on-rule runs, or on every run where those span < 3 batches),
     predicted under predict_rule (p, lr0, b0), by default the rule most runs share."""
     found = infer_rule(runs.batch_R, runs.lr_R)

@@ -32,7 +32,8 @@ def disagreement_lines(form: dict, predictions, indent: str = "    ") -> list:
 def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95,
               progress_form: str | None = None, predict_rule: tuple | None = None) -> Plan:
     """pilot.plan on a CSV, or with path None on the published table (plus its reading).
-    predict: batches B, (B, K) pairs or 'B:K' texts (pilot/predict.py). predict_rule: (p, lr0 or None, b0 or None), the anchor by default the pilots' rule's."""
+    predict: batches B, (B, K) pairs or 'B:K' texts (pilot/predict.py). predict_rule: (p,
+    lr0 or None, b0 or None), the anchor by default the pilots' rule's."""
     pilot.check_settings(predict, margin, level)
     runs = pilot_article.article_runs() if path is None else pilot.read_runs(path)
     rule = anchored(predict_rule, runs.batch_R, runs.lr_R)
