@@ -156,9 +156,10 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
          predict_rule: tuple | None = None) -> Plan:
     """Fit the clocks, predict at `predict` (batches B, or B:K: pilot/predict.py) and
     recommend (Plan.to_json() is the plan's JSON). failure_form: the failure clock's form,
-    chosen by the user (else from the pilots). progress_form "adam": every run's progress at its own lr and K (pilot/adam.py;
-    the failure clock on the on-rule runs, or on every run where those span < 3 batches),
-    predicted under predict_rule (p, lr0, b0), by default the rule most runs share."""
+    chosen by the user (else from the pilots). progress_form "adam": every run's progress at
+    its own lr and K (pilot/adam.py; the failure clock on the on-rule runs, or on every run
+    where those span < 3 batches), predicted under predict_rule (p, lr0, b0), by default the
+    rule most runs share."""
     found = infer_rule(runs.batch_R, runs.lr_R)
     try:  # the default K and the points asked for, sorted (B, K): pilot/predict.py
         k_default, points = pp.plan_points(predict, runs.updates(), progress_form, runs.source)
