@@ -161,12 +161,16 @@ def test_the_flags_reach_the_plan_json(tmp_path):
 
 
 def test_the_default_plan_ignores_the_updates_column(tmp_path):
+    """Pilots that all take K = 3: the default forms' numbers are those without the column,
+    and each prediction is for runs that take 3 (docs/plan.md, "Updates per rollout batch")."""
     B = [8.0, 16.0, 32.0, 64.0] * 2
     rows = [(b, 0.01 * math.sqrt(b / 8), 1000 * (1 + b / 64) ** 0.5 * (1.01 if i % 2 else 0.99),
              "") for i, b in enumerate(B)]
     a = report.plan_file(_csv(tmp_path, rows, updates=False)).to_json()
     b = report.plan_file(_csv(tmp_path, [r + (3,) for r in rows])).to_json()
     a.pop("source"), b.pop("source")
+    assert [p.pop("updates") for p in a["predictions"]] == [1.0] * 4
+    assert [p.pop("updates") for p in b["predictions"]] == [3.0] * 4
     assert a == b
 
 

@@ -63,6 +63,7 @@ def test_the_joint_fit_recovers_a_noise_scale_linear_in_the_level():
         bn = math.exp(C0 + C1 * X[l])
         assert row["condition"] == texts[l] and abs(row["noise_scale"] / bn - 1) < 0.02
         assert abs(row["critical_batch"] / (0.44 * row["noise_scale"]) - 1) < 1e-12
+        assert [p["batch"] for p in row["predictions"]] == [512.0, 2048.0]
         for p in row["predictions"]:  # the formula at 8x and 32x the largest pilot
             want = by_hand(p["batch"], 0.01, A_L[l], bn)
             got = p["progress_samples"]

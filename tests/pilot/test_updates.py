@@ -136,6 +136,9 @@ def test_equal_k_plans_and_carries_k_unequal_k_is_refused_naming_the_runs(tmp_pa
     # the crossings by hand: 500 (1 + b / 256)
     assert [r["progress_samples"] for r in out["runs"]] == pytest.approx(
         [500 * (1 + b / 256) for b in RUNS.values()], rel=1e-12)
+    # the same numbers, each prediction for runs that take the pilots' K (--predict B alone)
+    assert [p.pop("updates") for p in out["predictions"]] == [4.0] * 3
+    assert [p.pop("updates") for p in base["predictions"]] == [1.0] * 3
     assert out["predictions"] == base["predictions"]
     text = pl.table(out)
     assert "optimizer updates per rollout batch (K): b64 4, b128 4, b256 4" in text

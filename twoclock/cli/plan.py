@@ -1,4 +1,4 @@
-"""From a few pilot runs to a plan: `twoclock plan [RUNS.csv] [--predict B ...]` (also
+"""From a few pilot runs to a plan: `twoclock plan [RUNS.csv] [--predict B[:K] ...]` (also
 `python experiments/plan.py ...`), or from their logged curves: `twoclock plan --logs LOGS.csv
 --progress "heldout_acc>=0.7" --failure "kl>=0.5" [--failure ...] [--col
 samples=train/num_samples] [--smooth ema:2000]`,
@@ -6,8 +6,8 @@ or from a trainer's own files: `twoclock plan --logs tb_runs/ --preset trl --bat
 (a TensorBoard directory, trainer_state.json, verl's file logger; docs/plan.md).
 
 RUNS.csv has one row per pilot run: batch, lr, progress_samples, failure_samples (empty when
-the run did not fail) and optionally budget, seconds_per_update, seed. With no CSV the plan
-runs on the published GRPO time-to-target table shipped in twoclock/data.
+the run did not fail) and optionally budget, seconds_per_update, seed, updates (K). With no CSV
+the plan runs on the published GRPO time-to-target table shipped in twoclock/data.
 
 What the planner understands (docs/plan.md):
 LR rules: lr = lr0 (B / b0)^p with any p (fixed, sqrt, linear, or another exponent), inferred
@@ -16,7 +16,9 @@ share (others are left out), and --progress-form adam fits runs at any lr and pr
 their rule or --predict-rule P[:LR0@B0].
 Update counts: K optimizer updates per rollout batch, from an `updates` column, minibatches x
 epochs, --updates RUN=K, or verl's / TRL's own settings (default 1); pilots with unequal K need
---progress-form adam, which reads K.
+--progress-form adam, which reads K. --predict B:K asks for runs that take K (--predict 2048
+8192:4): with --progress-form adam at m = B / K samples per update (B alone: K = 1); the
+default forms plan only the pilots' K (B alone: that K).
 Evaluation schedules: any spacing, per run; a clock is the first crossing, interpolated
 linearly between the logged points around it (coarse logging is flagged); no step-0
 evaluation is needed: a run already past the target at its first logged point gives the bound

@@ -136,6 +136,10 @@ def logs_figure(out: dict):
             hi = np.array([x["ci"][1] if x["ci"][1] is not None else x["median"] for b, x in ok])
             a.errorbar([b for b, _ in ok], med, yerr=[med - lo, hi - med], fmt="s", color=col,
                        mec="k", mew=0.4, ms=4, capsize=2, lw=1)
+        for p, x in zip(out["predictions"], preds):  # a point asked at B:K (--predict)
+            if p.get("updates", 1) != 1 and x["median"] is not None:
+                a.annotate(f"K = {p['updates']:g}", (p["batch"], x["median"]), fontsize=6,
+                           textcoords="offset points", xytext=(4, 3), color=col)
     rec = out["recommendation"]["constant"]
     if rec is not None:
         a.plot([rec["batch"]], [rec["progress_samples"]], marker="*", ms=10, ls="none",

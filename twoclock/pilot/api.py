@@ -39,7 +39,10 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
     progress: the target, e.g. 'heldout_acc>=0.75'.
     failures: failure conditions, e.g. ['kl>=1.5', 'heldout_acc<=peak-0.1'] (one string: one;
       none: a progress-only plan, docs/plan.md).
-    predict: batches to predict and plan over (default: the pilot batches).
+    predict: batches to predict and plan over (default: the pilot batches), each B, or for
+      runs that take K optimizer updates per rollout batch (B, K) or 'B:K' (--predict B:K;
+      a K other than the pilots' needs progress_form 'adam'; B alone: K = 1 with it, the
+      pilots' K without; docs/plan.md, "Updates per rollout batch").
     margin: fraction of the failure clock that must be left at the target; level: of the bands.
     smoothing: 'ema:T' or 'window:W' (samples); columns: {NAME: COLUMN}, e.g. {'samples':
       'train/num_samples'}; clip: the logged clipped-share metric (clip_bind: the share that

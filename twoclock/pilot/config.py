@@ -93,7 +93,11 @@ class PlanConfig:
     inconsistent. With neither input given, runs is the published table."""
     runs: RunsInput | None = None
     logs: LogsInput | None = None
-    predict: tuple = param((), "batches to predict and plan over (none: the pilot batches)")
+    predict: tuple = option((), "batches to predict and plan over: B, or B:K for runs that "
+                                "take K optimizer updates per rollout batch (a K other than "
+                                "the pilots' needs --progress-form adam; B alone: K = 1 with "
+                                "it, the pilots' K without; none: the pilot batches)",
+                            nargs="+", metavar="B[:K]")
     margin: float = param(0.1, "fraction of the failure clock that must be left at the target")
     level: float = param(0.95, "confidence level of the bands")
     progress_form: str | None = param(None, "the progress clock's form: adam (Adam under any "

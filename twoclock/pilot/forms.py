@@ -333,7 +333,8 @@ def progress_clock(B, prog, p: float) -> ProgressClock:
 
 def adam_clock(B, prog, lr, K, rule) -> ProgressClock:
     """The progress clock in Adam's form (pilot/adam.py): every run at its own lr and K updates
-    per batch, predictions under `rule` (p, lr0, b0; one update per batch). Its form error:
+    per batch, predictions under `rule` (p, lr0, b0; one update per batch, another K through
+    adam.AdamFit.k_pred: plan._at_updates). Its form error:
     each end batch left out and predicted at its runs' own lr and K."""
     B, prog, lr, K = (np.asarray(x, np.float64) for x in (B, prog, lr, K))
     o = np.lexsort((prog, K, lr, B))

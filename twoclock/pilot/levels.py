@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from twoclock.config import scaled_lr
-from twoclock.pilot import adam, envelope, fit as pf, forms
+from twoclock.pilot import adam, envelope, fit as pf, forms, predict as pp
 from twoclock.pilot.conditions import parse_condition
 from twoclock.pilot.plan import PilotError
 from twoclock.pilot.result import TARGETS_SCHEMA
@@ -138,26 +138,35 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95) -> d
             li.append(l)
     fit = JointFit(np.array(m), np.array(lr), np.array(y), np.array(li), vals - vals.mean())
     rule = plans[0]["fit"]["rule"]
-    batches = sorted({float(b) for b in predict} if predict else
-                     {float(r["batch"]) for p in plans for r in p["runs"]})
+    # the points, (B, K) (pilot/predict.py): those asked, else the pilot batches, B alone at
+    # the plans' default K (1 with the Adam form, else the pilots' one K)
+    ks = {r.get("updates", 1.0) for p in plans for r in p["runs"]}
+    k0 = (1.0 if plans[0]["fit"].get("progress", {}).get("form") == adam.FORM or len(ks) != 1
+          else float(ks.pop()))
+    points = (pp.resolve(pp.parse(predict), k0) if predict else
+              sorted({(float(r["batch"]), k0) for p in plans for r in p["runs"]}))
+    batches = [b for b, _ in points]
     B = np.array(batches)
+    m_B = B / np.array([k for _, k in points])  # samples per update, m = B / K
     lr_B = scaled_lr(rule["lr0"], B, rule["b0"], rule["p"])
     lo_B, hi_B = min(r["batch"] for p in plans for r in p["runs"]), max(
         r["batch"] for p in plans for r in p["runs"])
     rows = []
     for l, (t, p) in enumerate(zip(texts, plans)):
-        med, lo, hi = fit.log_band(l, B, lr_B, level)
+        med, lo, hi = fit.log_band(l, m_B, lr_B, level)
         band = [{"median": math.exp(a), "ci": [pf.exp_or_none(b), pf.exp_or_none(c)]}
                 for a, b, c in zip(med, lo, hi)]
         rate = {"rate": p["fit"]["progress_form_error"]["curvature"]}
         band = forms.widen(band, forms.sigma(rate, B, lo_B, hi_B), level)
-        own = {q["batch"]: q["progress_samples"].get("envelope") for q in p["predictions"]}
-        band = [_enveloped(x, b, own.get(b), rule["p"]) for x, b in zip(band, batches)]
+        own = {(q["batch"], q.get("updates", 1.0)): q["progress_samples"].get("envelope")
+               for q in p["predictions"]}  # each point's own envelope, at its K
+        band = [_enveloped(x, b, own.get((b, k)), rule["p"]) for x, (b, k) in zip(band, points)]
         bn = math.exp(fit.log_noise_scale(l))
         rows.append({"condition": t, "level": float(vals[l]), "noise_scale": bn,
                      "critical_batch": adam.SQRT_C * bn,
-                     "predictions": [{"batch": b, "lr": float(x), "progress_samples": s}
-                                     for b, x, s in zip(batches, lr_B, band)],
+                     "predictions": [{"batch": b, "updates": k, "lr": float(x),
+                                      "progress_samples": s}
+                                     for (b, k), x, s in zip(points, lr_B, band)],
                      "plan": p})
     sl = fit.slope(level)
     lo, hi = sl["ci"]
@@ -188,21 +197,25 @@ def table(out: dict) -> str:
     """The several-target document as printed text: a row per target and predicted batch."""
     j, lvl = out["joint"], round(100 * out["joint"]["level"])
     s = j["log_noise_scale_slope"]
+    show = any(pp.shows_k(list(r["predictions"]) + list(r["plan"]["runs"]))
+               for r in out["targets"])  # B:K where any K != 1
     ci = ", ".join("unbounded" if v is None else f"{v:.3g}" for v in s["ci"])
     lines = [f"targets: {len(out['targets'])}, fitted jointly ({j['form']}; {j['clocks']} "
              f"clocks, residual sd {j['sigma']:.3g} in log N, {j['dof']} dof)",
              f"log B_n slope per unit of the level {s['value']:.3g} [{ci}] ({lvl}% CI): "
              f"{s['reading']}", "",
-             f"{'target':>22} {'B_n':>10} {'batch':>9}  joint [{lvl}% CI]"
+             f"{'target':>22} {'B_n':>10} {'batch:K' if show else 'batch':>9}  joint "
+             f"[{lvl}% CI]"
              f"{'':18}one target's plan"]
     for row in out["targets"]:
-        own = {p["batch"]: p["progress_samples"] for p in row["plan"]["predictions"]}
+        own = {(p["batch"], p.get("updates", 1.0)): p["progress_samples"]
+               for p in row["plan"]["predictions"]}
         for i, p in enumerate(row["predictions"]):
-            ps, o = p["progress_samples"], own.get(p["batch"])
+            ps, o = p["progress_samples"], own.get((p["batch"], p.get("updates", 1.0)))
             lead = (f"{row['condition']:>22} {row['noise_scale']:>10.4g}" if i == 0 else
                     " " * 33)
-            lines.append(f"{lead} {p['batch']:>9g}  {_band(ps):<36}" + ("-" if o is None else
-                                                                       _band(o)))
+            b = pp.label(p["batch"], p.get("updates", 1.0), show)
+            lines.append(f"{lead} {b:>9}  {_band(ps):<36}" + ("-" if o is None else _band(o)))
     return "\n".join(lines)
 
 

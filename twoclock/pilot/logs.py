@@ -29,7 +29,8 @@ import math
 
 import numpy as np
 
-from twoclock.pilot import bands, clipping, evalnoise, plan as pilot, report, updates
+from twoclock.pilot import (bands, clipping, evalnoise, plan as pilot, predict as pp, report,
+                            updates)
 from twoclock.pilot.clocks import Clock, bounded, check_reached, clocks, crossing, smooth
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
@@ -261,7 +262,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     return LogsPlan(
         clip_onset=None if not clip else clipping.clip_onset(
             logs.runs, prog, clip, clip_bind,
-            [p["batch"] for p in predictions], first.fit.rule, clip_steps, level),
+            list(dict.fromkeys(p["batch"] for p in predictions)), first.fit.rule, clip_steps,
+            level),  # the clipped share is read per batch: K is not modelled there
         predictions=tuple(predictions),
         critical_batch=first.critical_batch,  # every plan: the same progress
         failure_exponent={**outs[last].failure_exponent.to_json(), "clock": _text(conds[last]),
@@ -278,11 +280,12 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
             "condition": f.text, "metric": f.metric,
             "failure_exponent": o.failure_exponent.to_json(), "fit": to_json(o.fit.failure),
             "curves": to_json(o.curves.failure_samples),
-            "predictions": [{"batch": p.batch, "failure_samples": to_json(p.failure_samples)}
+            "predictions": [{"batch": p.batch, "updates": p.updates,
+                             "failure_samples": to_json(p.failure_samples)}
                             for p in o.predictions],
             "form": to_json(o.fit.failure_form),
-            "no_failure_before": [{"batch": p.batch, "samples": p.no_failure_before}
-                                  for p in o.predictions],
+            "no_failure_before": [{"batch": p.batch, "updates": p.updates,
+                                   "samples": p.no_failure_before} for p in o.predictions],
             **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)),
         logs={**_logs_block(logs, how, pc, prog, fcs, fails), **({} if var is None else {
             "eval_noise": evalnoise.summary(var, to_json(first.fit)["progress"], items)})},
@@ -342,14 +345,16 @@ def table(out: dict) -> str:
     if out["failures"]:
         lines += ["", f"failure clocks, one fit each (samples, {lvl}% CI); the recommendation "
                   "uses the earliest at each batch:"]
+    show = pp.shows_k(out["predictions"] + list(out["runs"]))
+    at = lambda p: "B " + pp.label(p["batch"], p.get("updates", 1.0), show)
     for f in out["failures"]:
         fe = f["failure_exponent"]
         q = "no fit" if fe["value"] is None else \
             f"q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, {fe['ci'][1]:.3g}]"
         lines.append(f"  {f['condition']}: {f['failed_runs']} runs crossed; {q}; "
-                     + "; ".join(f"B {p['batch']:g}: " + report.ci(p["failure_samples"], "{:.0f}")
+                     + "; ".join(f"{at(p)}: " + report.ci(p["failure_samples"], "{:.0f}")
                                  if p["failure_samples"]["median"] is not None else
-                                 f"B {p['batch']:g}: -" for p in f["predictions"]))
+                                 f"{at(p)}: -" for p in f["predictions"]))
         form = f.get("form")
         if form is not None:
             lines.append(f"    form: {form['why']}")
@@ -360,7 +365,7 @@ def table(out: dict) -> str:
                     "like the others is not expected to fail".format(
                         f["failed"][0]["run"], f["failed"][0]["batch"], f["failed"][0]["samples"]))
             lines.append(f"    {head} before " + "; ".join(
-                f"B {b['batch']:g}: {b['samples']:.0f}" for b in f["no_failure_before"])
+                f"{at(b)}: {b['samples']:.0f}" for b in f["no_failure_before"])
                 + " samples (the shortest run, or its length / progress clock times the "
                 "progress clock, whichever is less, over the runs that did not fail; assumes "
                 "drift per sample does not grow with B)")

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from twoclock.config import DELTA, require
-from twoclock.pilot import envelope, fit as pf, forms
+from twoclock.pilot import adam, envelope, fit as pf, forms, predict as pp
 from twoclock.pilot.result import (CriticalBatch, Curves, Estimate, Exponent, FailureForm,
                                    FailureReport, Fit, Plan, Prediction, ProgressReport,
                                    Recommendation, Rule, RunRow, Throughput)
@@ -24,7 +24,7 @@ from twoclock.pilot.rule import RULE_TOL, infer_rule  # noqa: F401 (RULE_TOL: th
 REQUIRED = ("batch", "lr", "progress_samples", "failure_samples")
 OPTIONAL = ("budget", "seconds_per_update", "seed", "updates")
 PROGRESS_FORMS = ("adam",)  # chosen by the user; default: saturation or curvature (fit.py)
-MAX_BATCH = 2**53  # a batch is a count of samples (floats hold every integer up to 2^53)
+MAX_BATCH = pp.MAX_BATCH  # a batch is a count of samples (floats hold every integer to 2^53)
 OUTLIER = 1e6  # a pilot batch this many times from the median batch is refused as a typo
 
 
@@ -61,13 +61,12 @@ class PilotRuns:
 
 
 def check_settings(predict, margin: float, level: float) -> None:
-    """The plan's settings, refused in one line: batches to predict (counts of samples, as a
-    CSV's batch column: at most MAX_BATCH), the failure margin and the bands' level."""
+    """The plan's settings, refused in one line: the points to predict (B or B:K, B a count
+    of samples as a CSV's batch column, at most MAX_BATCH: pilot/predict.py), the failure
+    margin and the bands' level."""
     require(0 <= margin < 1, "margin", "in [0, 1)", margin)
     require(0 < level < 1, "level", "in (0, 1)", level)
-    for b in predict or ():
-        require(math.isfinite(b) and 1 <= b <= MAX_BATCH, "--predict",
-                "batches in [1, 2^53], counts of samples", b)
+    pp.parse(predict)
 
 
 def _number(raw: str, where: str, empty_ok: bool):
@@ -157,12 +156,17 @@ def _measured(x_R, mask_R):
 def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95,
          failure_form: str | None = None, progress_form: str | None = None,
          predict_rule: tuple | None = None) -> Plan:
-    """Fit the clocks, predict at `predict` batches and recommend (Plan.to_json() is the
-    plan's JSON). failure_form: the failure clock's form, chosen by the user (else from the
-    pilots). progress_form "adam": every run's progress at its own lr and K (pilot/adam.py;
-    the failure clock on the on-rule runs, or on every run where those span < 3 batches),
-    predicted under predict_rule (p, lr0, b0), by default the rule most runs share."""
+    """Fit the clocks, predict at `predict` (batches B, or B:K: pilot/predict.py) and
+    recommend (Plan.to_json() is the plan's JSON). failure_form: the failure clock's form,
+    chosen by the user (else from the pilots). progress_form "adam": every run's progress at
+    its own lr and K (pilot/adam.py; the failure clock on the on-rule runs, or on every run
+    where those span < 3 batches), predicted under predict_rule (p, lr0, b0), by default the
+    rule most runs share."""
     found = infer_rule(runs.batch_R, runs.lr_R)
+    try:  # the default K and the points asked for, sorted (B, K): pilot/predict.py
+        k_default, points = pp.plan_points(predict, runs.updates(), progress_form, runs.source)
+    except ValueError as e:
+        raise PilotError(str(e)) from None
     on = found["on_rule"]
     rule = Rule(*(predict_rule or (found["p"], found["lr0"], found["b0"])), int((~on).sum()))
     use = (on if progress_form is None or np.unique(runs.batch_R[on]).size >= 3
@@ -189,14 +193,23 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     prog_band = lambda bs, keep=False: _enveloped(progress.band(bs, level), bs, env, keep)
     fail_band = lambda bs: failure.band(prog_band(bs), bs, level)
     tmodel, spu = _step_times(runs)
-    cand = sorted(set(float(b) for b in distinct) | set(float(b) for b in (predict or ())))
-    pred_B = sorted(set(float(b) for b in predict)) if predict else cand
-    bound = _no_failure_bound(B, prog, fail, runs.censor_R()[use], progress.fit, pred_B)
-    predictions = tuple(Prediction(b, rule.lr(b), pb, fb, nb, s, _hours(pb, s, b))
-                        for b, pb, fb, nb, s in zip(pred_B, prog_band(pred_B), fail_band(pred_B),
-                                                    bound, map(spu, pred_B)))
-    predictions = tuple(replace(p, progress_samples=pb) for p, pb
-                        in zip(predictions, prog_band(pred_B, keep=True)))
+    # the recommendation's candidates: the pilot batches and those asked at the default K
+    cand = sorted(set(float(b) for b in distinct) | {b for b, k in points if k == k_default})
+    pred = points or [(b, k_default) for b in cand]
+    pred_B = [b for b, _ in pred]
+    at_k = lambda k: _at_updates(progress, k)
+
+    def band_at_k(k, bs, keep=False):  # each K's band, clipped to that K's envelope
+        clock = at_k(k)
+        return _enveloped(clock.band(bs, level), bs,
+                          _envelope(clock, runs, use, progress_form, rule.p, level), keep)
+    prog_pred = pp.per_updates(pred, band_at_k)
+    bound = _no_failure_bound(B, prog, fail, runs.censor_R()[use], pp.per_updates(
+        pred, lambda k, bs: at_k(k).fit.log_median(bs)))
+    predictions = tuple(Prediction(b, k, rule.lr(b), pb, fb, nb, s, _hours(pb, s, b))
+                        for (b, k), pb, fb, nb, s in zip(
+                            pred, pp.per_updates(pred, lambda k, bs: band_at_k(k, bs, True)),
+                            failure.band(prog_pred, pred_B, level), bound, map(spu, pred_B)))
     grid = np.geomspace(min(cand + [float(runs.batch_R.min())]), max(cand), 41).tolist()
     curves = Curves(grid, prog_band(grid),
                     None if failure.chosen is None else fail_band(grid))
@@ -327,17 +340,28 @@ def _failure_form(info: dict) -> FailureForm | None:
     return FailureForm(info["chosen"], info["plausible"], info["chosen_by"], info["why"], par)
 
 
-def _no_failure_bound(B, prog, fail, censor, pfit, pred_B) -> list:
+def _at_updates(progress, k: float):
+    """The progress clock for runs that take k updates per rollout batch: the Adam form's
+    prediction at m = B / k (adam.AdamFit.k_pred); the default forms' clock as it is (it plans
+    the pilots' K, the only k it is asked at: predict.plan_points)."""
+    if not isinstance(progress.fit, adam.AdamFit):
+        return progress
+    return replace(progress, fit=replace(progress.fit, k_pred=k),
+                   plausible=[replace(f, k_pred=k) for f in progress.plausible])
+
+
+def _no_failure_bound(B, prog, fail, censor, log_n_prog) -> list:
     """Where fewer than two on-rule runs failed (too few for any form): per predicted batch,
     the samples before which a run like those that did not fail is not expected to fail,
     min(shortest such run, rho N_prog(B)), rho the smallest such run's length / progress
     clock: the first holds if drift per sample does not grow with B (exponent >= 0), the
-    second if the failure is tied to progress. None where two or more runs failed, or all."""
+    second if the failure is tied to progress (log_n_prog: its log median at each predicted
+    point). None where two or more runs failed, or all."""
     ok = ~np.isfinite(fail)
     if (~ok).sum() >= 2 or not ok.any():
-        return [None] * len(pred_B)
+        return [None] * len(log_n_prog)
     rho = float(np.min(censor[ok] / prog[ok]))
-    n_prog = np.exp(pfit.log_median(pred_B))
+    n_prog = np.exp(np.asarray(log_n_prog, np.float64))
     return [float(min(np.min(censor[ok]), rho * n)) for n in n_prog]
 
 

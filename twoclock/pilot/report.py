@@ -2,7 +2,7 @@
 (from the plan's JSON, `Plan.to_json()`, as the file holds it)."""
 from dataclasses import replace
 
-from twoclock.pilot import article as pilot_article, forms, plan as pilot
+from twoclock.pilot import article as pilot_article, forms, plan as pilot, predict as pp
 from twoclock.pilot.result import Plan
 from twoclock.pilot.rule import anchored
 
@@ -32,7 +32,8 @@ def disagreement_lines(form: dict, predictions, indent: str = "    ") -> list:
 def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95,
               progress_form: str | None = None, predict_rule: tuple | None = None) -> Plan:
     """pilot.plan on a CSV, or with path None on the published table (plus its reading).
-    predict_rule: (p, lr0 or None, b0 or None), the anchor by default the pilots' rule's."""
+    predict: batches B, (B, K) pairs or 'B:K' texts (pilot/predict.py). predict_rule: (p,
+    lr0 or None, b0 or None), the anchor by default the pilots' rule's."""
     pilot.check_settings(predict, margin, level)
     runs = pilot_article.article_runs() if path is None else pilot.read_runs(path)
     rule = anchored(predict_rule, runs.batch_R, runs.lr_R)
@@ -91,12 +92,15 @@ def table(out: dict) -> str:
         lines.append(f"throughput: roofline fitted to step times (t_lat {t['gen_latency']:.4g} s,"
                      f" B_gen {t['critical_gen_batch']:.4g}, knee {t['knee']:.3g}); measured "
                      "step times are used where runs have them")
-    lines += ["", f"{'batch':>8} {'lr':>9}  {'progress samples [' + str(lvl) + '% CI]':<30}"
+    show = pp.shows_k(list(out["predictions"]) + list(out["runs"]))  # B:K where any K != 1
+    lines += ["", f"{'batch:K' if show else 'batch':>8} {'lr':>9}  "
+              f"{'progress samples [' + str(lvl) + '% CI]':<30}"
               f"{'failure samples':<30}{'hours to target':<24}".rstrip()]
     for p in out["predictions"]:
         h = p["hours_to_target"]
         fs = p["failure_samples"]
-        lines.append(f"{p['batch']:>8g} {p['lr']:>9.4g}  {ci(p['progress_samples'], '{:.0f}'):<30}"
+        b = pp.label(p["batch"], p.get("updates", 1.0), show)
+        lines.append(f"{b:>8} {p['lr']:>9.4g}  {ci(p['progress_samples'], '{:.0f}'):<30}"
                      f"{'-' if fs['median'] is None else ci(fs, '{:.0f}'):<30}"
                      f"{'-' if h is None else ci(h, '{:.3g}'):<24}")
     rec = out["recommendation"]

@@ -52,6 +52,7 @@ class Rule(Record):
 class Prediction(Record):
     """Both clocks at one batch, with their bands; hours where step times are known."""
     batch: float
+    updates: float  # K, the optimizer updates per rollout batch the prediction is for
     lr: float
     progress_samples: dict
     failure_samples: dict

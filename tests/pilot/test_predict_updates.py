@@ -1,0 +1,193 @@
+"""Predictions for runs that take K optimizer updates per rollout batch (`--predict B:K`,
+`predict=[(B, K)]` or `"B:K"`; twoclock/pilot/predict.py, docs/plan.md "Updates per rollout
+batch"): the Adam form's prediction at B:K against the formula written out here,
+N = A sqrt(m (m + B_n)) / lr(B) with m = B / K and lr the rule's at the rollout batch B (the
+oracle: tests.pilot.test_adam_form's by_hand, never the module's functions); the ratio of a
+prediction at K = 4 to the one at K = 1; the default forms' rule; and the refusals."""
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import example, given, strategies as st
+
+from tests.pilot.test_adam_form import _csv, _exact_runs, by_hand
+from twoclock.pilot import api, levels, predict as pp, report
+from twoclock.pilot.config import PlanConfig
+from twoclock.pilot.plan import PilotError, plan, read_runs
+
+A, B_N = 1e-3, 100.0
+# pilots on the sqrt rule lr = 1e-3 (B / 64)^(1/2) at their rollout batch, half at K = 2
+B_R = [64.0, 64.0, 128.0, 128.0, 256.0, 256.0, 512.0, 512.0]
+K_R = [1, 2, 1, 2, 1, 2, 1, 2]
+LR = lambda B: 1e-3 * math.sqrt(B / 64.0)  # noqa: E731 (the rule, by hand)
+
+
+@pytest.fixture(scope="module")
+def runs_csv(tmp_path_factory):
+    """Clocks from the formula at each run's own lr and K (off by +-1e-4 in log)."""
+    lr = [LR(b) for b in B_R]
+    N = _exact_runs(np.array(B_R), np.array(lr), np.array(K_R, float), A=A, b_n=B_N,
+                    wiggle=1e-4)
+    return _csv(tmp_path_factory.mktemp("k"), [(b, repr(l), repr(float(n)), "", k)
+                                               for b, l, n, k in zip(B_R, lr, N, K_R)])
+
+
+def _adam(path, predict):
+    return report.plan_file(path, predict, progress_form="adam").to_json()
+
+
+# ---------------------------------------------------------------------------- the Adam form
+
+def test_a_prediction_at_b_k_is_the_formula_at_m_b_over_k_and_the_rules_lr_at_b(runs_csv):
+    """Wrong formulas that fail here: K ignored (m = B: 3.9x at 4096:4), m = B K, and the lr
+    taken at m instead of B (the sqrt rule: 2x at K = 4)."""
+    out = _adam(runs_csv, [1024, "4096:4", (8192, 2), (2048, None)])
+    assert out["fit"]["rule"]["p"] == pytest.approx(0.5, abs=1e-12)
+    got = [(p["batch"], p["updates"]) for p in out["predictions"]]
+    assert got == [(1024.0, 1.0), (2048.0, 1.0), (4096.0, 4.0), (8192.0, 2.0)]
+    for p in out["predictions"]:
+        B, K = p["batch"], p["updates"]
+        want = A * math.sqrt((B / K) * (B / K + B_N)) / LR(B)  # by hand, m = B / K
+        assert want == pytest.approx(float(by_hand(B, LR(B), K, A, B_N)), rel=1e-12)
+        assert p["lr"] == pytest.approx(LR(B), rel=1e-9)
+        assert abs(p["progress_samples"]["median"] / want - 1) < 2e-3, (B, K)
+        lo, hi = p["progress_samples"]["ci"]
+        assert lo < want < hi
+    # 4096:4 by hand: m = 1024, lr = 8e-3: 1e-3 sqrt(1024 x 1124) / 8e-3 = 134.10 samples
+    assert abs(out["predictions"][2]["progress_samples"]["median"] - 134.10) < 0.3
+
+
+@pytest.mark.parametrize("B", [1024.0, 4096.0, 16384.0])
+def test_k_4_over_k_1_at_one_batch_is_the_hand_ratio(runs_csv, B):
+    """N(B:4) / N(B:1) = sqrt(m (m + B_n)) / sqrt(B (B + B_n)), m = B / 4 (the lr is the same:
+    one rollout batch). K ignored gives 1, m = B K about 4, the lr at m twice the ratio."""
+    out = _adam(runs_csv, [B, (B, 4)])
+    one, four = (p["progress_samples"]["median"] for p in out["predictions"])
+    m = B / 4
+    want = math.sqrt(m * (m + B_N)) / math.sqrt(B * (B + B_N))
+    assert abs((four / one) / want - 1) < 3e-3, (four / one, want)
+
+
+def test_b_alone_is_k_1_with_the_adam_form_whatever_the_pilots_take(runs_csv):
+    a, b = _adam(runs_csv, [2048]), _adam(runs_csv, ["2048:1"])
+    assert a["predictions"] == b["predictions"] and a["predictions"][0]["updates"] == 1.0
+
+
+def test_the_printout_shows_k_only_where_some_prediction_takes_another(runs_csv):
+    text = report.table(_adam(runs_csv, [1024, "4096:4"]))
+    assert " batch:K " in text and "\n  4096:4 " in text and "\n  1024:1 " in text
+    text = report.table(_adam(runs_csv, [1024, 4096]))
+    assert "batch:K" not in text and "\n    4096 " in text
+
+
+def test_the_command_line_takes_b_k_and_writes_each_rows_k(runs_csv, tmp_path):
+    from twoclock.cli.plan import main
+    assert main([runs_csv, "--progress-form", "adam", "--predict", "4096:4", "1024",
+                 "--no-figure", "--quiet", "--out", str(tmp_path)]) == 0
+    out = json.loads((tmp_path / "plan.json").read_text())
+    assert [(p["batch"], p["updates"]) for p in out["predictions"]] == [(1024, 1), (4096, 4)]
+    want = float(by_hand(4096.0, LR(4096.0), 4.0, A, B_N))
+    assert abs(out["predictions"][1]["progress_samples"]["median"] / want - 1) < 2e-3
+
+
+# ---------------------------------------------------------------------------- from logs
+
+def test_from_logs_pairs_and_strings_are_one_and_the_same(tmp_path):
+    from tests.pilot.test_logs_adam import _log, by_hand as logs_by_hand
+    path = _log(tmp_path)  # mixed lrs and K, the fixed rule lr = 1e-3
+    as_text = api.plan_logs(path, "acc>=0.5", [], predict=[2048, "2048:2", "2048:4"],
+                            progress_form="adam").to_json()
+    as_pairs = api.plan_logs(path, "acc>=0.5", [], predict=[(2048, 4), (2048, 2), 2048.0],
+                             progress_form="adam").to_json()
+    assert as_text["predictions"] == as_pairs["predictions"]
+    assert [p["updates"] for p in as_text["predictions"]] == [1, 2, 4]
+    for p in as_text["predictions"]:  # the fixed rule: the formula at m = 2048 / K, lr 1e-3
+        want = logs_by_hand(2048, 1e-3, p["updates"])
+        assert abs(p["progress_samples"]["median"] / want - 1) < 2e-3
+    rows = {f["batch"]: f for f in as_text["logs"]["curves"]}
+    assert set(rows) == {64, 128, 256, 512}  # the pilots, as read
+
+
+def test_the_joint_fit_predicts_at_m_b_over_k():
+    """Several targets: under the fixed rule (one lr) a run at 2048:4 is the formula at
+    m = 512, the one at 512:1 (by hand); K ignored would give the formula at 2048."""
+    from tests.pilot.test_levels import A_L, C0, C1, X, _plans, by_hand as joint_by_hand
+    out = levels.joint_plan(["acc>=0.45", "acc>=0.5", "acc>=0.55"], _plans(),
+                            predict=["2048:4", 512])
+    for l, row in enumerate(out["targets"]):
+        assert [(p["batch"], p["updates"]) for p in row["predictions"]] == [(512.0, 1.0),
+                                                                            (2048.0, 4.0)]
+        want = joint_by_hand(512.0, 0.01, A_L[l], math.exp(C0 + C1 * X[l]))
+        for p in row["predictions"]:
+            assert abs(p["progress_samples"]["median"] / want - 1) < 0.01, (l, p["batch"])
+
+
+# ---------------------------------------------------------------------------- the default forms
+
+def _sqrt_rule_rows(k=None):
+    B = [8.0, 16.0, 32.0, 64.0] * 2
+    return [(b, 0.01 * math.sqrt(b / 8), 1000 * (1 + b / 64) ** 0.5 * (1.01 if i % 2 else 0.99),
+             "") + (() if k is None else (k,)) for i, b in enumerate(B)]
+
+
+def test_the_default_forms_refuse_another_k_and_plan_the_pilots_k(tmp_path):
+    """K = 1 pilots: 128:1 is 128; 128:4 refused naming --progress-form adam. K = 2 pilots (all
+    of them): 128:2 is 128, the same numbers as without the column, and 128:1 is refused."""
+    one = _csv(tmp_path, _sqrt_rule_rows(), updates=False)
+    assert (report.plan_file(one, ["128:1"]).to_json()["predictions"] ==
+            report.plan_file(one, [128]).to_json()["predictions"])
+    with pytest.raises(PilotError, match=r"--predict 128:4: .*--progress-form adam") as e:
+        report.plan_file(one, ["128:4"])
+    assert "\n" not in str(e.value)
+    base = report.plan_file(one, [128]).to_json()["predictions"][0]
+    two = _csv(tmp_path, _sqrt_rule_rows(2))
+    got = report.plan_file(two, ["128:2"]).to_json()["predictions"][0]
+    assert got == report.plan_file(two, [128]).to_json()["predictions"][0]
+    assert got.pop("updates") == 2.0 and base.pop("updates") == 1.0 and got == base
+    with pytest.raises(PilotError, match=r"--predict 128:1: .*pilots' K \(2\).*--progress-form"):
+        report.plan_file(two, [(128, 1)])
+
+
+def test_the_default_forms_refuse_pilots_with_unequal_k_from_a_runs_csv(tmp_path):
+    rows = [r + (1 if i < 4 else 2,) for i, r in enumerate(_sqrt_rule_rows())]
+    with pytest.raises(PilotError, match=r"column updates: .*\(K 1, 2\).*--progress-form adam"):
+        plan(read_runs(_csv(tmp_path, rows)))
+
+
+# ---------------------------------------------------------------------------- the refusals
+
+@given(st.integers(1, 2**53), st.data())
+@example(1, None)
+@example(2**53, None)
+def test_b_k_text_pairs_and_lists_are_the_same_point(b, data):
+    k = b if data is None else data.draw(st.integers(1, b))  # the examples: K = B, the top
+    want = (float(b), float(k))
+    assert pp.point(f"{b}:{k}") == pp.point((b, k)) == pp.point([b, k]) == want
+    assert pp.point(f" {b} ") == pp.point(b) == pp.point((b, None)) == (float(b), None)
+
+
+BAD = ["8192:0", "8192:1.5", "8192:-2", "abc", "8192:x", ":4", "8192:", "8:16", "nan:2",
+       "8192:4:2", "8192:inf", "0:1", "1e30:2"]
+
+
+@pytest.mark.parametrize("text", BAD)
+def test_a_bad_point_is_refused_in_one_line_naming_predict_and_the_form(text, tmp_path,
+                                                                        capsys):
+    from twoclock.cli.plan import main
+    with pytest.raises(SystemExit) as e:
+        main(["--predict", "512", text, "--no-figure", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "--predict" in err and ("B:K" in err or "[1, 2^53]" in err), err
+    with pytest.raises(ValueError, match="--predict"):
+        PlanConfig(predict=(text,))
+
+
+@pytest.mark.parametrize("item", [(8192, 4, 1), (8192,), True, (8192, 0), (8192, 2.5),
+                                  ("8192", "x"), None, object()])
+def test_the_python_entry_refuses_bad_items_naming_predict(item, tmp_path):
+    from tests.pilot.test_logs_adam import _log
+    with pytest.raises(ValueError, match="--predict must be") as e:
+        api.plan_logs(_log(tmp_path), "acc>=0.5", [], predict=[item], progress_form="adam")
+    assert "\n" not in str(e.value)
