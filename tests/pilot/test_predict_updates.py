@@ -191,3 +191,19 @@ def test_the_python_entry_refuses_bad_items_naming_predict(item, tmp_path):
     with pytest.raises(ValueError, match="--predict must be") as e:
         api.plan_logs(_log(tmp_path), "acc>=0.5", [], predict=[item], progress_form="adam")
     assert "\n" not in str(e.value)
+
+
+def test_each_k_s_band_is_clipped_to_the_envelope_of_its_own_samples_per_update(runs_csv):
+    """The envelope (pilot/envelope.py) at B:K is anchored at the largest pilot's samples per
+    update m_top = 512 (B 512 at K 1), carried to K: batch_top = m_top K (by hand: 512 at
+    K = 1, 2048 at K = 4), and its ends are the anchor times (B / batch_top)^[1/2 - p, 1 - p]
+    (sqrt rule, p = 1/2: [0, 1/2]). Wrong formulas that fail: one envelope for every K
+    (batch_top 512 at 8192:4), batch_top = m_top / K."""
+    out = _adam(runs_csv, [8192, "8192:4"])
+    env = {p["updates"]: p["progress_samples"]["envelope"] for p in out["predictions"]}
+    assert env[1.0]["batch_top"] == pytest.approx(512.0, rel=1e-12)
+    assert env[4.0]["batch_top"] == pytest.approx(2048.0, rel=1e-12)
+    for k, e in env.items():
+        (a_lo, a_hi), r = e["anchor"], 8192.0 / e["batch_top"]
+        assert e["ci"][0] == pytest.approx(a_lo * r ** 0.0, rel=1e-9), k
+        assert e["ci"][1] == pytest.approx(a_hi * r ** 0.5, rel=1e-9), k
