@@ -134,7 +134,7 @@ def _batch_score(src, clock, key):
 def test_every_theory_score_and_its_baseline_recompute():
     rows = _tables()["Theory scores beside the no-theory baseline"]
     batch_rows = [r for r in rows if r[-1].startswith("docs/claim_sources/")
-                  and not r[0].startswith("planner") and "critical batch" not in r[0]]
+                  and not r[0].startswith(("planner", "policy")) and "critical batch" not in r[0]]
     assert len(batch_rows) == 6
     for name, _, score, theory, base, better, source in batch_rows:
         src = _load(source)
@@ -151,7 +151,7 @@ def test_every_theory_score_and_its_baseline_recompute():
     s = policy_oracle._scores()
     groups = {"lr and group cells": "lrgroup", "second warm-up": "warm", "null clock": "null"}
     kinds = {"clocks within 20%": "clocks", "exponents inside the CI": "exponents"}
-    policy_rows = [r for r in rows if r[0].startswith("policy")]
+    policy_rows = [r for r in rows if r[-1] == "docs/preregistered/policy_measured.json"]
     assert len(policy_rows) == 6
     for _, group, kind, theory, base, better, _src in policy_rows:
         t = s[("theory", groups[group], kinds[kind])]
@@ -325,3 +325,95 @@ def test_theory_md_quotes_the_critical_batches():
     assert (f"misses by {row[3].split('; ')[1]} at most, while the no-theory baseline (lr0 1e-2's "
             f"measured critical batch held) lies inside neither CI and misses by up to "
             f"{row[4].split('; ')[1]}") in t
+
+
+# ------------------------------------------------------------- the slow studies' contrasts
+
+def _boot_ci(fn, *xs):
+    """fn of seed arrays and its paired percentile 95% CI (the rows of default_rng(0)); a
+    resample where fn is nan counts as nan, and a bound that reaches nan is None."""
+    S = xs[0].size
+    idx = np.random.default_rng(0).integers(0, S, size=(N_BOOT, S))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        point = fn(*xs)
+        boot = np.array([fn(*(x[row] for x in xs)) for row in idx])
+    srt = np.sort(boot)  # nan sorts last
+    lo, hi = srt[[int(np.floor(0.025 * (N_BOOT - 1))), int(np.floor(0.975 * (N_BOOT - 1)))]]
+    f = lambda v: None if not np.isfinite(v) else v  # noqa: E731
+    return point, f(lo), f(hi)
+
+
+def _arr(v):
+    x = np.asarray(v, float)
+    return np.where(x > 0, x, np.inf)
+
+
+def _text_ci(point, lo, hi, digits):
+    g = lambda v, side: side if v is None else f"{v:.{digits}f}"  # noqa: E731
+    return f"{g(point if np.isfinite(point) else None, '>')} [{g(lo, '<')}, {g(hi, '>')}]"
+
+
+def _exponent(per, clock):
+    """Slope of log median N on log B over the batches whose median is finite."""
+    bs = [b for b in sorted(per, key=int) if np.isfinite(np.median(_arr(per[b][clock])))]
+    logb = np.log([float(b) for b in bs])
+
+    def slope(*xs):
+        y = np.log([np.median(x) for x in xs])
+        return np.polyfit(logb, y, 1)[0]
+    return _boot_ci(slope, *(_arr(per[b][clock]) for b in bs))
+
+
+def _share(eps, none, clock, b):
+    def f(ce, pe, cn, pn):
+        m = np.median
+        return np.log((m(ce) / m(pe)) / (m(cn) / m(pn))) / np.log(m(ce) / m(cn))
+    return _boot_ci(f, *(_arr(p[b][k]) for p in (eps, none) for k in (clock, "progress")))
+
+
+def test_the_slow_studies_contrasts_recompute():
+    rows = _tables()["Contrasts from the slow studies"]
+    seen = 0
+    for claim, contrast, estimate, verdict, source in rows:
+        src = _load(source)
+        if source.endswith(("policy_study.json", "policy_variants.json")):
+            if contrast == "N_prog(1024) / N_prog(64)":
+                per = src["cells"]["sqrt"]["per_seed"]
+                r, digits, region = (_ratio(_arr(per["1024"]["progress"]),
+                                            _arr(per["64"]["progress"])), 2, (1.0, math.inf))
+            elif contrast.startswith("batch exponent of N_"):
+                per = src["cells"]["sqrt"]["per_seed"]
+                r, digits, region = _exponent(per, contrast.split("N_")[1]), 3, (0.0, math.inf)
+            else:
+                clock = re.search(r"N_(\w+) ratio", contrast).group(1)
+                what = re.search(r"B 1024 \((.+?)\)", claim).group(1)
+                eps, none = (("clip_eps0.2_fixed_size", "clip_none_fixed_size")
+                             if what == "the study's cells" else
+                             (f"variant_{what}_eps0.2", f"variant_{what}_none"))
+                r = _share(src["cells"][eps]["per_seed"], src["cells"][none]["per_seed"],
+                           clock, "1024")
+                digits, region = 2, (-1.0, 1.0)
+        else:
+            continue
+        seen += 1
+        assert estimate == _text_ci(*r, digits), claim
+        lo = -math.inf if r[1] is None else r[1]
+        hi = math.inf if r[2] is None else r[2]
+        assert verdict == _verdict(lo, hi, region), claim
+    assert seen == len(rows) >= 6
+
+
+def test_adams_exponent_score_and_its_baseline_recompute():
+    row = next(r for r in _tables()["Theory scores beside the no-theory baseline"]
+               if r[0] == "policy: Adam's per-coordinate noise, the sqrt rule's batch exponents")
+    src = _load(row[-1])
+    per = src["cells"]["sqrt"]["per_seed"]
+    t = b = n = 0
+    for clock, v in src["answers"]["2_exponents"]["sqrt"].items():
+        _, lo, hi = _exponent(per, clock)
+        lo, hi = (-math.inf if lo is None else lo), (math.inf if hi is None else hi)
+        n += 1
+        t += lo <= v["adam_predicted_same_batches"] <= hi
+        b += lo <= 0.0 <= hi
+    assert row[3:6] == [f"{t} of {n}", f"{b} of {n}",
+                        "theory" if t > b else "baseline" if b > t else "tie"]
