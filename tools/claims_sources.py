@@ -14,6 +14,7 @@ cores for all of them (the policy model's plan check, 8 min, is not among them).
 import argparse
 import dataclasses
 import json
+import math
 import os
 import re
 import sys
@@ -38,7 +39,19 @@ SOURCES = {
     "bandit_signal": ("bandit", "sqrt", {"drift_noise": 0.01, "drift_threshold": 10.0,
                                          "drift_scale": 0.05}, ("collapse_n",)),
 }
-PLAN_CHECKS = ("quadratic", "bandit")
+PLAN_CHECKS = ("quadratic", "bandit", "policy")
+# the slow studies whose per-seed numbers the claims recompute: name: (study, its flags)
+STUDY_RUNS = {
+    "policy_study": ("policy_study", []),
+    "policy_variants": ("policy_study", ["--parts", "variants"]),
+    "damage_study": ("damage_study", []),
+    "bandit_regimes": ("bandit_regimes", []),
+    "clipping_4x1": ("clipping", ["--batches", "64", "256", "1024", "--seeds", "32",
+                                  "--minibatches", "4", "--epochs", "1"]),
+    "clipping_4x2": ("clipping", ["--batches", "64", "256", "1024", "--seeds", "32",
+                                  "--minibatches", "4", "--epochs", "2"]),
+    "plan_calibration": ("plan_calibration", []),
+}
 
 
 def _round(a) -> list:
@@ -89,14 +102,18 @@ def _condition(clock: str, conds: list) -> str:
     return same[0]
 
 
-def plan_check(model: str, work: str) -> dict:
+def plan_check(model: str, work: str, reuse: str | None = None) -> dict:
     """The plan check from logs at its defaults: its held-out answers and predictions, and each
-    pilot run's clocks as the plan reads them (twoclock.plan_logs on the pilots' log file)."""
+    pilot run's clocks as the plan reads them (twoclock.plan_logs on the pilots' log file).
+    With reuse: the check an earlier run of the same command wrote to reuse/plan_check_MODEL."""
     t0 = time.perf_counter()
-    code = run_study.main(STUDIES.plan_check, ["--model", model, "--logs", "--out", work,
-                                               "--no-figure", "--quiet"])
-    if code != 0:
-        raise SystemExit(f"plan_check --model {model} failed ({code})")
+    if reuse is not None:
+        work = os.path.join(reuse, f"plan_check_{model}")
+    else:
+        code = run_study.main(STUDIES.plan_check, ["--model", model, "--logs", "--out", work,
+                                                   "--no-figure", "--quiet"])
+        if code != 0:
+            raise SystemExit(f"plan_check --model {model} failed ({code})")
     with open(os.path.join(work, f"plan_check_{model}_logs.json")) as f:
         pc = json.load(f)
     plan = twoclock.plan_logs(pc["log_file"], pc["progress"], pc["failures"]).to_json()
@@ -123,18 +140,108 @@ def plan_check(model: str, work: str) -> dict:
     }
 
 
+def _rounded(x):
+    """Every float of a nested JSON value to 6 significant digits."""
+    if isinstance(x, float):
+        return float(f"{x:.6g}")
+    if isinstance(x, dict):
+        return {k: _rounded(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_rounded(v) for v in x]
+    return x
+
+
+def study_output(name: str, work: str, reuse: str | None) -> tuple:
+    """(the study's JSON, its folder): run `STUDY_RUNS[name]` into work/name, or, with reuse,
+    read the JSON an earlier run of the same command wrote to reuse/name."""
+    study, flags = STUDY_RUNS[name]
+    folder = os.path.join(reuse or work, name)
+    if reuse is None:
+        code = run_study.main(STUDIES[study], flags + ["--out", folder, "--no-figure",
+                                                       "--quiet"])
+        if code != 0:
+            raise SystemExit(f"{study} {' '.join(flags)} failed ({code})")
+    found = [f for f in sorted(os.listdir(folder)) if f.endswith(".json") and f != "run.json"
+             and not f.startswith("plan_calibration_")]
+    if len(found) != 1:
+        raise SystemExit(f"{folder}: expected one study JSON, found {found}")
+    with open(os.path.join(folder, found[0])) as f:
+        return json.load(f), folder
+
+
+def _calibration_rows(d: dict, folder: str) -> list:
+    """Each scored row of the calibration at its 95% level, with the no-theory baseline: the
+    median over the design's seeds of the largest pilot batch's clock (held in samples)."""
+    from twoclock.pilot import clocks as pc, reader  # noqa: PLC0415 (NumPy only)
+    from twoclock.pilot.conditions import parse_condition  # noqa: PLC0415
+    from twoclock.studies.planner import calibrate  # noqa: PLC0415
+    seeds = dict(calibrate.SEED_SETS)
+    out, logs = [], {}
+    for r in d["rows"]:
+        sim = d["simulations"][r["model"]]
+        path = os.path.join(folder, os.path.basename(sim["log_files"][0]))
+        cond = parse_condition(r["clock"], "--progress")
+        if (path, cond.metric) not in logs:
+            logs[(path, cond.metric)] = reader.read_logs(path, (cond.metric,))
+        log = logs[(path, cond.metric)]
+        top, s_set = max(r["pilots"]), seeds[r["design"].split(", ", 1)[1]]
+        runs = log.runs
+        found = pc.clocks(log, cond, need_one=False, first_ok=True)
+        at = [k for k, run in enumerate(runs) if run.name in {f"B{top}-s{i}" for i in s_set}]
+        base = float(np.median([found[k].samples if found[k].crossed else math.inf
+                                for k in at]))
+        lvl = r["levels"]["0.95"]
+        out.append({"model": r["model"], "design": r["design"], "pilots": r["pilots"],
+                    "batch": r["batch"], "clock": r["clock"], "kind": r["kind"],
+                    "answer": r["measured"], "predicted": lvl["predicted"], "band": lvl["ci"],
+                    "baseline": base if math.isfinite(base) else None})
+    return out
+
+
+def from_study(name: str, work: str, reuse: str | None) -> dict:
+    """A slow study's committed source: its per-seed numbers and its own answers (the claims
+    recompute from the first and a test checks them against the second)."""
+    t0 = time.perf_counter()
+    d, folder = study_output(name, work, reuse)
+    study, flags = STUDY_RUNS[name]
+    out = {"source": name, "command": f"python tools/claims_sources.py --only {name} "
+           f"(python experiments/{study}.py {' '.join(flags)})".replace(" )", ")")}
+    if name in ("policy_study", "policy_variants", "damage_study"):
+        out["study"] = d["study"]
+        out["cells"] = {n: {k: c[k] for k in ("per_seed", "critical_batch", "start") if k in c}
+                        for n, c in d["cells"].items()}
+        out["answers"] = d["answers"]
+    elif name == "bandit_regimes":
+        out["cases"] = {n: [{"batch": r["batch"], "lr0": r["lr0"], "per_seed": r["per_seed"]}
+                            for r in c["runs"]] for n, c in d["cases"].items()}
+    elif name.startswith("clipping_"):
+        out["config"] = {k: d["config"][k] for k in ("clips",)}
+        out["config"].update({k: d["config"].get(k) for k in ("minibatches", "epochs")})
+        out["runs"] = [{k: r[k] for k in ("batch", "clip", "fail_n")} for r in d["runs"]]
+        out["claims"] = {k: d["claims"][k] for k in ("a_failure_delay", "a_more_at_larger_batch")}
+    else:  # plan_calibration
+        out["rows"] = _calibration_rows(d, folder)
+        out["coverage"] = d["coverage"]
+    out = _rounded(out)
+    out["seconds"] = round(d.get("seconds") or (time.perf_counter() - t0), 1)
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    names = sorted(SOURCES) + [f"plan_check_{m}" for m in PLAN_CHECKS]
+    names = sorted(SOURCES) + [f"plan_check_{m}" for m in PLAN_CHECKS] + list(STUDY_RUNS)
     p.add_argument("--only", nargs="+", choices=names, default=names)
     p.add_argument("--work", default=os.path.join("results", "claims_sources"),
                    help="where the plan checks write their logs (not committed)")
     p.add_argument("--out", default=os.path.join("docs", "claim_sources"))
+    p.add_argument("--reuse", metavar="DIR", help="read the slow studies' JSON from DIR/NAME "
+                   "(written by the same commands) instead of running them")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     for name in a.only:
-        out = (plan_check(name.removeprefix("plan_check_"), a.work)
-               if name.startswith("plan_check_") else source(name))
+        out = (plan_check(name.removeprefix("plan_check_"), a.work, a.reuse)
+               if name.startswith("plan_check_") else
+               from_study(name, a.work, a.reuse) if name in STUDY_RUNS else source(name))
         text = "{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v, allow_nan=False)}"
                                    for k, v in out.items()) + "\n}\n"  # a key a line
         atomic_write(os.path.join(a.out, f"{name}.json"), lambda f: f.write(text))

@@ -110,6 +110,14 @@ def contrasts() -> list:
     return rows
 
 
+EMERGENT = "emergent drift, unclipped, sqrt rule"  # bandit_regimes' case of the claim
+
+
+def fail_n(c: dict, b: int, clip) -> list:
+    """A clipping source's per-seed failure clocks at batch b and clip (None: unclipped)."""
+    return next(r["fail_n"] for r in c["runs"] if r["batch"] == b and r["clip"] == clip)
+
+
 def _base(src: Source, clock: str, b: int, lr0: float, b_seen: int) -> float:
     """The no-theory baseline: the seen batch's measured median, scaled by the stated lr rule's
     obvious rule: under the sqrt rule the samples held (its premise: drift per sample constant
@@ -166,24 +174,101 @@ def critical_scores(src: Source) -> dict:
     return out
 
 
-def plan_scores(model: str) -> dict:
-    """The planner from logs (plan_check --logs) at the held-out batches: its predictions and
-    the baseline (the largest pilot batch's median clock held in samples, the sqrt rule's
-    premise), each [within 15% of the 64-seed answer, scored, largest miss, nearer]."""
-    d = load(f"{SOURCES}/plan_check_{model}.json")
-    top = str(max(map(int, d["pilot_clocks"])))
+def policy_cell(name: str, source: str = "policy_study") -> tuple:
+    """(per_seed {batch: {clock: [S]}}, bootstrap indices, path) of a policy study cell."""
+    path = f"{SOURCES}/{source}.json"
+    per = load(path)["cells"][name]["per_seed"]
+    return per, clocks.bootstrap_indices(len(per[min(per, key=int)]["progress"])), path
+
+
+def margin_share(eps: dict, none: dict, clock: str, b: str, idx) -> dict:
+    """How much of clipping's delay of a drift clock reaches the margin a trainer has before
+    it: ln[margin(eps) / margin(none)] / ln[N(eps) / N(none)] at batch b, margin = N_clock /
+    N_prog, paired (1: the margin moves as much as the clock; 0: progress is delayed as much)."""
+    x = [clocks.censored(p[b][k]) for p in (eps, none) for k in (clock, "progress")]
+
+    def share(ce, pe, cn, pn):
+        m = paired.med
+        return np.log((m(ce) / m(pe)) / (m(cn) / m(pn))) / np.log(m(ce) / m(cn))
+    return paired.paired_ci(share, *x, idx=idx, undefined=np.nan)
+
+
+def policy_rows(add) -> None:
+    """The policy study's contrasts (16 seeds, B 64-1024): the sqrt rule's progress gap and
+    exponents, and clipping's delay against the margin, in the study's cells and variants."""
+    per, idx, path = policy_cell("sqrt")
+    add("policy, sqrt rule: progress slows over 16x", "N_prog(1024) / N_prog(64)",
+        paired.ratio_ci(per["1024"]["progress"], per["64"]["progress"], idx), ("above", 1),
+        path)
+    for clock, what in (("null", "the end-token drift clock"), ("kl", "the KL clock"),
+                        ("entropy", "the entropy clock")):
+        add(f"policy, sqrt rule: {what} grows with B", f"batch exponent of N_{clock}",
+            paired.exponent_ci(per, clock, idx), ("above", 0), path, digits=3)
+    cells = [("the study's cells", "clip_eps0.2_fixed_size", "clip_none_fixed_size",
+              "policy_study")]
+    for what, eps, none, src in cells:
+        (pe, idx, path), (pn, _, _) = policy_cell(eps, src), policy_cell(none, src)
+        for clock in ("kl", "entropy"):
+            add(f"policy, clipping eps 0.2 against none at B 1024 ({what}): the margin "
+                f"N_{clock} / N_prog moves less than the {clock} clock",
+                f"ln(margin ratio) / ln(N_{clock} ratio)",
+                margin_share(pe, pn, clock, "1024", idx), ("within", -1, 1), path)
+
+
+def slow_contrasts() -> list:
+    """[claim, contrast, estimate text, verdict, source] rows from the slow studies' committed
+    per-seed numbers (their runs take 6-40 min on 2 cores: docs/claim_sources/)."""
+    rows = []
+
+    def add(claim, contrast, est, rule, src, digits=2):
+        rows.append([claim, contrast, _ci_text(est, digits), verdict(est["ci"], rule), src])
+
+    policy_rows(add)
+    return rows
+
+
+def within_scores(rows) -> dict:
+    """Over (predicted, answer, baseline) triples: each predictor's [within 15% of the answer,
+    scored, largest miss, nearer of the two]; a row without an answer is not scored, a
+    baseline that never crossed (None) misses."""
     out = {"theory": [0, 0, 0.0, 0], "baseline": [0, 0, 0.0, 0]}
-    for h in d["heldout"]:
-        base = float(np.median(clocks.censored([0 if v is None else v
-                                                for v in d["pilot_clocks"][top][h["clock"]]])))
-        err = {"theory": abs(h["predicted"] / h["answer"] - 1),
-               "baseline": abs(base / h["answer"] - 1)}
+    for pred, answer, base in rows:
+        if answer is None or pred is None:
+            continue
+        err = {"theory": abs(pred / answer - 1),
+               "baseline": np.inf if base is None else abs(base / answer - 1)}
         for k, e in err.items():
             t = out[k]
             t[0] += bool(e <= 0.15)
             t[1] += 1
             t[2] = max(t[2], e)
             t[3] += bool(e < err["baseline" if k == "theory" else "theory"])
+    return out
+
+
+def plan_scores(model: str) -> dict:
+    """The planner from logs (plan_check --logs) at the held-out batches: its predictions and
+    the baseline (the largest pilot batch's median clock held in samples, the sqrt rule's
+    premise), each [within 15% of the 64-seed answer, scored, largest miss, nearer]."""
+    d = load(f"{SOURCES}/plan_check_{model}.json")
+    top = str(max(map(int, d["pilot_clocks"])))
+    return within_scores(
+        (h["predicted"], h["answer"],
+         float(np.median(clocks.censored([0 if v is None else v
+                                          for v in d["pilot_clocks"][top][h["clock"]]]))))
+        for h in d["heldout"])
+
+
+def calibration_scores(kind: str | None = None) -> dict:
+    """The planner's calibration (plan_calibration, its default design): within_scores over
+    its rows (of one kind, progress or failure, if given), and the 95% bands' coverage."""
+    rows = [r for r in load(f"{SOURCES}/plan_calibration.json")["rows"]
+            if kind is None or r["kind"] == kind]
+    out = within_scores((r["predicted"], r["answer"], r["baseline"]) for r in rows)
+    scored = [r for r in rows if r["answer"] is not None and r["predicted"] is not None]
+    out["covered"] = [sum((r["band"][0] or 0) <= r["answer"] <=
+                          (np.inf if r["band"][1] is None else r["band"][1]) for r in scored),
+                      len(scored)]
     return out
 
 
@@ -222,6 +307,24 @@ def policy_scores() -> dict:
                 t[0] += bool(lo <= paired.log_slope(logb, y)[0] <= hi)
                 t[1] += 1
     return out
+
+
+def adam_exponent_scores() -> tuple:
+    """The policy study's sqrt-rule exponents: Adam's per-coordinate prediction (over the
+    batches the measured slope used) and the baseline 0, each [inside the measured CI, scored]."""
+    d = load(f"{SOURCES}/policy_study.json")
+    per, idx, _ = policy_cell("sqrt")
+    t, b = [0, 0], [0, 0]
+    for clock, v in d["answers"]["2_exponents"]["sqrt"].items():
+        e = paired.exponent_ci(per, clock, idx)
+        if e["median"] is None or v.get("adam_predicted_same_batches") is None:
+            continue
+        lo = -np.inf if e["ci"][0] is None else e["ci"][0]
+        hi = np.inf if e["ci"][1] is None else e["ci"][1]
+        for score, g in ((t, v["adam_predicted_same_batches"]), (b, 0.0)):
+            score[0] += bool(lo <= g <= hi)
+            score[1] += 1
+    return t, b
 
 
 def theory_rows() -> list:
@@ -279,6 +382,12 @@ def theory_rows() -> list:
                      f"{b[0]} of {b[1]}; {100 * b[2]:.1f}%; {b[3]}",
                      better(t[0], b[0], round(t[2], 3), round(b[2], 3)),
                      f"{SOURCES}/plan_check_{model}.json"])
+    t, b = adam_exponent_scores()
+    rows.append(["policy: Adam's per-coordinate noise, the sqrt rule's batch exponents",
+                 "progress, end-token drift, KL, entropy; B 64-1024",
+                 "prediction inside the measured exponent's 95% CI (baseline: 0, the rule's "
+                 "premise)", f"{t[0]} of {t[1]}", f"{b[0]} of {b[1]}", better(t[0], b[0]),
+                 f"{SOURCES}/policy_study.json"])
     s = policy_scores()
     for group in ("lr and group cells", "second warm-up", "null clock"):
         for kind in ("clocks within 20%", "exponents inside the CI"):
@@ -292,17 +401,10 @@ def theory_rows() -> list:
 # Claims whose runs are too slow to regenerate for the repository (more than 5 min on 2
 # cores): [claim, the last measured CI as the docs state it, command, wall time on 2 cores].
 NOT_COMMITTED = [
-    ["policy: progress slows over 16x (sqrt rule, 16 seeds)", "N_prog(1024) / N_prog(64) "
-     "2.12 [2.09, 2.13]", "python experiments/policy_study.py", "about 20 min"],
-    ["policy: the end-token drift clock grows with B", "exponent 0.331 [0.040, unbounded]",
-     "python experiments/policy_study.py", "about 20 min"],
     ["policy: the end-token drift clock is later at B 1024 than at 512 (512 seeds; the "
      "medians are in docs/preregistered/plan_check_policy_drift_512_measured.json, the runs "
      "are not)", "1.337 [1.065, 1.591]",
      "python experiments/plan_check.py --logs --model policy --seeds 512", "about 45 min"],
-    ["policy: Adam's per-coordinate noise predicts the sqrt rule's KL and entropy exponents",
-     "KL 0.259 [0.242, 0.272] (predicted 0.231: fails); entropy 0.211 [0.197, 0.231] "
-     "(predicted 0.224: holds)", "python experiments/policy_study.py", "about 20 min"],
     ["policy: clipping moves the margin N_fail / N_prog less than the drift clock",
      "docs/policy.md's variants table", "python experiments/policy_study.py --parts variants",
      "about 13 min"],
@@ -337,6 +439,14 @@ bound (or inside the claimed band), **fails** where it lies wholly on the other 
 the band), **not established** otherwise.
 """
 
+SLOW_HEAD = """Each from one run of the command its source names (6 to 40 min on 2 cores), whose
+per-seed numbers are committed. Besides ratios: a batch exponent is the least-squares slope of
+log median clock on log B over the batches whose median was reached, with the same paired
+bootstrap; the margin's share is ln[margin(eps) / margin(none)] / ln[N(eps) / N(none)], margin
+= N_clock / N_prog (0: clipping delays progress as much as the clock, 1: it moves the margin as
+much as the clock; "moves less" is the share inside (-1, 1)).
+"""
+
 THEORY_HEAD = """## Theory scores beside the no-theory baseline
 
 A theory's predictions at cells it did not see, against the measured medians, beside the
@@ -359,6 +469,8 @@ def render() -> str:
     return "\n".join([
         HEAD, "## Contrasts\n",
         table(["claim", "contrast", "estimate [95% CI]", "verdict", "source"], contrasts()),
+        "", "## Contrasts from the slow studies\n", SLOW_HEAD,
+        table(["claim", "contrast", "estimate [95% CI]", "verdict", "source"], slow_contrasts()),
         "", THEORY_HEAD,
         table(["theory", "unseen cells", "score", "theory", "baseline", "better", "source"],
               theory_rows()),
