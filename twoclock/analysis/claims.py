@@ -369,7 +369,7 @@ def theory_rows() -> list:
               "failure_samples", "N_fail")
     add_batch("bandit: smooth Adam failure clock, signal-dominated drift",
               Source("bandit_signal"), "failure", "failure_samples", "N_fail")
-    for model in ("quadratic", "bandit"):
+    for model in ("quadratic", "bandit", "policy"):
         s = plan_scores(model)
         t, b = s["theory"], s["baseline"]
         d = load(f"{SOURCES}/plan_check_{model}.json")
@@ -417,9 +417,6 @@ NOT_COMMITTED = [
     ["bandit, emergent drift unclipped: the failure clock grows at B 1024 (the medians' CIs "
      "do not overlap; no paired CI)", "x1.72 of B 64's", "python experiments/bandit_regimes.py",
      "about 6.5 min"],
-    ["planner from logs, policy model: within 15% (no baseline: its pilots' clocks are not "
-     "committed)", "6 of 8", "python experiments/plan_check.py --logs --model policy",
-     "about 8 min"],
     ["planner: bands and within-15% share on the models (docs/plan.md)",
      "coverage 117 of 120, within 15% 71 of 120", "python experiments/plan_calibration.py",
      "about 14 min"],
