@@ -11,10 +11,12 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
 import numpy as np
 
 from twoclock.analysis import clocks, paired
+from twoclock.clock import reached
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCES, PREREG = "docs/claim_sources", "docs/preregistered"
@@ -217,6 +219,52 @@ def policy_rows(add) -> None:
                 margin_share(pe, pn, clock, "1024", idx), ("within", -1, 1), path)
 
 
+def _nanmed(x):
+    """The median over seeds (the last axis) of the finite entries (nan where none)."""
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(x, axis=-1)
+
+
+def damage_rows(add) -> None:
+    """The damage study's contrasts (16 seeds, B 64 / 256 / 1024, both rules): the RMS
+    end-token shift's slope on log B at fixed responses, the damaged share, and the drift at
+    each harm clock's crossing against B 64's."""
+    path = f"{SOURCES}/damage_study.json"
+    d = load(path)
+    for rule in ("sqrt", "fixed"):
+        per = d["cells"][rule]["per_seed"]
+        bs = sorted(per, key=int)
+        idx = clocks.bootstrap_indices(len(per[bs[0]]["progress"]))
+        logb = np.log([float(b) for b in bs])
+        for r in d["study"]["fixed_responses"]:
+            def slope(*xs):
+                rms = np.stack([np.sqrt(np.mean(np.square(x), axis=-1)) for x in xs], axis=-1)
+                return paired.log_slope(logb, np.log(rms))
+            est = paired.paired_ci(slope, *(per[b][f"shift_at_{r}"] for b in bs), idx=idx,
+                                   undefined=np.nan)
+            rel, word = (("above", 0), "grows") if rule == "sqrt" else (("below", 0), "falls")
+            add(f"policy damage, {rule} rule: the RMS end-token shift at {r} responses {word} "
+                "with B", f"slope of log RMS shift on log B, B {bs[0]}-{bs[-1]}", est, rel,
+                path, digits=3)
+        lo, hi = bs[0], bs[-1]
+        est = paired.paired_ci(lambda x, y: np.mean(reached(x), axis=-1) -
+                               np.mean(reached(y), axis=-1), per[hi]["damage"],
+                               per[lo]["damage"], idx=idx)
+        add(f"policy damage, {rule} rule: the damage clock reaches fewer seeds at B {hi}",
+            f"damaged share at {hi} minus at {lo}", est, ("below", 0), path, digits=3)
+        for harm in ("damage", "deficit"):
+            for b in bs[1:]:
+                est = paired.paired_ci(lambda x, y: _nanmed(x) / _nanmed(y),
+                                       per[b][f"shift_at_{harm}"], per[lo][f"shift_at_{harm}"],
+                                       idx=idx, undefined=np.nan)
+                if est["median"] is None:  # no seed crossed at b: no drift at the crossing
+                    continue
+                add(f"policy damage, {rule} rule: the drift at the {harm} crossing is larger "
+                    f"at B {b} than at {lo}", f"drift at {harm}, {b} over {lo}", est,
+                    ("above", 1), path)
+
+
 def slow_contrasts() -> list:
     """[claim, contrast, estimate text, verdict, source] rows from the slow studies' committed
     per-seed numbers (their runs take 6-40 min on 2 cores: docs/claim_sources/)."""
@@ -226,6 +274,7 @@ def slow_contrasts() -> list:
         rows.append([claim, contrast, _ci_text(est, digits), verdict(est["ci"], rule), src])
 
     policy_rows(add)
+    damage_rows(add)
     return rows
 
 
@@ -407,8 +456,6 @@ NOT_COMMITTED = [
      "medians are in docs/preregistered/plan_check_policy_drift_512_measured.json, the runs "
      "are not)", "1.337 [1.065, 1.591]",
      "python experiments/plan_check.py --logs --model policy --seeds 512", "about 45 min"],
-    ["policy: the harm's drift and its slope in batch (damage study)",
-     "docs/policy.md's damage tables", "python experiments/damage_study.py", "about 40 min"],
     ["bandit: clipping delays the failure clock more at the larger batch (M x E = 4 x 1; "
      "4 x 2)", "1.44 [1.26, 1.66]; 1.15 [0.92, 1.48]",
      "python experiments/clipping.py --batches 64 256 1024 --seeds 32 --minibatches M "
