@@ -203,10 +203,12 @@ def test_the_512_seed_drift_ratio():
                        " ".join(d["expected_vs_found"]))
     assert f"{ratio:.3f}" == stated.group(1)
     claim = f"{ratio:.3f} [{stated.group(2)}, {stated.group(3)}]"
-    assert _text("README.md").count(claim) == 2
-    assert _text("docs/policy.md").count(claim) == 3
-    lo = float(stated.group(2))
-    assert lo > 1  # what "not flat" rests on
+    # measured on older code and its runs not committed: the reference docs no longer state it,
+    # the lab note keeps it (with "later", which its CI's lower bound above 1 supports)
+    assert _text("README.md").count(claim) == 0
+    assert _text("docs/policy.md").count(claim) == 0
+    assert _text("docs/history/policy.md").count(claim) == 1
+    assert float(stated.group(2)) > 1
 
 
 # --- contrasts the docs derive from their own tables (the study JSONs are not committed) -----
@@ -312,7 +314,8 @@ def test_the_per_coordinate_exponents_inside_and_outside():
     sharp = [(r, c) for r in ("sqrt", "fixed") for c in ("progress", "KL", "entropy")]
     inside = [k for k in sharp if e[k][0][1] <= e[k][1] <= e[k][0][2]]
     outside = [k for k in sharp if k not in inside]
-    m = _after(t, "0.709 / 0.716 / 0.599 under the fixed rule: inside the measured CI for ",
+    fixed = " / ".join(f"{e[('fixed', c)][0][0]:.3f}" for c in ("progress", "KL", "entropy"))
+    m = _after(t, f"{fixed} under the fixed rule: inside the measured CI for ",
                r"(\d+) of (\d+) \(sqrt entropy, fixed progress and KL\)")
     assert _of(m) == [len(inside), len(sharp)]
     assert inside == [("sqrt", "entropy"), ("fixed", "progress"), ("fixed", "KL")]
@@ -335,10 +338,10 @@ def test_the_per_coordinate_exponents_inside_and_outside():
     assert [float(m.group(2)), float(m.group(3))] == [kl[1], ent[1]]
     assert not kl[0][1] <= kl[1] <= kl[0][2] and ent[0][1] <= ent[1] <= ent[0][2]
     null = e[("sqrt", "null")]
-    assert null[0][1] > 0  # the null clock is not flat
-    m = _after(r, "the end-token drift clock is not flat (exponent ", NUM + r" \[" + NUM +
-               r", unbounded\], predicted " + NUM)
-    assert [float(v) for v in m.groups()] == [null[0][0], null[0][1], null[1]]
+    assert null[0][1] <= 0 <= null[0][2]  # the null clock's growth is not established
+    m = _after(r, "whether the end-token drift clock grows with B is not established (exponent ",
+               NUM + r" \[" + NUM + ", " + NUM + r"\], predicted " + NUM)
+    assert [float(v) for v in m.groups()] == [*null[0], null[1]]
 
 
 def test_the_clipping_margins_are_the_variants_table():
@@ -347,10 +350,11 @@ def test_the_clipping_margins_are_the_variants_table():
             ("(the study's cell)", "warm-up seed 1 | 0.68% / 4.63%", "4x the lr")}
     # each row: delays progress, KL, entropy, null, then the margins KL, entropy
     (kl, ent), (kl4, ent4) = rows["(the study's cell)"][-2:], rows["4x the lr"][-2:]
-    m = _after(t, "so the margin N_fail / N_prog moves much less than the drift clock: ",
-               CI + r" \(KL\) and " + CI + r" \(entropy\) at B 1024, and " + CI + " and " + CI +
-               r" at 4x the lr, where the delays are " + NUM + " and " + NUM)
+    m = _after(t, "N_prog moves much less than the drift clock: at B 1024 ",
+               CI + r" for KL \(no shift established\) and " + CI + r" for entropy, and " + CI +
+               " and " + CI + r" at 4x the lr, where the delays are " + NUM + " and " + NUM)
     assert m.groups() == kl + ent + kl4 + ent4 + (rows["4x the lr"][1][0], rows["4x the lr"][2][0])
+    assert float(kl[1]) <= 1 <= float(kl[2]) and float(ent[2]) < 1  # the words above
     m = _after(t, "and the margin moves much less, up to ", CI + r" \(KL\) and " + CI +
                r" \(entropy\) at 4x the lr \(KL up, entropy down; for KL under the second warm-up "
                + CI + r", not established\)")
