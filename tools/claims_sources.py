@@ -102,6 +102,17 @@ def _condition(clock: str, conds: list) -> str:
     return same[0]
 
 
+def _heldout(h: dict, now: dict, conds: list) -> dict:
+    """A held-out row of the check: its answer, and the prediction the plan makes now."""
+    clock = _condition(h["clock"], conds)
+    pred = now[(float(h["batch"]), clock)]
+    if not math.isclose(pred["median"], h["vs_logged"]["predicted"], rel_tol=1e-9):
+        raise SystemExit(f"B {h['batch']} {clock}: the plan predicts {pred['median']:.6g} now, "
+                         f"the check's run {h['vs_logged']['predicted']:.6g}: rerun the check")
+    return {"batch": h["batch"], "clock": clock, "answer": h["vs_logged"]["measured"],
+            "answer_ci": h["measured_ci"], "predicted": pred["median"], "band": pred["ci"]}
+
+
 def plan_check(model: str, work: str, reuse: str | None = None) -> dict:
     """The plan check from logs at its defaults: its held-out answers and predictions, and each
     pilot run's clocks as the plan reads them (twoclock.plan_logs on the pilots' log file).
@@ -116,7 +127,16 @@ def plan_check(model: str, work: str, reuse: str | None = None) -> dict:
             raise SystemExit(f"plan_check --model {model} failed ({code})")
     with open(os.path.join(work, f"plan_check_{model}_logs.json")) as f:
         pc = json.load(f)
-    plan = twoclock.plan_logs(pc["log_file"], pc["progress"], pc["failures"]).to_json()
+    log_file = (os.path.join(work, os.path.basename(pc["log_file"])) if reuse is not None
+                else pc["log_file"])
+    held = sorted({h["batch"] for h in pc["heldout"]})
+    # the plan as the code plans it now (the check's own call): its pilots' clocks, and each
+    # held-out prediction and band (the band may have changed since a reused run; the median
+    # of the same logs must not)
+    plan = twoclock.plan_logs(log_file, pc["progress"], pc["failures"], predict=held).to_json()
+    now = {(p["batch"], pc["progress"]): p["progress_samples"] for p in plan["predictions"]}
+    now.update({(p["batch"], f["condition"]): p["failure_samples"] for f in plan["failures"]
+                for p in f["predictions"]})
     pilots = {}
     for r in plan["runs"]:
         per = pilots.setdefault(str(int(r["batch"])), {c: [] for c in
@@ -131,10 +151,7 @@ def plan_check(model: str, work: str, reuse: str | None = None) -> dict:
         "pilot_seeds": pc["pilot_seeds"], "heldout_seeds": pc["heldout_seeds"],
         "pilot_clocks": {b: {c: [None if v is None else float(f"{v:.6g}") for v in vs]
                              for c, vs in per.items()} for b, per in pilots.items()},
-        "heldout": [{"batch": h["batch"],
-                     "clock": _condition(h["clock"], [pc["progress"]] + pc["failures"]),
-                     "answer": h["vs_logged"]["measured"], "answer_ci": h["measured_ci"],
-                     "predicted": h["vs_logged"]["predicted"], "band": h["vs_logged"]["ci"]}
+        "heldout": [_heldout(h, now, [pc["progress"]] + pc["failures"])
                     for h in pc["heldout"]],
         "seconds": round(time.perf_counter() - t0, 1),
     }

@@ -205,7 +205,9 @@ def policy_rows(add) -> None:
         add(f"policy, sqrt rule: {what} grows with B", f"batch exponent of N_{clock}",
             paired.exponent_ci(per, clock, idx), ("above", 0), path, digits=3)
     cells = [("the study's cells", "clip_eps0.2_fixed_size", "clip_none_fixed_size",
-              "policy_study")]
+              "policy_study")] + [
+        (v, f"variant_{v}_eps0.2", f"variant_{v}_none", "policy_variants")
+        for v in ("warmup_seed1", "lr_x4")]
     for what, eps, none, src in cells:
         (pe, idx, path), (pn, _, _) = policy_cell(eps, src), policy_cell(none, src)
         for clock in ("kl", "entropy"):
@@ -369,7 +371,7 @@ def theory_rows() -> list:
               "failure_samples", "N_fail")
     add_batch("bandit: smooth Adam failure clock, signal-dominated drift",
               Source("bandit_signal"), "failure", "failure_samples", "N_fail")
-    for model in ("quadratic", "bandit"):
+    for model in ("quadratic", "bandit", "policy"):
         s = plan_scores(model)
         t, b = s["theory"], s["baseline"]
         d = load(f"{SOURCES}/plan_check_{model}.json")
@@ -405,9 +407,6 @@ NOT_COMMITTED = [
      "medians are in docs/preregistered/plan_check_policy_drift_512_measured.json, the runs "
      "are not)", "1.337 [1.065, 1.591]",
      "python experiments/plan_check.py --logs --model policy --seeds 512", "about 45 min"],
-    ["policy: clipping moves the margin N_fail / N_prog less than the drift clock",
-     "docs/policy.md's variants table", "python experiments/policy_study.py --parts variants",
-     "about 13 min"],
     ["policy: the harm's drift and its slope in batch (damage study)",
      "docs/policy.md's damage tables", "python experiments/damage_study.py", "about 40 min"],
     ["bandit: clipping delays the failure clock more at the larger batch (M x E = 4 x 1; "
@@ -417,9 +416,6 @@ NOT_COMMITTED = [
     ["bandit, emergent drift unclipped: the failure clock grows at B 1024 (the medians' CIs "
      "do not overlap; no paired CI)", "x1.72 of B 64's", "python experiments/bandit_regimes.py",
      "about 6.5 min"],
-    ["planner from logs, policy model: within 15% (no baseline: its pilots' clocks are not "
-     "committed)", "6 of 8", "python experiments/plan_check.py --logs --model policy",
-     "about 8 min"],
     ["planner: bands and within-15% share on the models (docs/plan.md)",
      "coverage 117 of 120, within 15% 71 of 120", "python experiments/plan_calibration.py",
      "about 14 min"],
