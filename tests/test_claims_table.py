@@ -229,6 +229,22 @@ def test_the_prose_quotes_the_policy_rows():
                  if r[0] == "policy: Adam's per-coordinate noise, the sqrt rule's batch exponents")
     assert f"it lies inside {score[3]} CIs, against {score[4]} for the no-theory baseline 0" \
         in policy
+    # the margin's share of clipping's delay, per cell: quoted, and "not established" said
+    share = {(re.search(r"B 1024 \((.+?)\)", c).group(1), re.search(r"N_(\w+) / N_prog", c)
+              .group(1)): (e, v) for c, k, e, v in (r[:4] for r in
+                                                    _tables()["Contrasts from the slow studies"])
+             if k.startswith("ln(margin ratio)")}
+    cell = share[("the study's cells", "kl")][0], share[("the study's cells", "entropy")][0]
+    assert f"that is {cell[0]} for KL and {cell[1]} for entropy (`docs/claims.md`)" in policy
+    if ("warmup_seed1", "kl") in share:
+        w, x4 = (tuple(share[(v, c)][0] for c in ("kl", "entropy"))
+                 for v in ("warmup_seed1", "lr_x4"))
+        assert (f"is for KL {w[0]} under the second warm-up and {x4[0]} at 4x the lr, and for "
+                f"entropy {w[1]} and {x4[1]} (the study's cell: {cell[0]} and {cell[1]})") in policy
+        not_est = [k for k, (_, v) in share.items() if v == "not established"]
+        assert not_est == [("warmup_seed1", "entropy")]  # the one exception the prose names
+        assert "in every case but entropy under the second warm-up, where that is not " \
+               "established" in policy
 
 
 def test_the_prose_quotes_the_theory_scores_and_baselines():
