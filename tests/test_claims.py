@@ -203,10 +203,12 @@ def test_the_512_seed_drift_ratio():
                        " ".join(d["expected_vs_found"]))
     assert f"{ratio:.3f}" == stated.group(1)
     claim = f"{ratio:.3f} [{stated.group(2)}, {stated.group(3)}]"
-    assert _text("README.md").count(claim) == 2
-    assert _text("docs/policy.md").count(claim) == 3
-    lo = float(stated.group(2))
-    assert lo > 1  # what "not flat" rests on
+    # measured on older code and its runs not committed: the reference docs no longer state it,
+    # the lab note keeps it (with "later", which its CI's lower bound above 1 supports)
+    assert _text("README.md").count(claim) == 0
+    assert _text("docs/policy.md").count(claim) == 0
+    assert _text("docs/history/policy.md").count(claim) == 1
+    assert float(stated.group(2)) > 1
 
 
 # --- contrasts the docs derive from their own tables (the study JSONs are not committed) -----
@@ -232,14 +234,14 @@ def test_the_early_walk_is_not_established_flat_and_the_late_one_is_not_flat():
     early, late = [[float(v) for v in r] for r in rows]  # at 4096, then 16 384 responses
     zero = pred["sqrt"]["rms_slope"]
     assert early[1] <= zero <= early[2]  # flat not rejected early ...
-    # ... nor (all but) the later slope: flatness early is not established
-    assert 0 <= round(late[0] - early[2], 6) <= 0.001
+    # ... nor the later slope's CI, up to its estimate: flatness early is not established
+    assert late[1] <= early[2] <= late[0]
     assert not late[1] <= zero <= late[2]  # late: not flat
-    m = _after(t, "the CI reaches ", NUM + ", all but the later slope")
-    assert float(m.group(1)) == early[2]
-    m = _after(t, "the sqrt rule's CI ", r"\[" + NUM + ", " + NUM + r"\] reaches all but the later "
-               r"slope " + NUM)
-    assert [float(v) for v in m.groups()] == early[1:] + late[:1]
+    m = _after(t, "the CI reaches ", NUM + " against the later slope's " + NUM)
+    assert [float(v) for v in m.groups()] == [early[2], late[0]]
+    m = _after(t, "the sqrt rule's CI ", r"\[" + NUM + ", " + NUM + r"\] reaches up to " + NUM +
+               r" against the later slope " + NUM)
+    assert [float(v) for v in m.groups()] == early[1:] + early[2:] + late[:1]
     m = _after(t, "the slope on log B of the RMS of the end token's log-odds is ", CI)
     assert [float(v) for v in m.groups()] == early
     m = _after(t, "At 16 384 responses it is ", CI)
@@ -248,47 +250,44 @@ def test_the_early_walk_is_not_established_flat_and_the_late_one_is_not_flat():
 
 def test_the_lean_towards_end_b_is_not_established():
     t = _text("docs/policy.md")
-    rms = {r: [float(v) for v in re.findall(r"[\d.]+", c)] for r, c in zip(
-        ("sqrt", "fixed"), _row("docs/policy.md", "RMS shift at 16 384 responses")[:2])}
     mean = {r: [float(v) for v in re.findall(r"[\d.]+", c)] for r, c in zip(
         ("sqrt", "fixed"), _row("docs/policy.md", "mean shift at 16 384 (towards END_B > 0)")[:2])}
-    n = 16
-    sd = {r: [math.sqrt((q ** 2 - m ** 2) * n / (n - 1)) for q, m in zip(rms[r], mean[r])]
-          for r in rms}
-
-    def diff(r, i):  # batch i minus B 64, normal approximation, unpaired
-        d = mean[r][i] - mean[r][0]
-        se = math.sqrt(sd[r][i] ** 2 / n + sd[r][0] ** 2 / n)
-        return [d, d - 1.96 * se, d + 1.96 * se]
-
-    m = _after(t, "with a per-seed spread of ", NUM + "-" + NUM)
-    assert [float(v) for v in m.groups()] == [round(min(sd["sqrt"]), 2), round(max(sd["sqrt"]), 2)]
-    m = _after(t, "has a standard error of ", NUM + "-" + NUM)
-    assert [float(v) for v in m.groups()] == [round(min(sd["sqrt"]) / 4, 2),
-                                              round(max(sd["sqrt"]) / 4, 2)]
-    m = _after(t, "and B 256 minus B 64 is ", CI + r" \(fixed rule " + CI)
-    want = [round(v, 2) for v in diff("sqrt", 1) + diff("fixed", 1)]
-    assert [float(v) for v in m.groups()] == want
-    assert want[1] < 0 < want[2] and want[4] < 0 < want[5]  # "not established"
+    m = _after(t, "a lean towards END_B is not established: B 256 minus B 64 is ",
+               CI + " and B 1024 minus B 64 " + CI + r" \(fixed rule " + CI + " and " + CI)
+    got = [[float(v) for v in m.groups()[i:i + 3]] for i in (0, 3, 6, 9)]
+    for g, (r, i) in zip(got, (("sqrt", 1), ("sqrt", 2), ("fixed", 1), ("fixed", 2))):
+        # the difference of the table's means (each to 3 significant digits) ...
+        assert abs(g[0] - (mean[r][i] - mean[r][0])) <= 0.0015, (r, i)
+        assert g[1] < 0 < g[2], (r, i)  # ... and "not established": its CI holds 0
+    src = os.path.join(ROOT, "docs", "claim_sources", "damage_study.json")
+    if not os.path.exists(src):
+        return  # the paired bootstrap needs the study's per-seed shifts
+    with open(src) as f:
+        cells = json.load(f)["cells"]
+    idx = np.random.default_rng(0).integers(0, 16, size=(2000, 16))
+    for g, (r, b) in zip(got, (("sqrt", "256"), ("sqrt", "1024"), ("fixed", "256"),
+                               ("fixed", "1024"))):
+        x, y = (np.asarray(cells[r]["per_seed"][k]["shift_at_16384"], float) for k in (b, "64"))
+        boot = np.mean(x[idx], -1) - np.mean(y[idx], -1)
+        lo, hi = np.quantile(boot, [0.025, 0.975], method="lower")
+        assert [float(f"{v:.3g}") for v in (x.mean() - y.mean(), lo, hi)] == g, (r, b)
 
 
 def test_the_drift_at_the_harm_ratios_are_the_tables():
     t = _text("docs/policy.md")
     deficit = _row("docs/policy.md", "drift at deficit over B 64's")
     sq = re.findall(CI, deficit[0])
-    fx = re.findall(CI, deficit[1])
-    m = _after(t, "the drift at its crossing is not fixed: ", CI + r" times B 64's at B 256 "
-               r"\(fixed rule " + CI)
-    assert m.groups() == sq[0] + fx[0]
-    m = _after(t, "but the ratio to B 64 is ", CI + r" at B 256 \(fixed rule " + CI +
-               r"; both exclude 1\); at B 1024 it is " + CI + r" \(fixed rule " + CI + r"\), not "
-               r"established")
-    assert m.groups() == sq[0] + fx[0] + sq[1] + fx[1]
-    assert float(sq[0][1]) > 1 and float(fx[0][1]) > 1  # both exclude 1
-    assert float(sq[1][1]) <= 1 <= float(sq[1][2]) and float(fx[1][1]) <= 1 <= float(fx[1][2])
-    damage = re.search(CI, _row("docs/policy.md", "drift at damage, 256 over 64")[0]).groups()
-    m = _after(t, "that it grows with B is not established: 256 over 64 is ", CI)
-    assert m.groups() == damage and float(damage[1]) <= 1 <= float(damage[2])
+    assert len(sq) == 2 and not re.findall(CI, deficit[1])  # the fixed rule's: too few seeds
+    m = _after(t, "the drift at its crossing is ", CI + r" times B 64's at B 256 and " + CI +
+               " at B 1024: a fixed drift at the harm is not rejected")
+    assert m.groups() == sq[0] + sq[1]
+    m = _after(t, "and the ratio to B 64 is ", CI + " at B 256 and " + CI + " at B 1024, both "
+               "including 1")
+    assert m.groups() == sq[0] + sq[1]
+    assert all(float(c[1]) <= 1 <= float(c[2]) for c in sq)  # "not rejected", "including 1"
+    damage = _row("docs/policy.md", "drift at damage, 256 over 64")[0]
+    assert not re.search(CI, damage) and "(no CI)" in damage
+    assert "from too few seeds for a CI: whether it grows with B is not established" in t
 
 
 def _exponents(t: str) -> dict:
@@ -312,7 +311,8 @@ def test_the_per_coordinate_exponents_inside_and_outside():
     sharp = [(r, c) for r in ("sqrt", "fixed") for c in ("progress", "KL", "entropy")]
     inside = [k for k in sharp if e[k][0][1] <= e[k][1] <= e[k][0][2]]
     outside = [k for k in sharp if k not in inside]
-    m = _after(t, "0.709 / 0.716 / 0.599 under the fixed rule: inside the measured CI for ",
+    fixed = " / ".join(f"{e[('fixed', c)][0][0]:.3f}" for c in ("progress", "KL", "entropy"))
+    m = _after(t, f"{fixed} under the fixed rule: inside the measured CI for ",
                r"(\d+) of (\d+) \(sqrt entropy, fixed progress and KL\)")
     assert _of(m) == [len(inside), len(sharp)]
     assert inside == [("sqrt", "entropy"), ("fixed", "progress"), ("fixed", "KL")]
@@ -335,31 +335,34 @@ def test_the_per_coordinate_exponents_inside_and_outside():
     assert [float(m.group(2)), float(m.group(3))] == [kl[1], ent[1]]
     assert not kl[0][1] <= kl[1] <= kl[0][2] and ent[0][1] <= ent[1] <= ent[0][2]
     null = e[("sqrt", "null")]
-    assert null[0][1] > 0  # the null clock is not flat
-    m = _after(r, "the end-token drift clock is not flat (exponent ", NUM + r" \[" + NUM +
-               r", unbounded\], predicted " + NUM)
-    assert [float(v) for v in m.groups()] == [null[0][0], null[0][1], null[1]]
+    assert null[0][1] <= 0 <= null[0][2]  # the null clock's growth is not established
+    m = _after(r, "whether the end-token drift clock grows with B is not established (exponent ",
+               NUM + r" \[" + NUM + ", " + NUM + r"\], predicted " + NUM)
+    assert [float(v) for v in m.groups()] == [*null[0], null[1]]
 
 
 def test_the_clipping_margins_are_the_variants_table():
     t = _text("docs/policy.md")
     rows = {k: re.findall(CI, " | ".join(_row("docs/policy.md", k))) for k in
-            ("(the study's cell)", "warm-up seed 1 | 0.68% / 4.63%", "4x the lr")}
+            ("(the study's cell)", "warm-up seed 1 | 0.56% / 4.68%", "4x the lr")}
     # each row: delays progress, KL, entropy, null, then the margins KL, entropy
-    (kl, ent), (kl4, ent4) = rows["(the study's cell)"][-2:], rows["4x the lr"][-2:]
-    m = _after(t, "so the margin N_fail / N_prog moves much less than the drift clock: ",
-               CI + r" \(KL\) and " + CI + r" \(entropy\) at B 1024, and " + CI + " and " + CI +
-               r" at 4x the lr, where the delays are " + NUM + " and " + NUM)
+    (kl, ent), (kl_w, ent_w), (kl4, ent4) = (rows[k][-2:] for k in rows)
+    m = _after(t, "N_prog moves less than the drift clock: at B 1024 ",
+               CI + r" for KL \(no shift established\) and " + CI + r" for entropy, and " + CI +
+               " and " + CI + r" at 4x the lr, where the delays are " + NUM + " and " + NUM)
     assert m.groups() == kl + ent + kl4 + ent4 + (rows["4x the lr"][1][0], rows["4x the lr"][2][0])
-    m = _after(t, "and the margin moves much less, up to ", CI + r" \(KL\) and " + CI +
-               r" \(entropy\) at 4x the lr \(KL up, entropy down; for KL under the second warm-up "
-               + CI + r", not established\)")
-    kl_w = rows["warm-up seed 1 | 0.68% / 4.63%"][-2]
-    assert m.groups() == kl4 + ent4 + kl_w and float(kl_w[1]) <= 1 <= float(kl_w[2])
-    m = _after(t, "moves much less than the clock: within ", NUM + "-" + NUM + r" \(the CIs, both "
-               r"warm-ups\) at the clipping lr, " + NUM + "-" + NUM + " at 4x that lr")
-    same_lr = [float(v) for k in ("(the study's cell)", "warm-up seed 1 | 0.68% / 4.63%")
-               for c in rows[k][-2:] for v in c[1:]]
+    assert float(kl[1]) <= 1 <= float(kl[2]) and float(ent[2]) < 1  # the words above
+    m = _after(t, "that the entropy margin moves less than its clock is not established (",
+               CI + " against a delay of " + CI)
+    assert m.groups() == ent_w + rows["warm-up seed 1 | 0.56% / 4.68%"][2]
+    m = _after(t, "For KL the margin's shift is not established at the clipping lr under either "
+               "warm-up (", CI + " and " + CI + r"\) and is " + CI + " at 4x the lr")
+    assert m.groups() == kl + kl_w + kl4
+    assert all(float(c[1]) <= 1 <= float(c[2]) for c in (kl, kl_w)) and float(kl4[1]) > 1
+    m = _after(t, "moves less than the clock (entropy under the second warm-up aside): within ",
+               NUM + "-" + NUM + r" \(the CIs, both warm-ups\) at the clipping lr, " + NUM + "-" +
+               NUM + " at 4x that lr")
+    same_lr = [float(v) for c in (kl, ent, kl_w, ent_w) for v in c[1:]]
     at4 = [float(v) for c in (kl4, ent4) for v in c[1:]]
     assert [float(v) for v in m.groups()] == [min(same_lr), max(same_lr), min(at4), max(at4)]
 

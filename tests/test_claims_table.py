@@ -200,6 +200,53 @@ def test_the_prose_quotes_the_table():
             in bandit
 
 
+def test_the_prose_quotes_the_policy_rows():
+    """README and docs/policy.md quote the policy study's rows verbatim (issue 53), and every
+    sentence quoting the end-token exponent says "not established" exactly when the table does."""
+    rows = {r[1]: (r[2], r[3]) for r in _tables()["Contrasts from the slow studies"]
+            if r[0].startswith("policy, sqrt rule")}
+    gap = rows["N_prog(1024) / N_prog(64)"][0]
+    null, kl, ent = (rows[f"batch exponent of N_{c}"] for c in ("null", "kl", "entropy"))
+    readme, policy = _text("README.md"), _text("docs/policy.md")
+    assert f"N_prog x{gap}," in readme
+    assert f"slows {gap} times over 16x in batch" in policy
+    assert f"falls {gap} times over 16x in batch" in policy
+    assert f"exponents {kl[0]}, {ent[0]};" in readme
+    assert f"exponents {kl[0]} and {ent[0]})" in policy
+    for clock, (est, _) in (("null", null), ("KL", kl), ("entropy", ent)):
+        assert f"| sqrt | {clock} | {est} |" in policy, clock  # the exponents table
+    quoted = 0
+    for doc in (readme, policy):
+        for m in re.finditer(re.escape(null[0]), doc):
+            if doc[max(0, m.start() - 2):m.start()] == "| ":
+                continue  # the exponents table's cell
+            near = doc[max(0, m.start() - 400):m.end() + 400]
+            assert ("not established" in near) == (null[1] == "not established"), near
+            assert "not flat" not in near or null[1] == "holds", near
+            quoted += 1
+    assert quoted >= 4  # README twice, the lead, section 2 (and section 5)
+    score = next(r for r in _tables()["Theory scores beside the no-theory baseline"]
+                 if r[0] == "policy: Adam's per-coordinate noise, the sqrt rule's batch exponents")
+    assert f"it lies inside {score[3]} CIs, against {score[4]} for the no-theory baseline 0" \
+        in policy
+    # the margin's share of clipping's delay, per cell: quoted, and "not established" said
+    share = {(re.search(r"B 1024 \((.+?)\)", c).group(1), re.search(r"N_(\w+) / N_prog", c)
+              .group(1)): (e, v) for c, k, e, v in (r[:4] for r in
+                                                    _tables()["Contrasts from the slow studies"])
+             if k.startswith("ln(margin ratio)")}
+    cell = share[("the study's cells", "kl")][0], share[("the study's cells", "entropy")][0]
+    assert f"that is {cell[0]} for KL and {cell[1]} for entropy (`docs/claims.md`)" in policy
+    if ("warmup_seed1", "kl") in share:
+        w, x4 = (tuple(share[(v, c)][0] for c in ("kl", "entropy"))
+                 for v in ("warmup_seed1", "lr_x4"))
+        assert (f"is for KL {w[0]} under the second warm-up and {x4[0]} at 4x the lr, and for "
+                f"entropy {w[1]} and {x4[1]} (the study's cell: {cell[0]} and {cell[1]})") in policy
+        not_est = [k for k, (_, v) in share.items() if v == "not established"]
+        assert not_est == [("warmup_seed1", "entropy")]  # the one exception the prose names
+        assert "in every case but entropy under the second warm-up, where that is not " \
+               "established" in policy
+
+
 def test_the_prose_quotes_the_theory_scores_and_baselines():
     rows = {r[0]: r for r in _tables()["Theory scores beside the no-theory baseline"]}
     contrasts = {(r[0], r[1]): r[2] for r in _tables()["Contrasts"]}
