@@ -452,10 +452,6 @@ def theory_rows() -> list:
 # Claims whose runs are too slow to regenerate for the repository (more than 5 min on 2
 # cores): [claim, the last measured CI as the docs state it, command, wall time on 2 cores].
 NOT_COMMITTED = [
-    ["policy: the end-token drift clock is later at B 1024 than at 512 (512 seeds; the "
-     "medians are in docs/preregistered/plan_check_policy_drift_512_measured.json, the runs "
-     "are not)", "1.337 [1.065, 1.591]",
-     "python experiments/plan_check.py --logs --model policy --seeds 512", "about 45 min"],
     ["bandit: clipping delays the failure clock more at the larger batch (M x E = 4 x 1; "
      "4 x 2)", "1.44 [1.26, 1.66]; 1.15 [0.92, 1.48]",
      "python experiments/clipping.py --batches 64 256 1024 --seeds 32 --minibatches M "
