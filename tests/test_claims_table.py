@@ -505,3 +505,30 @@ def test_adams_exponent_score_and_its_baseline_recompute():
         b += lo <= 0.0 <= hi
     assert row[3:6] == [f"{t} of {n}", f"{b} of {n}",
                         "theory" if t > b else "baseline" if b > t else "tie"]
+
+
+def test_the_calibrations_score_and_its_baseline_recompute():
+    """The planner's calibration rows: within 15% of the answer, largest miss, nearer of the
+    two, and the 95% bands' coverage, counted here from the committed rows (a baseline that
+    never crossed misses)."""
+    rows = {r[0].split(" (")[0]: r for r in _tables()["Theory scores beside the no-theory baseline"]
+            if r[0].startswith("planner's calibration")}
+    assert len(rows) == 2
+    src = _load("docs/claim_sources/plan_calibration.json")
+    for kind in ("progress", "failure"):
+        name, _, _, theory, base, better, _ = rows[f"planner's calibration: each {kind} clock's "
+                                                     "fitted form"]
+        got = [r for r in src["rows"] if r["kind"] == kind and r["answer"] is not None
+               and r["predicted"] is not None]
+        et = [abs(r["predicted"] - r["answer"]) / r["answer"] for r in got]
+        eb = [math.inf if r["baseline"] is None else abs(r["baseline"] - r["answer"]) / r["answer"]
+              for r in got]
+        n = len(got)
+        t_near = sum(a < b for a, b in zip(et, eb))
+        b_near = sum(b < a for a, b in zip(et, eb))
+        assert theory == (f"{sum(e <= 0.15 for e in et)} of {n}; {100 * max(et):.1f}%; "
+                          f"{t_near}"), kind
+        assert base == (f"{sum(e <= 0.15 for e in eb)} of {n}; {100 * max(eb):.1f}%; "
+                        f"{b_near}"), kind
+        cov = sum((r["band"][0] or 0) <= r["answer"] <= (r["band"][1] or math.inf) for r in got)
+        assert f"95% bands cover {cov} of {n}" in name

@@ -274,8 +274,34 @@ def slow_contrasts() -> list:
         rows.append([claim, contrast, _ci_text(est, digits), verdict(est["ci"], rule), src])
 
     policy_rows(add)
+    r = load(f"{SOURCES}/bandit_regimes.json")["cases"][EMERGENT]
+    g = lambda b, k: np.asarray(next(x for x in r if x["batch"] == b)["per_seed"][k],  # noqa
+                                np.float64)
+    for B in (512, 1024):
+        add(f"bandit, emergent drift unclipped (sqrt rule): the failure clock grows at B {B}",
+            f"N_fail({B}) / N_fail(64)", paired.ratio_ci(g(B, "failure"), g(64, "failure"),
+                                                          clocks.bootstrap_indices(16)),
+            ("above", 1), f"{SOURCES}/bandit_regimes.json")
     damage_rows(add)
+    for me in ("4x1", "4x2"):
+        path = f"{SOURCES}/clipping_{me}.json"
+        c = load(path)
+        f = lambda b, clip: np.asarray(fail_n(c, b, clip), np.float64)  # noqa: E731
+        idx = clocks.bootstrap_indices(len(f(64, None)))
+        add(f"bandit: clipping (eps 0.2) delays the failure clock more at B 1024 than at 64 "
+            f"(M x E = {me.replace('x', ' x ')})", "[N_fail(eps 0.2) / N_fail(none)] at 1024 over "
+            "at 64", paired.ratio_of_ratios_ci(f(1024, 0.2), f(1024, None), f(64, 0.2),
+                                               f(64, None), idx, undefined=np.nan),
+            ("above", 1), path)
     return rows
+
+
+def fail_n(c: dict, b: int, clip) -> list:
+    """A clipping source's per-seed failure clocks at batch b and clip (None: unclipped)."""
+    return next(r["fail_n"] for r in c["runs"] if r["batch"] == b and r["clip"] == clip)
+
+
+EMERGENT = "emergent drift, unclipped, sqrt rule"  # bandit_regimes' case of the claim
 
 
 def within_scores(rows) -> dict:
@@ -433,6 +459,17 @@ def theory_rows() -> list:
                      f"{b[0]} of {b[1]}; {100 * b[2]:.1f}%; {b[3]}",
                      better(t[0], b[0], round(t[2], 3), round(b[2], 3)),
                      f"{SOURCES}/plan_check_{model}.json"])
+    for kind in ("progress", "failure"):
+        s = calibration_scores(kind)
+        t, b = s["theory"], s["baseline"]
+        rows.append([f"planner's calibration: each {kind} clock's fitted form (95% bands cover "
+                     f"{s['covered'][0]} of {s['covered'][1]})",
+                     "4x and 8x the largest pilot; 3 models x 6 designs",
+                     "within 15% of the 64-seed answer; largest miss; nearer of the two",
+                     f"{t[0]} of {t[1]}; {100 * t[2]:.1f}%; {t[3]}",
+                     f"{b[0]} of {b[1]}; {100 * b[2]:.1f}%; {b[3]}",
+                     better(t[0], b[0], round(t[2], 3), round(b[2], 3)),
+                     f"{SOURCES}/plan_calibration.json"])
     t, b = adam_exponent_scores()
     rows.append(["policy: Adam's per-coordinate noise, the sqrt rule's batch exponents",
                  "progress, end-token drift, KL, entropy; B 64-1024",
@@ -448,21 +485,6 @@ def theory_rows() -> list:
                          better(t[0], b[0]), f"{PREREG}/policy_measured.json"])
     return rows
 
-
-# Claims whose runs are too slow to regenerate for the repository (more than 5 min on 2
-# cores): [claim, the last measured CI as the docs state it, command, wall time on 2 cores].
-NOT_COMMITTED = [
-    ["bandit: clipping delays the failure clock more at the larger batch (M x E = 4 x 1; "
-     "4 x 2)", "1.44 [1.26, 1.66]; 1.15 [0.92, 1.48]",
-     "python experiments/clipping.py --batches 64 256 1024 --seeds 32 --minibatches M "
-     "--epochs E", "about 6.5 min a row"],
-    ["bandit, emergent drift unclipped: the failure clock grows at B 1024 (the medians' CIs "
-     "do not overlap; no paired CI)", "x1.72 of B 64's", "python experiments/bandit_regimes.py",
-     "about 6.5 min"],
-    ["planner: bands and within-15% share on the models (docs/plan.md)",
-     "coverage 117 of 120, within 15% 71 of 120", "python experiments/plan_calibration.py",
-     "about 14 min"],
-]
 
 HEAD = """# Claims and their evidence
 
@@ -512,11 +534,7 @@ def render() -> str:
         table(["claim", "contrast", "estimate [95% CI]", "verdict", "source"], slow_contrasts()),
         "", THEORY_HEAD,
         table(["theory", "unseen cells", "score", "theory", "baseline", "better", "source"],
-              theory_rows()),
-        "", "## Claims whose runs are not committed\n",
-        "Their runs take more than 5 min on 2 cores; the docs state no more than these CIs.\n",
-        table(["claim", "last measured", "source (not committed)", "wall time on 2 cores"],
-              NOT_COMMITTED), ""])
+              theory_rows()), ""])
 
 
 def main(argv=None) -> int:
