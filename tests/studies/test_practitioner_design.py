@@ -118,3 +118,22 @@ def test_the_paired_contrast_by_hand():
     assert lo == pytest.approx((d[2] + d[3]) / 2, abs=1e-12) and \
         hi == pytest.approx((d[0] + d[1]) / 2, abs=1e-12)
     assert "adam - default" in pr.contrast_table(pr.contrast(base, other), "default", "adam")
+
+
+@pytest.mark.parametrize("budget, batch, want", [
+    (16384, 64, (275 * 64, 11)),   # 256 updates -> 275
+    (16384, 32, (525 * 32, 21)),   # 512 updates -> 525
+    (12800, 64, (12800, 8)),       # 200 updates: already a whole number of evaluations
+    (1000, 64, (50 * 64, 2)),      # 15 updates: at least two evaluations
+])
+def test_a_practitioners_run_is_evaluated_every_25_updates_whatever_its_length(budget, batch,
+                                                                             want):
+    """By hand: budget // batch updates rounded up to a multiple of 25 (256 -> 275, 512 -> 525,
+    200 stays, 15 -> 50, two evaluations at least), and the engine's own spacing for that many
+    updates and checkpoints (trace.checkpoint_every) is then exactly 25. The policy model's B 64
+    (256 updates) was refused before: no checkpoint count spaces 256 updates 25 apart."""
+    from twoclock.trace import checkpoint_every
+    got = pr.evaluation_grid(budget, batch, pr.EVAL_EVERY)
+    assert got == want
+    assert checkpoint_every(got[0] // batch, got[1]) == 25
+    assert all(checkpoint_every(256, k) != 25 for k in range(1, 257))

@@ -38,15 +38,26 @@ def batches(model) -> tuple:
     return p3, (2 * p3[-1], 8 * p3[-1])
 
 
+def evaluation_grid(budget: int, batch: int, every: int) -> tuple:
+    """(budget, n_ckpt) of a run evaluated every `every` updates: budget // batch updates
+    rounded up to a whole number of evaluations (at least 2), so that n_ckpt = updates / every
+    makes the engine's checkpoint_every exactly `every` (for 256 updates no n_ckpt does:
+    ceil(256 / 10) = 26, ceil(256 / 11) = 24)."""
+    n = every * max(2, -(-(budget // batch) // every))
+    return n * batch, n // every
+
+
 def simulate(model, cfg, opt, batch: int, lr0: float, seeds: int, budget: int, keep=None,
              quiet: bool = True, every: int | None = EVAL_EVERY):
-    """One batch's sweep with a checkpoint every `every` updates (n_ckpt = the updates over
-    `every`, so that the engine's checkpoint_every is `every`; else refused); every None: two
-    checkpoints (the held-out runs, whose answer is the engine's per-update clock)."""
-    n = budget // batch
+    """One batch's sweep with a checkpoint every `every` updates: the run is lengthened to a
+    whole number of evaluations (budget // batch rounded up to a multiple of `every`), and
+    n_ckpt = the updates over `every`, so that the engine's checkpoint_every is `every` (else
+    refused); every None: two checkpoints (the held-out runs, whose answer is the engine's
+    per-update clock)."""
+    if every is not None:
+        budget, n_ckpt = evaluation_grid(budget, batch, every)
     res = logs_check.simulate(model, cfg, opt, (batch,), lr0, seeds, budget,
-                              2 if every is None else max(2, -(-n // every)), keep=keep,
-                              quiet=quiet)
+                              2 if every is None else n_ckpt, keep=keep, quiet=quiet)
     if every is None:
         return res
     upd = res.ckpt[0]["samples"][0, 0][:-1] / batch  # the last: the run's end
