@@ -1,15 +1,19 @@
-"""The committed sources of docs/claims.md: each default run's per-seed clocks, small enough to
-keep in the repository (docs/claim_sources/), so every number the claims table states can be
-recomputed from the repository without JAX (`python -m twoclock.analysis.claims`).
+"""The committed sources of docs/claims.md: the per-seed numbers of every run a claim rests on,
+small enough to keep in the repository (docs/claim_sources/), so every number the claims table
+states can be recomputed from the repository without JAX (`python -m twoclock.analysis.claims`).
 
-    python tools/claims_sources.py [--only NAME ...] [--out docs/claim_sources]
+    python tools/claims_sources.py [--only NAME ...] [--out docs/claim_sources] [--reuse DIR]
 
-Each source is one model's default sweep (`Model.default_sweep`) under one lr rule: per-seed
-first crossings in samples (0 = never crossed) for every (batch, lr0, seed), and the model's
-theory columns per (batch, lr0). plan_check_MODEL: the planner's check from logs
-(`experiments/plan_check.py --logs --model MODEL`): each pilot run's clocks as the plan reads
-them from its logs, and the held-out answers beside the plan's predictions. About 4 min on 2
-cores for all of them (the policy model's plan check, 8 min, is not among them).
+- quadratic_sqrt, quadratic_fixed, bandit_sqrt, bandit_signal: one model's default sweep
+  (`Model.default_sweep`) under one lr rule: per-seed first crossings in samples (0 = never
+  crossed) for every (batch, lr0, seed), and the model's theory columns (seconds each).
+- plan_check_MODEL: the planner's check from logs (`experiments/plan_check.py --logs --model
+  MODEL`): each pilot run's clocks as the plan reads them, and the held-out answers beside the
+  plan's predictions as the code makes them now (the policy model's: 11 min).
+- STUDY_RUNS (policy_study, policy_variants, damage_study, bandit_regimes, clipping_4x1,
+  clipping_4x2, plan_calibration): the study's own command, its per-seed numbers and its own
+  answers (1 to 25 min each on 2 cores). `--reuse DIR` reads the JSON an earlier run of the
+  same command wrote to DIR/NAME instead of running it.
 """
 import argparse
 import dataclasses
