@@ -159,7 +159,8 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95) -> d
         rate = {"rate": p["fit"]["progress_form_error"]["curvature"]}
         band = forms.widen(band, forms.sigma(rate, B, lo_B, hi_B), level)
         own = {(q["batch"], q.get("updates", 1.0)): q["progress_samples"].get("envelope")
-               for q in p["predictions"]}  # each point's own envelope, at its K
+               for q in p.get("predictions", ())}  # each point's own envelope, at its K (a
+        # plan given without predictions has none: its joint band is left as fitted)
         band = [_enveloped(x, b, own.get((b, k)), rule["p"]) for x, (b, k) in zip(band, points)]
         bn = math.exp(fit.log_noise_scale(l))
         rows.append({"condition": t, "level": float(vals[l]), "noise_scale": bn,
