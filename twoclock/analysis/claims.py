@@ -112,14 +112,6 @@ def contrasts() -> list:
     return rows
 
 
-EMERGENT = "emergent drift, unclipped, sqrt rule"  # bandit_regimes' case of the claim
-
-
-def fail_n(c: dict, b: int, clip) -> list:
-    """A clipping source's per-seed failure clocks at batch b and clip (None: unclipped)."""
-    return next(r["fail_n"] for r in c["runs"] if r["batch"] == b and r["clip"] == clip)
-
-
 def _base(src: Source, clock: str, b: int, lr0: float, b_seen: int) -> float:
     """The no-theory baseline: the seen batch's measured median, scaled by the stated lr rule's
     obvious rule: under the sqrt rule the samples held (its premise: drift per sample constant
@@ -501,7 +493,7 @@ bound (or inside the claimed band), **fails** where it lies wholly on the other 
 the band), **not established** otherwise.
 """
 
-SLOW_HEAD = """Each from one run of the command its source names (6 to 40 min on 2 cores), whose
+SLOW_HEAD = """Each from one run of the command its source names (1 to 25 min on 2 cores), whose
 per-seed numbers are committed. Besides ratios: a batch exponent is the least-squares slope of
 log median clock on log B over the batches whose median was reached, with the same paired
 bootstrap; the margin's share is ln[margin(eps) / margin(none)] / ln[N(eps) / N(none)], margin
