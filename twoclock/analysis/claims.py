@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import sys
-import warnings
 
 import numpy as np
 
@@ -211,13 +210,6 @@ def policy_rows(add) -> None:
                 margin_share(pe, pn, clock, "1024", idx), ("within", -1, 1), path)
 
 
-def _nanmed(x):
-    """The median over seeds (the last axis) of the finite entries (nan where none)."""
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(x, axis=-1)
-
-
 def damage_rows(add) -> None:
     """The damage study's contrasts (16 seeds, B 64 / 256 / 1024, both rules): the RMS
     end-token shift's slope on log B at fixed responses, the damaged share, and the drift at
@@ -228,13 +220,8 @@ def damage_rows(add) -> None:
         per = d["cells"][rule]["per_seed"]
         bs = sorted(per, key=int)
         idx = clocks.bootstrap_indices(len(per[bs[0]]["progress"]))
-        logb = np.log([float(b) for b in bs])
         for r in d["study"]["fixed_responses"]:
-            def slope(*xs):
-                rms = np.stack([np.sqrt(np.mean(np.square(x), axis=-1)) for x in xs], axis=-1)
-                return paired.log_slope(logb, np.log(rms))
-            est = paired.paired_ci(slope, *(per[b][f"shift_at_{r}"] for b in bs), idx=idx,
-                                   undefined=np.nan)
+            est = paired.rms_slope_ci(per, f"shift_at_{r}", idx)
             rel, word = (("above", 0), "grows") if rule == "sqrt" else (("below", 0), "falls")
             add(f"policy damage, {rule} rule: the RMS end-token shift at {r} responses {word} "
                 "with B", f"slope of log RMS shift on log B, B {bs[0]}-{bs[-1]}", est, rel,
@@ -247,7 +234,7 @@ def damage_rows(add) -> None:
             f"damaged share at {hi} minus at {lo}", est, ("below", 0), path, digits=3)
         for harm in ("damage", "deficit"):
             for b in bs[1:]:
-                est = paired.paired_ci(lambda x, y: _nanmed(x) / _nanmed(y),
+                est = paired.paired_ci(lambda x, y: paired.nanmed(x) / paired.nanmed(y),
                                        per[b][f"shift_at_{harm}"], per[lo][f"shift_at_{harm}"],
                                        idx=idx, undefined=np.nan)
                 if est["median"] is None:  # no seed crossed at b: no drift at the crossing

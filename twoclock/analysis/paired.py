@@ -1,6 +1,8 @@
 """Paired bootstrap statistics of per-seed clocks: a function of several seed arrays (two
 cells of one study, say), each resampled by the same rows of the bootstrap indices, with its
 95% CI. NumPy only; the studies' claims (clipping, the policy study) are built from these."""
+import warnings
+
 import numpy as np
 
 from twoclock.analysis.clocks import censored
@@ -78,3 +80,21 @@ def at_samples(ck: dict, name: str, n: int, j: int = 0) -> np.ndarray:
     s, v = np.asarray(ck["samples"][j]), np.asarray(ck[name][j])
     i = np.argmax(s >= n, axis=-1)
     return v[np.arange(v.shape[0]), i]
+
+
+def nanmed(x) -> np.ndarray:
+    """The median over seeds (last axis) of the finite entries; nan where there are none."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-nan resample: nan, as meant
+        return np.nanmedian(x, axis=-1)
+
+
+def rms_slope_ci(per: dict, key: str, idx) -> dict:
+    """Slope of log RMS over seeds of per[b][key] on log B, paired bootstrap CI."""
+    bs = sorted(per, key=int)
+    logb = np.log([int(b) for b in bs])
+
+    def slope(*xs):
+        rms = np.stack([np.sqrt(np.mean(np.square(x), axis=-1)) for x in xs], axis=-1)
+        return log_slope(logb, np.log(rms))
+    return paired_ci(slope, *(per[b][key] for b in bs), idx=idx, undefined=np.nan)

@@ -28,19 +28,18 @@ deficit clock was defined after the runs, so nothing was predicted for it.
 import dataclasses
 import time
 from typing import NamedTuple
-import warnings
 
 import numpy as np
 
 from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci
-from twoclock.analysis.paired import finite_or_none, log_slope, paired_ci, ratio_ci
+from twoclock.analysis.paired import (exponent_ci, finite_or_none, nanmed, paired_ci, ratio_ci,
+                                      rms_slope_ci)
 from twoclock.clock import Clock, reached, seed_crossings
 from twoclock.config import SweepConfig, param, require, require_fraction, require_int
 from twoclock.models.policy import DEPLOY, WarmupConfig
 from twoclock.models.policy.dynamics import setup
 from twoclock.studies.assemble import run_cells
-from twoclock.studies.policy_study.answers import exponent_ci
 from twoclock.studies.policy_study.cells import rules as lr_rules
 from twoclock.studies.protocol import CellsView, Engine, Study, nested
 
@@ -207,24 +206,6 @@ def per_seed(st: Config, res, start: dict) -> dict:
                    peak_deploy=np.asarray(ck["deploy_peak"][0][:, -1]).tolist())
         out[str(b)] = row
     return out
-
-
-def nanmed(x) -> np.ndarray:
-    """The median over seeds (last axis) of the finite entries; nan where there are none."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-nan resample: nan, as meant
-        return np.nanmedian(x, axis=-1)
-
-
-def rms_slope_ci(per: dict, key: str, idx) -> dict:
-    """Slope of log RMS over seeds of per[b][key] on log B, paired bootstrap CI."""
-    bs = sorted(per, key=int)
-    logb = np.log([int(b) for b in bs])
-
-    def slope(*xs):
-        rms = np.stack([np.sqrt(np.mean(np.square(x), axis=-1)) for x in xs], axis=-1)
-        return log_slope(logb, np.log(rms))
-    return paired_ci(slope, *(per[b][key] for b in bs), idx=idx, undefined=np.nan)
 
 
 class Answers(NamedTuple):
