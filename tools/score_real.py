@@ -338,24 +338,22 @@ def paired_cis(a: list, b: list, groups: list) -> dict:
     return out
 
 
-def score_adam(pred_path: str, out: str) -> dict:
-    with open(pred_path, encoding="utf-8") as f:
-        pre = json.load(f)
-    sw = read_sweep(pre["sweep"])
+def score_banded(pre: dict, sw: dict, keys: tuple, banded: tuple, fields: tuple) -> tuple:
+    """(rows, those in design with a truth, summary per horizon): each held-out run's truth
+    (steps x batch), every predictor's error, each banded one's coverage and width factor."""
     rows = []
     for t in pre["targets"]:
         for p in t["predictions"]:
             s = sw["steps"][(p["run"], t["target"])]
-            row = {k: p[k] for k in ("run", "batch", "updates_per_batch", "per_update_batch",
-                                     "x_largest_pilot", "off_design")}
+            row = {k: p[k] for k in fields}
             row["target"], row["truth"] = t["target"], None if s is None else s * p["batch"]
             if s is not None:
-                for k in ALL_KEYS:
-                    med = p[k]["median"] if k in ADAM_KEYS else p[k]
+                for k in keys:
+                    med = p[k]["median"] if k in banded else p[k]
                     row[f"{k}_error"] = med / row["truth"] - 1
-                for k in ADAM_KEYS:
+                for k in banded:
                     lo, hi = p[k]["band"]
-                    row[f"{k}_in_band"] = bool(lo <= row["truth"] <= hi)
+                    row[f"{k}_in_band"] = bool((lo or 0) <= row["truth"] <= (hi or math.inf))
                     row[f"{k}_band_factor"] = _width(p[k]["band"], p[k]["median"])
             rows.append(row)
     ok = [r for r in rows if r["truth"] is not None and not r["off_design"]]
@@ -364,10 +362,18 @@ def score_adam(pred_path: str, out: str) -> dict:
         at = [r for r in ok if r["x_largest_pilot"] == x]
         summary[f"{x:g}x"] = {"n": len(at), **{
             f"median_abs_{k}_error": float(np.median([abs(r[f"{k}_error"]) for r in at]))
-            for k in ALL_KEYS}, **{
-            f"{k}_coverage": sum(r[f"{k}_in_band"] for r in at) / len(at) for k in ADAM_KEYS},
+            for k in keys}, **{
+            f"{k}_coverage": sum(r[f"{k}_in_band"] for r in at) / len(at) for k in banded},
             **{f"{k}_median_band_factor": float(np.median([r[f"{k}_band_factor"] for r in at]))
-               for k in ADAM_KEYS}}
+               for k in banded}}
+    return rows, ok, summary
+
+
+def score_adam(pred_path: str, out: str) -> dict:
+    with open(pred_path, encoding="utf-8") as f:
+        pre = json.load(f)
+    rows, ok, summary = score_banded(pre, read_sweep(pre["sweep"]), ALL_KEYS, ADAM_KEYS, (
+        "run", "batch", "updates_per_batch", "per_update_batch", "x_largest_pilot", "off_design"))
     ratio, groups = lambda k: [1 + r[f"{k}_error"] for r in ok], [r["target"] for r in ok]
     contrasts = {f"{a}_vs_{b}": paired_cis(ratio(a), ratio(b), groups)
                  for a in ("adam", "adam_joint")

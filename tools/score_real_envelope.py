@@ -15,13 +15,12 @@ scores both beside the earlier rounds' planners (first_round_planner, adam) and 
 and obvious-rule baselines, with paired contrasts (score_real.paired_cis). Never tuned here:
 every setting of the envelope was fixed on simulation (tools/envelope_table.py)."""
 import json
-import math
 import os
 import sys
 
 import numpy as np
 
-from score_real import LEVEL, _width, paired_cis, read_sweep  # noqa: E402 (tools/)
+from score_real import LEVEL, paired_cis, read_sweep, score_banded  # noqa: E402 (tools/)
 from twoclock.pilot import envelope
 from twoclock.pilot.plan import PilotRuns, plan
 
@@ -89,33 +88,8 @@ def predict(adam_path: str, out: str) -> dict:
 def score(pred_path: str, out: str) -> dict:
     with open(pred_path, encoding="utf-8") as f:
         pre = json.load(f)
-    sw = read_sweep(pre["sweep"])
-    rows = []
-    for t in pre["targets"]:
-        for p in t["predictions"]:
-            s = sw["steps"][(p["run"], t["target"])]
-            row = {k: p[k] for k in ("run", "batch", "per_update_batch", "x_largest_pilot",
-                                     "off_design")}
-            row["target"], row["truth"] = t["target"], None if s is None else s * p["batch"]
-            if s is not None:
-                for k in ALL:
-                    med = p[k]["median"] if k in BANDED else p[k]
-                    row[f"{k}_error"] = med / row["truth"] - 1
-                for k in BANDED:
-                    lo, hi = p[k]["band"]
-                    row[f"{k}_in_band"] = bool((lo or 0) <= row["truth"] <= (hi or math.inf))
-                    row[f"{k}_band_factor"] = _width(p[k]["band"], p[k]["median"])
-            rows.append(row)
-    ok = [r for r in rows if r["truth"] is not None and not r["off_design"]]
-    summary = {}
-    for x in sorted({r["x_largest_pilot"] for r in ok}):
-        at = [r for r in ok if r["x_largest_pilot"] == x]
-        summary[f"{x:g}x"] = {"n": len(at), **{
-            f"median_abs_{k}_error": float(np.median([abs(r[f"{k}_error"]) for r in at]))
-            for k in ALL}, **{
-            f"{k}_coverage": sum(r[f"{k}_in_band"] for r in at) / len(at) for k in BANDED},
-            **{f"{k}_median_band_factor": float(np.median([r[f"{k}_band_factor"] for r in at]))
-               for k in BANDED}}
+    rows, ok, summary = score_banded(pre, read_sweep(pre["sweep"]), ALL, BANDED, (
+        "run", "batch", "per_update_batch", "x_largest_pilot", "off_design"))
     ratio, groups = lambda k: [1 + r[f"{k}_error"] for r in ok], [r["target"] for r in ok]
     contrasts = {f"{a}_vs_{b}": paired_cis(ratio(a), ratio(b), groups)
                  for a in NEW for b in ("mccandlish", "obvious_rule")}
