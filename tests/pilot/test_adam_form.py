@@ -195,16 +195,19 @@ def test_zero_updates_are_refused(tmp_path):
 SEEDS, PILOTS, BATCHES = 32, 3, (8, 16, 32, 64, 128, 256)
 
 
-def quadratic_exponents(rule: str, seeds: int = SEEDS, resamples: int = 2000) -> dict:
-    """The quadratic model (defaults, Adam, lr0 0.01 at b0 8) under `rule` at BATCHES: the
-    simulated local exponents d log N / d log B per doubling with percentile CIs (the median
-    over seeds, seeds resampled jointly across batches), and the Adam form fitted to the first
-    PILOTS batches: its exponents, its predictions and 95% bands at every batch."""
+def quadratic_exponents(rule: str, seeds: int = SEEDS, resamples: int = 2000,
+                        target: float = 0.05, lr0: float = 0.01) -> dict:
+    """The quadratic model (defaults but `target`, Adam, lr0 at b0 8) under `rule` at BATCHES:
+    the simulated local exponents d log N / d log B per doubling with percentile CIs (the
+    median over seeds, seeds resampled jointly across batches), and the Adam form fitted to the
+    first PILOTS batches: its exponents, its predictions and 95% bands at every batch. The
+    budget grows as 1 / lr0 (2000 / lr0 samples: every run reaches every target below)."""
     from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
     from twoclock.models import MODELS
-    res = run_sweep(MODELS["quadratic"], QuadraticConfig(), OptimConfig(name="adam",
-                    lr_rule=rule), SweepConfig(batches=BATCHES, lr0s=(0.01,), seeds=seeds,
-                                               budget=200_000, n_ckpt=128), quiet=True)
+    res = run_sweep(MODELS["quadratic"], QuadraticConfig(target=target),
+                    OptimConfig(name="adam", lr_rule=rule),
+                    SweepConfig(batches=BATCHES, lr0s=(lr0,), seeds=seeds,
+                                budget=round(2000 / lr0), n_ckpt=128), quiet=True)
     N, lr = res.prog_n[:, 0, :], res.lrs_BxL[:, 0]
     assert (N > 0).all(), "a run did not reach the target within the budget"
     B = np.array(BATCHES, np.float64)
@@ -216,7 +219,7 @@ def quadratic_exponents(rule: str, seeds: int = SEEDS, resamples: int = 2000) ->
     p = {"fixed": 0.0, "sqrt": 0.5}[rule]
     k = slice(0, PILOTS)
     clock = forms.adam_clock(np.repeat(B[k], seeds), N[k].ravel(), np.repeat(lr[k], seeds),
-                             np.ones(PILOTS * seeds), Rule(p, 0.01, 8.0, 0))
+                             np.ones(PILOTS * seeds), Rule(p, lr0, 8.0, 0))
     f, band = clock.fit, clock.band(B, 0.95)  # the plan's band: sampling and form error
     return {"sim": sim, "ci": (lo, hi), "form": np.diff(f.log_median(B)) / math.log(2),
             "truth": np.median(N, axis=1), "pred": np.exp(f.log_median(B)),
@@ -242,17 +245,56 @@ def test_the_form_predicts_the_quadratic_model_at_8x_within_the_planners_goal(qu
     assert q["sim"][-1] - q["sim"][0] > 0.25 and q["form"][-1] - q["form"][0] > 0.2
 
 
-@pytest.mark.xfail(strict=True, reason="measured: the quadratic model's knee is sharper than "
-                   "one sqrt(m (m + B_n)) knee; at 8x the form's exponent (fixed 0.916, sqrt "
-                   "0.365) lies below the simulated CI (fixed [0.936, 0.940], sqrt [0.404, "
-                   "0.412]); docs/plan.md, \"Adam's progress form\"")
-def test_the_forms_exponent_at_8x_lies_in_the_simulated_exponents_ci(quadratic):
-    rule, q = quadratic
+# The regime map of the form's 8x exponent (docs/plan.md, "Adam's progress form"): the
+# quadratic model under the fixed rule at five targets (lr0 0.01) and at the default target
+# with two smaller lrs. Measured: inside the simulated CI at targets 0.2 and 0.1, below it
+# elsewhere (a sharper knee than one sqrt(m (m + B_n)) near the noise floor, a wider one far
+# from it); the cells where it fails are strict expected failures, so a form that closes one
+# shows here.
+_INSIDE = {(0.2, 0.01), (0.1, 0.01)}
+_CELLS = [(0.3, 0.01), (0.2, 0.01), (0.1, 0.01), (0.07, 0.01), (0.05, 0.01), (0.05, 0.003),
+          (0.05, 0.001)]
+
+
+@pytest.mark.parametrize("target,lr0", [
+    c if c in _INSIDE else pytest.param(*c, marks=pytest.mark.xfail(
+        strict=True, reason="measured: the form's exponent at 8x lies outside the simulated "
+        "CI in this cell (docs/plan.md, \"Adam's progress form\")")) for c in _CELLS])
+def test_the_fixed_lr_forms_exponent_at_8x_lies_in_the_simulated_exponents_ci(target, lr0):
+    q = quadratic_exponents("fixed", target=target, lr0=lr0)
     lo, hi = q["ci"]
-    assert lo[-1] <= q["form"][-1] <= hi[-1], (rule, q["form"][-1], lo[-1], hi[-1])
+    assert lo[-1] <= q["form"][-1] <= hi[-1], (target, lr0, q["form"][-1], lo[-1], hi[-1])
 
 
-if __name__ == "__main__":  # the table in docs/plan.md
+@pytest.mark.xfail(strict=True, reason="measured: under the sqrt rule at the default target the "
+                   "form's exponent at 8x (0.365) lies below the simulated CI ([0.404, 0.412]); "
+                   "docs/plan.md, \"Adam's progress form\"")
+def test_the_sqrt_rule_forms_exponent_at_8x_lies_in_the_simulated_exponents_ci():
+    q = quadratic_exponents("sqrt")
+    lo, hi = q["ci"]
+    assert lo[-1] <= q["form"][-1] <= hi[-1], (q["form"][-1], lo[-1], hi[-1])
+
+
+def knee_table() -> list:
+    """Mean-field Adam (twoclock/models/quadratic/adam_progress.py, no seeds) at the regime
+    map's cells under the fixed rule: the effective noise scale per doubling, the B_n with
+    which one sqrt(m (m + B_n)) has the doubling's exponent e: B_n = B (1 - r) / r,
+    r = 2 e - 1, B the doubling's geometric middle (a single-B_n form: constant)."""
+    from twoclock import OptimConfig, QuadraticConfig
+    from twoclock.models.quadratic.adam_progress import adam_progress_samples
+    B = np.array(BATCHES + (512,), np.float64)
+    mid = np.sqrt(B[1:] * B[:-1])
+    rows = []
+    for target, lr0 in _CELLS:
+        opt = OptimConfig(name="adam", lr_rule="fixed")
+        N = np.array([adam_progress_samples(QuadraticConfig(target=target), opt, lr0, b,
+                                            budget=10**7) for b in B])
+        r = 2 * np.diff(np.log(N)) / math.log(2) - 1
+        rows.append((target, lr0, mid * (1 - r) / r))
+    return rows
+
+
+if __name__ == "__main__":  # the tables in docs/plan.md
     for r in ("fixed", "sqrt"):
         q = quadratic_exponents(r)
         print(f"{r}: B_n {q['noise_scale']:.4g}, sharpness {q['m']:g}")
@@ -262,3 +304,23 @@ if __name__ == "__main__":  # the table in docs/plan.md
         for b, t, p, lo, hi in zip(BATCHES, q["truth"], q["pred"], *q["band"]):
             print(f"  B {b}: simulated {t:.0f}, form {p:.0f} [{lo:.0f}, {hi:.0f}] "
                   f"({p / t - 1:+.1%})")
+    print("fixed rule, B 128 -> 256: | target | lr0 | simulated [95% CI] | form | inside | "
+          "8x error |")
+    for target, lr0 in _CELLS:
+        q = quadratic_exponents("fixed", target=target, lr0=lr0)
+        s, lo, hi, f = q["sim"][-1], q["ci"][0][-1], q["ci"][1][-1], q["form"][-1]
+        print(f"| {target:g} | {lr0:g} | {s:.3f} [{lo:.3f}, {hi:.3f}] | {f:.3f} | "
+              f"{'yes' if lo <= f <= hi else 'no'} | {q['pred'][-1] / q['truth'][-1] - 1:+.1%} |")
+    print("mean-field effective B_n per doubling (B 8->16 ... 256->512), fixed rule:")
+    for target, lr0, bn in knee_table():
+        print(f"| {target:g} | {lr0:g} | " + " | ".join(f"{x:.1f}" for x in bn) + " |")
+    from twoclock.pilot import fit as pf
+    grid, pf.SHARPNESS = pf.SHARPNESS, tuple(np.round(np.geomspace(0.25, 4.0, 25), 6))
+    try:  # the ablation: the sharpness grid widened to [1/4, 4], the default target
+        for r in ("fixed", "sqrt"):
+            q = quadratic_exponents(r)
+            print(f"grid [1/4, 4], {r}: sharpness {q['m']:g}, exponent 128 -> 256 "
+                  f"{q['form'][-1]:.3f} (simulated {q['sim'][-1]:.3f} [{q['ci'][0][-1]:.3f}, "
+                  f"{q['ci'][1][-1]:.3f}]), 8x error {q['pred'][-1] / q['truth'][-1] - 1:+.1%}")
+    finally:
+        pf.SHARPNESS = grid
