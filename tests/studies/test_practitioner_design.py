@@ -137,3 +137,14 @@ def test_a_practitioners_run_is_evaluated_every_25_updates_whatever_its_length(b
     assert got == want
     assert checkpoint_every(got[0] // batch, got[1]) == 25
     assert all(checkpoint_every(256, k) != 25 for k in range(1, 257))
+
+
+@pytest.mark.parametrize("rule,batch,want", [
+    # by hand: 16 384 x (1024 / 128)^1 = 131 072 (fixed), x 8^(1/2) = 46 340.95 rounded up to
+    # whole updates of 1024: 46 080 is 45 updates, too few, so 46 updates = 47 104
+    ("fixed", 1024, 131_072), ("sqrt", 1024, 47_104),
+    # 2x: 32 768 (fixed), 16 384 x sqrt 2 = 23 170.5 -> 91 updates of 256 = 23 296 (sqrt)
+    ("fixed", 256, 32_768), ("sqrt", 256, 23_296),
+    ("fixed", 128, 16_384), ("sqrt", 64, 16_384)])  # at or below the largest pilot: the budget
+def test_a_heldout_run_gets_the_budget_times_the_theorys_largest_growth(rule, batch, want):
+    assert pr.heldout_budget(16_384, batch, 128, rule) == want

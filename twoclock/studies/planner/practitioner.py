@@ -38,6 +38,17 @@ def batches(model) -> tuple:
     return p3, (2 * p3[-1], 8 * p3[-1])
 
 
+def heldout_budget(budget: int, batch: int, top: int, rule: str) -> int:
+    """The samples a held-out run at `batch` is given: the pilots' budget times the most the
+    theory lets a progress clock grow from the largest pilot `top`, (batch / top)^(1 - p) under
+    lr ~ B^p (pilot/envelope.py: a fixed lr at most B^1, the sqrt rule B^(1/2)), so that a
+    held-out run is not left without an answer where the pilots' own budget reached. Rounded
+    up to whole updates."""
+    p = {"fixed": 0.0, "sqrt": 0.5}[rule]
+    want = budget * max(1.0, batch / top) ** (1.0 - p)
+    return int(batch * math.ceil(want / batch))
+
+
 def evaluation_grid(budget: int, batch: int, every: int) -> tuple:
     """(budget, n_ckpt) of a run evaluated every `every` updates: budget // batch updates
     rounded up to a whole number of evaluations (at least 2), so that n_ckpt = updates / every
@@ -137,7 +148,8 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
         t0 = time.perf_counter()
         sims = {b: simulate(model, cfg, o, b, e.lr0, seeds, int(e.budget), keep, quiet)
                 for b in pilots}
-        answers = {b: truth(simulate(model, cfg, o, b, e.lr0, heldout_seeds, int(e.budget),
+        answers = {b: truth(simulate(model, cfg, o, b, e.lr0, heldout_seeds,
+                                     heldout_budget(int(e.budget), b, pilots[-1], rule),
                                      keep, quiet, every=None)) for b in held}
         secs += time.perf_counter() - t0
         how = noise(metric, sims[pilots[0]].ckpt[0])
@@ -241,8 +253,13 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
     for m, cfg in panels:
         got, secs, how = model_rows(m, cfg, opt, folder, keep, quiet, seeds, heldout_seeds,
                                     progress_form)
-        sims[m.name] = {"seconds": secs, "pilots": list(batches(m)[0]),
-                        "heldout": list(batches(m)[1]), "noise": how}
+        from twoclock.studies.plan_check import entry  # noqa: PLC0415
+        pilots, held = batches(m)
+        sims[m.name] = {"seconds": secs, "pilots": list(pilots), "heldout": list(held),
+                        "noise": how, "budget": int(entry(m).budget),
+                        "heldout_budgets": {r: [heldout_budget(int(entry(m).budget), b,
+                                                               pilots[-1], r) for b in held]
+                                            for r in RULES}}
         rows += got
     return {"calibration": True, "design": "practitioner", "rules": list(RULES),
             "eval_every_updates": EVAL_EVERY, "eval_items": EVAL_ITEMS, "seeds": seeds,
@@ -268,8 +285,10 @@ def table(out: dict) -> str:
                      f"{pct(s['median_abs_error_8x']):>9} {pct(s['coverage_95']):>8} "
                      f"{f(s['median_width']):>10} {pct(s['wider_than_2x']):>6}")
     for name, sim in out["simulations"].items():
+        hb = "; ".join(f"{r} {v}" for r, v in sim.get("heldout_budgets", {}).items())
         lines.append(f"{name}: pilots {sim['pilots']}, held out {sim['heldout']}; noise "
-                     f"{sim['noise']}; simulation {sim['seconds']:.0f} s")
+                     f"{sim['noise']}; simulation {sim['seconds']:.0f} s"
+                     + (f"; budget {sim['budget']}, held out {hb} samples" if hb else ""))
     refusals = {}
     for r in out["rows"]:
         if r["refused"]:
@@ -279,6 +298,6 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "simulate", "noise", "noisy",
+__all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "simulate", "noise", "noisy",
            "write_design", "width", "score", "truth", "model_rows", "summary", "calibrate",
            "table", "contrast", "contrast_table"]
