@@ -4,7 +4,7 @@ result, report(result) -> the text the command prints, figure(result); and the r
 command line reads (`twoclock.cli.run_study`), listed by hand like `twoclock.models.MODELS`."""
 from twoclock.studies import (bandit_regimes, clipping, damage_study, headline, phase_study,
                               plan_calibration, plan_check, policy_study, regime_map,
-                              schedule_study, shapes, time_to_target)
+                              schedule_study, shapes, time_to_target, updates_cost)
 
 
 class Registry(dict):
@@ -30,4 +30,5 @@ STUDIES = Registry((s.name, s) for s in (
     plan_check.STUDY,
     plan_calibration.STUDY,
     shapes.STUDY,
+    updates_cost.STUDY,
 ))
