@@ -18,27 +18,14 @@ import json
 import os
 import sys
 
-import numpy as np
-
-from score_real import LEVEL, paired_cis, read_sweep, score_banded  # noqa: E402 (tools/)
+from score_real import (LEVEL, paired_cis, plan_pilots, read_sweep,  # noqa: E402 (tools/)
+                        score_banded)
 from twoclock.pilot import envelope
-from twoclock.pilot.plan import PilotRuns, plan
 
 NEW = ("default_envelope", "adam_envelope")
 OLD = ("first_round_planner", "adam")
 BANDED = NEW + OLD
 ALL = BANDED + ("mccandlish", "obvious_rule")
-
-
-def _plan(b_p, lr, n_p, bracket, out_b, form):
-    runs = PilotRuns(np.array(b_p, float), np.array(lr, float), np.array(n_p, float),
-                     np.full(len(b_p), np.inf), np.full(len(b_p), np.inf),
-                     np.full(len(b_p), np.nan), ("",) * len(b_p), source="pilots",
-                     updates_R=np.ones(len(b_p)), bracket_R=np.array(bracket, float))
-    kw = {} if form is None else {"progress_form": "adam",
-                                  "predict_rule": (0.0, float(lr[0]), float(b_p[0]))}
-    pl = plan(runs, predict=sorted(out_b), level=LEVEL, **kw)
-    return {p.batch: p.progress_samples for p in pl.predictions}
 
 
 def predict(adam_path: str, out: str) -> dict:
@@ -54,9 +41,10 @@ def predict(adam_path: str, out: str) -> dict:
     for t in pre["targets"]:
         n_p = [t["pilot_samples"][r] for r in pre["pilots"]]
         bracket = [((n / b - every) * b, n) for n, b in zip(n_p, b_p)]
-        by_b = _plan(b_p, lr, n_p, bracket, {p["batch"] for p in t["predictions"]}, None)
-        by_m = _plan(b_p, lr, n_p, bracket, {p["per_update_batch"] for p in t["predictions"]},
-                     "adam")
+        _, by_b = plan_pilots(b_p, lr, n_p, {p["batch"] for p in t["predictions"]}, "pilots",
+                              bracket=bracket)
+        _, by_m = plan_pilots(b_p, lr, n_p, {p["per_update_batch"] for p in t["predictions"]},
+                              "pilots", "adam", bracket)
         preds = []
         for p in t["predictions"]:
             d, a = by_b[p["batch"]], by_m[p["per_update_batch"]]
