@@ -112,13 +112,33 @@ def plan_pilots(b_p, lr, n_p, at, source: str, form: str | None = None, bracket=
     return pl, {pr.batch: pr.progress_samples for pr in pl.predictions}
 
 
+def write_once(out: str) -> None:
+    """Refuse an existing predictions file: pre-registered predictions are written once."""
+    if os.path.exists(out):
+        raise SystemExit(f"{out}: exists; predictions are written once (pick a new path)")
+
+
+def earlier_round(path: str, out: str) -> tuple:
+    """(an earlier round's predictions, its sweep, the pilots' batches, their lrs) for a later
+    round's predict into `out`; refuses an existing `out` and a file whose design (pilots,
+    held-out and several-update runs) is not the sweep's."""
+    write_once(out)
+    with open(path, encoding="utf-8") as f:
+        pre = json.load(f)
+    sw = read_sweep(pre["sweep"])
+    if list(design(sw)) != [pre["pilots"], pre["held_out"], pre["off_design"]]:
+        raise SystemExit(f"{path}: its design is not the sweep's")
+    runs = sw["runs"]
+    return (pre, sw, [float(runs[r]["batch"]) for r in pre["pilots"]],
+            [float(runs[r]["lr"]) for r in pre["pilots"]])
+
+
 def _targets(sw: dict) -> list[str]:
     return sorted({t for _, t in sw["steps"]}, key=float)
 
 
 def predict(sweep: str, out: str) -> dict:
-    if os.path.exists(out):
-        raise SystemExit(f"{out}: exists; predictions are written once (pick a new path)")
+    write_once(out)
     sw = read_sweep(sweep)
     meta, runs = sw["meta"], sw["runs"]
     pilots, held, multi = design(sw)
@@ -273,16 +293,8 @@ ALL_KEYS = ADAM_KEYS + ("mccandlish", "obvious_rule")
 
 def predict_adam(first: str, out: str) -> dict:
     """The Adam form's predictions on the first round's design (its predictions file)."""
-    if os.path.exists(out):
-        raise SystemExit(f"{out}: exists; predictions are written once (pick a new path)")
-    with open(first, encoding="utf-8") as f:
-        pre = json.load(f)
-    sw = read_sweep(pre["sweep"])
+    pre, sw, b_p, lr = earlier_round(first, out)
     runs = sw["runs"]
-    if list(design(sw)) != [pre["pilots"], pre["held_out"], pre["off_design"]]:
-        raise SystemExit(f"{first}: its design is not the sweep's")
-    b_p = [float(runs[r]["batch"]) for r in pre["pilots"]]
-    lr = [float(runs[r]["lr"]) for r in pre["pilots"]]
     m_of = {r: float(runs[r]["batch"]) / int(runs[r]["updates_per_batch"])
             for r in pre["held_out"] + pre["off_design"]}
     plans, alone, texts = [], [], []

@@ -5,7 +5,8 @@ envelope (twoclock/pilot/envelope.py; docs/plan.md, "The exponent envelope"). No
     python tools/score_real_envelope.py score ENVELOPE_PREDICTIONS.json OUT.json
 
 `predict` takes the design (pilots, held-out runs, targets) and the earlier rounds' predictions
-from round two's file (tools/score_real.py predict-adam), and predicts every held-out run with
+from round two's file (tools/score_real.py predict-adam; a file whose design is not the sweep's
+is refused, as round two refuses round one's), and predicts every held-out run with
 the envelope on, in both progress forms: `default_envelope` (round one's planner: forms as they
 are, at batch B) and `adam_envelope` (round two's Adam form, p = 0, at m = B / K samples per
 update). Each pilot's clock is its first evaluation at or past the target, s steps, so its
@@ -18,8 +19,8 @@ import json
 import os
 import sys
 
-from score_real import (LEVEL, paired_cis, plan_pilots, read_sweep,  # noqa: E402 (tools/)
-                        score_banded)
+from score_real import (LEVEL, earlier_round, paired_cis, plan_pilots,  # noqa: E402 (tools/)
+                        read_sweep, score_banded)
 from twoclock.pilot import envelope
 
 NEW = ("default_envelope", "adam_envelope")
@@ -29,14 +30,8 @@ ALL = BANDED + ("mccandlish", "obvious_rule")
 
 
 def predict(adam_path: str, out: str) -> dict:
-    if os.path.exists(out):
-        raise SystemExit(f"{out}: exists; predictions are written once (pick a new path)")
-    with open(adam_path, encoding="utf-8") as f:
-        pre = json.load(f)
-    sw = read_sweep(pre["sweep"])
-    runs, every = sw["runs"], sw["meta"]["eval_every_steps"]
-    b_p = [float(runs[r]["batch"]) for r in pre["pilots"]]
-    lr = [float(runs[r]["lr"]) for r in pre["pilots"]]
+    pre, sw, b_p, lr = earlier_round(adam_path, out)
+    every = sw["meta"]["eval_every_steps"]
     targets = []
     for t in pre["targets"]:
         n_p = [t["pilot_samples"][r] for r in pre["pilots"]]

@@ -244,6 +244,22 @@ def test_plan_pilots_adam_predicts_a_several_update_run_at_m_by_hand():
     assert lo <= want <= hi
 
 
+def test_a_later_round_reads_the_earlier_file_once_and_only_on_the_sweeps_design(tmp_path):
+    """The pilots' batches and lrs as runs.csv has them (np32, np64, np128 prompts x 8
+    responses, lr 1e-6); an existing output and a file with its pilots reordered are refused,
+    each in one line."""
+    pre, sw, b_p, lr = sr.earlier_round(FIRST, str(tmp_path / "new.json"))
+    assert (pre["sweep"], b_p, lr) == (OLMO, [256.0, 512.0, 1024.0], [1e-6] * 3)
+    assert not (tmp_path / "new.json").exists()
+    (tmp_path / "old.json").write_text("{}")
+    with pytest.raises(SystemExit, match="old.json: exists; predictions are written once"):
+        sr.earlier_round(FIRST, str(tmp_path / "old.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**pre, "pilots": pre["pilots"][::-1]}))
+    with pytest.raises(SystemExit, match="bad.json: its design is not the sweep's"):
+        sr.earlier_round(str(bad), str(tmp_path / "new.json"))
+
+
 def test_paired_cis_by_hand():
     """|log a| - |log b| = d = [-1, -1, 0, 0] in two groups (targets x, y): over the pairs mean
     -0.5, sd 1/sqrt(3), t_0.975(3) = 3.182446 (published tables); over the groups' means
