@@ -94,13 +94,51 @@ def obvious_rule(b_pilot: float, n_pilot: float, b: float, p: float) -> float:
     return n_pilot * (b / b_pilot) ** (1 - p)
 
 
+def plan_pilots(b_p, lr, n_p, at, source: str, form: str | None = None, bracket=None,
+                level: float = LEVEL) -> tuple:
+    """(the plan, {batch: its band}) from the pilots' clocks n_p (samples; one update each, no
+    failure, no budget, no step time), predicted at the batches `at`. form None: the planner's
+    forms as they are; "adam": its Adam form under this sweep's rule p = 0 (lr fixed), lr0 =
+    the smallest pilot's. bracket: each clock's logged samples either side of its crossing
+    (the envelope's anchor, pilot/envelope.py), else none."""
+    runs = PilotRuns(np.array(b_p, float), np.array(lr, float), np.array(n_p, float),
+                     np.full(len(b_p), np.inf), np.full(len(b_p), np.inf),
+                     np.full(len(b_p), np.nan), ("",) * len(b_p), source=source,
+                     updates_R=np.ones(len(b_p)),
+                     bracket_R=None if bracket is None else np.array(bracket, float))
+    kw = {} if form is None else {"progress_form": form,
+                                  "predict_rule": (0.0, float(lr[0]), float(b_p[0]))}
+    pl = plan(runs, predict=sorted(at), level=level, **kw)
+    return pl, {pr.batch: pr.progress_samples for pr in pl.predictions}
+
+
+def write_once(out: str) -> None:
+    """Refuse an existing predictions file: pre-registered predictions are written once."""
+    if os.path.exists(out):
+        raise SystemExit(f"{out}: exists; predictions are written once (pick a new path)")
+
+
+def earlier_round(path: str, out: str) -> tuple:
+    """(an earlier round's predictions, its sweep, the pilots' batches, their lrs) for a later
+    round's predict into `out`; refuses an existing `out` and a file whose design (pilots,
+    held-out and several-update runs) is not the sweep's."""
+    write_once(out)
+    with open(path, encoding="utf-8") as f:
+        pre = json.load(f)
+    sw = read_sweep(pre["sweep"])
+    if list(design(sw)) != [pre["pilots"], pre["held_out"], pre["off_design"]]:
+        raise SystemExit(f"{path}: its design is not the sweep's")
+    runs = sw["runs"]
+    return (pre, sw, [float(runs[r]["batch"]) for r in pre["pilots"]],
+            [float(runs[r]["lr"]) for r in pre["pilots"]])
+
+
 def _targets(sw: dict) -> list[str]:
     return sorted({t for _, t in sw["steps"]}, key=float)
 
 
 def predict(sweep: str, out: str) -> dict:
-    if os.path.exists(out):
-        raise SystemExit(f"{out}: exists; predictions are written once (pick a new path)")
+    write_once(out)
     sw = read_sweep(sweep)
     meta, runs = sw["meta"], sw["runs"]
     pilots, held, multi = design(sw)
@@ -121,17 +159,12 @@ def predict(sweep: str, out: str) -> dict:
             continue
         n_p = [v * b for v, b in zip(s, b_p)]
         B_out = sorted({float(runs[r]["batch"]) for r in held + multi})
-        pilot_runs = PilotRuns(np.array(b_p), np.array(lr), np.array(n_p, float),
-                               np.full(len(b_p), np.inf), np.full(len(b_p), np.inf),
-                               np.full(len(b_p), np.nan), ("",) * len(b_p),
-                               source=f"{sweep} pilots at {t}")
         try:
-            pl = plan(pilot_runs, predict=B_out, level=LEVEL)
+            pl, by_b = plan_pilots(b_p, lr, n_p, B_out, f"{sweep} pilots at {t}")
         except PilotError as e:
             skipped[t] = f"planner refused: {e}"
             continue
         mc = mccandlish_fit(b_p, n_p)
-        by_b = {pr.batch: pr.progress_samples for pr in pl.predictions}
         rows = []
         for r in held + multi:
             b = float(runs[r]["batch"])
@@ -258,35 +291,17 @@ ADAM_KEYS = ("adam", "adam_joint", "first_round_planner")  # the banded predicto
 ALL_KEYS = ADAM_KEYS + ("mccandlish", "obvious_rule")
 
 
-def adam_target(b_p, lr, n_p, m_out, label, level=LEVEL):
-    """(the per-target Adam plan, {m: band}) from the pilots' clocks (one update each)."""
-    runs = PilotRuns(np.array(b_p, float), np.array(lr, float), np.array(n_p, float),
-                     np.full(len(b_p), np.inf), np.full(len(b_p), np.inf),
-                     np.full(len(b_p), np.nan), ("",) * len(b_p), source=label,
-                     updates_R=np.ones(len(b_p)))
-    pl = plan(runs, predict=sorted(m_out), level=level, progress_form="adam",
-              predict_rule=(0.0, float(lr[0]), float(b_p[0])))
-    return pl, {pr.batch: pr.progress_samples for pr in pl.predictions}
-
-
 def predict_adam(first: str, out: str) -> dict:
     """The Adam form's predictions on the first round's design (its predictions file)."""
-    if os.path.exists(out):
-        raise SystemExit(f"{out}: exists; predictions are written once (pick a new path)")
-    with open(first, encoding="utf-8") as f:
-        pre = json.load(f)
-    sw = read_sweep(pre["sweep"])
+    pre, sw, b_p, lr = earlier_round(first, out)
     runs = sw["runs"]
-    if list(design(sw)) != [pre["pilots"], pre["held_out"], pre["off_design"]]:
-        raise SystemExit(f"{first}: its design is not the sweep's")
-    b_p = [float(runs[r]["batch"]) for r in pre["pilots"]]
-    lr = [float(runs[r]["lr"]) for r in pre["pilots"]]
     m_of = {r: float(runs[r]["batch"]) / int(runs[r]["updates_per_batch"])
             for r in pre["held_out"] + pre["off_design"]}
     plans, alone, texts = [], [], []
     for t in pre["targets"]:
         n_p = [t["pilot_samples"][r] for r in pre["pilots"]]
-        pl, by_m = adam_target(b_p, lr, n_p, set(m_of.values()), f"pilots at {t['target']}")
+        pl, by_m = plan_pilots(b_p, lr, n_p, set(m_of.values()), f"pilots at {t['target']}",
+                               "adam")
         plans.append(pl.to_json())
         alone.append(by_m)
         texts.append(f"gsm8k>={t['target']}")

@@ -5,7 +5,8 @@ envelope (twoclock/pilot/envelope.py; docs/plan.md, "The exponent envelope"). No
     python tools/score_real_envelope.py score ENVELOPE_PREDICTIONS.json OUT.json
 
 `predict` takes the design (pilots, held-out runs, targets) and the earlier rounds' predictions
-from round two's file (tools/score_real.py predict-adam), and predicts every held-out run with
+from round two's file (tools/score_real.py predict-adam; a file whose design is not the sweep's
+is refused, as round two refuses round one's), and predicts every held-out run with
 the envelope on, in both progress forms: `default_envelope` (round one's planner: forms as they
 are, at batch B) and `adam_envelope` (round two's Adam form, p = 0, at m = B / K samples per
 update). Each pilot's clock is its first evaluation at or past the target, s steps, so its
@@ -18,11 +19,9 @@ import json
 import os
 import sys
 
-import numpy as np
-
-from score_real import LEVEL, paired_cis, read_sweep, score_banded  # noqa: E402 (tools/)
+from score_real import (LEVEL, earlier_round, paired_cis, plan_pilots,  # noqa: E402 (tools/)
+                        read_sweep, score_banded)
 from twoclock.pilot import envelope
-from twoclock.pilot.plan import PilotRuns, plan
 
 NEW = ("default_envelope", "adam_envelope")
 OLD = ("first_round_planner", "adam")
@@ -30,33 +29,17 @@ BANDED = NEW + OLD
 ALL = BANDED + ("mccandlish", "obvious_rule")
 
 
-def _plan(b_p, lr, n_p, bracket, out_b, form):
-    runs = PilotRuns(np.array(b_p, float), np.array(lr, float), np.array(n_p, float),
-                     np.full(len(b_p), np.inf), np.full(len(b_p), np.inf),
-                     np.full(len(b_p), np.nan), ("",) * len(b_p), source="pilots",
-                     updates_R=np.ones(len(b_p)), bracket_R=np.array(bracket, float))
-    kw = {} if form is None else {"progress_form": "adam",
-                                  "predict_rule": (0.0, float(lr[0]), float(b_p[0]))}
-    pl = plan(runs, predict=sorted(out_b), level=LEVEL, **kw)
-    return {p.batch: p.progress_samples for p in pl.predictions}
-
-
 def predict(adam_path: str, out: str) -> dict:
-    if os.path.exists(out):
-        raise SystemExit(f"{out}: exists; predictions are written once (pick a new path)")
-    with open(adam_path, encoding="utf-8") as f:
-        pre = json.load(f)
-    sw = read_sweep(pre["sweep"])
-    runs, every = sw["runs"], sw["meta"]["eval_every_steps"]
-    b_p = [float(runs[r]["batch"]) for r in pre["pilots"]]
-    lr = [float(runs[r]["lr"]) for r in pre["pilots"]]
+    pre, sw, b_p, lr = earlier_round(adam_path, out)
+    every = sw["meta"]["eval_every_steps"]
     targets = []
     for t in pre["targets"]:
         n_p = [t["pilot_samples"][r] for r in pre["pilots"]]
         bracket = [((n / b - every) * b, n) for n, b in zip(n_p, b_p)]
-        by_b = _plan(b_p, lr, n_p, bracket, {p["batch"] for p in t["predictions"]}, None)
-        by_m = _plan(b_p, lr, n_p, bracket, {p["per_update_batch"] for p in t["predictions"]},
-                     "adam")
+        _, by_b = plan_pilots(b_p, lr, n_p, {p["batch"] for p in t["predictions"]}, "pilots",
+                              bracket=bracket)
+        _, by_m = plan_pilots(b_p, lr, n_p, {p["per_update_batch"] for p in t["predictions"]},
+                              "pilots", "adam", bracket)
         preds = []
         for p in t["predictions"]:
             d, a = by_b[p["batch"]], by_m[p["per_update_batch"]]

@@ -23,6 +23,40 @@ def test_width_by_hand():
     assert bands.width({"median": None, "ci": [None, None]}) is None
 
 
+def test_score_by_hand():
+    """Median 120, band [90, 180], truth 100: error 120 / 100 - 1 = +20% (not 100 / 120 - 1),
+    covered, width max(120 / 90, 180 / 120) = 1.5, half-width share (180 - 90) / 2 / 120 =
+    0.375 (not over the truth: 0.45). The band's ends count as in; past them, out."""
+    band = {"median": 120.0, "ci": [90.0, 180.0]}
+    got = bands.score(band, 100.0)
+    assert (got["predicted"], got["ci"], got["covered"]) == (120.0, [90.0, 180.0], True)
+    assert (got["rel_error"], got["width"]) == pytest.approx((0.2, 1.5))
+    half = bands.score(band, 100.0, "half_width", bands.half_share)
+    assert list(half) == ["predicted", "ci", "rel_error", "covered", "half_width"]
+    assert half["half_width"] == pytest.approx(0.375)
+    assert [bands.score(band, t)["covered"] for t in (89.9, 90.0, 180.0, 180.1)] == \
+        [False, True, True, False]
+    assert bands.score(band, 150.0)["rel_error"] == pytest.approx(-0.2)
+
+
+def test_score_with_no_truth_or_an_open_end():
+    """No truth (the held-out run never reached): only the prediction. An open low end is 0,
+    an open high end unbounded: covered however far the truth; the width is infinite and the
+    half-width share None."""
+    band = {"median": 120.0, "ci": [90.0, 180.0]}
+    assert bands.score(band, None) == {"predicted": 120.0, "ci": [90.0, 180.0],
+                                       "rel_error": None, "covered": None, "width": None}
+    assert bands.score({"median": None, "ci": [None, None]}, 100.0, "half_width",
+                       bands.half_share)["half_width"] is None
+    low = bands.score({"median": 120.0, "ci": [None, 180.0]}, 1e-6)
+    assert (low["covered"], low["width"]) == (True, math.inf)
+    assert low["rel_error"] == pytest.approx(120.0 / 1e-6 - 1)
+    high = {"median": 120.0, "ci": [90.0, None]}
+    assert bands.score(high, 1e12)["covered"] and not bands.score(high, 89.0)["covered"]
+    assert bands.score(high, 1e12, "half_width", bands.half_share)["half_width"] is None
+    assert not bands.score({"median": 120.0, "ci": [None, 180.0]}, 181.0)["covered"]
+
+
 @given(st.floats(1.0, 10.0), st.floats(1.0, 10.0))
 @example(2.0, 2.0)  # exactly x2 either side: not wide
 @example(1.0, 2.0000001)

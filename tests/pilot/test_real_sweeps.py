@@ -231,17 +231,33 @@ def test_the_doc_states_the_measured_scores():
 FIRST = os.path.join(ROOT, "docs", "preregistered", f"real_{OLMO}_predictions.json")
 
 
-def test_adam_target_predicts_a_several_update_run_at_m_by_hand():
+def test_plan_pilots_adam_predicts_a_several_update_run_at_m_by_hand():
     """Pilots on N = A sqrt(m (m + B_n)) / lr exactly (A = 3, B_n = 600, lr 1e-6, one update
     each); the run at B = 8192 with K = 4 is asked at m = 2048: the formula there, by hand."""
     A, b_n, lr = 3.0, 600.0, 1e-6
     b_p = [256.0, 512.0, 1024.0]
     n_p = [A * math.sqrt(b * (b + b_n)) / lr for b in b_p]
-    _, by_m = sr.adam_target(b_p, [lr] * 3, n_p, {8192 / 4}, "exact")
+    _, by_m = sr.plan_pilots(b_p, [lr] * 3, n_p, {8192 / 4}, "exact", "adam")
     want = A * math.sqrt(2048 * (2048 + 600)) / lr  # 6.9841e9
     assert by_m[2048.0]["median"] == pytest.approx(want, rel=0.005)
     lo, hi = by_m[2048.0]["ci"]
     assert lo <= want <= hi
+
+
+def test_a_later_round_reads_the_earlier_file_once_and_only_on_the_sweeps_design(tmp_path):
+    """The pilots' batches and lrs as runs.csv has them (np32, np64, np128 prompts x 8
+    responses, lr 1e-6); an existing output and a file with its pilots reordered are refused,
+    each in one line."""
+    pre, sw, b_p, lr = sr.earlier_round(FIRST, str(tmp_path / "new.json"))
+    assert (pre["sweep"], b_p, lr) == (OLMO, [256.0, 512.0, 1024.0], [1e-6] * 3)
+    assert not (tmp_path / "new.json").exists()
+    (tmp_path / "old.json").write_text("{}")
+    with pytest.raises(SystemExit, match="old.json: exists; predictions are written once"):
+        sr.earlier_round(FIRST, str(tmp_path / "old.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**pre, "pilots": pre["pilots"][::-1]}))
+    with pytest.raises(SystemExit, match="bad.json: its design is not the sweep's"):
+        sr.earlier_round(str(bad), str(tmp_path / "new.json"))
 
 
 def test_paired_cis_by_hand():

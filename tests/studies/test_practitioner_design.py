@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from twoclock.pilot import bands
 from twoclock.studies.planner import practitioner as pr
 
 
@@ -46,10 +47,10 @@ def test_the_log_has_an_evaluation_every_25_updates_and_none_at_step_0(tmp_path)
 
 
 def test_scores_and_summary_by_hand():
-    s = pr.score({"median": 120.0, "ci": [60.0, 300.0]}, 100.0)
+    s = bands.score({"median": 120.0, "ci": [60.0, 300.0]}, 100.0)
     assert s["rel_error"] == pytest.approx(0.2) and s["covered"]
     assert s["width"] == pytest.approx(2.5)  # max(120 / 60, 300 / 120)
-    assert not pr.score({"median": 120.0, "ci": [110.0, 130.0]}, 100.0)["covered"]
+    assert not bands.score({"median": 120.0, "ci": [110.0, 130.0]}, 100.0)["covered"]
     rows = [{"model": "m", "rule": r, "times_largest_pilot": t, "measured": 1.0,
              "refused": None, "rel_error": e, "covered": c, "width": w}
             for r, t, e, c, w in (("fixed", 2, 0.1, True, 1.5), ("fixed", 8, -0.3, True, 3.0),

@@ -2,7 +2,8 @@
 factor, max(median / low, high / median) (infinite where an end is open), and, where that is
 above WIDE (x2 either side), one line naming the pilot and the target behind it. The band itself
 is the plan's (pilot.plan); this only reads it. Where the theory's exponent bound set an end
-(pilot/envelope.py), the line says so first."""
+(pilot/envelope.py), the line says so first. A band scored against the truth (its error,
+coverage and width, as the planner's calibration studies score it): score."""
 import math
 
 from twoclock.pilot import envelope
@@ -20,6 +21,25 @@ def width(band: dict) -> float | None:
     if lo is None or hi is None or not lo > 0:
         return math.inf
     return max(m / lo, hi / m)
+
+
+def half_share(band: dict) -> float | None:
+    """(high - low) / 2 / median of a {median, ci} band: its half-width as a share of the
+    median; None where an end is open or there is no median."""
+    m, (lo, hi) = band["median"], band["ci"]
+    return None if m is None or lo is None or hi is None else (hi - lo) / 2 / m
+
+
+def score(band: dict, true, key: str = "width", measure=width) -> dict:
+    """A {median, ci} band against the truth: {predicted: the median, ci, rel_error: median /
+    true - 1, covered: low <= true <= high (an open low end 0, an open high end unbounded),
+    key: measure(band)}; those last three None where the truth or the median is None."""
+    m, (lo, hi) = band["median"], band["ci"]
+    if true is None or m is None:
+        return {"predicted": m, "ci": band["ci"], "rel_error": None, "covered": None, key: None}
+    return {"predicted": m, "ci": band["ci"], "rel_error": m / true - 1,
+            "covered": bool((lo or 0) <= true <= (math.inf if hi is None else hi)),
+            key: measure(band)}
 
 
 def _pilots(estimates, pilot_batches) -> list:
@@ -72,4 +92,4 @@ def why(band: dict, b: float, condition: str, critical: dict, estimates,
     return f"band at B {b:g} for {condition} is {head}: " + "; ".join(rs[:2])
 
 
-__all__ = ["WIDE", "width", "reasons", "why"]
+__all__ = ["WIDE", "width", "half_share", "score", "reasons", "why"]

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from twoclock.atomic import Refused, check_folder, verify_manifest, write_manifest
-from twoclock.pilot import clocks as pc, logs as pl, reader, report
+from twoclock.pilot import bands, clocks as pc, logs as pl, reader, report
 from twoclock.pilot.plan import PilotError
 from twoclock.studies.planner import logs_check
 
@@ -156,16 +156,6 @@ def _subset(path: str, out: str, keep_batches, seeds) -> None:
                 w.writerow(row)
 
 
-def _score(pred: dict, true) -> dict:
-    m, (lo, hi) = pred["median"], pred["ci"]
-    if true is None or m is None:
-        return {"predicted": m, "ci": pred["ci"], "rel_error": None, "covered": None,
-                "half_width": None}
-    return {"predicted": m, "ci": pred["ci"], "rel_error": m / true - 1,
-            "covered": bool((lo or 0) <= true <= (math.inf if hi is None else hi)),
-            "half_width": None if hi is None or lo is None else (hi - lo) / 2 / m}
-
-
 def score_model(model, cfg, logs: dict, folder: str) -> list:
     """Every (design, held-out batch, clock) of a model: measured, and per level the
     prediction, band, error, coverage and half-width share."""
@@ -200,8 +190,9 @@ def score_model(model, cfg, logs: dict, folder: str) -> list:
                                     else forms.get(c.text)),
                            "measured": truth[(c.text, b)], "levels": {}}
                     for lvl, plan in plans.items():
-                        row["levels"][str(lvl)] = _score(_prediction(plan, c, conds, b),
-                                                         truth[(c.text, b)])
+                        row["levels"][str(lvl)] = bands.score(
+                            _prediction(plan, c, conds, b), truth[(c.text, b)], "half_width",
+                            bands.half_share)
                     rows.append(row)
     return rows
 

@@ -115,16 +115,6 @@ def write_design(path: str, sims: dict, pilots, seed: int, metric: str, rng) -> 
     atomic_write(path, write)
 
 
-def score(pred: dict, true) -> dict:
-    m, (lo, hi) = pred["median"], pred["ci"]
-    if true is None or m is None:
-        return {"predicted": m, "ci": pred["ci"], "rel_error": None, "covered": None,
-                "width": None}
-    return {"predicted": m, "ci": pred["ci"], "rel_error": m / true - 1,
-            "covered": bool((lo or 0) <= true <= (math.inf if hi is None else hi)),
-            "width": bands.width(pred)}
-
-
 def truth(res) -> float | None:
     """The median of the held-out seeds' engine clocks (a seed that never reached: later)."""
     p = np.asarray(res.prog_n[0, 0], np.float64)
@@ -169,7 +159,7 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                        "measured": answers[b], "refused": refused}
                 if plan is not None:
                     p = next(p for p in plan["predictions"] if p["batch"] == b)
-                    row.update(score(p["progress_samples"], answers[b]),
+                    row.update(bands.score(p["progress_samples"], answers[b]),
                                form=plan["fit"]["progress"]["form"],
                                why=p.get("band_why"))
                 rows.append(row)
@@ -298,6 +288,6 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "simulate", "noise", "noisy",
-           "write_design", "width", "score", "truth", "model_rows", "summary", "calibrate",
+__all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "simulate", "noise",
+           "noisy", "write_design", "truth", "model_rows", "summary", "calibrate",
            "table", "contrast", "contrast_table"]
