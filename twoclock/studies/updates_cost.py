@@ -24,7 +24,6 @@ from twoclock.engine.sweep import run_sweep
 from twoclock.studies.protocol import Engine, Study
 
 MODELS = ("bandit",)  # the clip's mechanism is the bandit's (its theory: models/bandit)
-BASE_BUDGET = 400_000  # responses of the one-update runs at m
 
 
 @dataclass(frozen=True)
@@ -40,6 +39,7 @@ class Config:
     clips: tuple = option((0.2, None), "clip eps values; 'none' = unclipped", type=NUMBER_OR_NONE,
                           nargs="+")
     seeds: int = param(16, "seeds per cell")
+    budget: int = param(400_000, "responses of the one-update runs at m")
     budget_factor: float = param(3.0, "a run's budget at B = K m: this x K x the slowest "
                                       "seed's one-update clock at m (responses)")
 
@@ -52,11 +52,13 @@ class Config:
                 "positive numbers", self.lr0s)
         require(len(self.clips) > 0, "clips", "at least one eps or 'none'", self.clips)
         require_int("seeds", self.seeds, lo=2)
+        require_int("budget", self.budget, lo=self.per_update)
         require(self.budget_factor >= 1, "budget_factor", ">= 1", self.budget_factor)
 
     def check(self, model, base, opt=None) -> None:
         """ValueError naming the parameter before anything runs: every (B, K) a batch the
-        model accepts (P = B / G prompts, divisible into K minibatches) and every clip valid."""
+        model accepts (P = K m / G prompts in K minibatches: m a multiple of G) and every clip
+        valid."""
         del model, opt
         for k in self.updates:
             replace(base, minibatches=k).prompts(k * self.per_update)
@@ -86,8 +88,8 @@ def run(model, model_cfg, opt: OptimConfig, study: Config, *, keep=None, quiet: 
             cfg = replace(model_cfg, clip_low=clip, clip_high=None, epochs=1)
             run_at = lambda k, b, budget: _clock(model, replace(cfg, minibatches=k), opt, b,
                                                  lr0, study.seeds, budget, quiet, keep)
-            base, _ = run_at(1, m, BASE_BUDGET)
-            slow = float(np.max(np.where(base > 0, base, BASE_BUDGET)))
+            base, _ = run_at(1, m, study.budget)
+            slow = float(np.max(np.where(base > 0, base, study.budget)))
             for k in study.updates:
                 budget = int(study.budget_factor * k * slow) + 4 * k * m
                 nk, clipped = (base, 0.0) if k == 1 else run_at(k, k * m, budget)
@@ -107,7 +109,8 @@ def run(model, model_cfg, opt: OptimConfig, study: Config, *, keep=None, quiet: 
             "config": {**results.config_dict(model=model_cfg, optimizer=opt),
                        "per_update": m, "updates": list(study.updates),
                        "lr0s": list(study.lr0s), "clips": list(study.clips),
-                       "seeds": study.seeds, "budget_factor": study.budget_factor},
+                       "seeds": study.seeds, "budget": study.budget,
+                       "budget_factor": study.budget_factor},
             "seconds": time.perf_counter() - t0, "versions": results.versions()}
 
 
