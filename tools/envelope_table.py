@@ -1,5 +1,5 @@
 """The exponent envelope's before/after table on the practitioner design (docs/plan.md, "The
-exponent envelope"): `python tools/envelope_table.py [--models quadratic bandit] [--out DIR]`.
+exponent envelope"; the full table in docs/history/plan.md): `python tools/envelope_table.py [--models quadratic bandit] [--out DIR]`.
 
 Runs experiments/plan_calibration.py --design practitioner four times, both progress forms
 with the envelope off (pilot.envelope.ON = False) and on, on the same simulated logs, and

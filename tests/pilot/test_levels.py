@@ -198,7 +198,7 @@ def test_the_joint_bands_cover_the_quadratic_model_at_2x_and_8x(rule):
         assert np.mean(q["joint"][h][1]) >= 0.9, (rule, h, np.mean(q["joint"][h][1]))
 
 
-if __name__ == "__main__":  # the table in docs/plan.md
+if __name__ == "__main__":  # the table in docs/history/plan.md ("Several targets at once")
     for r in ("fixed", "sqrt"):
         q = quadratic_levels(r)
         for w in ("alone", "joint"):

@@ -1,5 +1,5 @@
 """Failure-clock forms chosen from the pilots, and the model-form error every band carries
-(numpy only, no JAX; the method and its calibration: docs/plan.md, "Forms and form error").
+(numpy only, no JAX; the method and its calibration: docs/plan.md, "Fit forms" and "Form error in the bands").
 
 A failure clock follows one of three forms (the third, knee, is the progress form of its own):
   power:    N_fail(B) = F_ref (B / B_ref)^q, a noise-driven drift (twoclock.pilot.fit);

@@ -19,7 +19,7 @@ Rows and cells (docs/plan.md, "Plan from logged curves"):
 
 Clocks: a run's clock is its first logged crossing of the condition, interpolated linearly in
 samples between the last logged point that does not meet it and the first that does (the
-measured bias against the logging interval is in docs/plan.md). A run that never meets it is
+measured bias against the logging interval is in docs/history/plan.md). A run that never meets it is
 censored at its last logged sample of that metric. Optional smoothing first: `ema:T` (trailing
 exponential average with time constant T samples, irregular intervals handled exactly) or
 `window:W` (centred moving mean over samples within W/2 either side).

@@ -222,7 +222,7 @@ def contrast(base, other, groups=None, resamples: int = 2000, seed: int = 0) -> 
 
 
 def contrast_table(rows: list, base: str, other: str) -> str:
-    """contrast()'s rows as text (docs/plan.md)."""
+    """contrast()'s rows as text (docs/plan.md; per rule in docs/history/plan.md)."""
     lines = [f"paired |log error| difference, {other} - {base} (negative: {other} closer), "
              "mean over designs scored in both [95% bootstrap CI over designs]"]
     for r in rows:
