@@ -17,7 +17,7 @@ import numpy as np
 
 from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, summarize
-from twoclock.analysis.paired import finite_or_none, ratio_ci
+from twoclock.analysis.paired import ratio_ci
 from twoclock.config import NUMBER_OR_NONE, OptimConfig, SweepConfig, option, param, require
 from twoclock.config import require_int
 from twoclock.engine.sweep import run_sweep
@@ -98,10 +98,7 @@ def run(model, model_cfg, opt: OptimConfig, study: Config, *, keep=None, quiet: 
                 cells.append({
                     "lr0": lr0, "clip": clip, "updates": k, "batch": k * m, "budget": budget,
                     "progress_samples": summarize(nk, idx=idx),
-                    "cost": {"median": finite_or_none(cost["median"]),
-                             "ci": [finite_or_none(v) for v in cost["ci"]]},
-                    "one_update_cost": {"median": finite_or_none(single["median"]),
-                                        "ci": [finite_or_none(v) for v in single["ci"]]},
+                    "cost": cost, "one_update_cost": single,  # None: beyond the budget
                     "clip_frac_active": clipped,
                     "per_seed": {"k_updates": nk.tolist(), "one_update_at_batch": n1.tolist(),
                                  "one_update_at_m": base.tolist()}})
