@@ -454,6 +454,19 @@ def test_the_slow_studies_contrasts_recompute():
                          (np.median(c) / np.median(d)), f(1024, 0.2), f(1024, None),
                          f(64, 0.2), f(64, None))
             digits, region = 2, (1.0, math.inf)
+        elif source.endswith("updates_cost.json"):
+            B, K = map(int, re.search(r"N\((\d+), K (\d+)", contrast).groups())
+            lr0 = float(re.search(r"fixed lr ([\d.]+)", claim).group(1))
+            cell = lambda clip: next(c for c in src["cells"] if c["lr0"] == lr0  # noqa: E731
+                                     and c["clip"] == clip and c["updates"] == K)
+            ps = lambda clip, k: _arr(cell(clip)["per_seed"][k])  # noqa: E731
+            assert B == K * src["config"]["per_update"]
+            if "is what costs" in claim:  # clipped over unclipped, K updates each
+                r = _ratio(ps(0.2, "k_updates"), ps(None, "k_updates"))
+            else:
+                clip = None if "unclipped" in claim else 0.2
+                r = _ratio(ps(clip, "k_updates"), ps(clip, "one_update_at_m"))
+            digits, region = 2, (1.0, math.inf)
         elif source.endswith("bandit_regimes.json"):
             runs = src["cases"]["emergent drift, unclipped, sqrt rule"]
             b = int(re.search(r"N_fail\((\d+)\)", contrast).group(1))

@@ -55,6 +55,7 @@ STUDY_RUNS = {
     "clipping_4x2": ("clipping", ["--batches", "64", "256", "1024", "--seeds", "32",
                                   "--minibatches", "4", "--epochs", "2"]),
     "plan_calibration": ("plan_calibration", []),
+    "updates_cost": ("updates_cost", []),
 }
 
 

@@ -272,7 +272,32 @@ def slow_contrasts() -> list:
             "at 64", paired.ratio_of_ratios_ci(f(1024, 0.2), f(1024, None), f(64, 0.2),
                                                f(64, None), idx, undefined=np.nan),
             ("above", 1), path)
+    updates_rows(add)
     return rows
+
+
+def updates_rows(add) -> None:
+    """What K updates per rollout batch cost on the bandit at a fixed lr, clipped and not, at
+    K = 4 and 32 (updates_cost: N(K m, K) / N(m, 1) against the planner's m = B / K)."""
+    path = f"{SOURCES}/updates_cost.json"
+    src = load(path)
+    idx = clocks.bootstrap_indices(src["config"]["seeds"])
+    for c in src["cells"]:
+        if c["updates"] not in (4, 32):
+            continue
+        clip = "unclipped" if c["clip"] is None else f"clip eps {c['clip']:g}"
+        ps = {k: np.asarray(v, np.float64) for k, v in c["per_seed"].items()}
+        add(f"bandit, fixed lr {c['lr0']:g}, {clip}: {c['updates']} updates per rollout batch "
+            f"cost more samples than m = B / K", f"N({c['batch']}, K {c['updates']}) / "
+            f"N({src['config']['per_update']}, K 1)",
+            paired.ratio_ci(ps["k_updates"], ps["one_update_at_m"], idx), ("above", 1), path)
+    k = lambda lr0, clip: np.asarray(next(  # noqa: E731
+        c for c in src["cells"] if c["lr0"] == lr0 and c["clip"] == clip
+        and c["updates"] == 32)["per_seed"]["k_updates"], np.float64)
+    for lr0 in src["config"]["lr0s"]:
+        add(f"bandit, fixed lr {lr0:g}, 32 updates per rollout batch: the clip (eps 0.2) is what "
+            "costs", "N(2048, K 32, eps 0.2) / N(2048, K 32, unclipped)",
+            paired.ratio_ci(k(lr0, 0.2), k(lr0, None), idx), ("above", 1), path)
 
 
 def fail_n(c: dict, b: int, clip) -> list:
