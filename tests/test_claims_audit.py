@@ -4,7 +4,7 @@ check the pieces by hand on made-up seeds instead."""
 import numpy as np
 import pytest
 
-from twoclock.analysis import claims, clocks
+from twoclock.analysis import claims, claims_theory, clocks
 
 
 def _source(per_seed, batches, rule="sqrt"):
@@ -33,7 +33,7 @@ def test_the_baseline_holds_samples_under_the_sqrt_rule_and_updates_under_a_fixe
     # seen B 8's median 1000; at B 32 the sqrt rule's baseline holds the samples (1000), a
     # fixed lr's holds the updates (1000 x 32 / 8 = 4000)
     s = _source({"progress": [[[900.0, 1000.0, 1100.0]], [[1.0, 2.0, 3.0]]]}, [8, 32], rule)
-    assert claims._base(s, "progress", 32, 0.01, 8) == pytest.approx(want)
+    assert claims_theory._base(s, "progress", 32, 0.01, 8) == pytest.approx(want)
 
 
 @pytest.mark.parametrize("ci, want", [([0.96, 1.04], "holds"), ([0.9, 1.04], "not established"),
