@@ -19,8 +19,8 @@ import json
 import os
 import sys
 
-from score_real import (LEVEL, earlier_round, paired_cis, plan_pilots,  # noqa: E402 (tools/)
-                        read_sweep, score_banded)
+from real_sweep import read_sweep  # noqa: E402 (tools/)
+from score_real import LEVEL, earlier_round, paired_cis, plan_pilots, score_banded  # noqa: E402
 from twoclock.pilot import envelope
 
 NEW = ("default_envelope", "adam_envelope")

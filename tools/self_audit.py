@@ -661,7 +661,7 @@ BUGS = [
     ("regime theory: active responses by the right end, not the trapezoid", "trivial",
      "twoclock/studies/regime_theory.py",
      "np.cumsum(np.diff(r) * 0.5 * (m[1:] + m[:-1]))", "np.cumsum(np.diff(r) * m[1:])", REGIME),
-    ("score_real: the obvious rule with B^(1/2 - p)", "self", "tools/score_real.py",
+    ("score_real: the obvious rule with B^(1/2 - p)", "self", "tools/real_sweep.py",
      "return n_pilot * (b / b_pilot) ** (1 - p)", "return n_pilot * (b / b_pilot) ** (0.5 - p)",
      REAL),
     ("score_real: the band factor as high / low", "self", "tools/score_real.py",
