@@ -135,34 +135,9 @@ def report(out: dict) -> str:
 
 
 def figure(out: dict):
-    """The cost against K per lr0, clipped (solid) and unclipped (dashed), with 95% CIs."""
-    import matplotlib  # noqa: PLC0415
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    for i, lr0 in enumerate(out["config"]["lr0s"]):
-        for clip in out["config"]["clips"]:
-            cs = [c for c in out["cells"] if c["lr0"] == lr0 and c["clip"] == clip
-                  and c["cost"]["median"] is not None]
-            if not cs:
-                continue
-            k = np.array([c["updates"] for c in cs], float)
-            y = np.array([c["cost"]["median"] for c in cs])
-            lo = np.array([c["cost"]["ci"][0] or np.nan for c in cs])
-            hi = np.array([c["cost"]["ci"][1] or np.nan for c in cs])
-            ax.errorbar(k, y, yerr=[y - lo, hi - y], color=f"C{i}", capsize=3, marker="o",
-                        ls="-" if clip is not None else "--",
-                        label=f"lr {lr0:g}, " + ("no clip" if clip is None else f"clip {clip:g}"))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.axhline(1.0, color="0.5", lw=0.8)
-    ax.set_xlabel("K: updates per rollout batch (B = K m)")
-    ax.set_ylabel("N(K m, K) / N(m, 1)")
-    ax.set_title(f"What K updates per batch cost ({out['model']}, m = "
-                 f"{out['config']['per_update']})")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    """The cost against K per lr0 and clip (twoclock/figures/updates_cost.py)."""
+    from twoclock.figures.updates_cost import updates_cost_figure  # noqa: PLC0415
+    return updates_cost_figure(out)
 
 
 STUDY = Study("updates_cost", Config, run, report, figure, models=MODELS)
