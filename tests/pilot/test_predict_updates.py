@@ -77,8 +77,19 @@ def test_b_alone_is_k_1_with_the_adam_form_whatever_the_pilots_take(runs_csv):
 def test_the_printout_shows_k_only_where_some_prediction_takes_another(runs_csv):
     text = report.table(_adam(runs_csv, [1024, "4096:4"]))
     assert " batch:K " in text and "\n  4096:4 " in text and "\n  1024:1 " in text
+    assert "K = 4: no pilot took it" in text
     text = report.table(_adam(runs_csv, [1024, 4096]))
     assert "batch:K" not in text and "\n    4096 " in text
+
+
+def test_the_printout_warns_of_a_k_no_pilot_took_and_only_then():
+    """By hand: runs at K {1, 4}, predictions at K {1, 2, 4, 8}: the note names 2 and 8 (4 was
+    run, 1 is the plan's own); predictions all at K the pilots ran: no note."""
+    out = {"runs": [{"updates": 1.0}, {"updates": 4.0}],
+           "predictions": [{"updates": k} for k in (1.0, 2.0, 4.0, 8.0, 8.0)]}
+    (line,) = report.updates_note(out)
+    assert line.startswith("K = 2, 8: no pilot took it") and "clip band" in line
+    assert report.updates_note({**out, "predictions": [{"updates": 4.0}, {}]}) == []
 
 
 def test_the_command_line_takes_b_k_and_writes_each_rows_k(runs_csv, tmp_path):

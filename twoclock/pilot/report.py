@@ -103,6 +103,7 @@ def table(out: dict) -> str:
         lines.append(f"{b:>8} {p['lr']:>9.4g}  {ci(p['progress_samples'], '{:.0f}'):<30}"
                      f"{'-' if fs['median'] is None else ci(fs, '{:.0f}'):<30}"
                      f"{'-' if h is None else ci(h, '{:.3g}'):<24}")
+    lines += updates_note(out)
     rec = out["recommendation"]
     unit = "s" if rec["objective"] == "seconds" else "samples"
     c = rec["constant"]
@@ -137,6 +138,21 @@ def table(out: dict) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def updates_note(out: dict) -> list:
+    """A line under the predictions where one takes K > 1 updates per rollout batch at a K no
+    pilot ran: m = B / K counts the K minibatches as fresh, which the clip breaks once the
+    policy's move over a rollout batch leaves its band (docs/plan.md, "Updates per rollout
+    batch"); a pilot at that K says which regime a run is in."""
+    ran = {float(r.get("updates", 1.0)) for r in out["runs"]}
+    ks = sorted({float(p.get("updates", 1.0)) for p in out["predictions"]} - ran - {1.0})
+    if not ks:
+        return []
+    return [f"K = {', '.join(f'{k:g}' for k in ks)}: no pilot took it; m = B / K holds only "
+            "while the policy's move over one rollout batch stays inside the clip band (on the "
+            "bandit past it 32 updates cost 1.4x to 5.1x; docs/plan.md, \"Updates per rollout "
+            "batch\"): a pilot at that K says which"]
+
+
 def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
     """A held-out check's row: head, then the answer (d[answer]), predicted, band, error and
     coverage of d (a score: answer, predicted, ci, rel_error, covered), `width` wide."""
@@ -147,4 +163,4 @@ def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
             f"{100 * d['rel_error']:>+6.1f}% {'yes' if d['covered'] else 'no'}")
 
 
-__all__ = ["plan_file", "ci", "table", "scored"]
+__all__ = ["plan_file", "ci", "table", "updates_note", "scored"]
