@@ -26,7 +26,7 @@ def test_a_batch_the_model_cannot_split_is_refused_before_anything_runs():
     # by hand: B = K m responses are K m / G prompts in K minibatches of m / G prompts each, so
     # m = 12 with G = 8 (1.5 prompts an update) is refused and m = 24 (3) is not, for any K
     model = MODELS["bandit"]
-    with pytest.raises(ValueError, match="batch"):
+    with pytest.raises(ValueError, match="per_update"):
         uc.Config(per_update=12, updates=(1, 4)).check(model, model.config())
     uc.Config(per_update=24, updates=(1, 4, 32)).check(model, model.config())
 

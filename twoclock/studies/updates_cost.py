@@ -60,6 +60,9 @@ class Config:
         model accepts (P = K m / G prompts in K minibatches: m a multiple of G) and every clip
         valid."""
         del model, opt
+        require(self.per_update % base.group == 0, "per_update",
+                f"a multiple of the group G = {base.group} (whole prompts per minibatch)",
+                self.per_update)
         for k in self.updates:
             replace(base, minibatches=k).prompts(k * self.per_update)
         for c in self.clips:
