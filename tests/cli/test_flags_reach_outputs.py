@@ -85,6 +85,16 @@ def test_plan_level_sets_the_bands(plan):
             assert a["ci"][0] <= b["ci"][0] <= b["ci"][1] <= a["ci"][1]
             narrower += b["ci"][1] - b["ci"][0] < a["ci"][1] - a["ci"][0]
     assert narrower >= 1 and t95 != t50
+    # the drawn curves' bands too (the figure's): inside the 95% band at every grid point, and
+    # narrower at most (by hand: a 50% band of the same fit is strictly inside where both ends
+    # are finite)
+    c95, c50 = o95["curves"]["progress_samples"], o50["curves"]["progress_samples"]
+    assert o95["curves"]["batch"] == o50["curves"]["batch"] and len(c95) == len(c50) > 10
+    inside = [a["ci"][0] <= b["ci"][0] <= b["ci"][1] <= a["ci"][1] for a, b in zip(c95, c50)
+              if None not in a["ci"] + b["ci"]]
+    assert inside and all(inside)
+    assert sum(b["ci"][1] - b["ci"][0] < a["ci"][1] - a["ci"][0]
+               for a, b in zip(c95, c50) if None not in a["ci"] + b["ci"]) > len(inside) // 2
 
 
 def test_plan_logs_smoothing_moves_the_clocks(plan):
