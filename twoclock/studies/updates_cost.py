@@ -87,16 +87,20 @@ def run(model, model_cfg, opt: OptimConfig, study: Config, *, keep=None, quiet: 
     t0, m, idx = time.perf_counter(), study.per_update, bootstrap_indices(study.seeds)
     cells = []
     for lr0 in study.lr0s:
+        run_at = lambda clip, k, b, budget: _clock(
+            model, replace(model_cfg, clip_low=clip, clip_high=None, epochs=1, minibatches=k),
+            opt, b, lr0, study.seeds, budget, quiet, keep)
+        # one update per rollout batch is on-policy (every ratio 1: no clip binds), so the
+        # one-update runs, at m and at each B = K m, are run once for every clip
+        base, _ = run_at(None, 1, m, study.budget)
+        slow = float(np.max(np.where(base > 0, base, study.budget)))
+        budgets = {k: int(study.budget_factor * k * slow) + 4 * k * m for k in study.updates}
+        one = {k: base if k == 1 else run_at(None, 1, k * m, budgets[k])[0]
+               for k in study.updates}
         for clip in study.clips:
-            cfg = replace(model_cfg, clip_low=clip, clip_high=None, epochs=1)
-            run_at = lambda k, b, budget: _clock(model, replace(cfg, minibatches=k), opt, b,
-                                                 lr0, study.seeds, budget, quiet, keep)
-            base, _ = run_at(1, m, study.budget)
-            slow = float(np.max(np.where(base > 0, base, study.budget)))
             for k in study.updates:
-                budget = int(study.budget_factor * k * slow) + 4 * k * m
-                nk, clipped = (base, 0.0) if k == 1 else run_at(k, k * m, budget)
-                n1, _ = (base, 0.0) if k == 1 else run_at(1, k * m, budget)
+                budget, n1 = budgets[k], one[k]
+                nk, clipped = (base, 0.0) if k == 1 else run_at(clip, k, k * m, budget)
                 cost, single = ratio_ci(nk, base, idx), ratio_ci(n1, base, idx)
                 cells.append({
                     "lr0": lr0, "clip": clip, "updates": k, "batch": k * m, "budget": budget,
