@@ -49,6 +49,14 @@ def heldout_budget(budget: int, batch: int, top: int, rule: str) -> int:
     return int(batch * math.ceil(want / batch))
 
 
+def heldout_budgets(model) -> dict:
+    """{rule: [heldout_budget at each held-out batch]} of a model (its plan-check budget)."""
+    from twoclock.studies.plan_check import entry  # noqa: PLC0415 (the studies import this)
+    pilots, held = batches(model)
+    return {r: [heldout_budget(int(entry(model).budget), b, pilots[-1], r) for b in held]
+            for r in RULES}
+
+
 def evaluation_grid(budget: int, batch: int, every: int) -> tuple:
     """(budget, n_ckpt) of a run evaluated every `every` updates: budget // batch updates
     rounded up to a whole number of evaluations (at least 2), so that n_ckpt = updates / every
@@ -138,9 +146,9 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
         t0 = time.perf_counter()
         sims = {b: simulate(model, cfg, o, b, e.lr0, seeds, int(e.budget), keep, quiet)
                 for b in pilots}
-        answers = {b: truth(simulate(model, cfg, o, b, e.lr0, heldout_seeds,
-                                     heldout_budget(int(e.budget), b, pilots[-1], rule),
-                                     keep, quiet, every=None)) for b in held}
+        answers = {b: truth(simulate(model, cfg, o, b, e.lr0, heldout_seeds, budget, keep,
+                                     quiet, every=None))
+                   for b, budget in zip(held, heldout_budgets(model)[rule])}
         secs += time.perf_counter() - t0
         how = noise(metric, sims[pilots[0]].ckpt[0])
         rng = np.random.default_rng([NOISE_SEED, RULES.index(rule)])
@@ -247,9 +255,7 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
         pilots, held = batches(m)
         sims[m.name] = {"seconds": secs, "pilots": list(pilots), "heldout": list(held),
                         "noise": how, "budget": int(entry(m).budget),
-                        "heldout_budgets": {r: [heldout_budget(int(entry(m).budget), b,
-                                                               pilots[-1], r) for b in held]
-                                            for r in RULES}}
+                        "heldout_budgets": heldout_budgets(m)}
         rows += got
     return {"calibration": True, "design": "practitioner", "rules": list(RULES),
             "eval_every_updates": EVAL_EVERY, "eval_items": EVAL_ITEMS, "seeds": seeds,
@@ -288,6 +294,6 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "simulate", "noise",
+__all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "heldout_budgets", "simulate", "noise",
            "noisy", "write_design", "truth", "model_rows", "summary", "calibrate",
            "table", "contrast", "contrast_table"]
