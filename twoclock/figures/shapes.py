@@ -2,9 +2,7 @@
 JSON; they never call JAX."""
 import numpy as np
 
-from twoclock.figures.style import OKABE_ITO, figure
-
-_nan = lambda v: np.nan if v is None else float(v)
+from twoclock.figures.style import OKABE_ITO, _nan, figure
 
 
 def _x(p: dict, r: dict) -> float:

@@ -2,7 +2,7 @@
 as written to JSON, and never calls JAX."""
 import numpy as np
 
-from twoclock.figures.style import OKABE_ITO, figure
+from twoclock.figures.style import OKABE_ITO, _nan, figure
 
 
 def updates_cost_figure(out: dict):
@@ -17,10 +17,8 @@ def updates_cost_figure(out: dict):
                 continue
             k = np.array([c["updates"] for c in cs], float)
             y = np.array([c["cost"]["median"] for c in cs])
-            lo = np.array([np.nan if c["cost"]["ci"][0] is None else c["cost"]["ci"][0]
-                           for c in cs])
-            hi = np.array([np.nan if c["cost"]["ci"][1] is None else c["cost"]["ci"][1]
-                           for c in cs])
+            lo = np.array([_nan(c["cost"]["ci"][0]) for c in cs])
+            hi = np.array([_nan(c["cost"]["ci"][1]) for c in cs])
             unclipped = cs[0]["clip"] is None
             ax.errorbar(k, y, yerr=[y - lo, hi - y], color=OKABE_ITO[i % len(OKABE_ITO)],
                         capsize=2, marker="o", ls="--" if unclipped else "-",
