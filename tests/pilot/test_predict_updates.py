@@ -92,6 +92,20 @@ def test_the_printout_warns_of_a_k_no_pilot_took_and_only_then():
     assert report.updates_note({**out, "predictions": [{"updates": 4.0}, {}]}) == []
 
 
+def test_the_notes_cost_range_is_the_committed_studys():
+    """The note's "32 updates cost 1.4x to 5.1x" against the study's committed source, read
+    here with plain json: the lowest and highest median cost over its clipped K = 32 cells,
+    rounded to 0.1 (a rerun with other settings that moves them fails this)."""
+    import pathlib
+    src = pathlib.Path(__file__).resolve().parents[2] / "docs/claim_sources/updates_cost.json"
+    cells = json.loads(src.read_text())["cells"]
+    cost = [c["cost"]["median"] for c in cells if c["updates"] == 32 and c["clip"] is not None]
+    assert len(cost) >= 2
+    assert report.K32_COST == (round(min(cost), 1), round(max(cost), 1))
+    (line,) = report.updates_note({"runs": [{}], "predictions": [{"updates": 32.0}]})
+    assert f"cost {round(min(cost), 1):g}x to {round(max(cost), 1):g}x" in line
+
+
 def test_the_command_line_takes_b_k_and_writes_each_rows_k(runs_csv, tmp_path):
     from twoclock.cli.plan import main
     assert main([runs_csv, "--progress-form", "adam", "--predict", "4096:4", "1024",

@@ -138,6 +138,12 @@ def table(out: dict) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+# What 32 updates per rollout batch cost on the bandit past the clip band, N(32 m, 32) / N(m, 1)
+# at m = 64, lowest and highest over the clipped cells (docs/claim_sources/updates_cost.json,
+# `python experiments/updates_cost.py`; a test holds these to that file).
+K32_COST = (1.4, 5.1)
+
+
 def updates_note(out: dict) -> list:
     """A line under the predictions where one takes K > 1 updates per rollout batch at a K no
     pilot ran: m = B / K counts the K minibatches as fresh, which the clip breaks once the
@@ -149,8 +155,8 @@ def updates_note(out: dict) -> list:
         return []
     return [f"K = {', '.join(f'{k:g}' for k in ks)}: no pilot took it; m = B / K holds only "
             "while the policy's move over one rollout batch stays inside the clip band (on the "
-            "bandit past it 32 updates cost 1.4x to 5.1x; docs/plan.md, \"Updates per rollout "
-            "batch\"): a pilot at that K says which"]
+            f"bandit past it 32 updates cost {K32_COST[0]:g}x to {K32_COST[1]:g}x; docs/plan.md, "
+            "\"Updates per rollout batch\"): a pilot at that K says which"]
 
 
 def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
