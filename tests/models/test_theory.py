@@ -390,3 +390,22 @@ def test_default_critical_batch_rises_with_lr0():
     assert sat[0]["batch"] < sat[1]["batch"] < sat[2]["batch"]
     # the curvature estimate falls with lr0 but stays far above: it is not what binds here
     assert all(m["curvature"] > 2 * m["saturation"] for m in sat)
+
+
+@pytest.mark.parametrize("lr0", [1e-3, 1e-2])
+@pytest.mark.parametrize("batch", [8, 64, 512])
+def test_adams_noise_floor_is_lr_sqrt_c_over_4_sqrt_b_per_coordinate(lr0, batch):
+    # By hand (docs/plan.md, "Adam's progress form"): at the floor the noise dominates v, so
+    # Adam is SGD with step P = lr sqrt(B / c) on a coordinate of curvature h and per-sample
+    # noise variance c; its stationary Var x = P (c / B) / (2 h), a loss floor h Var x / 2 =
+    # lr sqrt(c) / (4 sqrt(B)), whatever h. v's other term, h^2 Var x, is a relative
+    # correction of at most h lr sqrt(B) / (2 sqrt(c)): the tolerance. One coordinate, sigma
+    # 3.6 (the knee of the regime map's one-coordinate cell).
+    from twoclock.models.quadratic.adam_progress import _adam_meanfield
+    from twoclock.models.quadratic.problem import noise_variances, spectrum
+    cfg = QuadraticConfig(dim=1, sigma=3.6)
+    loss, _, _ = _adam_meanfield(cfg, OptimConfig(name="adam", lr_rule="fixed"), lr0,
+                                 float(batch), 2_000_000, None)
+    h, c = spectrum(cfg)[0], noise_variances(cfg)[0]
+    floor = lr0 * math.sqrt(c) / (4 * math.sqrt(batch))
+    assert abs(loss[-1] / floor - 1) <= h * lr0 * math.sqrt(batch) / (2 * math.sqrt(c))

@@ -121,19 +121,27 @@ def adam_progress_passage(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
 
 
 def adam_progress_samples(cfg: QuadraticConfig, opt: OptimConfig, lr0, batch,
-                          budget: int = 10**6):
+                          budget: int = 10**6, above_floor: bool = False):
     """Mean-field prediction of Adam's progress clock: B x the first crossing of E[L_t] down to
     the target, interpolated linearly between the updates around it (as the engine places the
     simulated clock), so it is not on the update grid either.
 
     None if the expected loss stays above the target within budget samples (its noise floor
     sits above the target: the simulation then crosses only through fluctuations).
+    above_floor: the crossing of E[L_t] - F down to the target instead, F the run's own noise
+    floor (E[L] where the recursion plateaus, or at the budget if it does not): the clock with
+    the floor's slowing taken out (docs/plan.md, "Adam's progress form").
     """
     _require_adam(opt)
     require_positive("lr0", lr0)
     B = float(batch)
     target = cfg.target * initial_loss(cfg)
-    loss, _, t = _adam_meanfield(cfg, opt, float(opt.lr(lr0, B)), B, int(budget // B), target)
+    loss, _, t = _adam_meanfield(cfg, opt, float(opt.lr(lr0, B)), B, int(budget // B),
+                                 None if above_floor else target)
+    if above_floor:
+        loss = loss - loss[t]
+        crossed = np.flatnonzero(loss <= target)
+        t = int(crossed[0]) if crossed.size else t
     if loss[t] > target:
         return None
     if t == 0:
