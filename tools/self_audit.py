@@ -676,6 +676,12 @@ BUGS = [
      "prog_band = lambda bs, keep=False: _enveloped(progress.band(bs, level), bs, env, keep)",
      "prog_band = lambda bs, keep=False: _enveloped(progress.band(bs, 0.95), bs, env, keep)",
      f"{FLAGS} -k level"),
+    # ------------------------------------------------------------------ this round's last additions
+    ("planner K note: its cost range not the study's", "self", "twoclock/pilot/report.py",
+     "K32_COST = (1.4, 5.1)", "K32_COST = (1.3, 5.1)", f"{P}test_predict_updates.py -k cost_range"),
+    ("mean-field clock above the floor: the floor added, not taken out", "self",
+     "twoclock/models/quadratic/adam_progress.py", "loss = loss - loss[t]",
+     "loss = loss + loss[t]", f"{P}test_adam_form.py -k bend -m slow"),
 ]
 
 
