@@ -4,6 +4,7 @@ exponent at 8x and the simulated one.
 
     python tools/adam_form_gaps.py predict OUT.json            # mean field only; refuses an existing OUT
     python tools/adam_form_gaps.py score PREDICTIONS.json OUT.json   # simulates, 32 seeds a batch
+    python tools/adam_form_gaps.py seen     # mean field's gap at the regime map's own cells
 
 `predict` computes, per cell (the model's defaults but the cell's, Adam, fixed lr, lr0 at b0 8),
 mean-field Adam's clocks at B 8 to 256 (adam_progress_samples; no seeds): the simulated exponent
@@ -38,6 +39,10 @@ CELLS = [
     {"target": 0.05, "lr0": 0.03, "model": {}},
     {"target": 0.05, "lr0": 0.01, "model": {"dim": 1, "sigma": 3.6}},
 ]
+
+SEEN = [{"target": t, "lr0": lr, "model": {}} for t, lr in
+        ((0.3, 0.01), (0.2, 0.01), (0.1, 0.01), (0.07, 0.01), (0.05, 0.01), (0.05, 0.003),
+         (0.05, 0.001))] + [{"target": 0.05, "lr0": 0.001, "model": {"alpha": 0.0, "sigma": 3.6}}]
 
 
 def meanfield(cell: dict) -> dict:
@@ -90,7 +95,13 @@ def score(pred_path: str, out: str) -> dict:
                      "predicted_gap": p, "theory_error": p - gap, "baseline_error": -gap,
                      "theory_in_ci": lo <= p <= hi, "baseline_in_ci": lo <= 0.0 <= hi,
                      "theory_closer": abs(p - gap) < abs(gap)})
+    from twoclock.pilot.fit import t_quantile
+    d = np.array([abs(r["theory_error"]) - abs(r["baseline_error"]) for r in rows])
+    half = t_quantile(0.975, d.size - 1) * float(d.std(ddof=1)) / math.sqrt(d.size)
     doc = {"predictions": pred_path, "cells": rows,
+           "contrast": {"what": "mean over cells of |theory error| - |baseline error|, t 95% CI",
+                        "mean": float(d.mean()), "ci": [float(d.mean() - half),
+                                                        float(d.mean() + half)]},
            "theory_in_ci": sum(r["theory_in_ci"] for r in rows),
            "baseline_in_ci": sum(r["baseline_in_ci"] for r in rows),
            "theory_closer": sum(r["theory_closer"] for r in rows), "n": len(rows)}
@@ -112,7 +123,13 @@ if __name__ == "__main__":
                   f"{r['predicted_gap']:+.4f} | {m['gap']:+.4f} [{m['ci'][0]:+.4f}, "
                   f"{m['ci'][1]:+.4f}] | {'yes' if r['theory_in_ci'] else 'no'} | "
                   f"{'yes' if r['baseline_in_ci'] else 'no'} |")
+        c = d["contrast"]
         print(f"theory in CI {d['theory_in_ci']}/{d['n']}, baseline {d['baseline_in_ci']}/"
-              f"{d['n']}, theory closer {d['theory_closer']}/{d['n']}")
+              f"{d['n']}, theory closer {d['theory_closer']}/{d['n']}; |theory error| - "
+              f"|baseline error| {c['mean']:+.4f} [{c['ci'][0]:+.4f}, {c['ci'][1]:+.4f}]")
+    elif sys.argv[1:] == ["seen"]:  # the cells docs/plan.md's regime map simulated
+        for cell in SEEN:
+            print(cell["target"], cell["lr0"], cell["model"] or "default",
+                  f"{meanfield(cell)['gap']:+.4f}")
     else:
         raise SystemExit(__doc__)

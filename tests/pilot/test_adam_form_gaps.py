@@ -1,0 +1,60 @@
+"""tools/adam_form_gaps.py, the regime map's pre-registered check: the committed predictions are
+the tool's cells, `predict` never overwrites, and the committed scores' bookkeeping against a
+NumPy recomputation from the stored numbers (no simulation)."""
+import importlib.util
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PRE = os.path.join(ROOT, "docs", "preregistered")
+_spec = importlib.util.spec_from_file_location("adam_form_gaps",
+                                               os.path.join(ROOT, "tools", "adam_form_gaps.py"))
+gaps = importlib.util.module_from_spec(_spec)  # tools/ is not a package
+_spec.loader.exec_module(gaps)
+
+
+def _load(name):
+    with open(os.path.join(PRE, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_the_committed_predictions_are_the_tools_cells():
+    pred = _load("adam_form_gaps_predictions.json")
+    assert [{k: c[k] for k in ("target", "lr0", "model")} for c in pred["cells"]] == gaps.CELLS
+    for c in pred["cells"]:  # gap = form - simulated, both from the stored clocks' ends
+        p = c["predicted"]
+        assert math.isclose(p["gap"], p["form"] - p["simulated"], abs_tol=1e-12)
+        assert math.isclose(p["simulated"], math.log2(p["clocks"][-1] / p["clocks"][-2]),
+                            rel_tol=1e-12)
+        assert c["baseline_gap"] == 0.0
+
+
+def test_predict_refuses_an_existing_file(tmp_path):
+    out = tmp_path / "p.json"
+    out.write_text("{}")
+    with pytest.raises(SystemExit, match="exists"):
+        gaps.predict(str(out))
+    assert out.read_text() == "{}"
+
+
+def test_the_scores_bookkeeping_by_hand():
+    pred, got = _load("adam_form_gaps_predictions.json"), _load("adam_form_gaps_measured.json")
+    assert len(got["cells"]) == len(pred["cells"]) == got["n"]
+    diffs = []
+    for c, r in zip(pred["cells"], got["cells"]):
+        p, (gap, (lo, hi)) = c["predicted"]["gap"], (r["measured"]["gap"], r["measured"]["ci"])
+        assert r["predicted_gap"] == p and lo <= gap <= hi
+        assert r["theory_in_ci"] == (lo <= p <= hi) and r["baseline_in_ci"] == (lo <= 0 <= hi)
+        assert r["theory_closer"] == (abs(p - gap) < abs(gap))
+        diffs.append(abs(p - gap) - abs(gap))
+    assert got["theory_in_ci"] == sum(r["theory_in_ci"] for r in got["cells"])
+    d = np.array(diffs)
+    t975_df6 = 2.446912  # Student t, 6 degrees of freedom (tables)
+    half = t975_df6 * d.std(ddof=1) / math.sqrt(d.size)
+    assert d.size == 7
+    assert np.allclose([got["contrast"]["mean"], *got["contrast"]["ci"]],
+                       [d.mean(), d.mean() - half, d.mean() + half], rtol=1e-6)
