@@ -63,6 +63,17 @@ def meanfield(cell: dict) -> dict:
             "budget": round(2000 / lr0)}
 
 
+def floor_over_target(cell: dict, batch: float = 8.0) -> float:
+    """Adam's noise floor at `batch` (the smallest pilot) over the target, both in the initial
+    loss's units: the sum over coordinates of lr sqrt(c_i) / (4 sqrt(B)) (the hand formula
+    tests/models/test_theory.py holds mean field to), fixed lr."""
+    from twoclock import QuadraticConfig
+    from twoclock.models.quadratic.problem import initial_loss, noise_variances
+    cfg = QuadraticConfig(target=cell["target"], **cell["model"])
+    floor = float(np.sum(cell["lr0"] * np.sqrt(noise_variances(cfg)) / (4 * math.sqrt(batch))))
+    return floor / initial_loss(cfg) / cell["target"]
+
+
 def predict(out: str) -> dict:
     if os.path.exists(out):
         raise SystemExit(f"{out} exists: a new prediction goes to a new file")
@@ -87,11 +98,17 @@ def score(pred_path: str, out: str) -> dict:
         q = quadratic_exponents("fixed", target=c["target"], lr0=c["lr0"], gap=300, **c["model"])
         gap, lo, hi = (float(x) for x in q["gap"])
         p = c["predicted"]["gap"]
+        pred8, truth8 = float(q["pred"][-1]), float(q["truth"][-1])
+        band8 = [float(q["band"][0][-1]), float(q["band"][1][-1])]
         rows.append({"target": c["target"], "lr0": c["lr0"], "model": c["model"],
                      "measured": {"gap": gap, "ci": [lo, hi], "form": float(q["form"][-1]),
                                   "simulated": float(q["sim"][-1]),
                                   "simulated_ci": [float(q["ci"][0][-1]),
                                                    float(q["ci"][1][-1])]},
+                     "at_8x": {"predicted": pred8, "simulated": truth8, "band": band8,
+                               "error": pred8 / truth8 - 1,
+                               "covered": band8[0] <= truth8 <= band8[1]},
+                     "floor_over_target": floor_over_target(c),
                      "predicted_gap": p, "theory_error": p - gap, "baseline_error": -gap,
                      "theory_in_ci": lo <= p <= hi, "baseline_in_ci": lo <= 0.0 <= hi,
                      "theory_closer": abs(p - gap) < abs(gap)})
@@ -122,7 +139,8 @@ if __name__ == "__main__":
             print(f"| {r['target']:g} | {r['lr0']:g} | {r['model'] or 'default'} | "
                   f"{r['predicted_gap']:+.4f} | {m['gap']:+.4f} [{m['ci'][0]:+.4f}, "
                   f"{m['ci'][1]:+.4f}] | {'yes' if r['theory_in_ci'] else 'no'} | "
-                  f"{'yes' if r['baseline_in_ci'] else 'no'} |")
+                  f"{'yes' if r['baseline_in_ci'] else 'no'} | {r['floor_over_target']:.3f} | "
+                  f"{r['at_8x']['error']:+.1%} {'covered' if r['at_8x']['covered'] else 'missed'} |")
         c = d["contrast"]
         print(f"theory in CI {d['theory_in_ci']}/{d['n']}, baseline {d['baseline_in_ci']}/"
               f"{d['n']}, theory closer {d['theory_closer']}/{d['n']}; |theory error| - "
@@ -130,6 +148,7 @@ if __name__ == "__main__":
     elif sys.argv[1:] == ["seen"]:  # the cells docs/plan.md's regime map simulated
         for cell in SEEN:
             print(cell["target"], cell["lr0"], cell["model"] or "default",
-                  f"{meanfield(cell)['gap']:+.4f}")
+                  f"gap {meanfield(cell)['gap']:+.4f}",
+                  f"floor at B 8 / target {floor_over_target(cell):.3f}")
     else:
         raise SystemExit(__doc__)

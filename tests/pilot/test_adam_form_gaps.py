@@ -58,3 +58,28 @@ def test_the_scores_bookkeeping_by_hand():
     assert d.size == 7
     assert np.allclose([got["contrast"]["mean"], *got["contrast"]["ci"]],
                        [d.mean(), d.mean() - half, d.mean() + half], rtol=1e-6)
+
+
+def test_the_8x_bookkeeping_by_hand():
+    for r in _load("adam_form_gaps_measured.json")["cells"]:
+        a = r["at_8x"]
+        assert math.isclose(a["error"], a["predicted"] / a["simulated"] - 1, rel_tol=1e-12)
+        assert a["covered"] == (a["band"][0] <= a["simulated"] <= a["band"][1])
+        assert a["band"][0] < a["predicted"] < a["band"][1]
+
+
+@pytest.mark.parametrize("cell", [{"target": 0.05, "lr0": 0.001, "model": {"dim": 1}},
+                                  {"target": 0.05, "lr0": 0.001, "model": {"alpha": 0.0}}])
+def test_the_floor_over_the_target_is_mean_fields_plateau(cell):
+    # the tool's hand formula against mean-field Adam run to its plateau at B 8 (an independent
+    # recursion), within the first-order term the formula drops (h lr sqrt(B) / (2 sqrt(c)),
+    # h = 1 and c = 1 here: 0.0014)
+    from twoclock import OptimConfig, QuadraticConfig
+    from twoclock.models.quadratic.adam_progress import _adam_meanfield
+    from twoclock.models.quadratic.problem import initial_loss
+    cfg = QuadraticConfig(target=cell["target"], **cell["model"])
+    loss, _, _ = _adam_meanfield(cfg, OptimConfig(name="adam", lr_rule="fixed"), cell["lr0"],
+                                 8.0, 2_000_000, None)
+    plateau = loss[-1] / initial_loss(cfg) / cell["target"]
+    bound = cell["lr0"] * math.sqrt(8) / 2
+    assert abs(gaps.floor_over_target(cell) / plateau - 1) <= bound
