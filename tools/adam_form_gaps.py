@@ -23,6 +23,8 @@ import sys
 
 import numpy as np
 
+from twoclock.atomic import atomic_write
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
 BATCHES, PILOTS = (8, 16, 32, 64, 128, 256), 3
 # Cells no run had seen when the predictions were written: a narrower spectrum (alpha 0.5, at
@@ -84,8 +86,7 @@ def predict(out: str) -> dict:
                    "gap's paired 95% CI; it beats the baseline (gap 0) where its error is the "
                    "smaller",
            "cells": rows}
-    with open(out, "w") as fh:
-        json.dump(doc, fh, indent=1)
+    atomic_write(out, lambda fh: json.dump(doc, fh, indent=1))  # never a half-written file
     return doc
 
 
@@ -122,8 +123,7 @@ def score(pred_path: str, out: str) -> dict:
            "theory_in_ci": sum(r["theory_in_ci"] for r in rows),
            "baseline_in_ci": sum(r["baseline_in_ci"] for r in rows),
            "theory_closer": sum(r["theory_closer"] for r in rows), "n": len(rows)}
-    with open(out, "w") as fh:
-        json.dump(doc, fh, indent=1)
+    atomic_write(out, lambda fh: json.dump(doc, fh, indent=1))  # never a half-written file
     return doc
 
 
