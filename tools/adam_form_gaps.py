@@ -2,7 +2,7 @@
 mean-field Adam predicts, at quadratic-model cells no run has seen, the gap between the form's
 exponent at 8x and the simulated one.
 
-    python tools/adam_form_gaps.py predict OUT.json            # mean field only; refuses an existing OUT
+    python tools/adam_form_gaps.py predict OUT.json   # mean field only; refuses an existing OUT
     python tools/adam_form_gaps.py score PREDICTIONS.json OUT.json   # simulates, 32 seeds a batch
     python tools/adam_form_gaps.py seen     # mean field's gap at the regime map's own cells
 
@@ -140,7 +140,8 @@ if __name__ == "__main__":
                   f"{r['predicted_gap']:+.4f} | {m['gap']:+.4f} [{m['ci'][0]:+.4f}, "
                   f"{m['ci'][1]:+.4f}] | {'yes' if r['theory_in_ci'] else 'no'} | "
                   f"{'yes' if r['baseline_in_ci'] else 'no'} | {r['floor_over_target']:.3f} | "
-                  f"{r['at_8x']['error']:+.1%} {'covered' if r['at_8x']['covered'] else 'missed'} |")
+                  f"{r['at_8x']['error']:+.1%} "
+                  f"{'covered' if r['at_8x']['covered'] else 'missed'} |")
         c = d["contrast"]
         print(f"theory in CI {d['theory_in_ci']}/{d['n']}, baseline {d['baseline_in_ci']}/"
               f"{d['n']}, theory closer {d['theory_closer']}/{d['n']}; |theory error| - "

@@ -1,10 +1,10 @@
 """Why the practitioner design's bandit under a fixed lr has no answer at 8x (B 2048): the two
 clocks cross. Under a fixed lr the progress clock grows about as B^1 in samples past the knee,
 the drift clock about as B^(1/2) (on the drift coordinates Adam is noise-dominated, so its drift
-per update grows as sqrt(B)), so at a large enough batch the drift has worn the held-out accuracy down before it reaches the target: the
-best accuracy a run reaches falls with B, and at 2048 it stays below 0.75 in every seed
-(docs/plan.md, "A practitioner's sweep"). Simulates (slow); `python -m
-tests.studies.test_practitioner_two_clocks` prints the table."""
+per update grows as sqrt(B)), so at a large enough batch the drift has worn the held-out
+accuracy down before it reaches the target: the best accuracy a run reaches falls with B, and at
+2048 it stays below 0.75 in every seed (docs/plan.md, "A practitioner's sweep"). Simulates
+(slow); `python -m tests.studies.test_practitioner_two_clocks` prints the table."""
 import math
 
 import numpy as np
