@@ -64,6 +64,31 @@ def test_scores_and_summary_by_hand():
     assert both["coverage_95"] == pytest.approx(0.75)
     assert both["median_width"] == pytest.approx(2.75)  # of 1.5, 2.5, 3, 4
     assert both["wider_than_2x"] == pytest.approx(0.75)
+    # a held-out batch whose runs never reached the target, planned (rel_error None): not
+    # scored, and a miss when counted: 3 covered of 4 scored + 1 = 0.6; a refused one is not
+    assert both["coverage_95_never_as_miss"] == pytest.approx(0.75)  # none yet: as coverage_95
+    never = {"model": "m", "rule": "fixed", "times_largest_pilot": 8, "measured": None,
+             "refused": None, "rel_error": None, "covered": None, "width": None,
+             "ci": [50.0, 400.0]}
+    both = next(x for x in pr.summary(rows + [never])
+                if x["rule"] == "both" and x["model"] == "m")
+    assert (both["scored"], both["unanswered"]) == (4, 1)
+    assert both["coverage_95"] == pytest.approx(0.75)
+    assert both["coverage_95_never_as_miss"] == pytest.approx(0.6)
+    # a band open above holds an infinite clock: 4 of 6
+    opened = dict(never, ci=[50.0, None])
+    both = next(x for x in pr.summary(rows + [never, opened])
+                if x["rule"] == "both" and x["model"] == "m")
+    assert both["coverage_95_never_as_miss"] == pytest.approx(4 / 6)
+    # the printout says it under the table, per row that has such predictions, and only there
+    out = {"design": "practitioner", "eval_items": 1000, "eval_every_updates": 25, "seeds": 2,
+           "heldout_seeds": 2, "summary": pr.summary(rows + [never]), "simulations": {},
+           "rows": rows + [never]}
+    said = [line for line in pr.table(out).splitlines() if "never reached" in line]
+    # by hand: fixed 2 covered of 2 scored + 1 = 66.7%; both and all 3 of 4 + 1 = 60.0%
+    assert said == [f"{m}, {r}: 1 predictions at held-out batches whose runs never reached the "
+                    f"target; counted as misses, 95% coverage {c}" for m, r, c in
+                    (("m", "fixed", "66.7%"), ("m", "both", "60.0%"), ("all", "both", "60.0%"))]
 
 
 def test_the_study_takes_the_design():

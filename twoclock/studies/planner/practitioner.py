@@ -174,6 +174,15 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
     return rows, secs, how
 
 
+def _never_as_miss(rs, sc) -> float | None:
+    """The 95% coverage with every planned prediction whose held-out runs never reached the
+    target counted too: a miss, unless its band is open above (an infinite clock is inside)."""
+    never = [r for r in rs if r["measured"] is None and r.get("refused") is None]
+    open_above = sum(r["ci"][1] is None or math.isinf(r["ci"][1]) for r in never)
+    n = len(sc) + len(never)
+    return (sum(r["covered"] for r in sc) + open_above) / n if n else None
+
+
 def summary(rows) -> list:
     """Per model and rule, per model, and in all: predictions scored, refused, the median
     |error| at 2x and 8x, the 95% coverage, the median width factor, the share wider than x2."""
@@ -191,6 +200,9 @@ def summary(rows) -> list:
                     "unanswered": sum(r["measured"] is None for r in rs),
                     "median_abs_error_2x": med(err(2)), "median_abs_error_8x": med(err(8)),
                     "coverage_95": (sum(r["covered"] for r in sc) / len(sc)) if sc else None,
+                    # a held-out run that never reached the target: a plan gave it a finite
+                    # band, which cannot cover it (docs/plan.md, "A practitioner's sweep")
+                    "coverage_95_never_as_miss": _never_as_miss(rs, sc),
                     "median_width": med(w),
                     "wider_than_2x": (sum(x > WIDE for x in w) / len(w)) if w else None})
     return out
@@ -280,6 +292,11 @@ def table(out: dict) -> str:
                      f"{s['refused']:>7} {pct(s['median_abs_error_2x']):>9} "
                      f"{pct(s['median_abs_error_8x']):>9} {pct(s['coverage_95']):>8} "
                      f"{f(s['median_width']):>10} {pct(s['wider_than_2x']):>6}")
+    for s in out["summary"]:
+        if s["unanswered"]:
+            lines.append(f"{s['model']}, {s['rule']}: {s['unanswered']} predictions at held-out "
+                         f"batches whose runs never reached the target; counted as misses, 95% "
+                         f"coverage {pct(s['coverage_95_never_as_miss'])}")
     for name, sim in out["simulations"].items():
         hb = "; ".join(f"{r} {v}" for r, v in sim.get("heldout_budgets", {}).items())
         lines.append(f"{name}: pilots {sim['pilots']}, held out {sim['heldout']}; noise "
