@@ -49,13 +49,10 @@ SEEN = [{"target": t, "lr0": lr, "model": {}} for t, lr in
 
 def meanfield(cell: dict) -> dict:
     """Mean field's clocks at BATCHES, its exponent 128 -> 256 and the form's from its pilots."""
-    from twoclock import OptimConfig, QuadraticConfig
-    from twoclock.models.quadratic.adam_progress import adam_progress_samples
+    from tests.pilot.test_adam_form import _meanfield
     from twoclock.pilot import adam
-    cfg = QuadraticConfig(target=cell["target"], **cell["model"])
-    opt, lr0 = OptimConfig(name="adam", lr_rule="fixed"), cell["lr0"]
-    N = np.array([adam_progress_samples(cfg, opt, lr0, b, budget=round(2000 / lr0))
-                  for b in BATCHES], np.float64)
+    lr0 = cell["lr0"]
+    N = _meanfield(BATCHES, lr0, cell["target"], **cell["model"]).astype(np.float64)
     B = np.array(BATCHES, np.float64)
     f = adam.fit_adam(B[:PILOTS], N[:PILOTS], np.full(PILOTS, lr0), np.ones(PILOTS), 0.0, lr0,
                       8.0, sharp=True)

@@ -311,6 +311,6 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "heldout_budgets", "simulate", "noise",
-           "noisy", "write_design", "truth", "model_rows", "summary", "calibrate",
-           "table", "contrast", "contrast_table"]
+__all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "heldout_budgets",
+           "simulate", "noise", "noisy", "write_design", "truth", "model_rows", "summary",
+           "calibrate", "table", "contrast", "contrast_table"]
