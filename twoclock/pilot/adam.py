@@ -63,6 +63,34 @@ def local_exponent(B, b_n: float, p: float, K=1.0):
     return 0.5 - p + 0.5 * m / (m + b_n)
 
 
+def floor_scale(asymptote, B, lr, K=1.0, optimum: float = 0.0) -> float:
+    """phi of asymptote = optimum + phi lr / sqrt(m) (Adam's noise floor, m = B / K samples an
+    update): the geometric mean of (a_r - optimum) sqrt(m_r) / lr_r over the runs, which must all
+    lie on the same side of the optimum (a floor above a loss's minimum, or a ceiling below a
+    score's maximum, phi then negative)."""
+    d = np.asarray(asymptote, np.float64) - optimum
+    if not (np.all(d > 0) or np.all(d < 0)):
+        raise ValueError(f"asymptote: every run's plateau on one side of the optimum {optimum:g},"
+                         f" got {np.asarray(asymptote).tolist()}")
+    w = np.abs(d) * np.sqrt(per_update(B, K)) / np.asarray(lr, np.float64)
+    return float(np.sign(d[0]) * np.exp(np.mean(np.log(w))))
+
+
+def floor_at(phi: float, B, lr, K=1.0, optimum: float = 0.0):
+    """The predicted asymptote optimum + phi lr / sqrt(m) at batch B, lr and K."""
+    return optimum + phi * np.asarray(lr, np.float64) / np.sqrt(per_update(B, K))
+
+
+def floor_levels(target: float, asymptote, predicted: float, optimum: float = 0.0):
+    """The level at which to read each pilot's clock, its own asymptote a_r plus the target's
+    signed distance from the predicted run's asymptote: a_r + (target - predicted). None where
+    the target lies at or past the predicted asymptote (seen from the optimum): the predicted
+    run's expected metric never reaches it."""
+    if (float(target) - predicted) * (predicted - optimum) <= 0:
+        return None
+    return np.asarray(asymptote, np.float64) + (float(target) - float(predicted))
+
+
 @dataclass(frozen=True)
 class AdamFit:
     """The Adam form fitted to runs at their own lr and K: `base` the sqrt-rule-equivalent
@@ -144,4 +172,5 @@ def fit_adam(B, N, lr, K, p: float, lr0: float, b0: float, k_pred: float = 1.0,
     return AdamFit(base, p, lr0, b0, k_pred)
 
 
-__all__ = ["FORM", "per_update", "log_samples", "local_exponent", "AdamFit", "fit_adam"]
+__all__ = ["FORM", "per_update", "log_samples", "local_exponent", "floor_scale", "floor_at",
+           "floor_levels", "AdamFit", "fit_adam"]

@@ -1,0 +1,101 @@
+"""The floor-aware Adam form (twoclock/pilot/adam.py: floor_scale, floor_at, floor_levels) and
+its pre-registered check (tools/adam_floor.py): hand-computed asymptotes and levels, a synthetic
+family whose clocks the shifted levels give exactly, and the committed files' bookkeeping."""
+import importlib.util
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+from hypothesis import example, given, strategies as st
+
+from twoclock.pilot import adam
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PRE = os.path.join(ROOT, "docs", "preregistered")
+_spec = importlib.util.spec_from_file_location("adam_floor",
+                                               os.path.join(ROOT, "tools", "adam_floor.py"))
+tool = importlib.util.module_from_spec(_spec)  # tools/ is not a package
+_spec.loader.exec_module(tool)
+
+
+@given(phi=st.floats(1e-3, 10.0), opt=st.floats(-1.0, 1.0), sign=st.sampled_from([1.0, -1.0]))
+@example(phi=1e-3, opt=0.0, sign=1.0)
+@example(phi=10.0, opt=1.0, sign=-1.0)  # a ceiling below a score's maximum
+def test_floor_scale_recovers_phi_from_unequal_batches_lrs_and_updates(phi, opt, sign):
+    # by hand: a_r = opt + s phi lr_r / sqrt(B_r / K_r); the runs' batches, lrs and K all differ
+    # (a formula in B instead of m = B / K, or in lr^2, or without the optimum, misses)
+    B, lr, K = np.array([8.0, 96.0, 32.0]), np.array([0.01, 0.003, 0.02]), np.array([1., 3., 2.])
+    a = opt + sign * phi * lr / np.sqrt(B / K)
+    got = adam.floor_scale(a, B, lr, K, optimum=opt)
+    assert math.isclose(got, sign * phi, rel_tol=1e-9)
+    assert np.allclose(adam.floor_at(got, B, lr, K, optimum=opt), a, rtol=1e-9, atol=1e-12)
+
+
+def test_floor_scale_is_the_geometric_mean_and_refuses_plateaus_on_both_sides():
+    # two runs off the 1/sqrt(m) law by x2 and x0.5: phi is their geometric mean, 1 (by hand)
+    assert math.isclose(adam.floor_scale([2 * 0.1 / 2, 0.5 * 0.1 / 4], [4, 16], [0.1, 0.1]),
+                        1.0, rel_tol=1e-12)
+    with pytest.raises(ValueError, match="asymptote"):
+        adam.floor_scale([0.1, -0.1], [8, 16], [0.01, 0.01])
+
+
+def test_floor_levels_by_hand():
+    # floors 0.3, 0.2 and a predicted 0.1; target 0.5 sits 0.4 above it: levels 0.7 and 0.6
+    assert np.allclose(adam.floor_levels(0.5, [0.3, 0.2], 0.1), [0.7, 0.6])
+    # a ceiling (a score rising to 0.8 at the predicted batch, optimum 1): target 0.6 sits 0.2
+    # below it, so the pilots' ceilings 0.7, 0.75 give 0.5 and 0.55
+    assert np.allclose(adam.floor_levels(0.6, [0.7, 0.75], 0.8, optimum=1.0), [0.5, 0.55])
+    # a target at or past the predicted asymptote is never reached: None, on either side
+    assert adam.floor_levels(0.1, [0.3], 0.1) is None
+    assert adam.floor_levels(0.05, [0.3], 0.1) is None
+    assert adam.floor_levels(0.85, [0.7], 0.8, optimum=1.0) is None
+
+
+def test_the_shifted_levels_give_the_held_out_clock_exactly_where_the_plain_form_misses():
+    # a synthetic family the floor-aware reading holds exactly: L_b(t) = F_b + D exp(-t / s(b)),
+    # F_b = phi / sqrt(b), s(b) = A sqrt(b (b + B_n)) (samples). By hand the raw crossing of T is
+    # s(b) log(D / (T - F_b)); a pilot read at F_b + (T - F*) takes s(b) log(D / (T - F*)), the
+    # form's own shape times one constant, so the fit gives the held-out clock exactly. The plain
+    # form, fitted to the raw crossings (whose log factor shrinks with b), misses.
+    phi, D, A, b_n, T, lr0 = 0.15, 1.0, 50.0, 30.0, 0.1, 0.01
+    s = lambda b: A * math.sqrt(b * (b + b_n))
+    floors = np.array([phi / math.sqrt(b) for b in tool.PILOTS])
+    crossing = lambda b, level: s(b) * math.log(D / (level - phi / math.sqrt(b)))
+    out = tool.plan(crossing, floors, lr0, T)
+    truth = [crossing(b, T) for b in tool.PREDICT]
+    assert math.isclose(out["phi"] * lr0, phi, rel_tol=1e-12)  # floors in lr units: phi / lr0
+    assert np.allclose(out["aware"], truth, rtol=1e-6)
+    assert all(abs(p / t - 1) > 0.01 for p, t in zip(out["plain"], truth))
+    assert out["linear"] == pytest.approx([crossing(32, T) * b / 32 for b in tool.PREDICT])
+
+
+def test_a_target_below_the_predicted_floor_has_no_aware_clock():
+    # floors phi / sqrt(b) with phi 0.9: at B 128 the floor is 0.0795, above the target 0.07
+    floors = np.array([0.9 / math.sqrt(b) for b in tool.PILOTS])
+    out = tool.plan(lambda b, lv: 100.0 * b, floors, 0.01, 0.07)
+    assert math.isnan(out["aware"][0])
+
+
+def test_predict_refuses_an_existing_file(tmp_path):
+    out = tmp_path / "p.json"
+    out.write_text("{}")
+    with pytest.raises(SystemExit, match="exists"):
+        tool.predict(str(out))
+    assert out.read_text() == "{}"
+
+
+def _load(name):
+    with open(os.path.join(PRE, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_the_committed_predictions_are_the_tools_cells():
+    pred = _load("adam_floor_predictions.json")
+    assert [{k: c[k] for k in ("target", "lr0", "model")} for c in pred["cells"]] == tool.CELLS
+    assert pred["rule"] == tool.RULE
+    for c in pred["cells"]:  # each error is its clock over mean field's truth, by hand
+        p = c["predicted"]
+        for k in ("plain", "aware", "linear"):
+            assert np.allclose(p["error"][k], np.array(p[k]) / np.array(p["truth"]) - 1)
