@@ -175,8 +175,10 @@ def score(pred_path: str, out: str, resamples: int = 300) -> dict:
                      .tolist(), "error": err, "aware_ci": aware_ci,
                      "contrast": abs(err["aware"][-1]) - abs(err["plain"][-1]),
                      "contrast_ci": ci(lambda d: abs(d["aware"][-1]) - abs(d["plain"][-1])),
-                     "predicted_aware": p, "prediction_holds": aware_ci[0] <= p <= aware_ci[1],
-                     "goal": {k: abs(err[k][-1]) <= 0.15 for k in err}})
+                     "predicted_aware": p, "prediction_holds": bool(aware_ci[0] <= p <= aware_ci[1]),
+                     "goal": {k: bool(abs(err[k][-1]) <= 0.15) for k in err}})
+        # each finished cell kept at once: a crash later loses no simulation done
+        atomic_write(out + ".partial", lambda fh: json.dump(rows, fh, indent=1))
     d = np.array([r["contrast"] for r in rows])
     half = t_quantile(0.975, d.size - 1) * float(d.std(ddof=1)) / math.sqrt(d.size)
     doc = {"predictions": pred_path, "rule": pre["rule"], "cells": rows,
@@ -184,9 +186,10 @@ def score(pred_path: str, out: str, resamples: int = 300) -> dict:
                                 "CI", "mean": float(d.mean()),
                         "ci": [float(d.mean() - half), float(d.mean() + half)]},
            "goal": {k: sum(r["goal"][k] for r in rows) for k in ("plain", "aware", "linear")},
-           "aware_beats_plain": sum(r["contrast_ci"][1] < 0 for r in rows),
+           "aware_beats_plain": sum(bool(r["contrast_ci"][1] < 0) for r in rows),
            "prediction_holds": sum(r["prediction_holds"] for r in rows), "n": len(rows)}
     atomic_write(out, lambda fh: json.dump(doc, fh, indent=1))  # never a half-written file
+    os.remove(out + ".partial")
     return doc
 
 

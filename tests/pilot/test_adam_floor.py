@@ -99,3 +99,25 @@ def test_the_committed_predictions_are_the_tools_cells():
         p = c["predicted"]
         for k in ("plain", "aware", "linear"):
             assert np.allclose(p["error"][k], np.array(p[k]) / np.array(p["truth"]) - 1)
+
+
+def test_the_scores_bookkeeping_by_hand():
+    pred, got = _load("adam_floor_predictions.json"), _load("adam_floor_measured.json")
+    assert len(got["cells"]) == len(pred["cells"]) == got["n"] == 8
+    d = []
+    for c, r in zip(pred["cells"], got["cells"]):
+        e, (lo, hi) = r["error"], r["contrast_ci"]
+        assert r["predicted_aware"] == c["predicted"]["error"]["aware"][-1]
+        assert math.isclose(r["contrast"], abs(e["aware"][-1]) - abs(e["plain"][-1]),
+                            rel_tol=1e-12)
+        assert r["prediction_holds"] == (r["aware_ci"][0] <= r["predicted_aware"]
+                                         <= r["aware_ci"][1])
+        assert r["goal"] == {k: abs(v[-1]) <= 0.15 for k, v in e.items()}
+        assert lo < hi
+        d.append(r["contrast"])
+    assert got["aware_beats_plain"] == sum(r["contrast_ci"][1] < 0 for r in got["cells"])
+    d = np.array(d)
+    t975_df7 = 2.364624  # Student t, 7 degrees of freedom (tables)
+    half = t975_df7 * d.std(ddof=1) / math.sqrt(d.size)
+    assert np.allclose([got["contrast"]["mean"], *got["contrast"]["ci"]],
+                       [d.mean(), d.mean() - half, d.mean() + half], rtol=1e-6)
