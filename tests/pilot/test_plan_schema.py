@@ -12,6 +12,7 @@ import pytest
 
 from tests.helpers import plan_main
 from tests.pilot.test_first_point_bound import LATE, TWO
+from tests.pilot.test_floorout import write_csv
 from tests.pilot.test_logs_as_they_are import _log
 from twoclock.pilot.result import PLAN_SCHEMA
 
@@ -33,6 +34,9 @@ RUNS = {
     # two batches timed and a larger one past the target at its first point: its bound is
     # used (`logs.progress_first_point[].used`)
     "bound": ["--progress", "acc>=1", "--smooth", "window:1"],
+    # --floor-out on logs that reach their plateaus (`floor_out`), one batch past the target
+    "floor": ["--progress", "loss<=0.06", "--progress-form", "adam", "--floor-out", "0",
+              "--predict", "4", "64", "--smooth", "window:1"],
 }
 
 
@@ -43,6 +47,8 @@ def plans(tmp_path_factory):
         d = tmp_path_factory.mktemp(mode)
         if mode == "bound":  # the log of test_first_point_bound, written here
             args = ["--logs", _log(d / "l.csv", TWO + [LATE])] + args
+        if mode == "floor":  # the synthetic log of test_floorout, written here
+            args = ["--logs", write_csv(d / "l.csv", points=120)] + args
         assert main(args + ["--no-figure", "--out", str(d)]) == 0
         with open(d / "plan.json") as f:
             out[mode] = json.load(f)

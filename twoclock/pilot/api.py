@@ -28,7 +28,7 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
               batch_from_name: str | None = None, samples_from_step: str | None = None,
               restarts: str = "refuse", updates=None,
               progress_form: str | None = None, predict_rule=None,
-              eval_items: int | None = None) -> LogsPlan:
+              eval_items: int | None = None, floor_out: float | None = None) -> LogsPlan:
     """Plan from the curves pilot runs logged: find each run's clocks, fit them, predict and
     recommend (docs/plan.md); the flags of `plan.py --logs`, by name.
 
@@ -55,7 +55,10 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
       predict_rule: with it, the rule to predict under, 'P[:LR0@B0]' (--predict-rule) or
       (p, lr0, b0) (default: the rule most pilots share); eval_items: the items each
       evaluation of the progress metric (a share in [0, 1]) scores, whose binomial noise is
-      the progress band's crossing noise where larger than the residuals' (docs/plan.md).
+      the progress band's crossing noise where larger than the residuals' (docs/plan.md);
+      floor_out: the progress metric's optimum (0 for a loss, 1 for an accuracy): take Adam's
+      noise floor out of the progress clock, each run's plateau read from its logged tail
+      (needs progress_form 'adam'; docs/plan.md, "Adam's progress form").
 
     Returns a LogsPlan (twoclock.pilot.result): its to_json() is the plan.json the command
     writes (docs/results.md names every key). Bad input: PilotError (a ValueError), one line.
@@ -71,7 +74,8 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
                      smoothing=smoothing, columns=_items(columns), clip=clip,
                      clip_bind=clip_bind, clip_steps=clip_steps, forms=_items(forms),
                      restarts=restarts, progress_form=progress_form,
-                     predict_rule=predict_rule, eval_items=eval_items, **reading)
+                     predict_rule=predict_rule, eval_items=eval_items, floor_out=floor_out,
+                     **reading)
 
 
 __all__ = ["plan_logs", "LogsPlan"]

@@ -1,6 +1,7 @@
 """What experiments/plan.py plans from, as one frozen config: pilot runs (RUNS.csv, or the
 published GRPO table) or the curves their trainer logged, and the plan's settings."""
 from dataclasses import dataclass, fields
+import math
 
 from twoclock.config import option, param, require, require_choice
 from twoclock.pilot import api, levels, report
@@ -57,6 +58,12 @@ class LogsInput:
                                           "sqrt(p (1 - p) / N) is the crossing noise of the "
                                           "progress band where larger than the residuals' "
                                           "(docs/plan.md)", type=int, metavar="N")
+    floor_out: float | None = option(None, "with --progress-form adam: the progress metric's "
+                                           "optimum (0 for a loss, 1 for an accuracy); takes "
+                                           "Adam's noise floor out of the progress clock, each "
+                                           "run's plateau read from the last quarter of its "
+                                           "log (docs/plan.md)", type=float,
+                                     metavar="OPTIMUM")
     form: tuple = option((), "a failure clock's form, chosen by you: power, coupled or knee "
                              "(e.g. 'drift>=0.3=power'; default: from the pilots)",
                          action="append", metavar="CONDITION=FORM")
@@ -122,6 +129,11 @@ class PlanConfig:
             require(self.progress_form is not None, "--predict-rule",
                     "given with --progress-form adam", self.predict_rule)
             parse_rule(self.predict_rule)
+        if self.logs is not None and self.logs.floor_out is not None:
+            require(self.progress_form is not None, "--floor-out",
+                    "given with --progress-form adam", self.logs.floor_out)
+            require(math.isfinite(self.logs.floor_out), "--floor-out", "a finite number",
+                    self.logs.floor_out)
 
 
 def plan(cfg: PlanConfig) -> dict:
@@ -137,7 +149,8 @@ def plan(cfg: PlanConfig) -> dict:
             clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=lg.form, preset=lg.preset,
             batch=lg.batch, lr=lg.lr, batch_from_name=lg.batch_from_name,
             samples_from_step=lg.samples_from_step, restarts=lg.restarts,
-            updates=lg.updates, eval_items=lg.eval_items, progress_form=cfg.progress_form,
+            updates=lg.updates, eval_items=lg.eval_items, floor_out=lg.floor_out,
+            progress_form=cfg.progress_form,
             predict_rule=cfg.predict_rule).to_json()
             for t in targets]
         return plans[0] if len(plans) == 1 else levels.joint_plan(targets, plans, predict,

@@ -29,8 +29,8 @@ import math
 
 import numpy as np
 
-from twoclock.pilot import (bands, clipping, evalnoise, plan as pilot, predict as pp, report,
-                            updates)
+from twoclock.pilot import (bands, clipping, evalnoise, floorout, plan as pilot, predict as pp,
+                            report, updates)
 from twoclock.pilot.clocks import Clock, bounded, check_reached, clocks, crossing, smooth
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
@@ -202,7 +202,7 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
               level: float = 0.95, smoothing=None, columns=None, clip=None,
               clip_bind: float = 0.02, clip_steps: str = "fixed", forms=(),
               progress_form: str | None = None, predict_rule=None, eval_items=None,
-              **reading) -> LogsPlan:
+              floor_out: float | None = None, **reading) -> LogsPlan:
     """Read the log (a path, or a table in memory: reader.read_logs), find the clocks, and
     plan: pilot.plan once per failure condition (each its own fit and row); the recommendation
     takes, at each batch, the earliest failure clock. clip: the logged clipped-share metric,
@@ -211,8 +211,10 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     each run's K, so pilots with unequal K are planned); predict_rule: with it, the rule to
     predict under ('P[:LR0@B0]' or (p, lr0, b0); rule.anchored); eval_items: the items an
     evaluation of the progress metric scores (its binomial noise, pilot/evalnoise.py, the
-    band's crossing noise where above the residuals'); `reading`: how to read a
-    trainer's own files (preset, batch, lr: reader.read_logs)."""
+    band's crossing noise where above the residuals'); floor_out: the progress metric's
+    optimum, to take Adam's noise floor out of the progress clock (pilot/floorout.py; needs
+    progress_form 'adam'); `reading`: how to read a trainer's own files (preset, batch, lr:
+    reader.read_logs). path may also be Logs already read (floorout's shifted curves)."""
     pilot.check_settings(predict, margin, level)
     if not (0 < clip_bind < 1):
         raise PilotError(f"--clip-bind: must be in (0, 1), a share of tokens (got {clip_bind:g})")
@@ -222,9 +224,9 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     fcs = [parse_condition(f, "--failure") for f in failures]
     chosen = parse_forms(forms, fcs)
     how = parse_smooth(smoothing)
-    logs = read_logs(path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs]
-                                               + ([clip] if clip else []))),
-                     parse_columns(columns), **reading)
+    logs = path if isinstance(path, Logs) else read_logs(
+        path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs]
+                                  + ([clip] if clip else []))), parse_columns(columns), **reading)
     prog = bounded(logs, clocks(logs, pc, how, first_ok=True))
     check_reached(logs, prog, pc)
     if progress_form is not None and progress_form not in pilot.PROGRESS_FORMS:
@@ -249,6 +251,12 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     timed = [r for r, c in zip(logs.runs, prog) if c.timed]
     rule = anchored(predict_rule, np.array([r.batch for r in timed], np.float64),
                     np.array([r.lr for r in timed], np.float64))
+    if floor_out is not None:
+        return floorout.from_logs(
+            logs, pc, floor_out, predict, rule, timed, progress_form,
+            lambda lg, pts, rl: logs_plan(lg, progress, failures, pts, margin, level, smoothing,
+                                          columns, clip, clip_bind, clip_steps, forms,
+                                          progress_form, rl, eval_items))
     brk = _brackets(logs, prog, pc)
     outs = [pilot.plan(_runs(logs, prog, fl, source, var, brk), predict, margin, level,
                        chosen.get(_text(f)), progress_form, rule) for f, fl in plans]
@@ -340,6 +348,13 @@ def table(out: dict) -> str:
             "(docs/plan.md): log more often")
     if out.get("progress_only"):
         lines.append("  " + out["progress_only"])
+    fo = out.get("floor_out")
+    if fo:
+        lines.append(f"  --floor-out {fo['optimum']:g}: plateaus read (last quarter) "
+                     + ", ".join(f"{r['run']} {r['plateau']:.4g}" for r in fo["runs"])
+                     + "; predicted " + ", ".join(f"B {p['batch']:g} {p['plateau']:.4g}"
+                                                  for p in fo["predictions"])
+                     + "; " + fo["reading"])
     lines.append(report.table(out))
     lines += ["  " + p["band_why"] for p in out["predictions"] if p.get("band_why")]
     if out["failures"]:

@@ -73,7 +73,8 @@ def table(out: dict) -> str:
     knee = " (the knee: the sqrt rule's critical batch)" if f["progress"]["form"] == "adam" else ""
     lines.append(f"critical batch{knee}: {_g(cb['batch'])} [{_g(cb['ci'][0])}, "
                  f"{_g(cb['ci'][1])}] ({lvl}% CI)" if cb["batch"] is not None else
-                 f"critical batch: none within reach (progress flat up to {cb['ci'][0]:g})")
+                 "critical batch: none within reach" + ("" if cb["ci"][0] is None else
+                                                        f" (progress flat up to {cb['ci'][0]:g})"))
     fe = out["failure_exponent"]
     lines.append("failure clock: " + ("no fit; " if fe["value"] is None else
                  f"as a power law N_fail ~ B^q, q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, "

@@ -223,11 +223,13 @@ class LogsPlan(Record):
     failures: tuple
     logs: dict
     progress_only: str | None = None  # with no failure condition: what the plan is then
+    floor_out: dict | None = None  # --floor-out: the plateaus read and predicted (floorout)
 
     def to_json(self) -> dict:
         out = {"schema": PLAN_SCHEMA, **super().to_json()}
-        if self.progress_only is None:
-            del out["progress_only"]
+        for name in ("progress_only", "floor_out"):
+            if out[name] is None:
+                del out[name]
         return out
 
 

@@ -1,0 +1,107 @@
+"""--floor-out (twoclock/pilot/floorout.py): on logs of a synthetic family whose floor-aware
+clock is known by hand, the plan's prediction is that clock where the plain plan's is not; the
+plateaus read; and the one-line refusals."""
+import math
+
+import numpy as np
+import pytest
+
+from twoclock.pilot import floorout
+from twoclock.pilot.api import plan_logs
+from twoclock.pilot.plan import PilotError
+
+# L_b(t) = F_b + D exp(-t / s(b)), F_b = PHI / sqrt(b) (lr 0.01 fixed), s(b) = A sqrt(b (b + B_N))
+# samples: by hand the raw crossing of T is s(b) log(D / (T - F_b)) and the floor-aware clock
+# at B* is s(B*) log(D / (T - F*)), F* = PHI / sqrt(B*) (tests/pilot/test_adam_floor.py)
+PHI, D, A, B_N, T = 0.15, 1.0, 50.0, 30.0, 0.1
+s = lambda b: A * math.sqrt(b * (b + B_N))
+clock = lambda b, t=T: s(b) * math.log(D / (t - PHI / math.sqrt(b)))
+
+
+def _logs(batches=(8, 16, 32), points=600, span=14.0, lr=0.01, late=None):
+    cols = {"run": [], "batch": [], "lr": [], "samples": [], "loss": []}
+    for b in batches:  # logged from the first point after 0 (no step-0 evaluation)
+        t = np.linspace(0, span * s(b), points + 1)[1:]
+        v = PHI / math.sqrt(b) + D * np.exp(-t / s(b))
+        if late == b:  # this run stopped early: its tail still falls
+            t, v = t[: points // 4], v[: points // 4]
+        for ti, vi in zip(t, v):
+            for k, x in zip(cols, (f"r{b}", b, lr, ti, vi)):
+                cols[k].append(x)
+    return cols
+
+
+def write_csv(path, **kw) -> str:
+    """The synthetic logs as a CSV file (the command's input)."""
+    cols = _logs(**kw)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(",".join(cols) + "\n")
+        f.writelines(",".join(f"{x}" for x in row) + "\n" for row in zip(*cols.values()))
+    return str(path)
+
+
+def _plan(table, **kw):
+    return plan_logs(table, f"loss<={T:g}", predict=[128, 256], progress_form="adam",
+                     **kw).to_json()
+
+
+def test_the_floor_aware_plan_predicts_the_hand_clock_where_the_plain_plan_misses():
+    out = _plan(_logs(), floor_out=0.0)
+    plain = _plan(_logs())
+    for p, q, b in zip(out["predictions"], plain["predictions"], (128, 256)):
+        want = clock(b)  # by hand, above
+        assert p["batch"] == b and abs(p["progress_samples"]["median"] / want - 1) < 2e-3, b
+        assert abs(q["progress_samples"]["median"] / want - 1) > 0.01, b
+    fo = out["floor_out"]
+    # each run's plateau: the tail's mean, F_b within exp(-10.5) D (the tail starts at 10.5 s)
+    assert np.allclose([r["plateau"] for r in fo["runs"]],
+                       [PHI / math.sqrt(b) for b in (8, 16, 32)], atol=3e-5)
+    assert np.allclose([p["plateau"] for p in fo["predictions"]],
+                       [PHI / math.sqrt(b) for b in (128, 256)], rtol=1e-3)
+    assert math.isclose(fo["phi"] * 0.01, PHI, rel_tol=1e-3)
+    assert "floor_out" not in plain
+
+
+def test_a_batch_whose_predicted_plateau_is_past_the_target_is_not_expected_to_reach_it():
+    # target 0.06: at B 4 the predicted plateau PHI / 2 = 0.075 lies above it (by hand)
+    out = plan_logs(_logs(), "loss<=0.06", predict=[4, 64], progress_form="adam",
+                    floor_out=0.0).to_json()
+    never, ok = out["predictions"]
+    assert never["progress_samples"]["median"] is None and "not expected" in never["band_why"]
+    assert abs(ok["progress_samples"]["median"] / clock(64, 0.06) - 1) < 2e-3
+
+
+def test_floor_out_needs_the_adam_form_and_a_run_at_its_plateau():
+    with pytest.raises(PilotError, match="--floor-out.*--progress-form adam"):
+        plan_logs(_logs(), "loss<=0.1", predict=[128], floor_out=0.0)
+    with pytest.raises(PilotError, match="run 'r16' still moves"):
+        _plan(_logs(late=16), floor_out=0.0)
+    # plateaus 0.053, 0.0375, 0.0265 (PHI / sqrt(b)): an optimum of 0.03 lies among them
+    with pytest.raises(PilotError, match="both sides of the optimum 0.03"):
+        _plan(_logs(), floor_out=0.03)
+
+
+def test_the_command_reads_the_flag(tmp_path):
+    # the CSV the command reads plans as the table in memory does (--predict 4: not expected)
+    from tests.helpers import plan_main
+    path = write_csv(tmp_path / "l.csv")
+    args = ["--logs", path, "--progress", "loss<=0.06", "--progress-form", "adam", "--predict",
+            "4", "64", "--no-figure", "--out", str(tmp_path)]
+    assert plan_main("plan_floor_out")(args + ["--floor-out", "0"]) == 0
+    import json
+    with open(tmp_path / "plan.json") as f:
+        out = json.load(f)
+    want = plan_logs(_logs(), "loss<=0.06", predict=[4, 64], progress_form="adam",
+                     floor_out=0.0).to_json()
+    got = [p["progress_samples"]["median"] for p in out["predictions"]]
+    assert got[0] is None and want["predictions"][0]["progress_samples"]["median"] is None
+    assert got[1] == pytest.approx(want["predictions"][1]["progress_samples"]["median"], rel=1e-9)
+
+
+def test_plateau_by_hand():
+    # a line v = 2 + 0.5 s over 8 points: the last quarter (4 points, s 4..7) has mean 4.75 and
+    # drifts 1.5 with standard error 0 (a line); a flat tail drifts 0
+    mean, drift, se = floorout.plateau(np.arange(8.0), 2 + 0.5 * np.arange(8.0))
+    assert (mean, drift) == pytest.approx((4.75, 1.5)) and se == pytest.approx(0, abs=1e-12)
+    mean, drift, _ = floorout.plateau(np.arange(16.0), np.r_[np.ones(8) * 3, np.ones(8)])
+    assert (mean, drift) == pytest.approx((1.0, 0.0))

@@ -1,0 +1,143 @@
+"""--floor-out OPTIMUM: Adam's noise floor taken out of the progress clock (pilot/adam.py,
+floor_levels; docs/plan.md, "Adam's progress form").
+
+Each run's plateau a_r is the mean of the last quarter of its logged progress metric; phi of
+a = OPTIMUM + phi lr / sqrt(B / K) is fitted to them (adam.floor_scale), and each predicted
+batch's plateau a* follows from its lr and K. A pilot read at a_r + (T - a*) is as far from its
+own plateau as the target T is from the predicted run's; shifting each run's metric by
+a* - a_r makes that the crossing of T itself, so the plan of the shifted curves, one per
+predicted batch, is the floor-aware clock, with every reading of the logs (first-point
+intervals, an evaluation's noise, smoothing) unchanged. Only the predictions' progress clocks
+move: the failure clocks and the recommendation are the plain plan's.
+"""
+from dataclasses import replace
+import math
+
+import numpy as np
+
+from twoclock.pilot import adam, predict as pp
+from twoclock.pilot.plan import PilotError
+from twoclock.pilot.rule import infer_rule
+
+TAIL = 0.25   # the share of a run's logged points its plateau is read from
+STILL = 3.0   # a tail whose fitted drift exceeds STILL standard errors ...
+CLOSE = 0.05  # ... and CLOSE of its plateau's distance from the target is not a plateau
+
+
+def plateau(samples, values) -> tuple:
+    """(mean, drift, its standard error) of the last TAIL of a run's logged points: drift the
+    least-squares line's change over the tail. Needs >= 4 points in the tail."""
+    s, v = np.asarray(samples, np.float64), np.asarray(values, np.float64)
+    n = max(4, int(math.ceil(TAIL * s.size)))
+    if s.size < n:
+        return float(np.mean(v)), math.nan, math.nan
+    s, v = s[-n:], v[-n:]
+    x = s - s.mean()
+    slope = float(np.sum(x * (v - v.mean())) / np.sum(x * x))
+    resid = v - v.mean() - slope * x
+    se = math.sqrt(float(np.sum(resid**2)) / (n - 2) / float(np.sum(x * x)))
+    span = float(s[-1] - s[0])
+    return float(np.mean(v)), slope * span, se * span
+
+
+def plateaus(logs, metric: str, optimum: float, target: float) -> np.ndarray:
+    """Every run's plateau of `metric`; PilotError, one line naming the run, where its tail is
+    too short or still moving (|drift| above STILL standard errors and CLOSE of the plateau's
+    distance from the target: a drift that moves the shift by less is kept), or where the
+    plateaus lie on both sides of the optimum."""
+    out = []
+    for r in logs.runs:
+        ok = np.isfinite(r.metrics[metric])
+        mean, drift, se = plateau(r.samples_R[ok], r.metrics[metric][ok])
+        if not math.isfinite(drift):
+            raise PilotError(f"--floor-out: run {r.name!r} logs {int(ok.sum())} points of "
+                             f"{metric}; its plateau is read from its last quarter, >= 4 points")
+        if abs(drift) > max(STILL * se, CLOSE * abs(target - mean)):
+            t = abs(drift) / se if se > 0 else math.inf
+            raise PilotError(f"--floor-out: run {r.name!r} still moves over its last quarter "
+                             f"({metric} by {drift:+.3g}: {t:.1f} standard errors > {STILL:g}, "
+                             f"over {CLOSE:g} of its distance from the target): log it to its "
+                             "plateau")
+        out.append(mean)
+    a = np.array(out)
+    if not (np.all(a > optimum) or np.all(a < optimum)):
+        seen = ", ".join(f"{x:.4g}" for x in a)
+        raise PilotError(f"--floor-out: the runs' plateaus of {metric} ({seen}) lie on both "
+                         f"sides of the optimum {optimum:g}")
+    return a
+
+
+def shifted(logs, metric: str, by_R):
+    """The logs with run r's `metric` moved by by_R[r]."""
+    runs = tuple(replace(r, metrics={**r.metrics, metric: r.metrics[metric] + d})
+                 for r, d in zip(logs.runs, by_R))
+    return replace(logs, runs=runs)
+
+
+def plan(logs, metric: str, target: float, optimum: float, points, lr, run_plan):
+    """(the plain plan with each prediction's progress clock floor-aware, the floor_out block).
+    points: the predictions' (B, K); lr(B): the predicted rule's lr; run_plan(logs, predict)
+    -> LogsPlan (logs.logs_plan with the command's settings)."""
+    a_R = plateaus(logs, metric, optimum, target)
+    B_R = np.array([r.batch for r in logs.runs], np.float64)
+    phi = adam.floor_scale(a_R, B_R, [r.lr for r in logs.runs], [r.updates for r in logs.runs],
+                           optimum)
+    at = [(b, k, float(adam.floor_at(phi, b, float(lr(b)), k, optimum))) for b, k in points]
+    levels = [adam.floor_levels(target, a_R, a, optimum) for _, _, a in at]
+    reach = [(b, k) for (b, k, _), lv in zip(at, levels) if lv is not None]
+    if not reach:
+        raise PilotError(f"--floor-out: every batch asked for has its predicted plateau of "
+                         f"{metric} at or past the target {target:g} ("
+                         + ", ".join(f"B {b:g}: {a:.4g}" for b, _, a in at) + ")")
+    # the plain plan over the batches expected to reach the target (its recommendation's too)
+    base = run_plan(logs, [f"{b:g}:{k:g}" for b, k in reach])
+    got = {(p["batch"], p["updates"]): p for p in base.predictions}
+    rows, block = [], []
+    for (b, k, a_pred), lv in zip(at, levels):
+        block.append({"batch": b, "updates": k, "plateau": a_pred})
+        if lv is None:  # the predicted run's plateau is at or past the target
+            p = next(iter(got.values()))
+            rows.append({**{f: None for f in p}, "batch": b, "updates": k, "lr": float(lr(b)),
+                         **{f: {"median": None, "ci": [None, None]} for f in
+                            ("progress_samples", "failure_samples")},
+                         "band_why": f"B {b:g}: its predicted plateau, {a_pred:.4g}, is at or "
+                                     f"past the target {target:g}: not expected to reach it"})
+            continue
+        q = run_plan(shifted(logs, metric, a_pred - a_R), [f"{b:g}:{k:g}"]).predictions[0]
+        rows.append({**got[(b, k)], **{f: q[f] for f in ("progress_samples", "band_width",
+                                                           "band_why")}})
+    out = {"optimum": optimum, "phi": phi, "tail": TAIL,
+           "runs": [{"run": r.name, "batch": r.batch, "plateau": a}
+                    for r, a in zip(logs.runs, a_R.tolist())],
+           "predictions": block,
+           "reading": "progress clocks with Adam's noise floor taken out: each run's metric "
+                      "moved by the predicted batch's plateau minus its own; the failure "
+                      "clocks and the recommendation are the plain plan's, over the batches "
+                      "expected to reach the target"}
+    return replace(base, predictions=tuple(rows), floor_out=out)
+
+
+def from_logs(logs, pc, optimum, predict, rule, timed, progress_form, again):
+    """logs.logs_plan's plan with Adam's noise floor taken out of its progress clocks: under
+    the predicted rule (p, lr0, b0) given, or else the one the plain reading's timed runs share,
+    pinned for every shifted plan; again(logs, predict, rule) -> LogsPlan."""
+    if progress_form is None:
+        raise PilotError(f"--floor-out: given with --progress-form adam (got optimum "
+                         f"{optimum:g})")
+    if pc.ref is not None or not math.isfinite(optimum):
+        raise PilotError(f"--floor-out: a finite optimum and a progress target at a fixed "
+                         f"level (got {optimum:g} and {pc.text!r})")
+    b_R = np.array([r.batch for r in timed], np.float64)
+    found = infer_rule(b_R, np.array([r.lr for r in timed], np.float64))
+    p, lr0, b0 = rule or (found["p"], found["lr0"], found["b0"])
+    try:
+        k_default, points = pp.plan_points(predict, [r.updates for r in timed], progress_form,
+                                           logs.source)
+    except ValueError as e:
+        raise PilotError(str(e)) from None
+    points = points or [(float(b), k_default) for b in np.unique(b_R)]
+    return plan(logs, pc.metric, pc.threshold, optimum, points, lambda b: lr0 * (b / b0) ** p,
+                lambda lg, pts: again(lg, pts, (p, lr0, b0)))
+
+
+__all__ = ["TAIL", "STILL", "CLOSE", "plateau", "plateaus", "shifted", "plan", "from_logs"]
