@@ -4,6 +4,7 @@ the floor come closer than the plain form's, and within the 15% goal?
 
     python tools/adam_floor.py predict OUT.json   # mean field only; refuses an existing OUT
     python tools/adam_floor.py score PREDICTIONS.json OUT.json   # simulates, 32 seeds a batch
+    python tools/adam_floor.py seen   # mean field at the regime map's cells (lr0 0.01, 0.03)
 
 Both plan each cell (the quadratic model's defaults but the cell's, Adam, a fixed lr, lr0 at b0
 8) from pilots at B 8, 16, 32 and predict B 128 and 256 (4x, 8x):
@@ -213,5 +214,12 @@ if __name__ == "__main__":
               f"{d['goal']}; mean contrast {c['mean']:+.4f} [{c['ci'][0]:+.4f}, "
               f"{c['ci'][1]:+.4f}]; mean field's aware error in CI {d['prediction_holds']}/"
               f"{d['n']}")
+    elif sys.argv[1:] == ["seen"]:  # exponents 128 -> 256 and 8x errors, in mean field
+        for target, lr0 in ((0.3, 0.01), (0.2, 0.01), (0.1, 0.01), (0.07, 0.01), (0.05, 0.01),
+                            (0.05, 0.03)):
+            m = meanfield({"target": target, "lr0": lr0, "model": {}})
+            exp = {k: math.log2(m[k][1] / m[k][0]) for k in ("truth", "plain", "aware")}
+            print(target, lr0, " ".join(f"{k} exponent {v:.4f}" for k, v in exp.items()),
+                  " ".join(f"{k} 8x error {m['error'][k][-1]:+.4f}" for k in ("plain", "aware")))
     else:
         raise SystemExit(__doc__)

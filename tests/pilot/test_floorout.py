@@ -98,6 +98,23 @@ def test_the_command_reads_the_flag(tmp_path):
     assert got[1] == pytest.approx(want["predictions"][1]["progress_samples"]["median"], rel=1e-9)
 
 
+def test_plateaus_that_do_not_close_on_the_optimum_are_not_adams_floor():
+    # a declining ceiling (the bandit's fixed lr: drift wears the best accuracy down as B grows)
+    # read as a floor would predict a plateau near the optimum at a large batch: refused. By
+    # hand: distances 0.166, 0.1775, 0.191 at B 64, 128, 256 (lr fixed) rise with B, slope
+    # log(0.191 / 0.166) / log(4) = +0.10
+    assert floorout.law([0.834, 0.8225, 0.809], [64, 128, 256], [1e-6] * 3, [1] * 3, 1.0) == \
+        pytest.approx(math.log(0.191 / 0.166) / math.log(4), abs=2e-3)
+    assert floorout.law([0.1, 0.1 / math.sqrt(2)], [8, 16], [0.01] * 2, [1, 1], 0.0) == \
+        pytest.approx(-0.5)
+    assert math.isnan(floorout.law([0.1, 0.2], [8, 16], [0.01] * 2, [1, 2], 0.0))  # m 8, 8
+    cols = _logs()
+    for i, (b, v) in enumerate(zip(cols["batch"], cols["loss"])):  # floors rise with B
+        cols["loss"][i] = v - PHI / math.sqrt(b) + PHI * math.sqrt(b) / 32
+    with pytest.raises(PilotError, match="do not close on the optimum"):
+        _plan(cols, floor_out=0.0)
+
+
 def test_plateau_by_hand():
     # a line v = 2 + 0.5 s over 8 points: the last quarter (4 points, s 4..7) has mean 4.75 and
     # drifts 1.5 with standard error 0 (a line); a flat tail drifts 0

@@ -67,6 +67,17 @@ def plateaus(logs, metric: str, optimum: float, target: float) -> np.ndarray:
     return a
 
 
+def law(a_R, B_R, lr_R, K_R, optimum: float) -> float:
+    """The least-squares slope of log(|a_r - optimum| / lr_r) on log(B_r / K_r): -1/2 where the
+    plateaus are Adam's noise floor, nan where all runs share one B / K."""
+    x = np.log(adam.per_update(B_R, K_R))
+    y = np.log(np.abs(np.asarray(a_R, np.float64) - optimum) / np.asarray(lr_R, np.float64))
+    if np.ptp(x) == 0:
+        return math.nan
+    x = x - x.mean()
+    return float(np.sum(x * (y - y.mean())) / np.sum(x * x))
+
+
 def shifted(logs, metric: str, by_R):
     """The logs with run r's `metric` moved by by_R[r]."""
     runs = tuple(replace(r, metrics={**r.metrics, metric: r.metrics[metric] + d})
@@ -80,8 +91,14 @@ def plan(logs, metric: str, target: float, optimum: float, points, lr, run_plan)
     -> LogsPlan (logs.logs_plan with the command's settings)."""
     a_R = plateaus(logs, metric, optimum, target)
     B_R = np.array([r.batch for r in logs.runs], np.float64)
-    phi = adam.floor_scale(a_R, B_R, [r.lr for r in logs.runs], [r.updates for r in logs.runs],
-                           optimum)
+    lr_R, K_R = [r.lr for r in logs.runs], [r.updates for r in logs.runs]
+    slope = law(a_R, B_R, lr_R, K_R, optimum)
+    if not slope < 0:
+        raise PilotError(f"--floor-out: the runs' plateaus of {metric} do not close on the "
+                         f"optimum {optimum:g} as the batch grows (log distance / lr against "
+                         f"log(B / K): slope {slope:+.2f}; Adam's noise floor: -0.5); this "
+                         "plateau is not the floor --floor-out takes out")
+    phi = adam.floor_scale(a_R, B_R, lr_R, K_R, optimum)
     at = [(b, k, float(adam.floor_at(phi, b, float(lr(b)), k, optimum))) for b, k in points]
     levels = [adam.floor_levels(target, a_R, a, optimum) for _, _, a in at]
     reach = [(b, k) for (b, k, _), lv in zip(at, levels) if lv is not None]
@@ -140,4 +157,4 @@ def from_logs(logs, pc, optimum, predict, rule, timed, progress_form, again):
                 lambda lg, pts: again(lg, pts, (p, lr0, b0)))
 
 
-__all__ = ["TAIL", "STILL", "CLOSE", "plateau", "plateaus", "shifted", "plan", "from_logs"]
+__all__ = ["TAIL", "STILL", "CLOSE", "plateau", "plateaus", "law", "shifted", "plan", "from_logs"]
