@@ -197,7 +197,7 @@ SEEDS, PILOTS, BATCHES = 32, 3, (8, 16, 32, 64, 128, 256)
 
 def quadratic_exponents(rule: str, seeds: int = SEEDS, resamples: int = 2000,
                         target: float = 0.05, lr0: float = 0.01, gap: int = 0,
-                        **model) -> dict:
+                        beta1: float = 0.9, **model) -> dict:
     """The quadratic model (defaults but `target` and `model`, Adam, lr0 at b0 8) under `rule`
     at BATCHES: the simulated local exponents d log N / d log B per doubling with percentile
     CIs (the median over seeds, seeds resampled jointly across batches), and the Adam form
@@ -208,7 +208,7 @@ def quadratic_exponents(rule: str, seeds: int = SEEDS, resamples: int = 2000,
     from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
     from twoclock.models import MODELS
     res = run_sweep(MODELS["quadratic"], QuadraticConfig(target=target, **model),
-                    OptimConfig(name="adam", lr_rule=rule),
+                    OptimConfig(name="adam", lr_rule=rule, beta1=beta1),
                     SweepConfig(batches=BATCHES, lr0s=(lr0,), seeds=seeds,
                                 budget=round(2000 / lr0), n_ckpt=128), quiet=True)
     N, lr = res.prog_n[:, 0, :], res.lrs_BxL[:, 0]
@@ -278,13 +278,20 @@ def test_the_fixed_lr_forms_exponent_at_8x_lies_in_the_simulated_exponents_ci(ta
     assert lo[-1] <= q["form"][-1] <= hi[-1], (target, lr0, q["form"][-1], lo[-1], hi[-1])
 
 
-@pytest.mark.xfail(strict=True, reason="measured: under the sqrt rule at the default target the "
-                   "form's exponent at 8x (0.365) lies below the simulated CI ([0.404, 0.412]); "
-                   "docs/plan.md, \"Adam's progress form\"")
-def test_the_sqrt_rule_forms_exponent_at_8x_lies_in_the_simulated_exponents_ci():
-    q = quadratic_exponents("sqrt")
+# Under the sqrt rule the miss is Adam's momentum: at 8x a run reaches the target in 15 updates
+# (3920 samples at B 256), about the 1 / (1 - beta1) = 10 updates its first moment averages over. With
+# beta1 0 (no momentum) the form's exponent lies inside the simulated CI (measured: 0.434
+# against [0.423, 0.444]; with beta1 0.9, 0.365 against [0.404, 0.412]); docs/plan.md,
+# "Adam's progress form".
+@pytest.mark.parametrize("beta1", [
+    pytest.param(0.9, marks=pytest.mark.xfail(
+        strict=True, reason="measured: under the sqrt rule at the default target the form's "
+        "exponent at 8x (0.365) lies below the simulated CI ([0.404, 0.412]): momentum over "
+        "runs of a few updates (docs/plan.md, \"Adam's progress form\")")), 0.0])
+def test_the_sqrt_rule_forms_exponent_at_8x_lies_in_the_simulated_exponents_ci(beta1):
+    q = quadratic_exponents("sqrt", beta1=beta1)
     lo, hi = q["ci"]
-    assert lo[-1] <= q["form"][-1] <= hi[-1], (q["form"][-1], lo[-1], hi[-1])
+    assert lo[-1] <= q["form"][-1] <= hi[-1], (beta1, q["form"][-1], lo[-1], hi[-1])
 
 
 # The knob between them, in mean field: one coordinate with the noise of the default model's
@@ -377,6 +384,14 @@ if __name__ == "__main__":  # the tables in docs/plan.md
         print(f"| {target:g} | {lr0:g} | {model or 'default'} | {q['gap'][0]:+.4f} "
               f"[{q['gap'][1]:+.4f}, {q['gap'][2]:+.4f}] | {q['form'][-1]:.4f} | "
               f"{q['sim'][-1]:.4f} [{q['ci'][0][-1]:.4f}, {q['ci'][1][-1]:.4f}] |")
+    print("momentum, default target, 128 -> 256: | rule | beta1 | form - simulated [paired 95% "
+          "CI] | form | simulated [95% CI] | 8x error |")
+    for r in ("sqrt", "fixed"):
+        for b1 in (0.9, 0.0):
+            q = quadratic_exponents(r, beta1=b1, gap=300)
+            print(f"| {r} | {b1:g} | {q['gap'][0]:+.4f} [{q['gap'][1]:+.4f}, {q['gap'][2]:+.4f}]"
+                  f" | {q['form'][-1]:.4f} | {q['sim'][-1]:.4f} [{q['ci'][0][-1]:.4f}, "
+                  f"{q['ci'][1][-1]:.4f}] | {q['pred'][-1] / q['truth'][-1] - 1:+.1%} |")
     from twoclock.pilot import fit as pf
     grid, pf.SHARPNESS = pf.SHARPNESS, tuple(np.round(np.geomspace(0.25, 4.0, 25), 6))
     try:  # the ablation: the sharpness grid widened to [1/4, 4], the default target
