@@ -682,6 +682,30 @@ BUGS = [
     ("mean-field clock above the floor: the floor added, not taken out", "self",
      "twoclock/models/quadratic/adam_progress.py", "loss = loss - loss[t]",
      "loss = loss + loss[t]", f"{P}test_adam_form.py -k bend -m slow"),
+    # the floor taken out (--floor-out): the law's square root, the shift's sign, the plateau's
+    # tail, the refusal of a moving tail, the plateaus' law, and K carried into phi
+    ("floor law: lr / m instead of lr / sqrt(m)", "self", "twoclock/pilot/adam.py",
+     "return optimum + phi * np.asarray(lr, np.float64) / np.sqrt(per_update(B, K))",
+     "return optimum + phi * np.asarray(lr, np.float64) / per_update(B, K)",
+     f"{P}test_adam_floor.py"),
+    ("floor levels: the target's distance added with the wrong sign", "self",
+     "twoclock/pilot/adam.py",
+     "return np.asarray(asymptote, np.float64) + (float(target) - float(predicted))",
+     "return np.asarray(asymptote, np.float64) - (float(target) - float(predicted))",
+     f"{P}test_adam_floor.py {P}test_floorout.py"),
+    ("plateau: the whole run's mean, not its tail's", "trivial", "twoclock/pilot/floorout.py",
+     "    s, v = s[-n:], v[-n:]", "    s, v = s, v", f"{P}test_floorout.py"),
+    ("a still-moving tail kept (the refusal never fires)", "narrow",
+     "twoclock/pilot/floorout.py",
+     "if abs(drift) > max(STILL * se, CLOSE * abs(target - mean)):",
+     "if abs(drift) > max(STILL * se, CLOSE * abs(target - mean)) * 1e6:",
+     f"{P}test_floorout.py"),
+    ("plateaus' law: the slope's sign test dropped", "glue", "twoclock/pilot/floorout.py",
+     "    if not slope < 0:", "    if not slope < 1:", f"{P}test_floorout.py"),
+    ("floor_scale: K ignored (B, not B / K)", "trivial", "twoclock/pilot/adam.py",
+     "w = np.abs(d) * np.sqrt(per_update(B, K)) / np.asarray(lr, np.float64)",
+     "w = np.abs(d) * np.sqrt(np.asarray(B, np.float64)) / np.asarray(lr, np.float64)",
+     f"{P}test_adam_floor.py"),
 ]
 
 
