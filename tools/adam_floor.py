@@ -5,6 +5,7 @@ the floor come closer than the plain form's, and within the 15% goal?
     python tools/adam_floor.py predict OUT.json   # mean field only; refuses an existing OUT
     python tools/adam_floor.py score PREDICTIONS.json OUT.json   # simulates, 32 seeds a batch
     python tools/adam_floor.py seen   # mean field at the regime map's cells (lr0 0.01, 0.03)
+    python tools/adam_floor.py decompose   # the default cell: momentum and the floor, simulated
 
 Both plan each cell (the quadratic model's defaults but the cell's, Adam, a fixed lr, lr0 at b0
 8) from pilots at B 8, 16, 32 and predict B 128 and 256 (4x, 8x):
@@ -79,7 +80,7 @@ def plan(clock, floors, lr0: float, target: float) -> dict:
 def _config(cell: dict):
     from twoclock import OptimConfig, QuadraticConfig
     return (QuadraticConfig(target=cell["target"], **cell["model"]),
-            OptimConfig(name="adam", lr_rule="fixed"))
+            OptimConfig(name="adam", lr_rule="fixed", **cell.get("opt", {})))
 
 
 def _cross(loss, level: float, b: float):
@@ -221,5 +222,17 @@ if __name__ == "__main__":
             exp = {k: math.log2(m[k][1] / m[k][0]) for k in ("truth", "plain", "aware")}
             print(target, lr0, " ".join(f"{k} exponent {v:.4f}" for k, v in exp.items()),
                   " ".join(f"{k} 8x error {m['error'][k][-1]:+.4f}" for k in ("plain", "aware")))
+    elif sys.argv[1:] == ["decompose"]:  # the default cell's exponent, beta1 0.9 and 0
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from tests.pilot.test_adam_form import quadratic_exponents
+        print("| beta1 | simulated 128 -> 256 [95% CI] | plain form | floor-aware form |")
+        for b1 in (0.9, 0.0):
+            cell = {"target": 0.05, "lr0": 0.01, "model": {}, "opt": {"beta1": b1}}
+            sim = simulate(cell)
+            out = plan(lambda b, lv: sim["clocks"][(b, float(lv))], sim["floors"], 0.01, 0.05)
+            q = quadratic_exponents("fixed", beta1=b1)
+            e = {k: math.log2(out[k][1] / out[k][0]) for k in ("plain", "aware")}
+            print(f"| {b1:g} | {q['sim'][-1]:.4f} [{q['ci'][0][-1]:.4f}, {q['ci'][1][-1]:.4f}] | "
+                  f"{e['plain']:.4f} | {e['aware']:.4f} |")
     else:
         raise SystemExit(__doc__)
