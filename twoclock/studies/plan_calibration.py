@@ -35,6 +35,10 @@ class Config:
     progress_form: str | None = param(None, "with --design practitioner: the planner's "
                                             "progress form, adam (docs/plan.md); default: "
                                             "the planner's default", choices=("adam",))
+    floor_out: bool = param(False, "with --progress-form adam: also plan each design with "
+                                   "--floor-out (the metric's optimum: 0 for a share falling "
+                                   "to its target, 1 for one rising) and score it beside the "
+                                   "plan (docs/plan.md)")
     panels: tuple = field(default=(), metadata={"internal": True})
 
     def __post_init__(self):
@@ -45,6 +49,9 @@ class Config:
             require_choice("--progress-form", self.progress_form, ("adam",))
             require(self.design == "practitioner", "--progress-form",
                     "given with --design practitioner", self.progress_form)
+        if self.floor_out:
+            require(self.progress_form == "adam", "--floor-out",
+                    "given with --design practitioner --progress-form adam", self.floor_out)
 
 
 def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
@@ -53,7 +60,8 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
     del model, model_cfg
     if cfg.design == "practitioner":
         return practitioner.calibrate(cfg.panels, opt, engine.out, keep, quiet,
-                                      cfg.designs, cfg.answer_seeds, cfg.progress_form)
+                                      cfg.designs, cfg.answer_seeds, cfg.progress_form,
+                                      cfg.floor_out)
     return calibrate.calibrate(cfg.panels, opt, engine.out, cfg.n_ckpt, keep, quiet)
 
 

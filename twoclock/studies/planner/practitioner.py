@@ -132,14 +132,15 @@ def truth(res) -> float | None:
 
 def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                seeds: int = SEEDS, heldout_seeds: int = HELDOUT_SEEDS,
-               progress_form: str | None = None) -> tuple:
+               progress_form: str | None = None, floor_out: bool = False) -> tuple:
     """(rows, simulation seconds, the noise drawn) of one model: every rule, seed and held-out
-    batch; progress_form: the planner's (None: its default)."""
+    batch; progress_form: the planner's (None: its default); floor_out: each row also scores
+    the same log planned with --floor-out (row["floor_out"], `floor_out_plan`)."""
     from twoclock.studies.plan_check import entry  # noqa: PLC0415
     e = entry(model)
     pilots, held = batches(model)
-    progress = logs_check.conditions(model, cfg)[0]
-    metric = logs_check.conditions(model, cfg)[2][0].metric
+    progress, _, conds, _ = logs_check.conditions(model, cfg)
+    metric = conds[0].metric
     rows, secs, how = [], 0.0, ""
     for rule in RULES:
         o = replace(opt, lr_rule=rule)
@@ -161,6 +162,7 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                                              progress_form=progress_form), None
             except PilotError as err:
                 plan, refused = None, str(err)
+            fo = floor_out_plan(path, progress, conds[0], held) if floor_out else None
             for b in held:
                 row = {"model": model.name, "rule": rule, "seed": s, "pilots": list(pilots),
                        "batch": b, "times_largest_pilot": b // pilots[-1],
@@ -170,8 +172,23 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                     row.update(bands.score(p["progress_samples"], answers[b]),
                                form=plan["fit"]["progress"]["form"],
                                why=p.get("band_why"))
+                if fo is not None:
+                    row["floor_out"] = ({"refused": fo} if isinstance(fo, str) else {
+                        "refused": None, **bands.score(next(
+                            p for p in fo["predictions"] if p["batch"] == b)["progress_samples"],
+                            answers[b])})
                 rows.append(row)
     return rows, secs, how
+
+
+def floor_out_plan(path: str, progress: str, cond, held):
+    """The design's log planned with the Adam form and --floor-out at the metric's optimum (0
+    for a share that falls to its target, 1 for one that rises), or the refusal's line."""
+    try:
+        return pl.plan_logs(path, progress, [], predict=list(held), progress_form="adam",
+                            floor_out=0.0 if cond.op in ("<=", "<") else 1.0)
+    except PilotError as err:
+        return str(err)
 
 
 def _never_as_miss(rs, sc) -> float | None:
@@ -255,14 +272,16 @@ def contrast_table(rows: list, base: str, other: str) -> str:
 
 
 def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: int = SEEDS,
-              heldout_seeds: int = HELDOUT_SEEDS, progress_form: str | None = None) -> dict:
+              heldout_seeds: int = HELDOUT_SEEDS, progress_form: str | None = None,
+              floor_out: bool = False) -> dict:
     """The practitioner design over panels (model, model config): rows and summary; seeds:
     the designs (per pilot batch), heldout_seeds: behind each answer; progress_form: the
-    planner's (None: its default)."""
+    planner's (None: its default); floor_out: also each log planned with --floor-out, and
+    its summary beside the plan's (`floor_out_summary`)."""
     rows, sims = [], {}
     for m, cfg in panels:
         got, secs, how = model_rows(m, cfg, opt, folder, keep, quiet, seeds, heldout_seeds,
-                                    progress_form)
+                                    progress_form, floor_out)
         from twoclock.studies.plan_check import entry  # noqa: PLC0415
         pilots, held = batches(m)
         sims[m.name] = {"seconds": secs, "pilots": list(pilots), "heldout": list(held),
@@ -273,7 +292,39 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
             "eval_every_updates": EVAL_EVERY, "eval_items": EVAL_ITEMS, "seeds": seeds,
             "heldout_seeds": heldout_seeds, "simulations": sims, "rows": rows,
             "summary": summary(rows),
-            **({} if progress_form is None else {"progress_form": progress_form})}
+            **({} if progress_form is None else {"progress_form": progress_form}),
+            **({"floor_out": floor_out_summary(rows)} if floor_out else {})}
+
+
+def floor_out_summary(rows) -> list:
+    """Per model and rule: the --floor-out plans refused, scored, their median |error| at 2x
+    and 8x, 95% coverage and median width, and at 8x the paired contrast |floor-out error| -
+    |plan's error| over the rows both scored (mean, t 95% CI; None under two pairs)."""
+    from twoclock.pilot.fit import t_quantile  # noqa: PLC0415
+    out = []
+    for model in dict.fromkeys(r["model"] for r in rows):
+        for rule in RULES:
+            rs = [r for r in rows if r["model"] == model and r["rule"] == rule]
+            fo = [r["floor_out"] for r in rs]
+            sc = [f for f in fo if f.get("rel_error") is not None]
+            err = lambda t: [abs(f["rel_error"]) for r, f in zip(rs, fo)
+                             if f.get("rel_error") is not None and r["times_largest_pilot"] == t]
+            med = lambda x: float(np.median(x)) if x else None
+            d = np.array([abs(f["rel_error"]) - abs(r["rel_error"]) for r, f in zip(rs, fo)
+                          if r["times_largest_pilot"] == 8 and f.get("rel_error") is not None
+                          and r.get("rel_error") is not None])
+            half = (t_quantile(0.975, d.size - 1) * float(d.std(ddof=1)) / math.sqrt(d.size)
+                    if d.size >= 2 else None)
+            out.append({"model": model, "rule": rule, "refused": sum(f["refused"] is not None
+                                                                     for f in fo),
+                        "scored": len(sc), "median_abs_error_2x": med(err(2)),
+                        "median_abs_error_8x": med(err(8)),
+                        "coverage_95": (sum(f["covered"] for f in sc) / len(sc)) if sc else None,
+                        "median_width": med([f["width"] for f in sc]),
+                        "contrast_8x": None if half is None else {
+                            "pairs": int(d.size), "mean": float(d.mean()),
+                            "ci": [float(d.mean() - half), float(d.mean() + half)]}})
+    return out
 
 
 def table(out: dict) -> str:
@@ -297,6 +348,14 @@ def table(out: dict) -> str:
             lines.append(f"{s['model']}, {s['rule']}: {s['unanswered']} predictions at held-out "
                          f"batches whose runs never reached the target; counted as misses, 95% "
                          f"coverage {pct(s['coverage_95_never_as_miss'])}")
+    for s in out.get("floor_out", []):
+        c = s["contrast_8x"]
+        lines.append(f"{s['model']}, {s['rule']}, --floor-out: {s['refused']} designs' plans "
+                     f"refused, {s['scored']} scored; |err| 2x {pct(s['median_abs_error_2x'])}, "
+                     f"8x {pct(s['median_abs_error_8x'])}, 95% coverage {pct(s['coverage_95'])}"
+                     f", median width {f(s['median_width'])}" + ("" if c is None else
+                     f"; |floor-out error| - |error| at 8x {c['mean']:+.4f} [{c['ci'][0]:+.4f}, "
+                     f"{c['ci'][1]:+.4f}] over {c['pairs']} pairs"))
     for name, sim in out["simulations"].items():
         hb = "; ".join(f"{r} {v}" for r, v in sim.get("heldout_budgets", {}).items())
         lines.append(f"{name}: pilots {sim['pilots']}, held out {sim['heldout']}; noise "
