@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from twoclock.config import scaled_lr
 from twoclock.pilot import adam, predict as pp
 from twoclock.pilot.plan import PilotError
 from twoclock.pilot.rule import infer_rule
@@ -153,8 +154,8 @@ def from_logs(logs, pc, optimum, predict, rule, timed, progress_form, again):
     except ValueError as e:
         raise PilotError(str(e)) from None
     points = points or [(float(b), k_default) for b in np.unique(b_R)]
-    return plan(logs, pc.metric, pc.threshold, optimum, points, lambda b: lr0 * (b / b0) ** p,
-                lambda lg, pts: again(lg, pts, (p, lr0, b0)))
+    return plan(logs, pc.metric, pc.threshold, optimum, points,
+                lambda b: scaled_lr(lr0, b, b0, p), lambda lg, pts: again(lg, pts, (p, lr0, b0)))
 
 
 __all__ = ["TAIL", "STILL", "CLOSE", "plateau", "plateaus", "law", "shifted", "plan", "from_logs"]
