@@ -48,10 +48,11 @@ def _row(seed, times, err, fo, covered=True, width=1.5):
 def test_the_floor_out_summary_by_hand():
     rows = [_row(0, 2, 0.10, -0.05), _row(0, 8, 0.20, 0.10, width=2.0),
             _row(1, 2, -0.02, 0.04, covered=False), _row(1, 8, -0.30, -0.10, width=3.0),
-            _row(2, 2, 0.05, "refused: a line"), _row(2, 8, 0.05, "refused: a line"),
+            _row(2, 2, 0.05, "run 'B8' still moves"), _row(2, 8, 0.05, "run 'B8' still moves"),
             _row(3, 8, 0.40, 0.20)]
     s = next(x for x in pr.floor_out_summary(rows) if x["rule"] == "fixed")
-    assert (s["refused"], s["scored"]) == (2, 5)
+    assert (s["designs"], s["refused"], s["scored"]) == (4, 1, 5)  # seeds 0-3; seed 2 refused
+    assert s["refused_why"] == {"tail still moving": 1}
     assert s["median_abs_error_2x"] == pytest.approx(0.045)   # |-0.05|, |0.04|
     assert s["median_abs_error_8x"] == pytest.approx(0.10)    # 0.10, 0.10, 0.20
     assert s["coverage_95"] == pytest.approx(4 / 5)
@@ -73,4 +74,4 @@ def test_the_flag_needs_the_practitioner_design_and_the_adam_form():
     out = {"design": "practitioner", "eval_items": 1000, "eval_every_updates": 25, "seeds": 2,
            "heldout_seeds": 2, "summary": pr.summary([]), "simulations": {}, "rows": [],
            "floor_out": pr.floor_out_summary([_row(0, 8, 0.2, 0.1), _row(1, 8, 0.3, 0.1)])}
-    assert "m, fixed, --floor-out: 0 designs' plans refused, 2 scored" in table(out)
+    assert "m, fixed, --floor-out: 0 of 2 designs refused, 2 predictions scored" in table(out)

@@ -296,16 +296,29 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
             **({"floor_out": floor_out_summary(rows)} if floor_out else {})}
 
 
+REFUSALS = {"still moves": "tail still moving", "do not close": "plateaus not closing on the "
+             "optimum", "both sides": "plateaus on both sides of the optimum", "every batch":
+             "every predicted plateau past the target"}
+
+
+def _refusal(line: str) -> str:
+    """A --floor-out refusal's reason, short (REFUSALS), or 'other'."""
+    return next((v for k, v in REFUSALS.items() if k in line), "other")
+
+
 def floor_out_summary(rows) -> list:
-    """Per model and rule: the --floor-out plans refused, scored, their median |error| at 2x
-    and 8x, 95% coverage and median width, and at 8x the paired contrast |floor-out error| -
-    |plan's error| over the rows both scored (mean, t 95% CI; None under two pairs)."""
+    """Per model and rule: the designs whose --floor-out plans were refused and why, the
+    predictions scored, their median |error| at 2x and 8x, 95% coverage and median width, and
+    at 8x the paired contrast |floor-out error| - |plan's error| over the rows both scored
+    (mean, t 95% CI; None under two pairs)."""
     from twoclock.pilot.fit import t_quantile  # noqa: PLC0415
     out = []
     for model in dict.fromkeys(r["model"] for r in rows):
         for rule in RULES:
             rs = [r for r in rows if r["model"] == model and r["rule"] == rule]
             fo = [r["floor_out"] for r in rs]
+            designs = {r["seed"]: r["floor_out"]["refused"] for r in rs}
+            why = [_refusal(v) for v in designs.values() if v is not None]
             sc = [f for f in fo if f.get("rel_error") is not None]
             err = lambda t: [abs(f["rel_error"]) for r, f in zip(rs, fo)
                              if f.get("rel_error") is not None and r["times_largest_pilot"] == t]
@@ -315,8 +328,9 @@ def floor_out_summary(rows) -> list:
                           and r.get("rel_error") is not None])
             half = (t_quantile(0.975, d.size - 1) * float(d.std(ddof=1)) / math.sqrt(d.size)
                     if d.size >= 2 else None)
-            out.append({"model": model, "rule": rule, "refused": sum(f["refused"] is not None
-                                                                     for f in fo),
+            out.append({"model": model, "rule": rule, "designs": len(designs),
+                        "refused": len(why), "refused_why": {w: why.count(w) for w in
+                                                             dict.fromkeys(why)},
                         "scored": len(sc), "median_abs_error_2x": med(err(2)),
                         "median_abs_error_8x": med(err(8)),
                         "coverage_95": (sum(f["covered"] for f in sc) / len(sc)) if sc else None,
@@ -350,8 +364,10 @@ def table(out: dict) -> str:
                          f"coverage {pct(s['coverage_95_never_as_miss'])}")
     for s in out.get("floor_out", []):
         c = s["contrast_8x"]
-        lines.append(f"{s['model']}, {s['rule']}, --floor-out: {s['refused']} designs' plans "
-                     f"refused, {s['scored']} scored; |err| 2x {pct(s['median_abs_error_2x'])}, "
+        why = ", ".join(f"{n} {w}" for w, n in s["refused_why"].items())
+        lines.append(f"{s['model']}, {s['rule']}, --floor-out: {s['refused']} of {s['designs']} "
+                     f"designs refused" + (f" ({why})" if why else "") + f", {s['scored']} "
+                     f"predictions scored; |err| 2x {pct(s['median_abs_error_2x'])}, "
                      f"8x {pct(s['median_abs_error_8x'])}, 95% coverage {pct(s['coverage_95'])}"
                      f", median width {f(s['median_width'])}" + ("" if c is None else
                      f"; |floor-out error| - |error| at 8x {c['mean']:+.4f} [{c['ci'][0]:+.4f}, "
