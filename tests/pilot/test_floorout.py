@@ -118,7 +118,41 @@ def test_plateaus_that_do_not_close_on_the_optimum_are_not_adams_floor():
 def test_plateau_by_hand():
     # a line v = 2 + 0.5 s over 8 points: the last quarter (4 points, s 4..7) has mean 4.75 and
     # drifts 1.5 with standard error 0 (a line); a flat tail drifts 0
-    mean, drift, se = floorout.plateau(np.arange(8.0), 2 + 0.5 * np.arange(8.0))
+    mean, drift, se, se_mean = floorout.plateau(np.arange(8.0), 2 + 0.5 * np.arange(8.0))
     assert (mean, drift) == pytest.approx((4.75, 1.5)) and se == pytest.approx(0, abs=1e-12)
-    mean, drift, _ = floorout.plateau(np.arange(16.0), np.r_[np.ones(8) * 3, np.ones(8)])
+    assert se_mean == pytest.approx(0, abs=1e-12)
+    mean, drift, _, _ = floorout.plateau(np.arange(16.0), np.r_[np.ones(8) * 3, np.ones(8)])
     assert (mean, drift) == pytest.approx((1.0, 0.0))
+    # a noisy tail 1, 3, 1, 3 after 12 points of 0 (not in the tail), by hand:
+    s, v = np.arange(16.0), np.r_[np.zeros(12), [1.0, 3.0, 1.0, 3.0]]
+    mean, drift, se, se_mean = floorout.plateau(s, v)
+    # x = -1.5, -0.5, 0.5, 1.5; v - 2 = -1, 1, -1, 1: sum x (v - 2) = 1.5 - 0.5 - 0.5 + 1.5 = 2,
+    # sum x^2 = 5: slope 0.4, drift 0.4 x 3 = 1.2; residuals -1 + 0.6, 1 + 0.2, -1 - 0.2,
+    # 1 - 0.6 = -0.4, 1.2, -1.2, 0.4: sd = sqrt(3.2 / 2) = 1.2649, se_mean = sd / 2
+    assert (mean, drift) == pytest.approx((2.0, 1.2))
+    assert se_mean == pytest.approx(math.sqrt(1.6) / 2)
+    assert se == pytest.approx(math.sqrt(1.6) / math.sqrt(5) * 3)
+
+
+def test_the_law_holds_within_its_noise_and_a_drift_plateau_does_not():
+    # chi-square of log phi_r about its weighted mean, by hand: phi_r = d_r sqrt(m_r) / lr with
+    # d = 0.1 / sqrt(m) x (1, 1.5, 1) at m 8, 16, 32 and no noise: log phi = (0, log 1.5, 0)
+    # + c, weights 1 / LAW^2 = 400 each: mean log(1.5) / 3, chi2 = 400 (2 (log 1.5 / 3)^2 +
+    # (2 log 1.5 / 3)^2) = 400 x 6 / 9 log(1.5)^2 = 43.8 > 13.816 (2 degrees of freedom)
+    m = np.array([8.0, 16.0, 32.0])
+    a = 0.1 / np.sqrt(m) * np.array([1.0, 1.5, 1.0])
+    chi2, dof = floorout.agree(a, np.zeros(3), m, [0.01] * 3, [1] * 3, 0.0)
+    assert dof == 2 and chi2 == pytest.approx(400 * 6 / 9 * math.log(1.5) ** 2)
+    assert chi2 > floorout.chi2_999(2) == 13.816
+    # a noisy plateau (se 0.3 of its distance) forgives the same spread: weights 1 / 0.0925
+    chi2, _ = floorout.agree(a, 0.3 * a, m, [0.01] * 3, [1] * 3, 0.0)
+    assert chi2 == pytest.approx(6 / 9 * math.log(1.5) ** 2 / (0.09 + 0.0025))
+    assert chi2 < floorout.chi2_999(2)
+    # the table and Wilson-Hilferty beyond it: the 0.999 quantile with 20 degrees of freedom
+    # is 45.315 (tables)
+    assert floorout.chi2_999(20) == pytest.approx(45.315, rel=5e-3)
+    # the bandit's fixed-lr plateaus that passed the slope test (a practitioner design: 0.2756,
+    # 0.2563, 0.2722 at B 64, 128, 256, standard errors 0.004, 0.0035, 0.0041) are refused here
+    chi2, dof = floorout.agree([0.2756, 0.2563, 0.2722], [0.004, 0.0035, 0.0041],
+                               [64, 128, 256], [1e-6] * 3, [1] * 3, 0.0)
+    assert chi2 > floorout.chi2_999(dof)

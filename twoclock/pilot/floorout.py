@@ -23,33 +23,39 @@ from twoclock.pilot.rule import infer_rule
 TAIL = 0.25   # the share of a run's logged points its plateau is read from
 STILL = 3.0   # a tail whose fitted drift exceeds STILL standard errors ...
 CLOSE = 0.05  # ... and CLOSE of its plateau's distance from the target is not a plateau
+LAW = 0.05    # the floor law's own relative error allowed each run (the hand formula drops a
+              # first-order term: within 4% of mean field's plateaus up to lr0 0.03)
+# chi-square 0.999 quantiles, 1 to 10 degrees of freedom (tables); Wilson-Hilferty beyond
+CHI2_999 = (10.828, 13.816, 16.266, 18.467, 20.515, 22.458, 24.322, 26.124, 27.877, 29.588)
 
 
 def plateau(samples, values) -> tuple:
-    """(mean, drift, its standard error) of the last TAIL of a run's logged points: drift the
-    least-squares line's change over the tail. Needs >= 4 points in the tail."""
+    """(mean, drift, its standard error, the mean's standard error) of the last TAIL of a
+    run's logged points: drift the least-squares line's change over the tail, the errors from
+    the scatter about that line (points taken as independent). Needs >= 4 points in the tail."""
     s, v = np.asarray(samples, np.float64), np.asarray(values, np.float64)
     n = max(4, int(math.ceil(TAIL * s.size)))
     if s.size < n:
-        return float(np.mean(v)), math.nan, math.nan
+        return float(np.mean(v)), math.nan, math.nan, math.nan
     s, v = s[-n:], v[-n:]
     x = s - s.mean()
     slope = float(np.sum(x * (v - v.mean())) / np.sum(x * x))
     resid = v - v.mean() - slope * x
-    se = math.sqrt(float(np.sum(resid**2)) / (n - 2) / float(np.sum(x * x)))
+    sd = math.sqrt(float(np.sum(resid**2)) / (n - 2))
     span = float(s[-1] - s[0])
-    return float(np.mean(v)), slope * span, se * span
+    return float(np.mean(v)), slope * span, sd / math.sqrt(float(np.sum(x * x))) * span, \
+        sd / math.sqrt(n)
 
 
-def plateaus(logs, metric: str, optimum: float, target: float) -> np.ndarray:
-    """Every run's plateau of `metric`; PilotError, one line naming the run, where its tail is
+def plateaus(logs, metric: str, optimum: float, target: float) -> tuple:
+    """(every run's plateau of `metric`, its standard error); PilotError, one line naming the run, where its tail is
     too short or still moving (|drift| above STILL standard errors and CLOSE of the plateau's
     distance from the target: a drift that moves the shift by less is kept), or where the
     plateaus lie on both sides of the optimum."""
-    out = []
+    out, ses = [], []
     for r in logs.runs:
         ok = np.isfinite(r.metrics[metric])
-        mean, drift, se = plateau(r.samples_R[ok], r.metrics[metric][ok])
+        mean, drift, se, se_mean = plateau(r.samples_R[ok], r.metrics[metric][ok])
         if not math.isfinite(drift):
             raise PilotError(f"--floor-out: run {r.name!r} logs {int(ok.sum())} points of "
                              f"{metric}; its plateau is read from its last quarter, >= 4 points")
@@ -60,12 +66,13 @@ def plateaus(logs, metric: str, optimum: float, target: float) -> np.ndarray:
                              f"over {CLOSE:g} of its distance from the target): log it to its "
                              "plateau")
         out.append(mean)
+        ses.append(se_mean)
     a = np.array(out)
     if not (np.all(a > optimum) or np.all(a < optimum)):
         seen = ", ".join(f"{x:.4g}" for x in a)
         raise PilotError(f"--floor-out: the runs' plateaus of {metric} ({seen}) lie on both "
                          f"sides of the optimum {optimum:g}")
-    return a
+    return a, np.array(ses)
 
 
 def law(a_R, B_R, lr_R, K_R, optimum: float) -> float:
@@ -79,6 +86,25 @@ def law(a_R, B_R, lr_R, K_R, optimum: float) -> float:
     return float(np.sum(x * (y - y.mean())) / np.sum(x * x))
 
 
+def chi2_999(dof: int) -> float:
+    """The chi-square distribution's 0.999 quantile (CHI2_999; Wilson-Hilferty past 10)."""
+    if dof <= len(CHI2_999):
+        return CHI2_999[dof - 1]
+    c = 2.0 / (9.0 * dof)
+    return dof * (1.0 - c + 3.090232 * math.sqrt(c)) ** 3
+
+
+def agree(a_R, se_R, B_R, lr_R, K_R, optimum: float) -> tuple:
+    """(chi-square, degrees of freedom) of the runs' phi_r = |a_r - optimum| sqrt(m_r) / lr_r
+    about their weighted mean in log, each with variance (se_r / |a_r - optimum|)^2 + LAW^2:
+    under Adam's floor law one phi, up to the plateaus' noise and the law's own error."""
+    d = np.abs(np.asarray(a_R, np.float64) - optimum)
+    y = np.log(d * np.sqrt(adam.per_update(B_R, K_R)) / np.asarray(lr_R, np.float64))
+    w = 1.0 / ((np.asarray(se_R, np.float64) / d) ** 2 + LAW**2)
+    mean = float(np.sum(w * y) / np.sum(w))
+    return float(np.sum(w * (y - mean) ** 2)), int(y.size - 1)
+
+
 def shifted(logs, metric: str, by_R):
     """The logs with run r's `metric` moved by by_R[r]."""
     runs = tuple(replace(r, metrics={**r.metrics, metric: r.metrics[metric] + d})
@@ -90,7 +116,7 @@ def plan(logs, metric: str, target: float, optimum: float, points, lr, run_plan)
     """(the plain plan with each prediction's progress clock floor-aware, the floor_out block).
     points: the predictions' (B, K); lr(B): the predicted rule's lr; run_plan(logs, predict)
     -> LogsPlan (logs.logs_plan with the command's settings)."""
-    a_R = plateaus(logs, metric, optimum, target)
+    a_R, se_R = plateaus(logs, metric, optimum, target)
     B_R = np.array([r.batch for r in logs.runs], np.float64)
     lr_R, K_R = [r.lr for r in logs.runs], [r.updates for r in logs.runs]
     slope = law(a_R, B_R, lr_R, K_R, optimum)
@@ -99,6 +125,12 @@ def plan(logs, metric: str, target: float, optimum: float, points, lr, run_plan)
                          f"optimum {optimum:g} as the batch grows (log distance / lr against "
                          f"log(B / K): slope {slope:+.2f}; Adam's noise floor: -0.5); this "
                          "plateau is not the floor --floor-out takes out")
+    chi2, dof = agree(a_R, se_R, B_R, lr_R, K_R, optimum)
+    if dof >= 1 and chi2 > chi2_999(dof):
+        raise PilotError(f"--floor-out: the runs' plateaus of {metric} disagree with Adam's "
+                         f"floor law a = {optimum:g} + phi lr / sqrt(B / K) beyond their noise "
+                         f"(chi-square {chi2:.1f} on {dof} degrees of freedom > {chi2_999(dof):.1f}"
+                         f"); this plateau is not the floor --floor-out takes out")
     phi = adam.floor_scale(a_R, B_R, lr_R, K_R, optimum)
     at = [(b, k, float(adam.floor_at(phi, b, float(lr(b)), k, optimum))) for b, k in points]
     levels = [adam.floor_levels(target, a_R, a, optimum) for _, _, a in at]
@@ -158,4 +190,5 @@ def from_logs(logs, pc, optimum, predict, rule, timed, progress_form, again):
                 lambda b: scaled_lr(lr0, b, b0, p), lambda lg, pts: again(lg, pts, (p, lr0, b0)))
 
 
-__all__ = ["TAIL", "STILL", "CLOSE", "plateau", "plateaus", "law", "shifted", "plan", "from_logs"]
+__all__ = ["TAIL", "STILL", "CLOSE", "LAW", "CHI2_999", "plateau", "plateaus", "law", "chi2_999",
+           "agree", "shifted", "plan", "from_logs"]
