@@ -706,6 +706,13 @@ BUGS = [
      "w = np.abs(d) * np.sqrt(per_update(B, K)) / np.asarray(lr, np.float64)",
      "w = np.abs(d) * np.sqrt(np.asarray(B, np.float64)) / np.asarray(lr, np.float64)",
      f"{P}test_adam_floor.py"),
+    ("floor law's chi-square guard never fires", "glue", "twoclock/pilot/floorout.py",
+     "    if dof >= 1 and chi2 > chi2_999(dof):", "    if dof >= 1 and chi2 > 1e9 * chi2_999(dof):",
+     f"{P}test_floorout.py"),
+    ("floor law's chi-square: the plateau's error absolute, not relative", "self",
+     "twoclock/pilot/floorout.py",
+     "w = 1.0 / ((np.asarray(se_R, np.float64) / d) ** 2 + LAW**2)",
+     "w = 1.0 / (np.asarray(se_R, np.float64) ** 2 + LAW**2)", f"{P}test_floorout.py"),
 ]
 
 

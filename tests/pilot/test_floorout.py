@@ -115,6 +115,19 @@ def test_plateaus_that_do_not_close_on_the_optimum_are_not_adams_floor():
         _plan(cols, floor_out=0.0)
 
 
+def test_plateaus_off_the_law_are_refused_though_they_fall_with_b():
+    # floors PHI / sqrt(b) x (1, 1.5, 1): they still fall from B 8 to 32 (the slope test passes)
+    # but the middle run's phi is 1.5 times the others' with no noise to forgive it
+    cols = _logs()
+    for i, b in enumerate(cols["batch"]):
+        if b == 16:
+            cols["loss"][i] += 0.5 * PHI / math.sqrt(b)
+    assert floorout.law([PHI / math.sqrt(8), 1.5 * PHI / 4, PHI / math.sqrt(32)], [8, 16, 32],
+                        [0.01] * 3, [1] * 3, 0.0) < 0
+    with pytest.raises(PilotError, match="disagree with Adam's floor law.*2 degrees of freedom"):
+        _plan(cols, floor_out=0.0)
+
+
 def test_plateau_by_hand():
     # a line v = 2 + 0.5 s over 8 points: the last quarter (4 points, s 4..7) has mean 4.75 and
     # drifts 1.5 with standard error 0 (a line); a flat tail drifts 0
