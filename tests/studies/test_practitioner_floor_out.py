@@ -53,6 +53,8 @@ def test_the_floor_out_summary_by_hand():
     s = next(x for x in pr.floor_out_summary(rows) if x["rule"] == "fixed")
     assert (s["designs"], s["refused"], s["scored"]) == (4, 1, 5)  # seeds 0-3; seed 2 refused
     assert s["refused_why"] == {"tail still moving": 1}
+    assert pr._refusal("--floor-out: the runs' plateaus of x disagree with Adam's floor law") == \
+        "plateaus off the floor law"
     assert s["median_abs_error_2x"] == pytest.approx(0.045)   # |-0.05|, |0.04|
     assert s["median_abs_error_8x"] == pytest.approx(0.10)    # 0.10, 0.10, 0.20
     assert s["coverage_95"] == pytest.approx(4 / 5)
