@@ -713,6 +713,10 @@ BUGS = [
      "twoclock/pilot/floorout.py",
      "w = 1.0 / ((np.asarray(se_R, np.float64) / d) ** 2 + LAW**2)",
      "w = 1.0 / (np.asarray(se_R, np.float64) ** 2 + LAW**2)", f"{P}test_floorout.py"),
+    ("a trough past the target taken for a floor", "narrow", "twoclock/pilot/floorout.py",
+     "reached = np.any((r.metrics[metric][ok] - target) * (target - optimum) <= 0)",
+     "reached = np.any((r.metrics[metric][ok] - target) * (target - optimum) < -1e9)",
+     f"{P}test_floorout.py"),
 ]
 
 

@@ -128,6 +128,19 @@ def test_plateaus_off_the_law_are_refused_though_they_fall_with_b():
         _plan(cols, floor_out=0.0)
 
 
+def test_a_run_that_reached_the_target_and_came_back_is_a_trough_not_a_floor():
+    # run r32 falls past the target 0.1 to its floor and then drifts back up to 0.13 (a line
+    # from the run's middle on): its tail sits past the target, so its plateau is not a floor
+    cols = _logs()
+    t32 = [t for t, b in zip(cols["samples"], cols["batch"]) if b == 32]
+    half = t32[len(t32) // 2]
+    for i, (b, t) in enumerate(zip(cols["batch"], cols["samples"])):
+        if b == 32 and t > half:
+            cols["loss"][i] = min(0.13, cols["loss"][i] + 0.2 * (t - half) / half)
+    with pytest.raises(PilotError, match="run 'r32' reached the target 0.1 and came back"):
+        _plan(cols, floor_out=0.0)
+
+
 def test_plateau_by_hand():
     # a line v = 2 + 0.5 s over 8 points: the last quarter (4 points, s 4..7) has mean 4.75 and
     # drifts 1.5 with standard error 0 (a line); a flat tail drifts 0

@@ -48,10 +48,12 @@ def plateau(samples, values) -> tuple:
 
 
 def plateaus(logs, metric: str, optimum: float, target: float) -> tuple:
-    """(every run's plateau of `metric`, its standard error); PilotError, one line naming the run, where its tail is
-    too short or still moving (|drift| above STILL standard errors and CLOSE of the plateau's
-    distance from the target: a drift that moves the shift by less is kept), or where the
-    plateaus lie on both sides of the optimum."""
+    """(every run's plateau of `metric`, its standard error); PilotError, one line naming the
+    run, where its tail is too short or still moving (|drift| above STILL standard errors and
+    CLOSE of the plateau's distance from the target: a drift that moves the shift by less is
+    kept), where it reached the target and its tail came back past it by more than STILL
+    standard errors (a trough, as drift makes), or where the plateaus lie on both sides of the
+    optimum."""
     out, ses = [], []
     for r in logs.runs:
         ok = np.isfinite(r.metrics[metric])
@@ -65,6 +67,12 @@ def plateaus(logs, metric: str, optimum: float, target: float) -> tuple:
                              f"({metric} by {drift:+.3g}: {t:.1f} standard errors > {STILL:g}, "
                              f"over {CLOSE:g} of its distance from the target): log it to its "
                              "plateau")
+        reached = np.any((r.metrics[metric][ok] - target) * (target - optimum) <= 0)
+        if (mean - target) * (target - optimum) > 0 and reached and \
+                abs(mean - target) > STILL * se_mean:
+            raise PilotError(f"--floor-out: run {r.name!r} reached the target {target:g} and came"
+                             f" back: its tail sits at {mean:.4g}, past the target by more than "
+                             f"{STILL:g} standard errors; a trough is not Adam's floor")
         out.append(mean)
         ses.append(se_mean)
     a = np.array(out)

@@ -297,8 +297,9 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
 
 
 REFUSALS = {"still moves": "tail still moving", "do not close": "plateaus not closing on the "
-             "optimum", "disagree": "plateaus off the floor law", "both sides": "plateaus on both "
-             "sides of the optimum", "every batch": "every predicted plateau past the target"}
+             "optimum", "disagree": "plateaus off the floor law", "came back": "a trough past the "
+             "target", "both sides": "plateaus on both sides of the optimum", "every batch":
+             "every predicted plateau past the target"}
 
 
 def _refusal(line: str) -> str:
