@@ -177,7 +177,8 @@ def score(pred_path: str, out: str, resamples: int = 300) -> dict:
                      .tolist(), "error": err, "aware_ci": aware_ci,
                      "contrast": abs(err["aware"][-1]) - abs(err["plain"][-1]),
                      "contrast_ci": ci(lambda d: abs(d["aware"][-1]) - abs(d["plain"][-1])),
-                     "predicted_aware": p, "prediction_holds": bool(aware_ci[0] <= p <= aware_ci[1]),
+                     "predicted_aware": p,
+                     "prediction_holds": bool(aware_ci[0] <= p <= aware_ci[1]),
                      "goal": {k: bool(abs(err[k][-1]) <= 0.15) for k in err}})
         # each finished cell kept at once: a crash later loses no simulation done
         atomic_write(out + ".partial", lambda fh: json.dump(rows, fh, indent=1))

@@ -278,11 +278,11 @@ def test_the_fixed_lr_forms_exponent_at_8x_lies_in_the_simulated_exponents_ci(ta
     assert lo[-1] <= q["form"][-1] <= hi[-1], (target, lr0, q["form"][-1], lo[-1], hi[-1])
 
 
-# Under the sqrt rule the miss is Adam's momentum: at 8x a run reaches the target in 15 updates
-# (3920 samples at B 256), about the 1 / (1 - beta1) = 10 updates its first moment averages over. With
-# beta1 0 (no momentum) the form's exponent lies inside the simulated CI (measured: 0.434
-# against [0.423, 0.444]; with beta1 0.9, 0.365 against [0.404, 0.412]); docs/plan.md,
-# "Adam's progress form".
+# Under the sqrt rule the miss is Adam's momentum: at 8x a run reaches the target in 15
+# updates (3920 samples at B 256), about the 1 / (1 - beta1) = 10 updates its first moment
+# averages over. With beta1 0 (no momentum) the form's exponent lies inside the simulated CI
+# (measured: 0.434 against [0.423, 0.444]; with beta1 0.9, 0.365 against [0.404, 0.412]);
+# docs/plan.md, "Adam's progress form".
 @pytest.mark.parametrize("beta1", [
     pytest.param(0.9, marks=pytest.mark.xfail(
         strict=True, reason="measured: under the sqrt rule at the default target the form's "
