@@ -63,6 +63,13 @@ def local_exponent(B, b_n: float, p: float, K=1.0):
     return 0.5 - p + 0.5 * m / (m + b_n)
 
 
+def log_phi(asymptote, B, lr, K=1.0, optimum: float = 0.0) -> np.ndarray:
+    """Each run's log |phi_r| = log(|a_r - optimum| sqrt(m_r) / lr_r): under Adam's floor law
+    one number for every run."""
+    d = np.abs(np.asarray(asymptote, np.float64) - optimum)
+    return np.log(d * np.sqrt(per_update(B, K)) / np.asarray(lr, np.float64))
+
+
 def floor_scale(asymptote, B, lr, K=1.0, optimum: float = 0.0) -> float:
     """phi of asymptote = optimum + phi lr / sqrt(m) (Adam's noise floor, m = B / K samples an
     update): the geometric mean of (a_r - optimum) sqrt(m_r) / lr_r over the runs, which must all
@@ -72,8 +79,7 @@ def floor_scale(asymptote, B, lr, K=1.0, optimum: float = 0.0) -> float:
     if not (np.all(d > 0) or np.all(d < 0)):
         raise ValueError(f"asymptote: every run's plateau on one side of the optimum {optimum:g},"
                          f" got {np.asarray(asymptote).tolist()}")
-    w = np.abs(d) * np.sqrt(per_update(B, K)) / np.asarray(lr, np.float64)
-    return float(np.sign(d[0]) * np.exp(np.mean(np.log(w))))
+    return float(np.sign(d[0]) * np.exp(np.mean(log_phi(asymptote, B, lr, K, optimum))))
 
 
 def floor_at(phi: float, B, lr, K=1.0, optimum: float = 0.0):
@@ -172,5 +178,5 @@ def fit_adam(B, N, lr, K, p: float, lr0: float, b0: float, k_pred: float = 1.0,
     return AdamFit(base, p, lr0, b0, k_pred)
 
 
-__all__ = ["FORM", "per_update", "log_samples", "local_exponent", "floor_scale", "floor_at",
-           "floor_levels", "AdamFit", "fit_adam"]
+__all__ = ["FORM", "per_update", "log_samples", "local_exponent", "log_phi", "floor_scale",
+           "floor_at", "floor_levels", "AdamFit", "fit_adam"]

@@ -107,7 +107,7 @@ def agree(a_R, se_R, B_R, lr_R, K_R, optimum: float) -> tuple:
     about their weighted mean in log, each with variance (se_r / |a_r - optimum|)^2 + LAW^2:
     under Adam's floor law one phi, up to the plateaus' noise and the law's own error."""
     d = np.abs(np.asarray(a_R, np.float64) - optimum)
-    y = np.log(d * np.sqrt(adam.per_update(B_R, K_R)) / np.asarray(lr_R, np.float64))
+    y = adam.log_phi(a_R, B_R, lr_R, K_R, optimum)
     w = 1.0 / ((np.asarray(se_R, np.float64) / d) ** 2 + LAW**2)
     mean = float(np.sum(w * y) / np.sum(w))
     return float(np.sum(w * (y - mean) ** 2)), int(y.size - 1)
