@@ -1,0 +1,178 @@
+"""The whole curve on the practitioner's sweep (issue 50 item 1 on item 6's design): each design's
+log, already written by `python experiments/plan_calibration.py --design practitioner
+--progress-form adam --out FOLDER`, planned again with the Adam form at its target alone (the
+study's own plan) and with the target and LEVELS more levels of the same metric fitted jointly
+(`twoclock/pilot/levels.py`: each level its own scale, log B_n linear in the level), scored at
+the target against the study's held-out answers.
+
+    python tools/practitioner_levels.py FOLDER [--fractions 0.15,0.3] [--first-design K]
+        [--json OUT.json]
+
+A level lies a fraction f of the way from the target back to where the pilots start: T + f (v0 -
+T), v0 the median of the pilots' first logged values. Prints, per model, rule and held-out batch,
+the median |error|, the 95% coverage and the median width both ways, and the paired contrast
+|log(1 + err)| joint minus alone (practitioner.contrast: 95% bootstrap CI over designs)."""
+import argparse
+import csv
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from twoclock.pilot import api, bands, levels  # noqa: E402
+from twoclock.pilot.conditions import parse_condition  # noqa: E402
+from twoclock.pilot.plan import PilotError  # noqa: E402
+from twoclock.studies.planner import practitioner  # noqa: E402
+
+
+def level_texts(target: str, first_R, fractions) -> str:
+    """The target and the levels T + f (v0 - T), v0 the median of the runs' first logged values,
+    as one several-target --progress argument (the target first)."""
+    c = parse_condition(target, "--progress")
+    v0 = float(np.median(first_R))
+    vals = [c.threshold + f * (v0 - c.threshold) for f in fractions]
+    return " ".join([target] + [f"{c.metric}{c.op}{v:.6g}" for v in vals])
+
+
+def first_values(path: str, metric: str) -> list:
+    """Each run's first logged value of `metric` in a log CSV."""
+    first = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            first.setdefault(row["run"], float(row[metric]))
+    return list(first.values())
+
+
+def plan_both(path: str, target: str, fractions, held) -> tuple:
+    """(the target's plan alone, its row of the joint fit): each {batch: progress band}, or the
+    refusal's line in place of a plan."""
+    metric = parse_condition(target, "--progress").metric
+    texts = levels.split_targets(level_texts(target, first_values(path, metric), fractions))
+    out = []
+    for ts in ([texts[0]], texts):
+        try:
+            plans = [api.plan_logs(path, t, [], predict=list(held),
+                                   progress_form="adam").to_json() for t in ts]
+        except PilotError as err:
+            out.append(str(err))
+            continue
+        rows = (plans[0]["predictions"] if len(plans) == 1 else
+                levels.joint_plan(ts, plans, list(held))["targets"][0]["predictions"])
+        out.append({p["batch"]: p["progress_samples"] for p in rows})
+    return tuple(out)
+
+
+def rescore(folder: str, fractions, first: int = 0) -> tuple:
+    """(rows alone, rows joint): the study's rows of designs (seeds) `first` on, re-planned both
+    ways. The plan alone is the study's own: a row whose error differs from the study's is an
+    error (the logs or the planner changed since the study ran)."""
+    with open(os.path.join(folder, "plan_calibration.json")) as f:
+        doc = json.load(f)
+    alone, joint, designs = [], [], {}
+    for r in doc["rows"]:
+        if r["seed"] < first:
+            continue
+        designs.setdefault((r["model"], r["rule"], r["seed"]), []).append(r)
+    for (model, rule, seed), rows in designs.items():
+        path = os.path.join(folder, f"plan_calibration_practitioner_{model}_{rule}_s{seed}.csv")
+        target = _target(model)
+        got = plan_both(path, target, fractions, sorted(r["batch"] for r in rows))
+        for r in rows:
+            base = {k: r[k] for k in ("model", "rule", "seed", "batch", "times_largest_pilot",
+                                      "measured")}
+            if not isinstance(got[0], str) and r.get("rel_error") is not None and abs(
+                    bands.score(got[0][r["batch"]], r["measured"])["rel_error"]
+                    - r["rel_error"]) > 1e-9:
+                raise SystemExit(f"{model} {rule} design {r['seed']} B {r['batch']}: the plan "
+                                 "alone is not the study's (re-run the study)")
+            for out, g in zip((alone, joint), got):
+                if isinstance(g, str) or r["measured"] is None:
+                    out.append({**base, "refused": g if isinstance(g, str) else None})
+                else:
+                    out.append({**base, "refused": None,
+                                **bands.score(g[r["batch"]], r["measured"])})
+    return alone, joint
+
+
+def _target(model: str) -> str:
+    """The model's progress condition at its default config (the study's default panels)."""
+    from twoclock.models import MODELS  # noqa: PLC0415 (JAX: only to name the target)
+    from twoclock.studies.planner import logs_check  # noqa: PLC0415
+    m = MODELS[model]
+    return logs_check.conditions(m, m.config())[0]
+
+
+def pooled(alone: list, joint: list) -> list:
+    """Per model and in all (both rules, 2x and 8x): scored, refused, the 95% coverage, the
+    median width, and the median |error| at 8x, alone and joint."""
+    out = []
+    for model in list(dict.fromkeys(r["model"] for r in alone)) + ["all"]:
+        row = {"model": model}
+        for name, rs in (("alone", alone), ("joint", joint)):
+            rs = [r for r in rs if model in ("all", r["model"])]
+            sc = [r for r in rs if r.get("rel_error") is not None]
+            e8 = [abs(r["rel_error"]) for r in sc if r["times_largest_pilot"] == 8]
+            row[name] = {"scored": len(sc), "refused": sum(r["refused"] is not None for r in rs),
+                         "coverage_95": float(np.mean([r["covered"] for r in sc])),
+                         "median_width": float(np.median([r["width"] for r in sc])),
+                         "median_abs_error_8x": float(np.median(e8)) if e8 else None}
+        out.append(row)
+    return out
+
+
+def table(alone: list, joint: list) -> str:
+    lines = ["| model | rule | held out | scored | median abs. error: alone, joint | 95% "
+             "coverage: alone, joint | median width: alone, joint |", "|---|---|---|---|---|---|---|"]
+    for key in sorted({(r["model"], r["rule"], r["times_largest_pilot"]) for r in alone}):
+        pick = lambda rs: [r for r in rs if (r["model"], r["rule"], r["times_largest_pilot"])
+                           == key and r.get("rel_error") is not None]
+        a, j = pick(alone), pick(joint)
+        if not a or not j:
+            continue
+        med = lambda rs, f: float(np.median([f(r) for r in rs]))
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]}x | {len(a)}, {len(j)} | "
+                     f"{med(a, lambda r: abs(r['rel_error'])):.1%}, "
+                     f"{med(j, lambda r: abs(r['rel_error'])):.1%} | "
+                     f"{np.mean([r['covered'] for r in a]):.1%}, "
+                     f"{np.mean([r['covered'] for r in j]):.1%} | "
+                     f"x{med(a, lambda r: r['width']):.2f}, x{med(j, lambda r: r['width']):.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", help="a practitioner run's --out folder (its json and logs)")
+    ap.add_argument("--fractions", default="0.15,0.3",
+                    help="the extra levels, as fractions of the way back to the start")
+    ap.add_argument("--first-design", type=int, default=0,
+                    help="score the designs (seeds) from this one on")
+    ap.add_argument("--json", help="also write the rows' summaries and contrasts here")
+    a = ap.parse_args(argv)
+    fractions = [float(x) for x in a.fractions.split(",")]
+    if not fractions or any(not 0 < f < 1 for f in fractions):
+        ap.error(f"--fractions: each in (0, 1), got {a.fractions!r}")
+    if a.first_design < 0:
+        ap.error(f"--first-design: a seed >= 0, got {a.first_design}")
+    alone, joint = rescore(a.folder, fractions, a.first_design)
+    if not alone:
+        ap.error(f"--first-design: no design from {a.first_design} on in {a.folder}")
+    con, pool = practitioner.contrast(alone, joint), pooled(alone, joint)
+    print(table(alone, joint))
+    print(practitioner.contrast_table(con, "alone", "joint"))
+    for p in pool:
+        print(f"{p['model']:<10} " + "; ".join(
+            f"{k}: {p[k]['scored']} scored, {p[k]['refused']} refused, coverage "
+            f"{p[k]['coverage_95']:.1%}, median width x{p[k]['median_width']:.2f}, 8x error "
+            + ("-" if p[k]["median_abs_error_8x"] is None else
+               f"{p[k]['median_abs_error_8x']:.1%}") for k in ("alone", "joint")))
+    if a.json:
+        from twoclock.atomic import atomic_write  # noqa: PLC0415
+        doc = {"folder_designs_from": a.first_design, "fractions": fractions,
+               "pooled": pool, "contrast": con}
+        atomic_write(a.json, lambda f: json.dump(doc, f, indent=1))
+
+
+if __name__ == "__main__":
+    main()
