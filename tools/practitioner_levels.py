@@ -115,8 +115,10 @@ def pooled(alone: list, joint: list) -> list:
             sc = [r for r in rs if r.get("rel_error") is not None]
             e8 = [abs(r["rel_error"]) for r in sc if r["times_largest_pilot"] == 8]
             row[name] = {"scored": len(sc), "refused": sum(r["refused"] is not None for r in rs),
-                         "coverage_95": float(np.mean([r["covered"] for r in sc])),
-                         "median_width": float(np.median([r["width"] for r in sc])),
+                         "coverage_95": float(np.mean([r["covered"] for r in sc])) if sc
+                         else None,
+                         "median_width": float(np.median([r["width"] for r in sc])) if sc
+                         else None,
                          "median_abs_error_8x": float(np.median(e8)) if e8 else None}
         out.append(row)
     return out
@@ -163,10 +165,11 @@ def main(argv=None) -> None:
     print(practitioner.contrast_table(con, "alone", "joint"))
     for p in pool:
         print(f"{p['model']:<10} " + "; ".join(
-            f"{k}: {p[k]['scored']} scored, {p[k]['refused']} refused, coverage "
-            f"{p[k]['coverage_95']:.1%}, median width x{p[k]['median_width']:.2f}, 8x error "
-            + ("-" if p[k]["median_abs_error_8x"] is None else
-               f"{p[k]['median_abs_error_8x']:.1%}") for k in ("alone", "joint")))
+            f"{k}: {p[k]['scored']} scored, {p[k]['refused']} refused" + ("" if not p[k][
+                "scored"] else f", coverage {p[k]['coverage_95']:.1%}, median width "
+                f"x{p[k]['median_width']:.2f}, 8x error " + (
+                    "-" if p[k]["median_abs_error_8x"] is None else
+                    f"{p[k]['median_abs_error_8x']:.1%}")) for k in ("alone", "joint")))
     if a.json:
         from twoclock.atomic import atomic_write  # noqa: PLC0415
         doc = {"folder_designs_from": a.first_design, "fractions": fractions,

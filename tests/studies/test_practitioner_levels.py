@@ -1,0 +1,77 @@
+"""tools/practitioner_levels.py (the whole curve on the practitioner's sweep): the levels by
+hand, each run's first value from interleaved rows, both plans against a synthetic family whose
+clock at every level is known by hand, and the pooled bookkeeping by hand."""
+import importlib.util
+import math
+import os
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_spec = importlib.util.spec_from_file_location(
+    "practitioner_levels", os.path.join(ROOT, "tools", "practitioner_levels.py"))
+tool = importlib.util.module_from_spec(_spec)  # tools/ is not a package
+_spec.loader.exec_module(tool)
+
+# L_b(t) = D exp(-t / s(b)), s(b) = A sqrt(b (b + B_N)) samples at a fixed lr: by hand the
+# crossing of any level x is s(b) log(D / x), one B_n at every level (Adam's form, exactly)
+D, A, B_N, T = 1.0, 50.0, 30.0, 0.1
+s = lambda b: A * math.sqrt(b * (b + B_N))
+
+
+def _csv(path, batches=(8, 16, 32), points=400, span=6.0):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("run,batch,lr,samples,loss\n")
+        for i in range(points):  # rows interleaved across runs, as a merged log would be
+            for b in batches:
+                t = span * s(b) * (i + 1) / points  # no step-0 evaluation
+                f.write(f"r{b},{b},0.01,{t!r},{D * math.exp(-t / s(b))!r}\n")
+    return str(path)
+
+
+def test_the_levels_lie_a_fraction_of_the_way_back_to_the_median_start():
+    # by hand: median of (0.3, 0.5, 0.4) is 0.4; 0.7 + 0.15 (0.4 - 0.7) = 0.655, + 0.3 (...) =
+    # 0.61; a falling metric: median 0.9, 0.05 + 0.15 x 0.85 = 0.1775, 0.05 + 0.3 x 0.85 = 0.305
+    assert tool.level_texts("acc>=0.7", [0.3, 0.5, 0.4], (0.15, 0.3)) == \
+        "acc>=0.7 acc>=0.655 acc>=0.61"
+    assert tool.level_texts("loss<=0.05", [1.0, 0.8, 0.9], (0.15, 0.3)) == \
+        "loss<=0.05 loss<=0.1775 loss<=0.305"
+
+
+def test_each_runs_first_value_is_read_from_interleaved_rows(tmp_path):
+    path = _csv(tmp_path / "logs.csv", points=3)
+    want = [D * math.exp(-2.0) for _ in (8, 16, 32)]  # t = span s(b) / points = 2 s(b)
+    assert np.allclose(tool.first_values(path, "loss"), want, rtol=1e-12)
+
+
+def test_alone_and_joint_predict_the_hand_clock_of_a_one_b_n_family(tmp_path):
+    path = _csv(tmp_path / "logs.csv")
+    alone, joint = tool.plan_both(path, f"loss<={T:g}", (0.15, 0.3), [64, 256])
+    for b in (64, 256):
+        want = s(b) * math.log(D / T)
+        assert alone[b]["median"] == pytest.approx(want, rel=2e-3), b
+        assert joint[b]["median"] == pytest.approx(want, rel=2e-3), b
+
+
+def test_a_refused_target_is_kept_as_its_line(tmp_path):
+    path = _csv(tmp_path / "logs.csv", span=1.0)  # the runs end at D / e: never reach T
+    alone, joint = tool.plan_both(path, f"loss<={T:g}", (0.15, 0.3), [64])
+    assert isinstance(alone, str) and isinstance(joint, str) and "loss<=0.1" in alone
+
+
+def test_the_pooled_rows_by_hand():
+    row = lambda m, t, e, c, w: {"model": m, "times_largest_pilot": t, "rel_error": e,
+                                 "covered": c, "width": w, "refused": None}
+    alone = [row("q", 2, 0.1, True, 1.5), row("q", 8, -0.3, False, 3.0),
+             row("q", 8, 0.2, True, 2.0), {**row("p", 8, None, None, None), "refused": "no"}]
+    joint = [row("q", 2, 0.0, True, 1.0), row("q", 8, -0.1, True, 2.0),
+             row("q", 8, 0.1, True, 4.0), {**row("p", 8, None, None, None), "refused": "no"}]
+    q, p, everything = tool.pooled(alone, joint)
+    # by hand: q alone covers 2 of 3, widths 1.5, 3, 2 (median 2), 8x |errors| 0.3, 0.2 (0.25)
+    assert q["alone"] == {"scored": 3, "refused": 0, "coverage_95": pytest.approx(2 / 3),
+                          "median_width": 2.0, "median_abs_error_8x": pytest.approx(0.25)}
+    assert q["joint"]["coverage_95"] == 1.0 and q["joint"]["median_width"] == 2.0
+    assert q["joint"]["median_abs_error_8x"] == pytest.approx(0.1)
+    assert p["alone"]["refused"] == 1 and p["alone"]["scored"] == 0
+    assert everything["alone"]["scored"] == 3 and everything["alone"]["refused"] == 1
