@@ -2,11 +2,11 @@
 ways): `python experiments/plan_contrast.py BASE.json OTHER.json`, each the plan_calibration.json
 of `plan_calibration.py --design practitioner [--progress-form adam]`. Prints, per model, rule
 and held-out batch, the mean paired |log error| difference with a 95% bootstrap CI over designs
-(twoclock.studies.planner.practitioner.contrast; the tables in docs/plan.md and docs/history/plan.md)."""
+(twoclock.studies.planner.paired.contrast; the tables in docs/plan.md and docs/history/plan.md)."""
 import json
 import sys
 
-from twoclock.studies.planner.practitioner import contrast, contrast_table
+from twoclock.studies.planner.paired import contrast, contrast_table
 
 
 def main(argv=None) -> int:

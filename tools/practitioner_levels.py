@@ -11,7 +11,8 @@ the target against the study's held-out answers.
 A level lies a fraction f of the way from the target back to where the pilots start: T + f (v0 -
 T), v0 the median of the pilots' first logged values. Prints, per model, rule and held-out batch,
 the median |error|, the 95% coverage and the median width both ways, and the paired contrast
-|log(1 + err)| joint minus alone (practitioner.contrast: 95% bootstrap CI over designs)."""
+|log(1 + err)| joint minus alone (twoclock/studies/planner/paired.py: 95% bootstrap CI over
+designs)."""
 import argparse
 import csv
 import json
@@ -24,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from twoclock.pilot import api, bands, levels  # noqa: E402
 from twoclock.pilot.conditions import parse_condition  # noqa: E402
 from twoclock.pilot.plan import PilotError  # noqa: E402
-from twoclock.studies.planner import practitioner  # noqa: E402
+from twoclock.studies.planner import paired  # noqa: E402
 
 
 def level_texts(target: str, first_R, fractions) -> str:
@@ -160,9 +161,9 @@ def main(argv=None) -> None:
     alone, joint = rescore(a.folder, fractions, a.first_design)
     if not alone:
         ap.error(f"--first-design: no design from {a.first_design} on in {a.folder}")
-    con, pool = practitioner.contrast(alone, joint), pooled(alone, joint)
+    con, pool = paired.contrast(alone, joint), pooled(alone, joint)
     print(table(alone, joint))
-    print(practitioner.contrast_table(con, "alone", "joint"))
+    print(paired.contrast_table(con, "alone", "joint"))
     for p in pool:
         print(f"{p['model']:<10} " + "; ".join(
             f"{k}: {p[k]['scored']} scored, {p[k]['refused']} refused" + ("" if not p[k][

@@ -91,6 +91,33 @@ def test_scores_and_summary_by_hand():
                     (("m", "fixed", "66.7%"), ("m", "both", "60.0%"), ("all", "both", "60.0%"))]
 
 
+def test_the_goal_per_model_by_hand():
+    """Issue 50's goal on a summary row: each criterion alone fails it, in words; a row that
+    meets every one is 'met' in the printout."""
+    ok = {"model": "m", "rule": "both", "median_abs_error_2x": 0.10, "median_abs_error_8x":
+          0.15, "coverage_95": 0.90, "coverage_95_never_as_miss": 0.90, "scored": 40,
+          "median_width": 2.0}  # every criterion at its boundary: met
+    assert pr.missed(ok) == []
+    for change, said in ((dict(median_abs_error_8x=0.217), "|err| 8x 21.7% > 15%"),
+                         (dict(median_abs_error_2x=0.151), "|err| 2x 15.1% > 15%"),
+                         (dict(coverage_95=0.899, coverage_95_never_as_miss=0.899),
+                          "coverage 89.9% < 90%"),
+                         (dict(coverage_95_never_as_miss=0.87),
+                          "coverage counting never-reached as misses 87.0% < 90%"),
+                         (dict(scored=39), "39 scored < 40"),
+                         (dict(median_width=2.01), "median width x2.01 > x2")):
+        assert pr.missed({**ok, **change}) == [said], change
+    assert pr.missed({**ok, "median_abs_error_8x": None}) == []  # nothing at 8x: not judged
+    out = {"design": "practitioner", "eval_items": 1000, "eval_every_updates": 25, "seeds": 2,
+           "heldout_seeds": 2, "simulations": {}, "rows": [],
+           "summary": [{**ok, "predictions": 40, "refused": 0, "unanswered": 0,
+                        "wider_than_2x": 0.5, "goal_missed": []},
+                       {**ok, "model": "b", "predictions": 40, "refused": 0, "unanswered": 0,
+                        "wider_than_2x": 0.5, "goal_missed": ["|err| 8x 21.7% > 15%"]}]}
+    assert [line for line in pr.table(out).splitlines() if line.startswith("goal")] == [
+        "goal, m: met", "goal, b: |err| 8x 21.7% > 15%"]
+
+
 def test_the_study_takes_the_design():
     from twoclock.studies.plan_calibration import Config, table
     assert Config(design="practitioner").design == "practitioner"

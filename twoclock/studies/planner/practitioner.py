@@ -23,12 +23,16 @@ from twoclock.atomic import atomic_write
 from twoclock.pilot import bands, logs as pl
 from twoclock.pilot.plan import PilotError
 from twoclock.studies.planner import logs_check
+from twoclock.studies.planner.paired import contrast, contrast_table  # noqa: F401 (re-exported)
 
 RULES = ("fixed", "sqrt")
 EVAL_EVERY, EVAL_ITEMS = 25, 1000
 SEEDS, HELDOUT_SEEDS = 16, 16
 NOISE_SEED = 20250
 WIDE = 2.0  # a band wider than this factor either side of its median is flagged
+# issue 50's goal per model: median |error| <= report.GOAL at 2x and 8x, 95% coverage >= 90%
+# over >= 40 predictions, median band <= WIDE either side
+COVER, AT_LEAST = 0.9, 40
 
 
 def batches(model) -> tuple:
@@ -222,53 +226,24 @@ def summary(rows) -> list:
                     "coverage_95_never_as_miss": _never_as_miss(rs, sc),
                     "median_width": med(w),
                     "wider_than_2x": (sum(x > WIDE for x in w) / len(w)) if w else None})
+        out[-1]["goal_missed"] = missed(out[-1])
     return out
 
 
-def contrast(base, other, groups=None, resamples: int = 2000, seed: int = 0) -> list:
-    """Paired contrast of two practitioner runs' rows (the same designs planned two ways):
-    per (model, rule, times the largest pilot), and per model and in all, the mean over the
-    designs scored in both of d = |log(1 + err_other)| - |log(1 + err_base)| (negative: other
-    is closer) with a 95% percentile bootstrap CI over designs (a design: model, rule, seed,
-    resampled whole), and how many designs. `groups` None: those cells, per model, all."""
-    key = lambda r: (r["model"], r["rule"], r["seed"], r["times_largest_pilot"])
-    a = {key(r): r["rel_error"] for r in base if r.get("rel_error") is not None}
-    b = {key(r): r["rel_error"] for r in other if r.get("rel_error") is not None}
-    d = {k: abs(math.log1p(b[k])) - abs(math.log1p(a[k])) for k in a if k in b}
-    if groups is None:
-        cells = sorted({(m, r, t) for m, r, _, t in d})
-        groups = cells + [(m, "both", None) for m in dict.fromkeys(m for m, *_ in cells)] + \
-            [("all", "both", None)]
-    rng = np.random.default_rng(seed)
-    out = []
-    for model, rule, times in groups:
-        ks = [k for k in d if model in ("all", k[0]) and rule in ("both", k[1])
-              and times in (None, k[3])]
-        designs = sorted({k[:3] for k in ks})
-        if not designs:
-            continue
-        tot = np.array([sum(d[k] for k in ks if k[:3] == g) for g in designs])
-        cnt = np.array([sum(k[:3] == g for k in ks) for g in designs], np.float64)
-        boot = [tot[i].sum() / cnt[i].sum()
-                for i in rng.integers(0, len(designs), (resamples, len(designs)))]
-        out.append({"model": model, "rule": rule, "times_largest_pilot": times,
-                    "designs": len(designs), "pairs": len(ks),
-                    "mean_diff": float(tot.sum() / cnt.sum()),
-                    "ci": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))]})
-    return out
-
-
-def contrast_table(rows: list, base: str, other: str) -> str:
-    """contrast()'s rows as text (docs/plan.md; per rule in docs/history/plan.md)."""
-    lines = [f"paired |log error| difference, {other} - {base} (negative: {other} closer), "
-             "mean over designs scored in both [95% bootstrap CI over designs]"]
-    for r in rows:
-        t = "all" if r["times_largest_pilot"] is None else f"{r['times_largest_pilot']}x"
-        ci = r["ci"]
-        lines.append(f"{r['model']:<10} {r['rule']:<6} {t:<4} {r['pairs']:>4} pairs "
-                     f"{r['mean_diff']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}]"
-                     + ("" if ci[0] < 0 < ci[1] else " *"))
-    return "\n".join(lines)
+def missed(s: dict) -> list:
+    """What a summary row misses of the goal (COVER, AT_LEAST, WIDE, report.GOAL), in words."""
+    from twoclock.pilot.report import GOAL  # noqa: PLC0415
+    if not s["scored"]:
+        return [f"0 scored < {AT_LEAST}"]
+    bad = [f"|err| {t} {s[k]:.1%} > {GOAL:.0%}" for t, k in (("2x", "median_abs_error_2x"), (
+        "8x", "median_abs_error_8x")) if s[k] is not None and s[k] > GOAL]
+    bad += [f"coverage {s['coverage_95']:.1%} < {COVER:.0%}"] if s["coverage_95"] < COVER else []
+    nev = s["coverage_95_never_as_miss"]
+    bad += [f"coverage counting never-reached as misses {nev:.1%} < {COVER:.0%}"] if (
+        nev is not None and nev < COVER <= s["coverage_95"]) else []
+    bad += [f"{s['scored']} scored < {AT_LEAST}"] if s["scored"] < AT_LEAST else []
+    return bad + ([f"median width x{s['median_width']:.2f} > x{WIDE:g}"]
+                  if s["median_width"] > WIDE else [])
 
 
 def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: int = SEEDS,
@@ -358,6 +333,9 @@ def table(out: dict) -> str:
                      f"{s['refused']:>7} {pct(s['median_abs_error_2x']):>9} "
                      f"{pct(s['median_abs_error_8x']):>9} {pct(s['coverage_95']):>8} "
                      f"{f(s['median_width']):>10} {pct(s['wider_than_2x']):>6}")
+    for s in out["summary"]:
+        if s["rule"] == "both" and "goal_missed" in s:
+            lines.append(f"goal, {s['model']}: " + ("; ".join(s["goal_missed"]) or "met"))
     for s in out["summary"]:
         if s["unanswered"]:
             lines.append(f"{s['model']}, {s['rule']}: {s['unanswered']} predictions at held-out "
