@@ -125,6 +125,20 @@ def pooled(alone: list, joint: list) -> list:
     return out
 
 
+def score(pool: list, con: list) -> list:
+    """docs/preregistered/practitioner_levels_predictions.json's six claims, each (id, holds),
+    from the pooled rows and the contrasts (per model, both rules, 2x and 8x pooled)."""
+    p = {r["model"]: r for r in pool}
+    c = {r["model"]: r["ci"] for r in con if r["rule"] == "both" and r["model"] != "all"}
+    has0 = lambda ci: ci[0] <= 0.0 <= ci[1]
+    e8 = lambda m: p[m]["joint"]["median_abs_error_8x"]
+    return [(1, c["quadratic"][1] < 0.0), (2, has0(c["bandit"])), (3, has0(c["policy"])),
+            (4, all(p[m]["joint"]["median_width"] < p[m]["alone"]["median_width"]
+                    for m in ("quadratic", "bandit", "policy"))),
+            (5, p["all"]["joint"]["coverage_95"] >= 0.9),
+            (6, e8("quadratic") <= 0.15 and e8("bandit") > 0.15 and e8("policy") > 0.15)]
+
+
 def table(alone: list, joint: list) -> str:
     lines = ["| model | rule | held out | scored | median abs. error: alone, joint | 95% "
              "coverage: alone, joint | median width: alone, joint |", "|---|---|---|---|---|---|---|"]
@@ -173,8 +187,15 @@ def main(argv=None) -> None:
                     f"{p[k]['median_abs_error_8x']:.1%}")) for k in ("alone", "joint")))
     if a.json:
         from twoclock.atomic import atomic_write  # noqa: PLC0415
-        doc = {"folder_designs_from": a.first_design, "fractions": fractions,
-               "pooled": pool, "contrast": con}
+        doc = {"predictions": "docs/preregistered/practitioner_levels_predictions.json",
+               "designs_from": a.first_design, "fractions": fractions, "pooled": pool,
+               "contrast": con}
+        if a.first_design == 16 and fractions == [0.15, 0.3]:  # the pre-registered design
+            held = score(pool, con)
+            doc.update(holds=[{"id": i, "holds": h} for i, h in held],
+                       held=sum(h for _, h in held), n=len(held))
+            print(f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
+                f"{i} {'holds' if h else 'fails'}" for i, h in held) + ")")
         atomic_write(a.json, lambda f: json.dump(doc, f, indent=1))
 
 

@@ -75,3 +75,28 @@ def test_the_pooled_rows_by_hand():
     assert q["joint"]["median_abs_error_8x"] == pytest.approx(0.1)
     assert p["alone"]["refused"] == 1 and p["alone"]["scored"] == 0
     assert everything["alone"]["scored"] == 3 and everything["alone"]["refused"] == 1
+
+
+def test_the_six_claims_are_scored_as_written():
+    """Each pre-registered claim flips when its own number crosses its bound, and only then."""
+    side = lambda w, e: {"median_width": w, "median_abs_error_8x": e, "coverage_95": 0.95}
+    pool = [{"model": "quadratic", "alone": side(1.6, 0.09), "joint": side(1.4, 0.08)},
+            {"model": "bandit", "alone": side(1.8, 0.21), "joint": side(1.7, 0.21)},
+            {"model": "policy", "alone": side(1.6, 0.18), "joint": side(1.4, 0.16)},
+            {"model": "all", "alone": side(1.7, 0.13), "joint": {**side(1.5, 0.12),
+                                                                 "coverage_95": 0.90}}]
+    con = [{"model": m, "rule": "both", "ci": ci} for m, ci in
+           (("quadratic", [-0.03, -0.001]), ("bandit", [-0.004, 0.0]),
+            ("policy", [0.0, 0.009]), ("all", [-0.01, -0.001]))]
+    assert tool.score(pool, con) == [(i, True) for i in range(1, 7)]  # bounds inclusive
+    flip = {1: lambda: con[0].update(ci=[-0.03, 0.0]), 2: lambda: con[1].update(ci=[0.0001, 1]),
+            3: lambda: con[2].update(ci=[-1, -0.0001]),
+            4: lambda: pool[1]["joint"].update(median_width=1.8),
+            5: lambda: pool[3]["joint"].update(coverage_95=0.8999),
+            6: lambda: pool[2]["joint"].update(median_abs_error_8x=0.15)}
+    for i, change in flip.items():
+        keep = [dict(r, **{k: dict(r[k]) for k in ("alone", "joint")}) for r in pool], \
+            [dict(r) for r in con]
+        change()
+        assert tool.score(pool, con) == [(j, j != i) for j in range(1, 7)], i
+        pool[:], con[:] = keep
