@@ -141,7 +141,8 @@ def score(pool: list, con: list) -> list:
 
 def table(alone: list, joint: list) -> str:
     lines = ["| model | rule | held out | scored | median abs. error: alone, joint | 95% "
-             "coverage: alone, joint | median width: alone, joint |", "|---|---|---|---|---|---|---|"]
+             "coverage: alone, joint | median width: alone, joint |",
+             "|---|---|---|---|---|---|---|"]
     for key in sorted({(r["model"], r["rule"], r["times_largest_pilot"]) for r in alone}):
         pick = lambda rs: [r for r in rs if (r["model"], r["rule"], r["times_largest_pilot"])
                            == key and r.get("rel_error") is not None]

@@ -717,6 +717,25 @@ BUGS = [
      "reached = np.any((r.metrics[metric][ok] - target) * (target - optimum) <= 0)",
      "reached = np.any((r.metrics[metric][ok] - target) * (target - optimum) < -1e9)",
      f"{P}test_floorout.py"),
+    # this stop: the goal per model, the whole curve on the practitioner's sweep
+    ("goal: an 8x error at 15% counted a miss", "narrow",
+     "twoclock/studies/planner/practitioner.py",
+     'if s[k] is not None and s[k] > GOAL]', 'if s[k] is not None and s[k] >= GOAL]', PRACT),
+    ("goal: never-reached predictions never counted", "glue",
+     "twoclock/studies/planner/practitioner.py",
+     "nev is not None and nev < COVER <= s[\"coverage_95\"]) else []",
+     "nev is not None and nev < COVER <= s[\"coverage_95\"] - 1) else []", PRACT),
+    ("whole curve: the levels a fraction of the start, not of the way back", "self",
+     "tools/practitioner_levels.py",
+     "vals = [c.threshold + f * (v0 - c.threshold) for f in fractions]",
+     "vals = [c.threshold + f * v0 for f in fractions]", f"{S}test_practitioner_levels.py"),
+    ("whole curve: each run's last value read as its first", "trivial",
+     "tools/practitioner_levels.py",
+     'first.setdefault(row["run"], float(row[metric]))',
+     'first[row["run"]] = float(row[metric])', f"{S}test_practitioner_levels.py"),
+    ("whole curve: claim 1 scored on the CI's lower end", "self", "tools/practitioner_levels.py",
+     'return [(1, c["quadratic"][1] < 0.0)', 'return [(1, c["quadratic"][0] < 0.0)',
+     f"{S}test_practitioner_levels.py"),
 ]
 
 
