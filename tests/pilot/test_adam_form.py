@@ -257,7 +257,7 @@ def test_the_form_predicts_the_quadratic_model_at_8x_within_the_planners_goal(qu
     assert q["sim"][-1] - q["sim"][0] > 0.25 and q["form"][-1] - q["form"][0] > 0.2
 
 
-# The regime map of the form's 8x exponent (docs/plan.md, "Adam's progress form"): the
+# The regime map of the form's 8x exponent (docs/history/plan_notes.md, its table): the
 # quadratic model under the fixed rule at five targets (lr0 0.01) and at the default target
 # with two smaller lrs. Measured: inside the simulated CI at targets 0.2 and 0.1, below it
 # elsewhere (a sharper knee than one sqrt(m (m + B_n)) near the noise floor, a wider one far
@@ -271,7 +271,7 @@ _CELLS = [(0.3, 0.01), (0.2, 0.01), (0.1, 0.01), (0.07, 0.01), (0.05, 0.01), (0.
 @pytest.mark.parametrize("target,lr0", [
     c if c in _INSIDE else pytest.param(*c, marks=pytest.mark.xfail(
         strict=True, reason="measured: the form's exponent at 8x lies outside the simulated "
-        "CI in this cell (docs/plan.md, \"Adam's progress form\")")) for c in _CELLS])
+        "CI in this cell (docs/history/plan_notes.md, the regime map)")) for c in _CELLS])
 def test_the_fixed_lr_forms_exponent_at_8x_lies_in_the_simulated_exponents_ci(target, lr0):
     q = quadratic_exponents("fixed", target=target, lr0=lr0)
     lo, hi = q["ci"]
@@ -282,12 +282,12 @@ def test_the_fixed_lr_forms_exponent_at_8x_lies_in_the_simulated_exponents_ci(ta
 # updates (3920 samples at B 256), about the 1 / (1 - beta1) = 10 updates its first moment
 # averages over. With beta1 0 (no momentum) the form's exponent lies inside the simulated CI
 # (measured: 0.434 against [0.423, 0.444]; with beta1 0.9, 0.365 against [0.404, 0.412]);
-# docs/plan.md, "Adam's progress form".
+# the momentum table in docs/history/plan_notes.md.
 @pytest.mark.parametrize("beta1", [
     pytest.param(0.9, marks=pytest.mark.xfail(
         strict=True, reason="measured: under the sqrt rule at the default target the form's "
         "exponent at 8x (0.365) lies below the simulated CI ([0.404, 0.412]): momentum over "
-        "runs of a few updates (docs/plan.md, \"Adam's progress form\")")), 0.0])
+        "runs of a few updates (docs/history/plan_notes.md, the momentum table)")), 0.0])
 def test_the_sqrt_rule_forms_exponent_at_8x_lies_in_the_simulated_exponents_ci(beta1):
     q = quadratic_exponents("sqrt", beta1=beta1)
     lo, hi = q["ci"]
@@ -349,7 +349,7 @@ def test_the_floor_the_lr_and_the_spectrum_each_bend_the_knee():
     assert two_point_error(0.01, True, **ONE_COORDINATE) < one, one
 
 
-if __name__ == "__main__":  # the tables in docs/plan.md
+if __name__ == "__main__":  # the tables in docs/history/plan_notes.md
     for r in ("fixed", "sqrt"):
         q = quadratic_exponents(r)
         print(f"{r}: B_n {q['noise_scale']:.4g}, sharpness {q['m']:g}")
