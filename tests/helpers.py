@@ -1,5 +1,5 @@
 """Shared test helpers: the one tolerance check, the hypothesis example budget, the
-first-crossing oracle, and experiments/plan.py's main."""
+first-crossing oracle, a script loaded from its file, and experiments/plan.py's main."""
 import importlib.util
 import os
 
@@ -37,14 +37,22 @@ def assert_close(actual, expected, *, rtol: float, atol: float, what: str = "val
                              f"expected {e[bad][:5]} (rtol={rtol}, atol={atol})")
 
 
-def plan_main(name: str = "plan_script"):
-    """experiments/plan.py's main, loaded from its file (experiments/ is not a package)."""
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "experiments", "plan.py")
-    spec = importlib.util.spec_from_file_location(name, path)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load_script(path: str, name: str | None = None):
+    """A script of tools/, experiments/ or benchmarks/ (not packages), loaded from its file as a
+    module: `path` from the repository root, `name` the module's (default: the file's stem)."""
+    name = name or os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.main
+    return mod
+
+
+def plan_main(name: str = "plan_script"):
+    """experiments/plan.py's main, loaded from its file."""
+    return load_script(os.path.join("experiments", "plan.py"), name).main
 
 
 def first_crossing(m_T, m0) -> float:

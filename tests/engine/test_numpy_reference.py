@@ -5,15 +5,12 @@ trajectory to float32 precision, for every optimizer and a rotated model; with n
 median clocks over seeds agree within their bootstrap CIs (the generators differ, so
 agreement can only be statistical).
 """
-import importlib.util
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from tests.helpers import assert_close
+from tests.helpers import assert_close, load_script
 from twoclock.analysis import clocks
 from twoclock import OptimConfig, QuadraticConfig, SweepConfig
 from twoclock.models.quadratic import MODEL, initial_loss
@@ -21,10 +18,7 @@ from twoclock.engine.stages import constant_run
 from twoclock.engine.sweep import run_sweep
 from twoclock.models import MODELS
 
-_spec = importlib.util.spec_from_file_location(
-    "numpy_reference", Path(__file__).resolve().parents[2] / "benchmarks" / "numpy_reference.py")
-nr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(nr)
+nr = load_script("benchmarks/numpy_reference.py")
 
 
 @pytest.mark.parametrize("opt, rotate", [

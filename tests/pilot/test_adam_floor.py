@@ -1,7 +1,6 @@
 """The floor-aware Adam form (twoclock/pilot/adam.py: floor_scale, floor_at, floor_levels) and
 its pre-registered check (tools/adam_floor.py): hand-computed asymptotes and levels, a synthetic
 family whose clocks the shifted levels give exactly, and the committed files' bookkeeping."""
-import importlib.util
 import json
 import math
 import os
@@ -10,14 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import example, given, strategies as st
 
+from tests.helpers import ROOT, load_script
 from twoclock.pilot import adam
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PRE = os.path.join(ROOT, "docs", "preregistered")
-_spec = importlib.util.spec_from_file_location("adam_floor",
-                                               os.path.join(ROOT, "tools", "adam_floor.py"))
-tool = importlib.util.module_from_spec(_spec)  # tools/ is not a package
-_spec.loader.exec_module(tool)
+tool = load_script("tools/adam_floor.py")
 
 
 @given(phi=st.floats(1e-3, 10.0), opt=st.floats(-1.0, 1.0), sign=st.sampled_from([1.0, -1.0]))

@@ -1,7 +1,6 @@
 """tools/adam_form_gaps.py, the regime map's pre-registered check: the committed predictions are
 the tool's cells, `predict` never overwrites, and the committed scores' bookkeeping against a
 NumPy recomputation from the stored numbers (no simulation)."""
-import importlib.util
 import json
 import math
 import os
@@ -9,12 +8,10 @@ import os
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.helpers import ROOT, load_script
+
 PRE = os.path.join(ROOT, "docs", "preregistered")
-_spec = importlib.util.spec_from_file_location("adam_form_gaps",
-                                               os.path.join(ROOT, "tools", "adam_form_gaps.py"))
-gaps = importlib.util.module_from_spec(_spec)  # tools/ is not a package
-_spec.loader.exec_module(gaps)
+gaps = load_script("tools/adam_form_gaps.py")
 
 
 def _load(name):

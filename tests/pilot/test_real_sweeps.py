@@ -6,7 +6,6 @@ earlier) and hand-computed baselines. Provenance: every stored file is named in 
 README, and every row's source key is defined there.
 """
 import csv
-import importlib.util
 import json
 import math
 import os
@@ -16,12 +15,11 @@ import numpy as np
 import pytest
 from scipy.optimize import curve_fit
 
+from tests.helpers import load_script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REAL = os.path.join(ROOT, "twoclock", "data", "real")
-_spec = importlib.util.spec_from_file_location("score_real", os.path.join(ROOT, "tools",
-                                                                          "score_real.py"))
-sr = importlib.util.module_from_spec(_spec)  # tools/ is not a package
-_spec.loader.exec_module(sr)
+sr = load_script("tools/score_real.py")
 SWEEPS = sorted(d for d in os.listdir(REAL) if os.path.isdir(os.path.join(REAL, d)))
 OLMO = "cbs_rlvr_olmo2_1b"
 

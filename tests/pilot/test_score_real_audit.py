@@ -1,14 +1,9 @@
 """Self-audit tests of tools/score_real.py (docs/testing.md, "Self-audit"): the band factor by hand."""
-import importlib.util
-import os
-
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location("score_real_audit",
-                                               os.path.join(ROOT, "tools", "score_real.py"))
-score_real = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(score_real)
+from tests.helpers import load_script
+
+score_real = load_script("tools/score_real.py", "score_real_audit")
 
 
 @pytest.mark.parametrize("band, want", [([50.0, 300.0], 3.0),   # high side: 300 / 100

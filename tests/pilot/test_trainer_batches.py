@@ -15,6 +15,7 @@ import pytest
 
 from tests.pilot.test_trainer_logs import (DATA, METRICS, STEPS, TB, VERL, _plan, check_runs,
                                            expected)
+from tests.helpers import load_script
 from twoclock.pilot import batches
 from twoclock.pilot.plan import PilotError
 from twoclock.pilot.reader import read_logs
@@ -28,12 +29,7 @@ PROCESSES, ACCUMULATION = {64: 2, 128: 4, 256: 4}, {64: 2, 128: 2, 256: 4}
 
 
 def _fixtures():
-    spec = importlib.util.spec_from_file_location(
-        "fixtures", os.path.join(os.path.dirname(DATA), "..", "..", "tools",
-                                 "trainer_log_fixtures.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/trainer_log_fixtures.py", "fixtures")
 
 
 def _plan_json(tmp_path, path, *extra):

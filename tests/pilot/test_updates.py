@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, strategies as st
 
+from tests.helpers import load_script
 from tests.pilot.test_trainer_logs import DATA
 from twoclock.pilot import logs as pl, updates
 from twoclock.pilot.plan import PilotError
@@ -176,11 +177,7 @@ def test_the_command_reads_updates(tmp_path):
 
 # ------------------------------------------------------------------ the writers' own files
 def _fixtures():
-    spec = importlib.util.spec_from_file_location(
-        "fixtures", os.path.join(DATA, "..", "..", "..", "tools", "trainer_log_fixtures.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/trainer_log_fixtures.py", "fixtures")
 
 
 def _trl_folder(tmp_path, **changes):

@@ -1,23 +1,16 @@
 """The calibration command end to end on the quadratic: its table agrees with its own rows,
 the simulated logs are read back only under the same fingerprint, and a changed model
 configuration simulates anew; and its coverage counts and seed sets by hand."""
-import importlib.util
 import json
-import os
 
 import pytest
 
+from tests.helpers import load_script
 from twoclock.studies.planner import calibrate
-
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def _main():
-    spec = importlib.util.spec_from_file_location(
-        "plan_calibration_script", os.path.join(ROOT, "experiments", "plan_calibration.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.main
+    return load_script("experiments/plan_calibration.py", "plan_calibration_script").main
 
 
 def test_calibration_on_the_quadratic(tmp_path, capsys):

@@ -1,16 +1,11 @@
 """tools/practitioner_bias.py: the measurement itself simulates the policy model for minutes (its
 numbers are in docs/plan.md, "A practitioner's sweep"); here, that a bad --seeds is refused in one
 line before any simulation."""
-import importlib.util
-import os
-
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location(
-    "practitioner_bias", os.path.join(ROOT, "tools", "practitioner_bias.py"))
-tool = importlib.util.module_from_spec(_spec)  # tools/ is not a package
-_spec.loader.exec_module(tool)
+from tests.helpers import load_script
+
+tool = load_script("tools/practitioner_bias.py")
 
 
 @pytest.mark.parametrize("seeds", ["1", "0", "-3"])

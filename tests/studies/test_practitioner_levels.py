@@ -1,18 +1,14 @@
 """tools/practitioner_levels.py (the whole curve on the practitioner's sweep): the levels by
 hand, each run's first value from interleaved rows, both plans against a synthetic family whose
 clock at every level is known by hand, and the pooled bookkeeping by hand."""
-import importlib.util
 import math
-import os
 
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location(
-    "practitioner_levels", os.path.join(ROOT, "tools", "practitioner_levels.py"))
-tool = importlib.util.module_from_spec(_spec)  # tools/ is not a package
-_spec.loader.exec_module(tool)
+from tests.helpers import load_script
+
+tool = load_script("tools/practitioner_levels.py")
 
 # L_b(t) = D exp(-t / s(b)), s(b) = A sqrt(b (b + B_N)) samples at a fixed lr: by hand the
 # crossing of any level x is s(b) log(D / x), one B_n at every level (Adam's form, exactly)
