@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from twoclock.pilot import api, bands, levels  # noqa: E402
 from twoclock.pilot.conditions import parse_condition  # noqa: E402
 from twoclock.pilot.plan import PilotError  # noqa: E402
-from twoclock.studies.planner import paired  # noqa: E402
+from twoclock.studies.planner import paired, practitioner  # noqa: E402
 
 
 def level_texts(target: str, first_R, fractions) -> str:
@@ -48,21 +48,27 @@ def first_values(path: str, metric: str) -> list:
 
 def plan_both(path: str, target: str, fractions, held) -> tuple:
     """(the target's plan alone, its row of the joint fit): each {batch: progress band}, or the
-    refusal's line in place of a plan."""
+    refusal's line in place of a plan. The target's plan is made once and serves both (the
+    joint fit is refused with it)."""
     metric = parse_condition(target, "--progress").metric
     texts = levels.split_targets(level_texts(target, first_values(path, metric), fractions))
-    out = []
-    for ts in ([texts[0]], texts):
-        try:
-            plans = [api.plan_logs(path, t, [], predict=list(held),
-                                   progress_form="adam").to_json() for t in ts]
-        except PilotError as err:
-            out.append(str(err))
-            continue
-        rows = (plans[0]["predictions"] if len(plans) == 1 else
-                levels.joint_plan(ts, plans, list(held))["targets"][0]["predictions"])
-        out.append({p["batch"]: p["progress_samples"] for p in rows})
-    return tuple(out)
+    bands_of = lambda rows: {p["batch"]: p["progress_samples"] for p in rows}
+    try:
+        plans = [_plan(path, texts[0], held)]
+    except PilotError as err:
+        return str(err), str(err)
+    alone = bands_of(plans[0]["predictions"])
+    try:
+        plans += [_plan(path, t, held) for t in texts[1:]]
+    except PilotError as err:
+        return alone, str(err)
+    return alone, bands_of(levels.joint_plan(texts, plans, list(held))["targets"][0][
+        "predictions"])
+
+
+def _plan(path: str, text: str, held) -> dict:
+    """One target's plan of a design's log: the Adam form, progress only (the study's own)."""
+    return api.plan_logs(path, text, [], predict=list(held), progress_form="adam").to_json()
 
 
 def rescore(folder: str, fractions, first: int = 0) -> tuple:
@@ -76,24 +82,25 @@ def rescore(folder: str, fractions, first: int = 0) -> tuple:
         if r["seed"] < first:
             continue
         designs.setdefault((r["model"], r["rule"], r["seed"]), []).append(r)
+    targets = {m: _target(m) for m, _, _ in designs}
     for (model, rule, seed), rows in designs.items():
         path = os.path.join(folder, f"plan_calibration_practitioner_{model}_{rule}_s{seed}.csv")
-        target = _target(model)
-        got = plan_both(path, target, fractions, sorted(r["batch"] for r in rows))
+        got = plan_both(path, targets[model], fractions, sorted(r["batch"] for r in rows))
         for r in rows:
             base = {k: r[k] for k in ("model", "rule", "seed", "batch", "times_largest_pilot",
                                       "measured")}
-            if not isinstance(got[0], str) and r.get("rel_error") is not None and abs(
-                    bands.score(got[0][r["batch"]], r["measured"])["rel_error"]
-                    - r["rel_error"]) > 1e-9:
-                raise SystemExit(f"{model} {rule} design {r['seed']} B {r['batch']}: the plan "
-                                 "alone is not the study's (re-run the study)")
             for out, g in zip((alone, joint), got):
-                if isinstance(g, str) or r["measured"] is None:
-                    out.append({**base, "refused": g if isinstance(g, str) else None})
+                if isinstance(g, str):
+                    out.append({**base, "refused": g})
+                elif r["measured"] is None:  # runs that never arrived: the band, as the study
+                    out.append({**base, "refused": None, "ci": g[r["batch"]]["ci"]})
                 else:
                     out.append({**base, "refused": None,
                                 **bands.score(g[r["batch"]], r["measured"])})
+            if r.get("rel_error") is not None and alone[-1].get("rel_error") is not None and \
+                    abs(alone[-1]["rel_error"] - r["rel_error"]) > 1e-9:
+                raise SystemExit(f"{model} {rule} design {r['seed']} B {r['batch']}: the plan "
+                                 "alone is not the study's (re-run the study)")
     return alone, joint
 
 
@@ -106,23 +113,14 @@ def _target(model: str) -> str:
 
 
 def pooled(alone: list, joint: list) -> list:
-    """Per model and in all (both rules, 2x and 8x): scored, refused, the 95% coverage, the
-    median width, and the median |error| at 8x, alone and joint."""
-    out = []
-    for model in list(dict.fromkeys(r["model"] for r in alone)) + ["all"]:
-        row = {"model": model}
-        for name, rs in (("alone", alone), ("joint", joint)):
-            rs = [r for r in rs if model in ("all", r["model"])]
-            sc = [r for r in rs if r.get("rel_error") is not None]
-            e8 = [abs(r["rel_error"]) for r in sc if r["times_largest_pilot"] == 8]
-            row[name] = {"scored": len(sc), "refused": sum(r["refused"] is not None for r in rs),
-                         "coverage_95": float(np.mean([r["covered"] for r in sc])) if sc
-                         else None,
-                         "median_width": float(np.median([r["width"] for r in sc])) if sc
-                         else None,
-                         "median_abs_error_8x": float(np.median(e8)) if e8 else None}
-        out.append(row)
-    return out
+    """Per model and in all (both rules, 2x and 8x; practitioner.summary's "both" rows):
+    scored, refused, the 95% coverage, the median width, and the median |error| at 8x, alone
+    and joint."""
+    keys = ("scored", "refused", "coverage_95", "median_width", "median_abs_error_8x")
+    both = {name: {s["model"]: {k: s[k] for k in keys} for s in practitioner.summary(rs)
+                   if s["rule"] == "both"} for name, rs in (("alone", alone), ("joint", joint))}
+    return [{"model": m, "alone": both["alone"][m], "joint": both["joint"][m]}
+            for m in both["alone"]]
 
 
 def score(pool: list, con: list) -> list:

@@ -57,12 +57,15 @@ def test_a_refused_target_is_kept_as_its_line(tmp_path):
 
 
 def test_the_pooled_rows_by_hand():
-    row = lambda m, t, e, c, w: {"model": m, "times_largest_pilot": t, "rel_error": e,
-                                 "covered": c, "width": w, "refused": None}
+    row = lambda m, t, e, c, w: {"model": m, "rule": "fixed", "times_largest_pilot": t,
+                                 "measured": 1.0, "rel_error": e, "covered": c, "width": w,
+                                 "refused": None}
     alone = [row("q", 2, 0.1, True, 1.5), row("q", 8, -0.3, False, 3.0),
              row("q", 8, 0.2, True, 2.0), {**row("p", 8, None, None, None), "refused": "no"}]
     joint = [row("q", 2, 0.0, True, 1.0), row("q", 8, -0.1, True, 2.0),
              row("q", 8, 0.1, True, 4.0), {**row("p", 8, None, None, None), "refused": "no"}]
+    never = {**row("q", 8, None, None, None), "measured": None, "ci": [1.0, 9.0]}
+    alone, joint = alone + [never], joint + [never]  # a run that never arrived: not scored
     q, p, everything = tool.pooled(alone, joint)
     # by hand: q alone covers 2 of 3, widths 1.5, 3, 2 (median 2), 8x |errors| 0.3, 0.2 (0.25)
     assert q["alone"] == {"scored": 3, "refused": 0, "coverage_95": pytest.approx(2 / 3),

@@ -22,6 +22,7 @@ import numpy as np
 from twoclock.atomic import atomic_write
 from twoclock.pilot import bands, logs as pl
 from twoclock.pilot.plan import PilotError
+from twoclock.pilot.report import GOAL
 from twoclock.studies.planner import logs_check
 from twoclock.studies.planner.paired import contrast, contrast_table  # noqa: F401 (re-exported)
 
@@ -232,7 +233,6 @@ def summary(rows) -> list:
 
 def missed(s: dict) -> list:
     """What a summary row misses of the goal (COVER, AT_LEAST, WIDE, report.GOAL), in words."""
-    from twoclock.pilot.report import GOAL  # noqa: PLC0415
     if not s["scored"]:
         return [f"0 scored < {AT_LEAST}"]
     bad = [f"|err| {t} {s[k]:.1%} > {GOAL:.0%}" for t, k in (("2x", "median_abs_error_2x"), (
