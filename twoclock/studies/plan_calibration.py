@@ -39,12 +39,17 @@ class Config:
                                    "--floor-out (the metric's optimum: 0 for a share falling "
                                    "to its target, 1 for one rising) and score it beside the "
                                    "plan (docs/plan.md)")
+    eval_every: int = param(practitioner.EVAL_EVERY, "with --design practitioner: the pilots "
+                                                     "evaluated every that many updates")
     panels: tuple = field(default=(), metadata={"internal": True})
 
     def __post_init__(self):
         require_int("--n-ckpt", self.n_ckpt, lo=2)
         require_int("--designs", self.designs, lo=1)
         require_int("--answer-seeds", self.answer_seeds, lo=1)
+        require_int("--eval-every", self.eval_every, lo=1)
+        require(self.eval_every == practitioner.EVAL_EVERY or self.design == "practitioner",
+                "--eval-every", "given with --design practitioner", self.eval_every)
         if self.progress_form is not None:
             require_choice("--progress-form", self.progress_form, ("adam",))
             require(self.design == "practitioner", "--progress-form",
@@ -61,7 +66,7 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
     if cfg.design == "practitioner":
         return practitioner.calibrate(cfg.panels, opt, engine.out, keep, quiet,
                                       cfg.designs, cfg.answer_seeds, cfg.progress_form,
-                                      cfg.floor_out)
+                                      cfg.floor_out, cfg.eval_every)
     return calibrate.calibrate(cfg.panels, opt, engine.out, cfg.n_ckpt, keep, quiet)
 
 

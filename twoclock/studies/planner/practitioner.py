@@ -112,8 +112,10 @@ def noisy(ck: dict, metric: str, seed: int, rng) -> np.ndarray:
     return v * (1.0 - draw(acc)) / err
 
 
-def write_design(path: str, sims: dict, pilots, seed: int, metric: str, rng) -> None:
-    """Seed `seed` at every pilot batch as a log CSV: run, batch, lr, samples, the metric."""
+def write_design(path: str, sims: dict, pilots, seed: int, metric: str, rng,
+                 every: int = EVAL_EVERY) -> None:
+    """Seed `seed` at every pilot batch as a log CSV: run, batch, lr, samples, the metric (the
+    sims checkpointed every `every` updates)."""
     def write(f):
         w = csv.writer(f)
         w.writerow(["run", "batch", "lr", "samples", metric])
@@ -122,7 +124,7 @@ def write_design(path: str, sims: dict, pilots, seed: int, metric: str, rng) -> 
             ck, lr = res.ckpt[0], float(res.lrs_BxL[0, 0])
             vals = noisy(ck, metric, seed, rng)
             for smp, v in zip(ck["samples"][0, seed], vals):
-                if round(smp / b) % EVAL_EVERY:  # a run's end between evaluations
+                if round(smp / b) % every:  # a run's end between evaluations
                     continue
                 w.writerow([f"B{b}", f"{b:g}", f"{lr:.8g}", f"{int(smp)}", f"{v:.6g}"])
     atomic_write(path, write)
@@ -137,10 +139,12 @@ def truth(res) -> float | None:
 
 def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                seeds: int = SEEDS, heldout_seeds: int = HELDOUT_SEEDS,
-               progress_form: str | None = None, floor_out: bool = False) -> tuple:
+               progress_form: str | None = None, floor_out: bool = False,
+               every: int = EVAL_EVERY) -> tuple:
     """(rows, simulation seconds, the noise drawn) of one model: every rule, seed and held-out
     batch; progress_form: the planner's (None: its default); floor_out: each row also scores
-    the same log planned with --floor-out (row["floor_out"], `floor_out_plan`)."""
+    the same log planned with --floor-out (row["floor_out"], `floor_out_plan`); every: the
+    pilots' evaluation every that many updates."""
     from twoclock.studies.plan_check import entry  # noqa: PLC0415
     e = entry(model)
     pilots, held = batches(model)
@@ -150,7 +154,7 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
     for rule in RULES:
         o = replace(opt, lr_rule=rule)
         t0 = time.perf_counter()
-        sims = {b: simulate(model, cfg, o, b, e.lr0, seeds, int(e.budget), keep, quiet)
+        sims = {b: simulate(model, cfg, o, b, e.lr0, seeds, int(e.budget), keep, quiet, every)
                 for b in pilots}
         answers = {b: truth(simulate(model, cfg, o, b, e.lr0, heldout_seeds, budget, keep,
                                      quiet, every=None))
@@ -161,7 +165,7 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
         for s in range(seeds):
             path = os.path.join(folder, f"plan_calibration_practitioner_{model.name}_{rule}_"
                                         f"s{s}.csv")
-            write_design(path, sims, pilots, s, metric, rng)
+            write_design(path, sims, pilots, s, metric, rng, every)
             try:
                 plan, refused = pl.plan_logs(path, progress, [], predict=list(held),
                                              progress_form=progress_form), None
@@ -248,15 +252,16 @@ def missed(s: dict) -> list:
 
 def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: int = SEEDS,
               heldout_seeds: int = HELDOUT_SEEDS, progress_form: str | None = None,
-              floor_out: bool = False) -> dict:
+              floor_out: bool = False, every: int = EVAL_EVERY) -> dict:
     """The practitioner design over panels (model, model config): rows and summary; seeds:
     the designs (per pilot batch), heldout_seeds: behind each answer; progress_form: the
     planner's (None: its default); floor_out: also each log planned with --floor-out, and
-    its summary beside the plan's (`floor_out_summary`)."""
+    its summary beside the plan's (`floor_out_summary`); every: the pilots' evaluation every
+    that many updates (EVAL_EVERY, the design's)."""
     rows, sims = [], {}
     for m, cfg in panels:
         got, secs, how = model_rows(m, cfg, opt, folder, keep, quiet, seeds, heldout_seeds,
-                                    progress_form, floor_out)
+                                    progress_form, floor_out, every)
         from twoclock.studies.plan_check import entry  # noqa: PLC0415
         pilots, held = batches(m)
         sims[m.name] = {"seconds": secs, "pilots": list(pilots), "heldout": list(held),
@@ -264,7 +269,7 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
                         "heldout_budgets": heldout_budgets(m)}
         rows += got
     return {"calibration": True, "design": "practitioner", "rules": list(RULES),
-            "eval_every_updates": EVAL_EVERY, "eval_items": EVAL_ITEMS, "seeds": seeds,
+            "eval_every_updates": every, "eval_items": EVAL_ITEMS, "seeds": seeds,
             "heldout_seeds": heldout_seeds, "simulations": sims, "rows": rows,
             "summary": summary(rows),
             **({} if progress_form is None else {"progress_form": progress_form}),
