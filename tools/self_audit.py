@@ -746,6 +746,10 @@ BUGS = [
     ("drift cells: a miss at -15% exactly", "narrow", "tools/bandit_drift.py",
      'sqrt["signed_error_8x"] < -practitioner.GOAL and',
      'sqrt["signed_error_8x"] <= -practitioner.GOAL and', f"{S}test_bandit_drift.py"),
+    ("practitioner: the log keeps the design's 25 whatever --eval-every says", "glue",
+     "twoclock/studies/planner/practitioner.py",
+     "if round(smp / b) % every:  # a run's end between evaluations",
+     "if round(smp / b) % EVAL_EVERY:  # a run's end between evaluations", PRACT),
 ]
 
 

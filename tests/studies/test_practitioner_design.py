@@ -46,6 +46,38 @@ def test_the_log_has_an_evaluation_every_25_updates_and_none_at_step_0(tmp_path)
     assert [int(r[3]) for r in rows] == [400, 800, 1200]
 
 
+def test_an_evaluation_every_5_updates_keeps_those_rows_and_not_the_runs_end(tmp_path):
+    # the same run checkpointed every 5 updates (--eval-every 5): by hand, updates 5, 10, 15
+    # at B 16 are 80, 160, 240 samples; the run's end at 17 updates lies between evaluations
+    b = 16
+    upd = np.array([5, 10, 15, 17])
+    res = SimpleNamespace(ckpt=[{"samples": (upd * b)[None, None, :].astype(float),
+                                 "heldout_acc": np.array([[[0.1, 0.2, 0.3, 0.31]]])}],
+                          lrs_BxL=np.array([[1e-3]]))
+    path = str(tmp_path / "d.csv")
+    pr.write_design(path, {b: res}, (b,), 0, "heldout_acc", np.random.default_rng(0), every=5)
+    with open(path) as f:
+        rows = [ln.split(",") for ln in f.read().splitlines()[1:]]
+    assert [int(r[3]) for r in rows] == [80, 160, 240]
+    # at the design's 25 the same checkpoints give nothing: none is a multiple of 25 updates
+    pr.write_design(path, {b: res}, (b,), 0, "heldout_acc", np.random.default_rng(0))
+    with open(path) as f:
+        assert f.read().splitlines()[1:] == []
+
+
+def test_the_evaluation_grid_is_the_practitioner_designs_knob():
+    from twoclock.studies.plan_calibration import Config
+    assert Config(design="practitioner", eval_every=5).eval_every == 5
+    assert Config().eval_every == pr.EVAL_EVERY == 25
+    with pytest.raises(ValueError, match="--eval-every must be an integer >= 1"):
+        Config(design="practitioner", eval_every=0)
+    with pytest.raises(ValueError, match="--eval-every must be given with --design "
+                                         "practitioner"):
+        Config(eval_every=5)
+    # a run of 1000 samples at B 64 (15 updates) evaluated every 5: 15 updates, 3 evaluations
+    assert pr.evaluation_grid(1000, 64, 5) == (15 * 64, 3)
+
+
 def test_scores_and_summary_by_hand():
     s = bands.score({"median": 120.0, "ci": [60.0, 300.0]}, 100.0)
     assert s["rel_error"] == pytest.approx(0.2) and s["covered"]
