@@ -1,0 +1,144 @@
+"""The practitioner design at two evaluation grids (docs/plan.md, "A practitioner's sweep"): two
+runs of `python experiments/plan_calibration.py --design practitioner --progress-form adam`, the
+published one (every 25 updates) and one with `--eval-every N`, on the same designs, compared
+model by model: the summary rows, the 8x median signed errors, the paired contrast
+(twoclock/studies/planner/paired.py) and where the uncovered truths lie (above or below the band).
+
+    python tools/eval_every.py BASE.json OTHER.json [--score policy|models] [--json OUT.json]
+
+--score checks a pre-registered file's predictions: policy,
+docs/preregistered/practitioner_eval_every_predictions.json; models,
+docs/preregistered/practitioner_eval_every_models_predictions.json."""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from twoclock.atomic import atomic_write  # noqa: E402
+from twoclock.studies.planner import paired, practitioner  # noqa: E402
+
+KEYS = ("median_abs_error_2x", "median_abs_error_8x", "coverage_95",
+        "coverage_95_never_as_miss", "median_width", "unanswered", "goal_missed")
+PREDICTIONS = {"policy": "docs/preregistered/practitioner_eval_every_predictions.json",
+               "models": "docs/preregistered/practitioner_eval_every_models_predictions.json"}
+
+
+def signed_8x(rows, model: str, rule: str):
+    """The median signed error at 8x of a model and rule (None: none scored)."""
+    e = [r["rel_error"] for r in rows if r["model"] == model and r["rule"] == rule
+         and r["times_largest_pilot"] == 8 and r.get("rel_error") is not None]
+    return float(np.median(e)) if e else None
+
+
+def misses(rows, model: str, rule: str, times: int) -> dict:
+    """The scored predictions of a cell whose band missed: above it (the truth slower than the
+    band) and below it."""
+    out = {"above": 0, "below": 0}
+    for r in rows:
+        if (r["model"], r["rule"], r["times_largest_pilot"]) == (model, rule, times) and \
+                r.get("rel_error") is not None and not r["covered"]:
+            out["above" if r["measured"] > r["ci"][1] else "below"] += 1
+    return out
+
+
+def measure(base: list, other: list) -> dict:
+    """Both runs on the models they share: summaries, signed 8x medians, misses by cell, and
+    the paired contrast other - base."""
+    models = [m for m in dict.fromkeys(r["model"] for r in other)
+              if any(r["model"] == m for r in base)]
+    base = [r for r in base if r["model"] in models]
+    other = [r for r in other if r["model"] in models]
+    doc = {}
+    for name, rows in (("base", base), ("other", other)):
+        doc[name] = {
+            "summary": {f"{s['model']} {s['rule']}": {k: s[k] for k in KEYS}
+                        for s in practitioner.summary(rows) if s["model"] != "all"},
+            "signed_8x": {f"{m} {r}": signed_8x(rows, m, r) for m in models
+                          for r in practitioner.RULES},
+            "misses": {f"{m} {r} {t}x": misses(rows, m, r, t) for m in models
+                       for r in practitioner.RULES for t in (2, 8)}}
+    doc["contrast"] = paired.contrast(base, other)
+    return doc
+
+
+def _ci(doc, model, rule, times):
+    return next(c["ci"] for c in doc["contrast"] if (c["model"], c["rule"],
+                                                       c["times_largest_pilot"]) ==
+                (model, rule, times))
+
+
+def _mean(doc, model, rule, times):
+    return next(c["mean_diff"] for c in doc["contrast"] if (c["model"], c["rule"],
+                                                              c["times_largest_pilot"]) ==
+                (model, rule, times))
+
+
+def score(which: str, doc: dict) -> list:
+    """(id, holds) of a pre-registered file's predictions, as its claims are written."""
+    b, o = doc["base"], doc["other"]
+    if which == "policy":
+        ci8 = _ci(doc, "policy", "sqrt", 8)
+        fixed = _ci(doc, "policy", "fixed", 8)
+        both = o["summary"]["policy both"]
+        return [(1, o["summary"]["policy sqrt"]["median_abs_error_8x"] <= practitioner.GOAL),
+                (2, ci8[1] < 0.0), (3, o["signed_8x"]["policy sqrt"] > 0.0),
+                (4, fixed[0] <= 0.0 <= fixed[1]),
+                (5, both["median_abs_error_8x"] <= practitioner.GOAL and
+                 both["coverage_95"] >= practitioner.COVER),
+                (6, both["median_width"] <= b["summary"]["policy both"]["median_width"])]
+    if which == "models":
+        never8 = o["summary"]["bandit fixed"]["unanswered"]  # its 2x answers all came
+        return [(1, abs(o["signed_8x"]["quadratic sqrt"]) < abs(b["signed_8x"]["quadratic sqrt"])),
+                (2, _mean(doc, "quadratic", "sqrt", 8) < 0.0),
+                (3, not o["summary"]["quadratic both"]["goal_missed"]),
+                (4, o["summary"]["bandit sqrt"]["median_abs_error_8x"] > practitioner.GOAL),
+                (5, never8 == 16)]
+    raise ValueError(f"--score: policy or models, got {which!r}")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("base", help="the every-25 run's plan_calibration.json")
+    ap.add_argument("other", help="the --eval-every run's plan_calibration.json")
+    ap.add_argument("--score", choices=tuple(PREDICTIONS), help="score a pre-registered file")
+    ap.add_argument("--json", help="write the comparison (and the scores) here")
+    a = ap.parse_args(argv)
+    runs = []
+    for path in (a.base, a.other):
+        with open(path) as f:
+            runs.append(json.load(f))
+    doc = {"base_eval_every": runs[0].get("eval_every_updates"),
+           "other_eval_every": runs[1].get("eval_every_updates"), **measure(runs[0]["rows"],
+                                                                             runs[1]["rows"])}
+    if not doc["base"]["summary"]:
+        ap.error("the two runs share no model")
+    for k, s in doc["other"]["summary"].items():
+        bs = doc["base"]["summary"][k]
+        f = lambda v: "-" if v is None else f"{v:.1%}"
+        print(f"{k:<16} 8x |err| {f(bs['median_abs_error_8x'])} -> "
+              f"{f(s['median_abs_error_8x'])}, coverage {f(bs['coverage_95'])} -> "
+              f"{f(s['coverage_95'])}, median width x{bs['median_width']:.2f} -> "
+              f"x{s['median_width']:.2f}")
+    for k, m in doc["other"]["misses"].items():
+        if m["above"] or m["below"]:
+            print(f"{k:<16} uncovered: {m['above']} above the band, {m['below']} below "
+                  f"(base: {doc['base']['misses'][k]['above']}, "
+                  f"{doc['base']['misses'][k]['below']})")
+    print(paired.contrast_table(doc["contrast"], f"every {doc['base_eval_every']}",
+                                f"every {doc['other_eval_every']}"))
+    if a.score:
+        held = score(a.score, doc)
+        doc.update(predictions=PREDICTIONS[a.score],
+                   holds=[{"id": i, "holds": bool(h)} for i, h in held],
+                   held=sum(bool(h) for _, h in held), n=len(held))
+        print(f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
+            f"{i} {'holds' if h else 'fails'}" for i, h in held) + ")")
+    if a.json:
+        atomic_write(a.json, lambda f: json.dump(doc, f, indent=1))
+
+
+if __name__ == "__main__":
+    main()
