@@ -59,17 +59,21 @@ def pilot_clocks(seeds: int) -> np.ndarray:
 def exact_errors(n_BxS: np.ndarray, truth) -> tuple:
     """Adam's form (sqrt rule through lr0 at b0) fitted to exact pilot clocks n_BxS at PILOTS:
     (the relative errors at HELD of the fit to every run, the median signed errors at HELD of
-    the fits to each seed's three clocks: one seed a batch)."""
+    the fits to each seed's three clocks (one seed a batch), the relative errors of the fit to
+    every run with the knee's sharpness held at 1 as one seed a batch leaves it, the sharpness
+    the fit to every run finds)."""
     from twoclock.pilot import adam  # noqa: PLC0415
     B, held = np.array(PILOTS, np.float64), np.array(HELD, np.float64)
     lr = LR0 * np.sqrt(B / B0)
-    fit = lambda b, n, r: np.exp(adam.fit_adam(b, n, r, np.ones(b.size), 0.5, LR0, B0,
-                                               sharp=True).log_median(held)) / truth - 1
+    fit = lambda b, n, r, sharp=True: adam.fit_adam(b, n, r, np.ones(b.size), 0.5, LR0, B0,
+                                                    sharp=sharp)
+    err = lambda f: np.exp(f.log_median(held)) / truth - 1
     ok = n_BxS > 0
-    every = fit(np.repeat(B, n_BxS.shape[1])[ok.ravel()], n_BxS[ok],
-                np.repeat(lr, n_BxS.shape[1])[ok.ravel()])
-    per = [fit(B, n_BxS[:, s], lr) for s in range(n_BxS.shape[1]) if ok[:, s].all()]
-    return every, np.median(per, axis=0)
+    runs = (np.repeat(B, n_BxS.shape[1])[ok.ravel()], n_BxS[ok],
+            np.repeat(lr, n_BxS.shape[1])[ok.ravel()])
+    every = fit(*runs)
+    per = [err(fit(B, n_BxS[:, s], lr)) for s in range(n_BxS.shape[1]) if ok[:, s].all()]
+    return err(every), np.median(per, axis=0), err(fit(*runs, sharp=False)), every.m
 
 
 def main(argv=None) -> None:
@@ -86,11 +90,12 @@ def main(argv=None) -> None:
     t0 = time.perf_counter()
     if a.exact:
         n = pilot_clocks(a.seeds)
-        every, per = exact_errors(n, np.array(a.exact))
+        every, per, unsharp, m = exact_errors(n, np.array(a.exact))
         print(f"sqrt rule, exact pilot clocks at B {PILOTS} (medians "
               + ", ".join(f"{np.median(x[x > 0]):.0f}" for x in n) + f" samples): the form "
               f"fitted to all {int((n > 0).sum())} runs errs {every[0]:+.1%} at 2x, "
-              f"{every[1]:+.1%} at 8x; to each seed's three clocks, median signed "
+              f"{every[1]:+.1%} at 8x (knee sharpness {m:.3g}; held at 1, {unsharp[0]:+.1%} "
+              f"and {unsharp[1]:+.1%}); to each seed's three clocks, median signed "
               f"{per[0]:+.1%} at 2x, {per[1]:+.1%} at 8x")
         print(f"{time.perf_counter() - t0:.0f} s")
         return

@@ -29,9 +29,11 @@ def test_exact_clocks_on_the_form_are_predicted_exactly():
     on = lambda b: np.sqrt(b * (b + 100.0)) / (tool.LR0 * np.sqrt(b / tool.B0))
     n = np.array([[f * on(b) for f in (0.9, 1.0, 1.1)] for b in tool.PILOTS])
     truth = 1.1 * on(np.array(tool.HELD, np.float64))
-    every, per = tool.exact_errors(n, truth)
+    every, per, unsharp, _ = tool.exact_errors(n, truth)
     assert np.allclose(per, 1 / 1.1 - 1, atol=2e-3), per
     assert np.allclose(every, (0.9 * 1.1) ** (1 / 3) / 1.1 - 1, atol=2e-3), every
+    # the clocks lie on the form at sharpness 1: holding it there changes nothing
+    assert np.allclose(unsharp, every, atol=2e-3), unsharp
 
 
 @pytest.mark.parametrize("answers", [["0", "5000"], ["3000", "nan"], ["3000", "-1"]])
