@@ -4,11 +4,13 @@ published one (every 25 updates) and one with `--eval-every N`, on the same desi
 model by model: the summary rows, the 8x median signed errors, the paired contrast
 (twoclock/studies/planner/paired.py) and where the uncovered truths lie (above or below the band).
 
-    python tools/eval_every.py BASE.json OTHER.json [--score policy|models] [--json OUT.json]
+    python tools/eval_every.py BASE.json OTHER.json [--first-design K]
+        [--score policy|models|fresh] [--json OUT.json]
 
 --score checks a pre-registered file's predictions: policy,
 docs/preregistered/practitioner_eval_every_predictions.json; models,
-docs/preregistered/practitioner_eval_every_models_predictions.json."""
+docs/preregistered/practitioner_eval_every_models_predictions.json; fresh (designs 16 on),
+docs/preregistered/practitioner_eval_every_fresh_predictions.json."""
 import argparse
 import json
 import os
@@ -23,7 +25,8 @@ from twoclock.studies.planner import paired, practitioner  # noqa: E402
 KEYS = ("median_abs_error_2x", "median_abs_error_8x", "coverage_95",
         "coverage_95_never_as_miss", "median_width", "unanswered", "goal_missed")
 PREDICTIONS = {"policy": "docs/preregistered/practitioner_eval_every_predictions.json",
-               "models": "docs/preregistered/practitioner_eval_every_models_predictions.json"}
+               "models": "docs/preregistered/practitioner_eval_every_models_predictions.json",
+               "fresh": "docs/preregistered/practitioner_eval_every_fresh_predictions.json"}
 
 
 def signed_8x(rows, model: str, rule: str):
@@ -96,7 +99,15 @@ def score(which: str, doc: dict) -> list:
                 (3, not o["summary"]["quadratic both"]["goal_missed"]),
                 (4, o["summary"]["bandit sqrt"]["median_abs_error_8x"] > practitioner.GOAL),
                 (5, never8 == 16)]
-    raise ValueError(f"--score: policy or models, got {which!r}")
+    if which == "fresh":
+        sq = o["signed_8x"]["policy sqrt"]
+        both = o["summary"]["policy both"]
+        return [(1, o["summary"]["policy sqrt"]["median_abs_error_8x"] <= practitioner.GOAL),
+                (2, sq is not None and 0.0 < sq <= practitioner.GOAL),
+                (3, _mean(doc, "policy", "sqrt", 8) < 0.0), (4, not both["goal_missed"]),
+                (5, both["median_abs_error_8x"] <=
+                 b["summary"]["policy both"]["median_abs_error_8x"])]
+    raise ValueError(f"--score: policy, models or fresh, got {which!r}")
 
 
 def main(argv=None) -> None:
@@ -104,17 +115,22 @@ def main(argv=None) -> None:
     ap.add_argument("base", help="the every-25 run's plan_calibration.json")
     ap.add_argument("other", help="the --eval-every run's plan_calibration.json")
     ap.add_argument("--score", choices=tuple(PREDICTIONS), help="score a pre-registered file")
+    ap.add_argument("--first-design", type=int, default=0,
+                    help="compare the designs (seeds) from this one on")
     ap.add_argument("--json", help="write the comparison (and the scores) here")
     a = ap.parse_args(argv)
+    if a.first_design < 0:
+        ap.error(f"--first-design: a seed >= 0, got {a.first_design}")
     runs = []
     for path in (a.base, a.other):
         with open(path) as f:
-            runs.append(json.load(f))
+            run = json.load(f)
+        runs.append({**run, "rows": [r for r in run["rows"] if r["seed"] >= a.first_design]})
     doc = {"base_eval_every": runs[0].get("eval_every_updates"),
            "other_eval_every": runs[1].get("eval_every_updates"), **measure(runs[0]["rows"],
                                                                              runs[1]["rows"])}
     if not doc["base"]["summary"]:
-        ap.error("the two runs share no model")
+        ap.error(f"the two runs share no model with designs from {a.first_design} on")
     for k, s in doc["other"]["summary"].items():
         bs = doc["base"]["summary"][k]
         f = lambda v: "-" if v is None else f"{v:.1%}"
