@@ -134,10 +134,11 @@ def main(argv=None) -> None:
     for k, s in doc["other"]["summary"].items():
         bs = doc["base"]["summary"][k]
         f = lambda v: "-" if v is None else f"{v:.1%}"
+        w = lambda v: "-" if v is None else f"x{v:.2f}"
         print(f"{k:<16} 8x |err| {f(bs['median_abs_error_8x'])} -> "
               f"{f(s['median_abs_error_8x'])}, coverage {f(bs['coverage_95'])} -> "
-              f"{f(s['coverage_95'])}, median width x{bs['median_width']:.2f} -> "
-              f"x{s['median_width']:.2f}")
+              f"{f(s['coverage_95'])}, median width {w(bs['median_width'])} -> "
+              f"{w(s['median_width'])}")
     for k, m in doc["other"]["misses"].items():
         if m["above"] or m["below"]:
             print(f"{k:<16} uncovered: {m['above']} above the band, {m['below']} below "

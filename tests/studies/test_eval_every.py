@@ -57,3 +57,40 @@ def test_the_policy_claims_flip_at_their_bounds():
     assert held[1] is False and held[3] is False
     with pytest.raises(ValueError, match="--score"):
         ee.score("other", ee.measure(base, at(0.1)))
+
+
+def test_the_fresh_claims_flip_at_their_bounds():
+    base = [_row("policy", r, s, t, 0.149) for r in ("fixed", "sqrt") for s in range(16)
+            for t in (2, 8)]
+    at = lambda e: [_row("policy", r, s, t, e) for r in ("fixed", "sqrt") for s in range(16)
+                    for t in (2, 8)]
+    # +14.9%: within 15% (1), above 0 and at most 15% (2), no closer than the base (3 fails,
+    # a mean of exactly 0), the goal met (4), 8x at most the base's (5)
+    assert dict(ee.score("fresh", ee.measure(base, at(0.149)))) == {
+        1: True, 2: True, 3: False, 4: True, 5: True}
+    # +15.1%: past 15% (1, 2, 4) and past the base (5); farther (3)
+    assert dict(ee.score("fresh", ee.measure(base, at(0.151)))) == {
+        1: False, 2: False, 3: False, 4: False, 5: False}
+    # -5%: closer (3) but below 0 (2)
+    held = dict(ee.score("fresh", ee.measure(base, at(-0.05))))
+    assert held[2] is False and held[3] is True and held[1] is True
+
+
+def test_designs_before_the_first_are_left_out(tmp_path, capsys):
+    import json
+    base = [_row("a", "sqrt", s, 8, 0.5 if s < 2 else 0.1) for s in range(4)]
+    other = [_row("a", "sqrt", s, 8, 0.0) for s in range(4)]
+    paths = []
+    for name, rows in (("b", base), ("o", other)):
+        paths.append(str(tmp_path / f"{name}.json"))
+        with open(paths[-1], "w") as f:
+            json.dump({"rows": rows, "eval_every_updates": 25}, f)
+    out = str(tmp_path / "out.json")
+    ee.main([*paths, "--first-design", "2", "--json", out])
+    with open(out) as f:
+        doc = json.load(f)
+    # from seed 2 on the base errs +10% only: its 8x median |error| 0.1, not 0.3
+    assert math.isclose(doc["base"]["summary"]["a sqrt"]["median_abs_error_8x"], 0.1)
+    with pytest.raises(SystemExit):
+        ee.main([*paths, "--first-design", "4"])
+    assert "share no model with designs from 4 on" in capsys.readouterr().err
