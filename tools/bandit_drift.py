@@ -25,8 +25,6 @@ import math
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from twoclock.atomic import atomic_write  # noqa: E402
 from twoclock.studies.planner import practitioner  # noqa: E402
@@ -77,13 +75,6 @@ def argv(cell: dict, folder: str, designs: int) -> list:
         x for k, v in cell.items() for x in (f"--{k.replace('_', '-')}", f"{v:g}")]
 
 
-def signed_8x(rows: list, rule: str) -> float | None:
-    """The median signed error at 8x over the scored rows of a rule ('both': every rule)."""
-    e = [r["rel_error"] for r in rows if r["times_largest_pilot"] == 8 and
-         r.get("rel_error") is not None and rule in ("both", r["rule"])]
-    return float(np.median(e)) if e else None
-
-
 def cell_rows(rows: list, first: int) -> list:
     """practitioner.summary's bandit rows (fixed, sqrt, both) over the designs from `first` on,
     each with the 8x median signed error and the 8x answers that never came."""
@@ -94,12 +85,11 @@ def cell_rows(rows: list, first: int) -> list:
     for s in practitioner.summary(rs):
         if s["model"] != "bandit":
             continue
-        never8 = sum(r["measured"] is None for r in rs if r["times_largest_pilot"] == 8 and
-                     s["rule"] in ("both", r["rule"]))
-        answers8 = sum(r["times_largest_pilot"] == 8 and s["rule"] in ("both", r["rule"])
-                       for r in rs)
-        out.append({**s, "signed_error_8x": signed_8x(rs, s["rule"]), "never_8x": never8,
-                    "answers_8x": answers8})
+        ruled = [r for r in rs if s["rule"] in ("both", r["rule"])]
+        at8 = [r for r in ruled if r["times_largest_pilot"] == 8]
+        out.append({**s, "signed_error_8x": practitioner.median_signed(ruled, 8),
+                    "never_8x": sum(r["measured"] is None for r in at8),
+                    "answers_8x": len(at8)})
     return out
 
 

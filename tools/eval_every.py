@@ -16,8 +16,6 @@ import json
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from twoclock.atomic import atomic_write  # noqa: E402
 from twoclock.studies.planner import paired, practitioner  # noqa: E402
@@ -31,9 +29,8 @@ PREDICTIONS = {"policy": "docs/preregistered/practitioner_eval_every_predictions
 
 def signed_8x(rows, model: str, rule: str):
     """The median signed error at 8x of a model and rule (None: none scored)."""
-    e = [r["rel_error"] for r in rows if r["model"] == model and r["rule"] == rule
-         and r["times_largest_pilot"] == 8 and r.get("rel_error") is not None]
-    return float(np.median(e)) if e else None
+    return practitioner.median_signed([r for r in rows if (r["model"], r["rule"]) ==
+                                       (model, rule)], 8)
 
 
 def misses(rows, model: str, rule: str, times: int) -> dict:
@@ -67,24 +64,18 @@ def measure(base: list, other: list) -> dict:
     return doc
 
 
-def _ci(doc, model, rule, times):
-    return next(c["ci"] for c in doc["contrast"] if (c["model"], c["rule"],
-                                                       c["times_largest_pilot"]) ==
-                (model, rule, times))
-
-
-def _mean(doc, model, rule, times):
-    return next(c["mean_diff"] for c in doc["contrast"] if (c["model"], c["rule"],
-                                                              c["times_largest_pilot"]) ==
-                (model, rule, times))
+def _contrast(doc, model, rule, times) -> dict:
+    """The paired contrast's row of a cell."""
+    return next(c for c in doc["contrast"]
+                if (c["model"], c["rule"], c["times_largest_pilot"]) == (model, rule, times))
 
 
 def score(which: str, doc: dict) -> list:
     """(id, holds) of a pre-registered file's predictions, as its claims are written."""
     b, o = doc["base"], doc["other"]
     if which == "policy":
-        ci8 = _ci(doc, "policy", "sqrt", 8)
-        fixed = _ci(doc, "policy", "fixed", 8)
+        ci8 = _contrast(doc, "policy", "sqrt", 8)["ci"]
+        fixed = _contrast(doc, "policy", "fixed", 8)["ci"]
         both = o["summary"]["policy both"]
         return [(1, o["summary"]["policy sqrt"]["median_abs_error_8x"] <= practitioner.GOAL),
                 (2, ci8[1] < 0.0), (3, o["signed_8x"]["policy sqrt"] > 0.0),
@@ -95,7 +86,7 @@ def score(which: str, doc: dict) -> list:
     if which == "models":
         never8 = o["summary"]["bandit fixed"]["unanswered"]  # its 2x answers all came
         return [(1, abs(o["signed_8x"]["quadratic sqrt"]) < abs(b["signed_8x"]["quadratic sqrt"])),
-                (2, _mean(doc, "quadratic", "sqrt", 8) < 0.0),
+                (2, _contrast(doc, "quadratic", "sqrt", 8)["mean_diff"] < 0.0),
                 (3, not o["summary"]["quadratic both"]["goal_missed"]),
                 (4, o["summary"]["bandit sqrt"]["median_abs_error_8x"] > practitioner.GOAL),
                 (5, never8 == 16)]
@@ -104,7 +95,7 @@ def score(which: str, doc: dict) -> list:
         both = o["summary"]["policy both"]
         return [(1, o["summary"]["policy sqrt"]["median_abs_error_8x"] <= practitioner.GOAL),
                 (2, sq is not None and 0.0 < sq <= practitioner.GOAL),
-                (3, _mean(doc, "policy", "sqrt", 8) < 0.0), (4, not both["goal_missed"]),
+                (3, _contrast(doc, "policy", "sqrt", 8)["mean_diff"] < 0.0), (4, not both["goal_missed"]),
                 (5, both["median_abs_error_8x"] <=
                  b["summary"]["policy both"]["median_abs_error_8x"])]
     raise ValueError(f"--score: policy, models or fresh, got {which!r}")

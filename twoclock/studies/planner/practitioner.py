@@ -209,6 +209,14 @@ def _never_as_miss(rs, sc) -> float | None:
     return (sum(r["covered"] for r in sc) + open_above) / n if n else None
 
 
+def median_signed(rows, times: int) -> float | None:
+    """The median signed error of the scored rows at `times` x the largest pilot (None: none
+    scored there)."""
+    e = [r["rel_error"] for r in rows
+         if r["times_largest_pilot"] == times and r.get("rel_error") is not None]
+    return float(np.median(e)) if e else None
+
+
 def summary(rows) -> list:
     """Per model and rule, per model, and in all: predictions scored, refused, the median
     |error| at 2x and 8x, the 95% coverage, the median width factor, the share wider than x2."""
@@ -371,5 +379,6 @@ def table(out: dict) -> str:
 
 
 __all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "heldout_budgets",
-           "simulate", "noise", "noisy", "write_design", "truth", "model_rows", "summary",
+           "simulate", "noise", "noisy", "write_design", "truth", "model_rows", "median_signed",
+           "summary",
            "calibrate", "table", "contrast", "contrast_table"]
