@@ -28,15 +28,21 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LR0, B0, BUDGET = 1e-4, 8.0, 30_000
 
 
-def clock(batch: int, lr: float, seeds: int) -> float:
-    """The median progress clock (samples) of `seeds` policy runs at a fixed lr."""
+def _clocks(rule: str, batches, lr: float, seeds: int, budget: int, n_ckpt: int) -> np.ndarray:
+    """The engine's progress clocks (samples, per update) of `seeds` policy runs at its
+    defaults under `rule` through lr at b0 (fixed: lr itself): batch x seed (0: never)."""
     from twoclock import OptimConfig  # noqa: PLC0415 (JAX: only when measuring)
     from twoclock.models import MODELS  # noqa: PLC0415
     from twoclock.studies.planner import logs_check  # noqa: PLC0415
     m = MODELS["policy"]
-    res = logs_check.simulate(m, m.config(), OptimConfig(name="adam", lr_rule="fixed"),
-                              (batch,), lr, seeds, BUDGET, 16)
-    n = np.asarray(res.prog_n[0, 0], np.float64)
+    res = logs_check.simulate(m, m.config(), OptimConfig(name="adam", lr_rule=rule), batches,
+                              lr, seeds, budget, n_ckpt)
+    return np.asarray(res.prog_n[:, 0], np.float64)
+
+
+def clock(batch: int, lr: float, seeds: int) -> float:
+    """The median progress clock (samples) of `seeds` policy runs at a fixed lr."""
+    n = _clocks("fixed", (batch,), lr, seeds, BUDGET, 16)[0]
     return float(np.median(np.where(n > 0, n, math.inf)))
 
 
@@ -47,13 +53,7 @@ def pilot_clocks(seeds: int) -> np.ndarray:
     """The engine's progress clocks (samples, per update, no evaluation grid or binomial noise)
     of the practitioner's policy pilots under the sqrt rule (lr0 1e-4 at b0 8, budget 16384):
     batch x seed (0: never)."""
-    from twoclock import OptimConfig  # noqa: PLC0415 (JAX: only when measuring)
-    from twoclock.models import MODELS  # noqa: PLC0415
-    from twoclock.studies.planner import logs_check  # noqa: PLC0415
-    m = MODELS["policy"]
-    res = logs_check.simulate(m, m.config(), OptimConfig(name="adam", lr_rule="sqrt"), PILOTS,
-                              LR0, seeds, 16384, 2)
-    return np.asarray(res.prog_n[:, 0], np.float64)
+    return _clocks("sqrt", PILOTS, LR0, seeds, 16384, 2)
 
 
 def exact_errors(n_BxS: np.ndarray, truth) -> tuple:

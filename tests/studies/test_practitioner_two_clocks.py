@@ -13,6 +13,11 @@ import pytest
 BATCHES, LR0, SEEDS, BUDGET = (512, 1024, 2048), 0.02, 16, 1_600_000  # the design's lr0
 
 
+def _median(n):
+    """The median over the last axis, a run that never got there (0) later than any."""
+    return np.median(np.where(n > 0, n, math.inf), axis=-1)
+
+
 def two_clocks() -> dict:
     """The bandit (defaults, Adam, fixed lr0 0.02) at BATCHES, 16 seeds, 1.6M samples each:
     per batch the seeds' best held-out accuracy, and the medians of the progress and the
@@ -23,11 +28,10 @@ def two_clocks() -> dict:
     cfg = BanditConfig()
     res = logs_check.simulate(MODEL, cfg, OptimConfig(name="adam", lr_rule="fixed"), BATCHES,
                               LR0, SEEDS, BUDGET, 400)
-    med = lambda n: float(np.median(np.where(n > 0, n, math.inf)))
     return {"target": cfg.target,
             "best": [res.ckpt[i]["heldout_acc"][0].max(axis=1) for i in range(len(BATCHES))],
-            "progress": [med(res.prog_n[i, 0]) for i in range(len(BATCHES))],
-            "failure": [med(res.fail_n[i, 0]) for i in range(len(BATCHES))]}
+            "progress": [float(x) for x in _median(res.prog_n[:, 0])],
+            "failure": [float(x) for x in _median(res.fail_n[:, 0])]}
 
 
 @pytest.fixture(scope="module")
@@ -88,10 +92,6 @@ def _fixed_lr_clocks(batches, lr, **model):
     from twoclock.studies.planner import logs_check
     return np.asarray(logs_check.simulate(MODEL, BanditConfig(**model), OptimConfig(
         name="adam", lr_rule="fixed"), batches, lr, SEEDS, 600_000, 64).prog_n[:, 0], np.float64)
-
-
-def _median(n):
-    return np.median(np.where(n > 0, n, math.inf), axis=-1)
 
 
 def past_sign_like(resamples: int = 2000, **model) -> dict:
