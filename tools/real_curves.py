@@ -262,6 +262,36 @@ def contrasts(rows) -> dict:
     return {m: paired_cis(ratio("adam"), ratio(m), groups) for m in METHODS[1:]}
 
 
+def _k(x) -> str:
+    return f"{x / 1000:.1f}k"
+
+
+def markdown(doc: dict, pre: dict) -> str:
+    """The scored rows (truth, the Adam form's median and band, each method's error) and the
+    summary, as docs/real_runs.md shows them."""
+    bands_ = {(d["name"], t["target"], float(b)): pr["adam"] for d in pre["designs"]
+              for t in d["targets"] for b, pr in t["predictions"].items()}
+    out = ["| design | target | held-out B (x largest pilot) | true samples | Adam [95% band] "
+           "| Adam | default forms | joint | McCandlish | obvious rule |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["rows"]:
+        a = bands_[(r["design"], r["target"], r["batch"])]
+        out.append(f"| {r['design']} | {r['target'].split('>=')[1]} | {r['batch']:g} "
+                   f"({r['x_largest_pilot']:.3g}x) | {_k(r['truth'])} | {_k(a['median'])} "
+                   f"[{_k(a['band'][0])}, {_k(a['band'][1])}] | " + " | ".join(
+                       f"{r[m]['error']:+.1%}" for m in METHODS) + " |")
+    out += ["", "| design | held out | median abs. error: Adam, default, joint, McCandlish, "
+            "obvious rule | 95% coverage: Adam, default, joint | median band: Adam, default, "
+            "joint |", "|---|---|---|---|---|"]
+    for s in doc["summary"]:
+        out.append(f"| {s['design']} | {s['batch']:g} ({s['x_largest_pilot']:.3g}x, "
+                   f"{s['targets']}) | " + ", ".join(
+                       f"{s[m]['median_abs_error']:.1%}" for m in METHODS) + " | " + ", ".join(
+                       f"{s[m]['coverage_95']:.0%}" for m in METHODS[:3]) + " | " + ", ".join(
+                       f"x{s[m]['median_width']:.2f}" for m in METHODS[:3]) + " |")
+    return "\n".join(out)
+
+
 def main(argv) -> None:
     if argv[:1] == ["extract"] and len(argv) == 3:
         n = extract(argv[1], argv[2], r"q2_b_(\d+)_", 5e-3, "Train_EnvstepsSoFar",
@@ -284,7 +314,11 @@ def main(argv) -> None:
                                                    "median_width"))
                       for m in METHODS))
         for m, c in doc["contrasts"].items():
-            print(f"adam - {m}:", c)
+            print(f"adam - {m}: {c['mean']:+.3f}, CI over predictions [{c['ci_pairs'][0]:+.3f}, "
+                  f"{c['ci_pairs'][1]:+.3f}], over targets [{c['ci_groups'][0]:+.3f}, "
+                  f"{c['ci_groups'][1]:+.3f}] ({c['n']} predictions): {c['reading']}")
+        with open(argv[1], encoding="utf-8") as f:
+            print(markdown(doc, json.load(f)))
     else:
         raise SystemExit(__doc__)
 

@@ -1,0 +1,168 @@
+"""tools/real_curves.py and the sweep it scores (twoclock/data/real/invpend_pg_b100_10000/).
+
+Oracles: the event file the run's own logger wrote (tests/data/real_tensorboard/), spot values
+an independent decoder (a protobuf reader written apart from this project) read from the
+sweep's files, the launch script's batches, and hand-computed crossings on curves made linear
+in samples, where the first logged crossing is exact.
+"""
+import csv
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests.helpers import load_script
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SWEEP = "invpend_pg_b100_10000"
+FOLDER = os.path.join(ROOT, "twoclock", "data", "real", SWEEP)
+REAL_TB = os.path.join(ROOT, "tests", "data", "real_tensorboard")
+rc = load_script("tools/real_curves.py")
+
+
+def _curves():
+    with open(os.path.join(FOLDER, "curves.csv"), newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorboard") is None,
+                    reason="reading TensorBoard files needs the tensorboard extra")
+def test_the_stored_curves_are_what_the_runs_own_event_file_holds(tmp_path):
+    out = tmp_path / "curves.csv"
+    n = rc.extract(REAL_TB, str(out), r"q2_b_(\d+)_", 5e-3, "Train_EnvstepsSoFar",
+                   ("Eval_AverageReturn", "Train_AverageReturn"), "tb_8938091")
+    with open(out, newline="", encoding="utf-8") as f:
+        got = list(csv.DictReader(f))
+    stored = [r for r in _curves() if r["batch"] == "100"]
+    assert n == 100 and got == stored
+
+
+@pytest.mark.parametrize("batch,step,samples,eval_return", [
+    (100, 50, 7488, 73.33333587646484), (100, 99, 16373, 66.42857360839844),
+    (500, 99, 60610, 1000.0), (1000, 50, 53444, 150.8000030517578),
+    (5000, 50, 258591, 478.0), (10000, 99, 1015863, 430.0)])
+def test_spot_values_as_an_independent_decoder_reads_them(batch, step, samples, eval_return):
+    row = next(r for r in _curves() if int(r["batch"]) == batch and int(r["step"]) == step)
+    assert int(row["samples"]) == samples
+    assert float(row["Eval_AverageReturn"]) == pytest.approx(eval_return, rel=1e-8)
+
+
+def test_nineteen_runs_of_one_launch_in_the_scripts_order():
+    rows = _curves()
+    runs = {}
+    for r in rows:
+        runs.setdefault(int(r["batch"]), set()).add(r["run"])
+    # hw2/q2.sh: -b 100 to 1000 by 100, then 2000 to 10000 by 1000, one run each
+    assert sorted(runs) == list(range(100, 1001, 100)) + list(range(2000, 10001, 1000))
+    assert all(len(v) == 1 for v in runs.values())
+    names = [next(iter(runs[b])) for b in sorted(runs)]
+    times = [n.rsplit("_", 1)[1] for n in names]  # HH-MM-SS of the launch, one day
+    assert times == sorted(times) and times[0] == "20-00-22" and times[-1] == "21-05-11"
+    assert all(n.startswith(f"q2_b_{b}_r_5e-3_") for b, n in zip(sorted(runs), names))
+
+
+def test_each_update_takes_whole_episodes_of_at_most_1000_steps():
+    # an iteration collects whole episodes (up to ep_len 1000 steps) until it has B steps:
+    # B to B + 999 new samples each, 100 iterations, evaluated after every update
+    meta, runs = rc.read_curves(SWEEP)
+    for b, r in runs.items():
+        new = np.diff(np.concatenate([[0.0], r["samples"]]))
+        assert r["samples"].size == 100
+        assert new.min() >= b and new.max() <= b + 999, b
+        assert (r["metric"] > 0).all() and r["metric"].max() <= 1000
+
+
+def test_the_committed_predictions_follow_the_stored_design():
+    with open(os.path.join(FOLDER, "design.json"), encoding="utf-8") as f:
+        design = json.load(f)
+    with open(os.path.join(ROOT, "docs", "preregistered", "real_invpend_pg_predictions.json"),
+              encoding="utf-8") as f:
+        pre = json.load(f)
+    assert [(d["pilots"], d["held_out"]) for d in pre["designs"]] == \
+        [([float(b) for b in d["pilots"]], [float(b) for b in d["held_out"]])
+         for d in design["designs"]]
+    for d in pre["designs"]:
+        for t in d["targets"]:
+            assert set(t["predictions"]) == {str(b) for b in d["held_out"]}
+
+
+# ------------------------------------------------------------------ a sweep made by hand
+
+def _linear_sweep(tmp_path, monkeypatch, slopes: dict, updates: dict, levels, designs):
+    """Runs whose metric is samples / k_B, logged after every update of B samples (none
+    before the first): the first logged crossing of level L is exactly L k_B."""
+    folder = tmp_path / "hand"
+    folder.mkdir()
+    with open(folder / "curves.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "batch", "lr", "step", "samples", "ret", "source"])
+        for b, k in slopes.items():
+            for i in range(updates[b]):
+                s = b * (i + 1)
+                w.writerow([f"b{b}", b, 0.01, i, s, s / k, "hand"])
+    (folder / "design.json").write_text(json.dumps(
+        {"metric": "ret", "levels": levels, "designs": designs}))
+    monkeypatch.setattr(rc, "DATA", str(tmp_path))
+    return "hand"
+
+
+def test_predict_reads_only_crossings_after_the_first_point_and_scales_the_obvious_rule(
+        tmp_path, monkeypatch):
+    # k_B: 10, 14, 20 at the pilots 10, 20, 40 (100 updates each); level 1 is met at every
+    # pilot's first point (10 / 10 = 1), level 1000 never (at most 1000 / 10 = 100)
+    sweep = _linear_sweep(tmp_path, monkeypatch, {10: 10.0, 20: 14.0, 40: 20.0, 80: 25.0},
+                          {10: 100, 20: 100, 40: 100, 80: 100}, [1, 5, 50, 1000],
+                          [{"name": "d", "pilots": [10, 20, 40], "held_out": [80]}])
+    doc = rc.predict(sweep, str(tmp_path / "pre.json"))
+    d = doc["designs"][0]
+    assert [t["target"] for t in d["targets"]] == ["ret>=5", "ret>=50"]
+    assert "first point" in d["skipped_targets"]["ret>=1"]
+    assert d["skipped_targets"]["ret>=1000"] == "not reached by pilot B 10, 20, 40"
+    assert d["lr_exponent_p"] == 0.0
+    t5 = d["targets"][0]
+    # by hand: L k_B = 50, 70, 100 samples; the obvious rule at 80: 100 x 80 / 40 = 200
+    assert t5["pilot_samples"] == pytest.approx({"10.0": 50.0, "20.0": 70.0, "40.0": 100.0})
+    pr = t5["predictions"]["80.0"]
+    assert pr["obvious_rule"] == pytest.approx(200.0)
+    for m in ("adam", "default", "joint"):
+        lo, hi = pr[m]["band"]
+        assert lo <= pr[m]["median"] <= hi, m
+    with pytest.raises(SystemExit, match="written once"):
+        rc.predict(sweep, str(tmp_path / "pre.json"))
+
+
+def test_score_reads_the_truth_as_the_pilots_and_counts_a_never_as_a_miss(
+        tmp_path, monkeypatch):
+    # held out: B 80 (k 25: level 5 at 125 samples, exactly) and B 160 for 5 updates (k 25:
+    # at most 800 / 25 = 32, never 50)
+    sweep = _linear_sweep(tmp_path, monkeypatch, {80: 25.0, 160: 25.0}, {80: 100, 160: 5},
+                          [5, 50], [{"name": "d", "pilots": [10, 20, 40],
+                                     "held_out": [80, 160]}])
+    band = lambda med, lo, hi: {"median": med, "band": [lo, hi]}
+    preds = {"80.0": {"adam": band(150.0, 100.0, 200.0), "default": band(100.0, 80.0, 110.0),
+                      "joint": "refused: a line", "mccandlish": 100.0,
+                      "obvious_rule": 250.0},
+             "160.0": {"adam": band(3000.0, 1000.0, 9000.0), "default": band(1.0, 0.5, 2.0),
+                       "joint": band(1.0, 0.5, 2.0), "mccandlish": 1.0,
+                       "obvious_rule": 1.0}}
+    pre = {"sweep": sweep, "designs": [{"name": "d", "pilots": [10.0, 20.0, 40.0],
+                                        "targets": [{"target": "ret>=5", "predictions":
+                                                     {"80.0": preds["80.0"]}},
+                                                    {"target": "ret>=50", "predictions":
+                                                     {"160.0": preds["160.0"]}}]}]}
+    (tmp_path / "pre.json").write_text(json.dumps(pre))
+    doc = rc.score(str(tmp_path / "pre.json"), str(tmp_path / "out.json"))
+    r80, r160 = doc["rows"]
+    assert r80["truth"] == pytest.approx(125.0) and r80["x_largest_pilot"] == 2.0
+    assert r80["adam"]["error"] == pytest.approx(150 / 125 - 1) and r80["adam"]["covered"]
+    assert not r80["default"]["covered"]  # 110 < 125
+    assert r80["mccandlish"]["error"] == pytest.approx(100 / 125 - 1)
+    assert r80["joint"] == {"refused": "refused: a line"}
+    assert r160["truth"] is None and r160["adam"]["error"] is None
+    assert r160["adam"]["covered"] is False  # a band cannot hold a clock that never comes
+    s160 = next(s for s in doc["summary"] if s["batch"] == 160.0)
+    assert s160["never"] == 1 and s160["adam"]["coverage_95"] == 0.0
+    assert s160["adam"]["median_abs_error"] is None
+    assert not os.path.exists(str(tmp_path / "out.json") + ".partial")
