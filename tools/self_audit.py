@@ -753,6 +753,24 @@ BUGS = [
     ("two grids: a truth above its band counted below it", "narrow", "tools/eval_every.py",
      'out["above" if r["measured"] > r["ci"][1] else "below"] += 1',
      'out["above" if r["measured"] < r["ci"][1] else "below"] += 1', f"{S}test_eval_every.py"),
+    # this stop: a real sweep read from its curves, and the knee-width prior
+    ("real curves: a level one pilot meets at its first point kept as a target", "trivial",
+     "tools/real_curves.py", "if any(i == 0 for _, i in got):",
+     "if any(i == 0 for _, i in got[:-1]):", f"{P}test_real_curves.py"),
+    ("real curves: a truth that never comes counted as covered", "glue", "tools/real_curves.py",
+     's["covered"] = truth is not None and band[0] is not None and \\',
+     's["covered"] = truth is None or band[0] is not None and \\', f"{P}test_real_curves.py"),
+    ("real curves: the obvious rule scaled from the smallest pilot", "trivial",
+     "tools/real_curves.py", '"obvious_rule": obvious_rule(pilots[-1], n_p[-1], b, p)}',
+     '"obvious_rule": obvious_rule(pilots[0], n_p[0], b, p)}', f"{P}test_real_curves.py"),
+    ("real curves: the clock read at the first point past the level", "self",
+     "tools/real_curves.py", 'return (float(at) if i is not None else None), i',
+     'return (float(run["samples"][i]) if i is not None else None), i',
+     f"{P}test_real_curves.py"),
+    ("knee-width prior: the nearest grid point on a line, not in log m", "narrow",
+     "tools/practitioner_sharpness.py",
+     "return float(grid[np.argmin(np.abs(np.log(grid) - math.log(med)))])",
+     "return float(grid[np.argmin(np.abs(grid - med))])", f"{P}test_practitioner_sharpness.py"),
 ]
 
 

@@ -110,15 +110,17 @@ def _linear_sweep(tmp_path, monkeypatch, slopes: dict, updates: dict, levels, de
 
 def test_predict_reads_only_crossings_after_the_first_point_and_scales_the_obvious_rule(
         tmp_path, monkeypatch):
-    # k_B: 10, 14, 20 at the pilots 10, 20, 40 (100 updates each); level 1 is met at every
-    # pilot's first point (10 / 10 = 1), level 1000 never (at most 1000 / 10 = 100)
+    # k_B: 10, 14, 20 at the pilots 10, 20, 40 (100 updates each): first points 1, 1.43, 2.
+    # Level 1 is met at every pilot's first point, 1.5 at the largest pilot's alone, 1000
+    # never (at most 1000 / 10 = 100)
     sweep = _linear_sweep(tmp_path, monkeypatch, {10: 10.0, 20: 14.0, 40: 20.0, 80: 25.0},
-                          {10: 100, 20: 100, 40: 100, 80: 100}, [1, 5, 50, 1000],
+                          {10: 100, 20: 100, 40: 100, 80: 100}, [1, 1.5, 5, 50, 1000],
                           [{"name": "d", "pilots": [10, 20, 40], "held_out": [80]}])
     doc = rc.predict(sweep, str(tmp_path / "pre.json"))
     d = doc["designs"][0]
     assert [t["target"] for t in d["targets"]] == ["ret>=5", "ret>=50"]
     assert "first point" in d["skipped_targets"]["ret>=1"]
+    assert d["skipped_targets"]["ret>=1.5"] == "pilot B 40 meets it at its first point"
     assert d["skipped_targets"]["ret>=1000"] == "not reached by pilot B 10, 20, 40"
     assert d["lr_exponent_p"] == 0.0
     t5 = d["targets"][0]
