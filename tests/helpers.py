@@ -1,6 +1,8 @@
 """Shared test helpers: the one tolerance check, the hypothesis example budget, the
-first-crossing oracle, a script loaded from its file, and experiments/plan.py's main."""
+first-crossing oracle, a script loaded from its file, a pre-registered file, and
+experiments/plan.py's main."""
 import importlib.util
+import json
 import os
 
 import numpy as np
@@ -48,6 +50,12 @@ def load_script(path: str, name: str | None = None):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def preregistered(name: str):
+    """A file of docs/preregistered/, parsed."""
+    with open(os.path.join(ROOT, "docs", "preregistered", name), encoding="utf-8") as f:
+        return json.load(f)
 
 
 def plan_main(name: str = "plan_script"):

@@ -1,18 +1,15 @@
 """The floor-aware Adam form (twoclock/pilot/adam.py: floor_scale, floor_at, floor_levels) and
 its pre-registered check (tools/adam_floor.py): hand-computed asymptotes and levels, a synthetic
 family whose clocks the shifted levels give exactly, and the committed files' bookkeeping."""
-import json
 import math
-import os
 
 import numpy as np
 import pytest
 from hypothesis import example, given, strategies as st
 
-from tests.helpers import ROOT, load_script
+from tests.helpers import load_script, preregistered
 from twoclock.pilot import adam
 
-PRE = os.path.join(ROOT, "docs", "preregistered")
 tool = load_script("tools/adam_floor.py")
 
 
@@ -82,13 +79,8 @@ def test_predict_refuses_an_existing_file(tmp_path):
     assert out.read_text() == "{}"
 
 
-def _load(name):
-    with open(os.path.join(PRE, name), encoding="utf-8") as f:
-        return json.load(f)
-
-
 def test_the_committed_predictions_are_the_tools_cells():
-    pred = _load("adam_floor_predictions.json")
+    pred = preregistered("adam_floor_predictions.json")
     assert [{k: c[k] for k in ("target", "lr0", "model")} for c in pred["cells"]] == tool.CELLS
     assert pred["rule"] == tool.RULE
     for c in pred["cells"]:  # each error is its clock over mean field's truth, by hand
@@ -98,7 +90,8 @@ def test_the_committed_predictions_are_the_tools_cells():
 
 
 def test_the_scores_bookkeeping_by_hand():
-    pred, got = _load("adam_floor_predictions.json"), _load("adam_floor_measured.json")
+    pred = preregistered("adam_floor_predictions.json")
+    got = preregistered("adam_floor_measured.json")
     assert len(got["cells"]) == len(pred["cells"]) == got["n"] == 8
     d = []
     for c, r in zip(pred["cells"], got["cells"]):

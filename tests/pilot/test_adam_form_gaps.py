@@ -1,26 +1,18 @@
 """tools/adam_form_gaps.py, the regime map's pre-registered check: the committed predictions are
 the tool's cells, `predict` never overwrites, and the committed scores' bookkeeping against a
 NumPy recomputation from the stored numbers (no simulation)."""
-import json
 import math
-import os
 
 import numpy as np
 import pytest
 
-from tests.helpers import ROOT, load_script
+from tests.helpers import load_script, preregistered
 
-PRE = os.path.join(ROOT, "docs", "preregistered")
 gaps = load_script("tools/adam_form_gaps.py")
 
 
-def _load(name):
-    with open(os.path.join(PRE, name), encoding="utf-8") as f:
-        return json.load(f)
-
-
 def test_the_committed_predictions_are_the_tools_cells():
-    pred = _load("adam_form_gaps_predictions.json")
+    pred = preregistered("adam_form_gaps_predictions.json")
     assert [{k: c[k] for k in ("target", "lr0", "model")} for c in pred["cells"]] == gaps.CELLS
     for c in pred["cells"]:  # gap = form - simulated, both from the stored clocks' ends
         p = c["predicted"]
@@ -39,7 +31,8 @@ def test_predict_refuses_an_existing_file(tmp_path):
 
 
 def test_the_scores_bookkeeping_by_hand():
-    pred, got = _load("adam_form_gaps_predictions.json"), _load("adam_form_gaps_measured.json")
+    pred = preregistered("adam_form_gaps_predictions.json")
+    got = preregistered("adam_form_gaps_measured.json")
     assert len(got["cells"]) == len(pred["cells"]) == got["n"]
     diffs = []
     for c, r in zip(pred["cells"], got["cells"]):
@@ -58,7 +51,7 @@ def test_the_scores_bookkeeping_by_hand():
 
 
 def test_the_8x_bookkeeping_by_hand():
-    for r in _load("adam_form_gaps_measured.json")["cells"]:
+    for r in preregistered("adam_form_gaps_measured.json")["cells"]:
         a = r["at_8x"]
         assert math.isclose(a["error"], a["predicted"] / a["simulated"] - 1, rel_tol=1e-12)
         assert a["covered"] == (a["band"][0] <= a["simulated"] <= a["band"][1])

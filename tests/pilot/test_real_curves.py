@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from tests.helpers import load_script
+from tests.helpers import load_script, preregistered
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SWEEP = "invpend_pg_b100_10000"
@@ -77,9 +77,7 @@ def test_each_update_takes_whole_episodes_of_at_most_1000_steps():
 def test_the_committed_predictions_follow_the_stored_design():
     with open(os.path.join(FOLDER, "design.json"), encoding="utf-8") as f:
         design = json.load(f)
-    with open(os.path.join(ROOT, "docs", "preregistered", "real_invpend_pg_predictions.json"),
-              encoding="utf-8") as f:
-        pre = json.load(f)
+    pre = preregistered("real_invpend_pg_predictions.json")
     assert [(d["pilots"], d["held_out"]) for d in pre["designs"]] == \
         [([float(b) for b in d["pilots"]], [float(b) for b in d["held_out"]])
          for d in design["designs"]]
