@@ -771,6 +771,9 @@ BUGS = [
      "tools/practitioner_sharpness.py",
      "return float(grid[np.argmin(np.abs(np.log(grid) - math.log(med)))])",
      "return float(grid[np.argmin(np.abs(grid - med))])", f"{P}test_practitioner_sharpness.py"),
+    ("bands: a pilot pair's growth read against the envelope's low end", "self",
+     "twoclock/pilot/bands.py", 'info["exponents"][1] if info else None)',
+     'info["exponents"][0] if info else None)', f"{P}test_bands.py"),
 ]
 
 

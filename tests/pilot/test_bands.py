@@ -84,6 +84,39 @@ def test_the_reasons_name_the_pilot_and_the_critical_batch():
     assert rs[2] == "pilot B 256's clock (1500 samples) lies +14% off the fitted curve"
 
 
+def test_pilots_growing_faster_than_the_theory_allows_are_named():
+    fast = [dict(e, progress=p) for e, p in zip(EST, (1000.0, 1100.0, 3300.0, None))]
+    crit = {"batch": 300.0, "ci": [10.0, 20.0]}
+    # 128 -> 256: 3300 / 1100 = 3x at 2x the batch, B^log2(3) = B^1.58 > B^1 (a fixed lr)
+    rs = bands.reasons(512.0, crit, fast, set(PILOTS), top=1.0)
+    assert rs[0] == ("pilot B 256 took 3x the samples of pilot B 128 (3300 against 1100), as "
+                     "B^1.58 where the theory allows at most B^1, so one of the two lies off "
+                     "the curve")
+    # under the sqrt rule's B^0.5 the first pair (1000 -> 1100, B^0.138) is within it
+    assert bands.reasons(512.0, crit, fast, set(PILOTS), top=0.5)[0].startswith(
+        "pilot B 256 took 3x")
+    # no bound known: not named; a bound above the pair's B^1.585 (1.59): within it
+    assert not any("took" in r for r in bands.reasons(512.0, crit, fast, set(PILOTS)))
+    assert not any("took" in r for r in bands.reasons(512.0, crit, fast, set(PILOTS),
+                                                      top=1.59))
+    # a fall and a jump: one reason, the fall first
+    both = [dict(e, progress=p) for e, p in zip(EST, (1000.0, 900.0, 2700.0, None))]
+    r = bands.reasons(512.0, crit, both, set(PILOTS), top=1.0)[0]
+    assert r == ("pilot B 128 reached it in fewer samples (900) than pilot B 64 (1000), so "
+                 "the pilots do not say how the clock grows with the batch, and pilot B 256 "
+                 "took 3x the samples of pilot B 128 (2700 against 900), as B^1.58 where the "
+                 "theory allows at most B^1, so one of the two lies off the curve")
+    # why() reads the bound from the band's envelope
+    band = {"median": 1000.0, "ci": [100.0, 3000.0],
+            "envelope": {"batch_top": 256.0, "anchor": [3000.0, 3600.0],
+                         "exponents": [0.5, 1.0], "ci": [3000.0, 3600.0], "set": []}}
+    assert "took 3x the samples" in bands.why(band, 512.0, "acc>=0.5", crit, fast, PILOTS)
+    # ... its largest exponent, not its smallest: B^0.8 lies within [0.5, 1]
+    mid = [dict(e, progress=p) for e, p in zip(EST, (1000.0, 1100.0, 1100.0 * 2 ** 0.8, None))]
+    line = bands.why(band, 512.0, "acc>=0.5", crit, mid, PILOTS)
+    assert line.startswith("band at B 512") and "took" not in line
+
+
 def _log(path, clocks):
     """One run per batch, acc rising linearly to cross 0.5 at clocks[b] samples, 10 points."""
     lines = ["run,batch,lr,samples,acc"]

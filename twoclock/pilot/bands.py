@@ -49,18 +49,33 @@ def _pilots(estimates, pilot_batches) -> list:
                   and e["progress_fit"] is not None)
 
 
-def reasons(b: float, critical: dict, estimates, pilot_batches) -> list:
-    """Why the pilots leave the clock at batch b open, most telling first: pilots whose clocks
-    fall with the batch; a critical batch whose band spans b (or is open); b far beyond the
-    largest pilot; the pilot farthest from the fitted curve."""
-    ps = _pilots(estimates, pilot_batches)
-    out = []
+def _off_theory(ps, top: float | None) -> list:
+    """Clauses for the first neighbouring pilots whose clock falls with the batch, and the
+    first whose clock grows faster than B^top (the theory's largest exponent under the rule,
+    where known): one seed a batch cannot say which of the two lies off the curve."""
+    fell = fast = None
     for (b1, p1, _), (b2, p2, _) in zip(ps, ps[1:]):
-        if p2 < p1:
-            out.append(f"pilot B {b2:g} reached it in fewer samples ({p2:.4g}) than pilot B "
-                       f"{b1:g} ({p1:.4g}), so the pilots do not say how the clock grows with "
-                       "the batch")
-            break
+        if fell is None and p2 < p1:
+            fell = (f"pilot B {b2:g} reached it in fewer samples ({p2:.4g}) than pilot B "
+                    f"{b1:g} ({p1:.4g}), so the pilots do not say how the clock grows with "
+                    "the batch")
+        e = math.log(p2 / p1) / math.log(b2 / b1)
+        if fast is None and top is not None and e > top:
+            fast = (f"pilot B {b2:g} took {p2 / p1:.3g}x the samples of pilot B {b1:g} "
+                    f"({p2:.4g} against {p1:.4g}), as B^{e:.3g} where the theory allows at "
+                    f"most B^{top:.3g}, so one of the two lies off the curve")
+    return [c for c in (fell, fast) if c is not None]
+
+
+def reasons(b: float, critical: dict, estimates, pilot_batches,
+            top: float | None = None) -> list:
+    """Why the pilots leave the clock at batch b open, most telling first: pilots whose clocks
+    fall with the batch or grow faster than B^top (one reason); a critical batch whose band
+    spans b (or is open); b far beyond the largest pilot; the pilot farthest from the fitted
+    curve."""
+    ps = _pilots(estimates, pilot_batches)
+    off = _off_theory(ps, top)
+    out = [", and ".join(off)] if off else []
     lo, hi = critical["ci"]
     band = f"[{'-' if lo is None else f'{lo:.4g}'}, {'-' if hi is None else f'{hi:.4g}'}]"
     if lo is None or hi is None:
@@ -81,12 +96,15 @@ def reasons(b: float, critical: dict, estimates, pilot_batches) -> list:
 def why(band: dict, b: float, condition: str, critical: dict, estimates,
         pilot_batches) -> str | None:
     """One line where the band at b is wider than WIDE either side (the first two reasons, the
-    envelope's clause first where it set an end); None otherwise."""
+    envelope's clause first where it set an end; pilots off the theory's exponents where the
+    envelope gives them); None otherwise."""
     w = width(band)
     if w is None or w <= WIDE:
         return None
-    rs = reasons(b, critical, estimates, set(pilot_batches))
-    env = envelope.describe(band.get("envelope"))
+    info = band.get("envelope")
+    rs = reasons(b, critical, estimates, set(pilot_batches),
+                 info["exponents"][1] if info else None)
+    env = envelope.describe(info)
     rs = rs if env is None else [env] + rs
     head = "open-ended" if math.isinf(w) else f"x{w:.3g} either side"
     return f"band at B {b:g} for {condition} is {head}: " + "; ".join(rs[:2])
