@@ -5,6 +5,7 @@ predicts the held-out batches' clocks, read from their curves the same way. No J
     python tools/real_curves.py extract TB_DIR OUT.csv    # the TensorBoard runs -> curves.csv
     python tools/real_curves.py predict SWEEP OUT.json    # pilots only; refuses an existing OUT
     python tools/real_curves.py score PREDICTIONS.json OUT.json
+    python tools/real_curves.py exponent SWEEP LEVEL B_FROM   # the sweep's growth past B_FROM
 
 The sweep's design.json fixes, before any prediction: the metric, the level grid of targets,
 and the designs (pilot batches, held-out batches). `predict` reads only the pilots' rows: a
@@ -262,6 +263,26 @@ def contrasts(rows) -> dict:
     return {m: paired_cis(ratio("adam"), ratio(m), groups) for m in METHODS[1:]}
 
 
+def exponent(runs: dict, text: str, b_from: float) -> dict:
+    """The least-squares slope of log N on log B over the runs from b_from on whose curves
+    cross the condition between two logged points (a run that never reaches it, or meets it
+    at its first point, has no clock), with its Student-t 95% CI (one run a batch: the scatter
+    about the line is the noise)."""
+    from twoclock.pilot.fit import t_quantile
+    pts = [(b, *clock(runs[b], text)) for b in sorted(runs) if b >= b_from]
+    pts = [(b, n) for b, n, i in pts if i is not None and i > 0]
+    if len(pts) < 3:
+        raise SystemExit(f"exponent: {len(pts)} runs from B {b_from:g} reach {text}; need 3")
+    x, y = (np.log([p[i] for p in pts]) for i in (0, 1))
+    slope, icpt = np.polyfit(x, y, 1)
+    dof = len(pts) - 2
+    r = y - (icpt + slope * x)
+    se = math.sqrt(float(r @ r) / dof / float(((x - x.mean()) ** 2).sum())) if dof else math.inf
+    half = t_quantile(0.975, dof) * se if dof else math.inf
+    return {"runs": len(pts), "batches": [p[0] for p in pts], "slope": float(slope),
+            "ci": [float(slope - half), float(slope + half)]}
+
+
 def _k(x) -> str:
     return f"{x / 1000:.1f}k"
 
@@ -319,6 +340,12 @@ def main(argv) -> None:
                   f"{c['ci_groups'][1]:+.3f}] ({c['n']} predictions): {c['reading']}")
         with open(argv[1], encoding="utf-8") as f:
             print(markdown(doc, json.load(f)))
+    elif argv[:1] == ["exponent"] and len(argv) == 4:
+        meta, runs = read_curves(argv[1])
+        e = exponent(runs, f"{meta['metric']}>={float(argv[2]):g}", float(argv[3]))
+        print(f"{meta['metric']}>={float(argv[2]):g} over B {e['batches'][0]:g} to "
+              f"{e['batches'][-1]:g} ({e['runs']} runs): N ~ B^{e['slope']:.3f} "
+              f"[{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]")
     else:
         raise SystemExit(__doc__)
 

@@ -166,3 +166,32 @@ def test_score_reads_the_truth_as_the_pilots_and_counts_a_never_as_a_miss(
     assert s160["never"] == 1 and s160["adam"]["coverage_95"] == 0.0
     assert s160["adam"]["median_abs_error"] is None
     assert not os.path.exists(str(tmp_path / "out.json") + ".partial")
+
+
+def test_the_growth_exponent_by_hand(tmp_path, monkeypatch):
+    # metric = samples / k_B with k_B = B^0.75: level 5 crossed at exactly 5 B^0.75 samples;
+    # left out: B 8 (below b_from), B 2048 (one update: 2048^0.25 = 6.7, met at its first
+    # point) and B 4096 (k 4096, one update: 1, never)
+    slopes = {b: b ** 0.75 for b in (8, 64, 128, 256, 512, 2048)}
+    slopes[4096] = 4096.0
+    updates = {8: 200, 64: 200, 128: 200, 256: 200, 512: 200, 2048: 1, 4096: 1}
+    _linear_sweep(tmp_path, monkeypatch, slopes, updates, [5], [])
+    _, runs = rc.read_curves("hand")
+    e = rc.exponent(runs, "ret>=5", 64)
+    assert e["batches"] == [64.0, 128.0, 256.0, 512.0]
+    assert e["slope"] == pytest.approx(0.75, abs=1e-9)
+    assert e["ci"] == pytest.approx([0.75, 0.75], abs=1e-6)  # no scatter about the line
+    # one run off the line by x2 at B 128: slope and t CI by hand (x = log B, 4 points)
+    runs[128.0]["samples"] = runs[128.0]["samples"] * 2.0
+    e = rc.exponent(runs, "ret>=5", 64)
+    x = np.log([64.0, 128.0, 256.0, 512.0])
+    y = np.log([5 * b ** 0.75 for b in (64.0, 128.0, 256.0, 512.0)]) + np.log([1, 2, 1, 1])
+    xc = x - x.mean()
+    slope = float(xc @ (y - y.mean()) / (xc @ xc))
+    resid = y - y.mean() - slope * xc
+    half = 4.302652729911275 * np.sqrt(resid @ resid / 2 / (xc @ xc))  # t(0.975, 2 dof)
+    assert e["slope"] == pytest.approx(slope) and e["ci"] == pytest.approx(
+        [slope - half, slope + half])
+    with pytest.raises(SystemExit, match="need 3"):
+        rc.exponent(runs, "ret>=5", 256)
+
