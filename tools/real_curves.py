@@ -6,6 +6,9 @@ predicts the held-out batches' clocks, read from their curves the same way. No J
     python tools/real_curves.py predict SWEEP OUT.json    # pilots only; refuses an existing OUT
     python tools/real_curves.py score PREDICTIONS.json OUT.json
     python tools/real_curves.py exponent SWEEP LEVEL B_FROM   # the sweep's growth past B_FROM
+    python tools/real_curves.py ingest MIRRORS          # the homework sweeps in FOUND -> folders
+    python tools/real_curves.py predict-set OUT.json    # every ingested sweep's predictions
+    python tools/real_curves.py score-set PREDICTIONS.json OUT.json
 
 The sweep's design.json fixes, before any prediction: the metric, the level grid of targets,
 and the designs (pilot batches, held-out batches). `predict` reads only the pilots' rows: a
@@ -112,6 +115,155 @@ def table(runs: dict, batches, metric: str) -> dict:
     return cols
 
 
+# ------------------------------------------------------------- the homework sweeps, ingested
+
+# Course-homework sweeps of vanilla policy gradient on InvertedPendulum (CS285 / CMU 16-831 HW2)
+# whose TensorBoard files were committed: (repository, commit, folder, the run folders' pattern
+# with the batch and the lr as groups 1 and 2). A sweep is every lr with >= MIN_BATCHES batch
+# sizes holding one run each (a batch run twice at an lr would need a choice between them: such
+# lrs are left out, as are empty event files).
+FOUND = [
+    ("zackli0001/16831_F23_HW", "d31733876a4256f685f555602fa014d5439c949b", "hw2/data",
+     r"^q2_b(\d+)_r([\d.e-]+)_InvertedPendulum-v4_\S+$"),
+    ("Karesto/DRL-IASD", "a0a7c89c36ab9a7875ef6ebab220e262d54b39ca", "hw2/run_logs",
+     r"^q2_pg_q4_search_b(\d+)_lr([\d.]+)_rtg_nnbaseline_InvertedPendulum-v2_\S+$"),
+    ("LeslieTrue/cs285_fall22_hw_sol", "9a799a87c8faa2fc2c35d6ac6aed1ef1b14647d6", "hw2/data",
+     r"^q2_pg_q2_b(\d+)_r([\d.]+)_InvertedPendulum-v4_\S+$"),
+    ("saudag-28/16831-F24-HW", "900b7b349a3d80369e4c43f57ca3e89c5ba61fde", "hw2/data",
+     r"^q2_b(\d+)_r([\d.]+)_InvertedPendulum-v4_\S+$"),
+    ("ChocolateDave/cs285_homework_fall2022", "f2e530f0fe4632bd6a8f83a1d8c49d9098e11386",
+     "hw2/data", r"^q2_pg_q2_b(\d+)_r([\d.]+)_InvertedPendulum-v4_\S+$"),
+    ("sean-metzger/homework_fall2020", "be69a2f3519b07bb0f51bc69d31a18e93f84ceba",
+     "hw2/run_logs", r"^q2_b(\d+)_r([\d.]+)_InvertedPendulum-v2_\S+$"),
+    ("ZihanWang314/homework_fall2022", "0242c188296094dab04077aaf1e6ea46262df87a", "hw2/data",
+     r"^q2_pg_q2_b(\d+)_r([\d.e-]+)_InvertedPendulum-v4_\S+$"),
+]
+MIN_BATCHES = 5
+LEVELS = list(range(100, 1001, 100))  # Eval_AverageReturn: a return is steps up, at most 1000
+TAGS = ("Eval_AverageReturn", "Train_AverageReturn")
+EMPTY = 1000  # bytes: an event file this small holds no step
+
+
+def designs_for(batches) -> list:
+    """The designs, from the batches alone: the three smallest as pilots, every larger batch
+    held out; and, where at least four batches are >= 1000 steps (an update's overshoot of
+    whole episodes, up to 999 steps, is then at most about its batch) and they are not the
+    first design's pilots, the three smallest of those as pilots, every larger batch held
+    out."""
+    bs = sorted(float(b) for b in batches)
+    out = [{"name": "smallest three", "pilots": bs[:3], "held_out": bs[3:]}]
+    big = [b for b in bs if b >= 1000]
+    if len(big) >= 4 and big[:3] != bs[:3]:
+        out.append({"name": "smallest three from 1000", "pilots": big[:3], "held_out": big[3:]})
+    return out
+
+
+def sweeps_in(listing, pattern: str) -> dict:
+    """{lr text: {batch: folder}} of a repository folder's run folders (listing: (folder,
+    event file bytes) pairs) matching pattern, keeping the lrs with >= MIN_BATCHES batches of
+    one non-empty run each."""
+    import re
+    runs = {}
+    for folder, size in listing:
+        m = re.match(pattern, folder)
+        if m:
+            runs.setdefault(m.group(2), {}).setdefault(int(m.group(1)), []).append(
+                (folder, size))
+    return {lr: {b: v[0][0] for b, v in bs.items()} for lr, bs in runs.items()
+            if len(bs) >= MIN_BATCHES and all(len(v) == 1 and v[0][1] >= EMPTY
+                                              for v in bs.values())}
+
+
+def sweep_name(repo: str, lr: str) -> str:
+    owner = repo.split("/")[0].lower().replace("-", "_")
+    return f"invpend_pg_{owner}_lr{lr.replace('.', 'p').replace('-', 'm')}"
+
+
+def ingest(mirrors: str) -> list:
+    """Each FOUND sweep from its repository's mirror (MIRRORS/<owner>+<repo>/repo, a git
+    directory) into twoclock/data/real/<sweep_name>/: curves.csv, design.json, README.md."""
+    import subprocess
+    import tempfile
+    made = []
+    for repo, commit, folder, pattern in FOUND:
+        git = os.path.join(mirrors, repo.replace("/", "+"), "repo")
+        ls = subprocess.run(["git", "-C", git, "ls-tree", "-r", "-l", commit, "--", folder],
+                            capture_output=True, text=True, check=True).stdout
+        files = {}
+        for line in ls.splitlines():
+            meta, path = line.split("\t")
+            if "tfevents" in path:
+                run = path[len(folder) + 1:].split("/")[0]
+                files.setdefault(run, []).append((path, int(meta.split()[3])))
+        listing = [(run, sum(s for _, s in fs)) for run, fs in files.items()]
+        for lr, by_batch in sorted(sweeps_in(listing, pattern).items()):
+            name = sweep_name(repo, lr)
+            out = os.path.join(DATA, name)
+            os.makedirs(out, exist_ok=True)
+            with tempfile.TemporaryDirectory() as tmp:
+                for run in by_batch.values():
+                    os.makedirs(os.path.join(tmp, run))
+                    for path, _ in files[run]:
+                        blob = subprocess.run(["git", "-C", git, "show", f"{commit}:{path}"],
+                                              capture_output=True, check=True).stdout
+                        with open(os.path.join(tmp, run, os.path.basename(path)), "wb") as f:
+                            f.write(blob)
+                n = extract(tmp, os.path.join(out, "curves.csv"), pattern, float(lr),
+                            "Train_EnvstepsSoFar", TAGS, f"tb_{commit[:8]}")
+            design = {"metric": "Eval_AverageReturn", "levels": LEVELS,
+                      "designs": designs_for(by_batch),
+                      "fixed_before": "the predictions: made by tools/real_curves.py "
+                                      "designs_for from the batches alone"}
+            atomic_write(os.path.join(out, "design.json"),
+                         lambda f: (json.dump(design, f, indent=1), f.write("\n")))
+            atomic_write(os.path.join(out, "README.md"),
+                         lambda f: f.write(readme(repo, commit, folder, lr, by_batch)))
+            made.append((name, n))
+    return made
+
+
+def readme(repo, commit, folder, lr, by_batch) -> str:
+    bs = sorted(by_batch)
+    rows = "\n".join(f"| {b} | `{by_batch[b]}` |" for b in bs)
+    baseline = (" The folder names say reward-to-go with a learned baseline (`rtg_nnbaseline`)."
+                if "nnbaseline" in by_batch[bs[0]] else "")
+    return f"""# Policy-gradient batch sweep: InvertedPendulum, `{repo}`, lr {lr} (logged curves)
+
+{len(bs)} runs of policy gradient on InvertedPendulum at {len(bs)} batches from {bs[0]} to
+{bs[-1]} environment steps per update, one run each at a fixed lr of {lr}: a course homework
+(CS285 / CMU 16-831, homework 2) whose TensorBoard event files were committed. Every number here
+is read from them.
+
+## Source
+
+Repository `{repo}` (GitHub), commit `{commit}`, folder `{folder}/`.
+
+| key | where |
+|---|---|
+| `tb_{commit[:8]}` | the TensorBoard event file of the row's run (its `run` column is the run's folder under `{folder}/`) at commit `{commit}`: the scalars `Train_EnvstepsSoFar`, `Eval_AverageReturn`, `Train_AverageReturn` of the row's step |
+
+The runs, one per batch:
+
+| batch | folder |
+|---|---|
+{rows}
+
+## Settings
+
+The folder names give the batch (environment steps collected per iteration, in whole episodes)
+and the lr.{baseline} The other settings (episode length, discount, network, optimizer, seed)
+are the homework's and are not read from the repository here. `samples` is the logged
+`Train_EnvstepsSoFar`; the evaluation is logged after every update, none before the first.
+
+## Files
+
+`curves.csv`: one row per logged iteration of each run: `run`, `batch`, `lr`, `step`,
+`samples`, `Eval_AverageReturn`, `Train_AverageReturn` and `source`. `design.json`: the
+metric, the target levels and the designs, made from the batches alone before any prediction
+(`python tools/real_curves.py ingest MIRRORS` writes all three from the repositories).
+"""
+
+
 # ------------------------------------------------------------------------------------ predict
 
 def _bands(plan: dict) -> dict:
@@ -194,10 +346,10 @@ def predict(sweep: str, out: str) -> dict:
 
 # -------------------------------------------------------------------------------------- score
 
-def score(pred_path: str, out: str) -> dict:
-    with open(pred_path, encoding="utf-8") as f:
-        pre = json.load(f)
-    meta, runs = read_curves(pre["sweep"])
+def score_rows(pre: dict) -> list:
+    """One sweep's predictions scored against its held-out curves: a row per design, target
+    and held-out batch."""
+    _, runs = read_curves(pre["sweep"])
     rows = []
     for d in pre["designs"]:
         top = d["pilots"][-1]
@@ -221,9 +373,65 @@ def score(pred_path: str, out: str) -> dict:
                         s["width"] = bands.width({"median": med, "ci": band})
                     row[m] = s
                 rows.append(row)
-        atomic_write(out + ".partial", lambda f: json.dump(rows, f, indent=1))
+    return rows
+
+
+def score(pred_path: str, out: str) -> dict:
+    with open(pred_path, encoding="utf-8") as f:
+        pre = json.load(f)
+    rows = score_rows(pre)
     doc = {"predictions": pred_path, "rows": rows, "summary": summary(rows),
            "contrasts": contrasts(rows)}
+    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
+    return doc
+
+
+# the ingested homework sweeps (FOUND), scored together
+BUCKETS = ((1.0, 2.0), (2.0, 4.0), (4.0, math.inf))  # held-out batch over the largest pilot
+
+
+def ingested() -> list:
+    """The sweeps `ingest` wrote (their design.json says so), by name."""
+    out = []
+    for name in sorted(os.listdir(DATA)):
+        path = os.path.join(DATA, name, "design.json")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                if "designs_for" in json.load(f).get("fixed_before", ""):
+                    out.append(name)
+    return out
+
+
+def predict_set(out: str) -> dict:
+    write_once(out)
+    sweeps = []
+    for name in ingested():
+        meta, runs = read_curves(name)
+        sweeps.append({"sweep": name, "metric": meta["metric"],
+                       "designs": [predict_design(meta, runs, d) for d in meta["designs"]]})
+    doc = {"what": "every ingested homework sweep (tools/real_curves.py FOUND), predicted from "
+                   "its pilots' curves alone", "level": LEVEL, "buckets": BUCKETS,
+           "sweeps": sweeps}
+    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
+    return doc
+
+
+def bucket(x: float) -> str:
+    lo, hi = next((a, b) for a, b in BUCKETS if a < x <= b)
+    return f"({lo:g}, {hi:g}]x"
+
+
+def score_set(pred_path: str, out: str) -> dict:
+    with open(pred_path, encoding="utf-8") as f:
+        pre = json.load(f)
+    rows = []
+    for sw in pre["sweeps"]:
+        rows += [{"sweep": sw["sweep"], **r} for r in score_rows(sw)]
+        atomic_write(out + ".partial", lambda f: json.dump(rows, f, indent=1))
+    pooled = [dict(r, design=bucket(r["x_largest_pilot"]), batch=0.0) for r in rows]
+    doc = {"predictions": pred_path, "rows": rows,
+           "by_bucket": sorted(summary(pooled), key=lambda s: s["design"]),
+           "contrasts": contrasts(rows, group="sweep")}
     atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
     os.remove(out + ".partial")
     return doc
@@ -250,16 +458,16 @@ def summary(rows) -> list:
     return out
 
 
-def contrasts(rows) -> dict:
+def contrasts(rows, group: str | None = None) -> dict:
     """|log(pred / true)| of the Adam form minus each other method's, paired over the
     predictions every method answered with a truth (tools/score_real.py's paired_cis: CIs over
-    the pairs and over the targets)."""
+    the pairs and over the groups: each design and target, or the rows' `group` key)."""
     ok = [r for r in rows if r["truth"] is not None and
           all("refused" not in r[m] for m in METHODS)]
     if len(ok) < 3:
         return {"n": len(ok), "reading": "too few predictions answered by every method"}
     ratio = lambda m: [r[m]["median"] / r["truth"] for r in ok]
-    groups = [f"{r['design']} {r['target']}" for r in ok]
+    groups = [r[group] if group else f"{r['design']} {r['target']}" for r in ok]
     return {m: paired_cis(ratio("adam"), ratio(m), groups) for m in METHODS[1:]}
 
 
@@ -313,6 +521,30 @@ def markdown(doc: dict, pre: dict) -> str:
     return "\n".join(out)
 
 
+def set_markdown(doc: dict) -> str:
+    """The pooled scores by held-out bucket and the paired contrasts, as docs/real_runs.md
+    shows them."""
+    out = ["| held out (x largest pilot) | predictions | never reached | median abs. error: Adam, "
+           "default, joint, McCandlish, obvious rule | 95% coverage: Adam, default, joint | "
+           "median band: Adam, default, joint |", "|---|---|---|---|---|---|"]
+    f = lambda v, fmt: "-" if v is None else format(v, fmt)
+    for s in doc["by_bucket"]:
+        out.append(f"| {s['design']} | {s['targets']} | {s['never']} | " + ", ".join(
+            f(s[m]["median_abs_error"], ".1%") for m in METHODS) + " | " + ", ".join(
+            f(s[m]["coverage_95"], ".1%") for m in METHODS[:3]) + " | " + ", ".join(
+            "-" if s[m]["median_width"] is None else f"x{s[m]['median_width']:.2f}"
+            for m in METHODS[:3]) + " |")
+    out += ["", "| Adam minus | mean | CI over predictions | CI over sweeps | reading |",
+            "|---|---|---|---|---|"]
+    for m, c in doc["contrasts"].items():
+        if isinstance(c, dict) and "ci_pairs" in c:
+            out.append(f"| {m} | {c['mean']:+.3f} | [{c['ci_pairs'][0]:+.3f}, "
+                       f"{c['ci_pairs'][1]:+.3f}] | [{c['ci_groups'][0]:+.3f}, "
+                       f"{c['ci_groups'][1]:+.3f}] | {c['reading']} ({c['n']} predictions, "
+                       f"{c['groups']} sweeps) |")
+    return "\n".join(out)
+
+
 def main(argv) -> None:
     if argv[:1] == ["extract"] and len(argv) == 3:
         n = extract(argv[1], argv[2], r"q2_b_(\d+)_", 5e-3, "Train_EnvstepsSoFar",
@@ -340,6 +572,18 @@ def main(argv) -> None:
                   f"{c['ci_groups'][1]:+.3f}] ({c['n']} predictions): {c['reading']}")
         with open(argv[1], encoding="utf-8") as f:
             print(markdown(doc, json.load(f)))
+    elif argv[:1] == ["ingest"] and len(argv) == 2:
+        for name, n in ingest(argv[1]):
+            print(f"{name}: {n} rows")
+    elif argv[:1] == ["predict-set"] and len(argv) == 2:
+        doc = predict_set(argv[1])
+        for sw in doc["sweeps"]:
+            for d in sw["designs"]:
+                print(sw["sweep"], d["name"], "targets:",
+                      [t["target"].split(">=")[1] for t in d["targets"]])
+    elif argv[:1] == ["score-set"] and len(argv) == 3:
+        doc = score_set(argv[1], argv[2])
+        print(set_markdown(doc))
     elif argv[:1] == ["exponent"] and len(argv) == 4:
         meta, runs = read_curves(argv[1])
         e = exponent(runs, f"{meta['metric']}>={float(argv[2]):g}", float(argv[3]))

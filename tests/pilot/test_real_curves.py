@@ -195,3 +195,65 @@ def test_the_growth_exponent_by_hand(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="need 3"):
         rc.exponent(runs, "ret>=5", 256)
 
+
+
+# ------------------------------------------------------------- the homework sweeps, ingested
+
+def test_a_sweep_is_an_lr_with_five_batches_of_one_nonempty_run_each():
+    pat = r"^q2_b(\d+)_r([\d.]+)_Pend_\S+$"
+    listing = [(f"q2_b{b}_r0.01_Pend_t{b}", 5000) for b in (100, 200, 300, 400, 500)]
+    listing += [(f"q2_b{b}_r0.02_Pend_t{b}", 5000) for b in (100, 200, 300, 400, 500)]
+    listing += [("q2_b500_r0.02_Pend_again", 5000)]  # a batch run twice: lr 0.02 left out
+    listing += [(f"q2_b{b}_r0.03_Pend_t{b}", 5000) for b in (100, 200, 300, 400)]  # 4 only
+    listing += [(f"q2_b{b}_r0.04_Pend_t{b}", 5000 if b != 300 else 40)  # an empty file
+                for b in (100, 200, 300, 400, 500)]
+    listing += [("q3_b100_r0.01_Pend_x", 5000), ("q2_b600_r0.01_Other_x", 5000)]  # not runs
+    got = rc.sweeps_in(listing, pat)
+    assert got == {"0.01": {b: f"q2_b{b}_r0.01_Pend_t{b}" for b in (100, 200, 300, 400, 500)}}
+
+
+def test_the_designs_follow_from_the_batches_alone():
+    d = rc.designs_for([700, 100, 500, 200, 1000, 300])
+    assert d == [{"name": "smallest three", "pilots": [100.0, 200.0, 300.0],
+                  "held_out": [500.0, 700.0, 1000.0]}]
+    d = rc.designs_for([500, 1000, 2500, 5000, 7500])
+    assert d[1] == {"name": "smallest three from 1000", "pilots": [1000.0, 2500.0, 5000.0],
+                    "held_out": [7500.0]}
+    # every batch >= 1000: the second design would repeat the first, so there is none
+    assert len(rc.designs_for([2000, 4000, 5000, 8000, 20000])) == 1
+    assert rc.sweep_name("saudag-28/16831-F24-HW", "0.01") == "invpend_pg_saudag_28_lr0p01"
+    assert rc.sweep_name("ZihanWang314/homework_fall2022", "2e-2") == \
+        "invpend_pg_zihanwang314_lr2em2"
+
+
+@pytest.mark.parametrize("sweep,batch,step,samples,eval_return", [
+    # an independent decoder's reading of the committed event files
+    ("invpend_pg_zackli0001_lr0p02", 600, 1, 1207, 25.75),
+    ("invpend_pg_zackli0001_lr0p02", 1000, 99, 104864, 1000.0),
+    ("invpend_pg_karesto_lr0p01", 100, 99, 16683, 67.17),
+    ("invpend_pg_leslietrue_lr0p01", 500, 99, 60688, 189.33),
+    ("invpend_pg_saudag_28_lr0p01", 2000, 99, 211154, 53.25),
+    ("invpend_pg_saudag_28_lr0p01", 20000, 99, 2019450, 1000.0),
+    ("invpend_pg_zihanwang314_lr2em2", 1000, 72, 76530, 1000.0)])
+def test_ingested_spot_values(sweep, batch, step, samples, eval_return):
+    _, runs = rc.read_curves(sweep)
+    with open(os.path.join(ROOT, "twoclock", "data", "real", sweep, "curves.csv"),
+              newline="", encoding="utf-8") as f:
+        row = next(r for r in csv.DictReader(f) if int(r["batch"]) == batch
+                   and int(r["step"]) == step)
+    assert int(row["samples"]) == samples
+    assert float(row["Eval_AverageReturn"]) == pytest.approx(eval_return, abs=0.005)
+    assert runs[float(batch)]["samples"][step] == samples
+
+
+def test_the_committed_set_predictions_follow_each_sweeps_design():
+    pre = preregistered("real_invpend_set_predictions.json")
+    assert [s["sweep"] for s in pre["sweeps"]] == rc.ingested()
+    for s in pre["sweeps"]:
+        with open(os.path.join(ROOT, "twoclock", "data", "real", s["sweep"], "design.json"),
+                  encoding="utf-8") as f:
+            design = json.load(f)
+        assert design["designs"] == rc.designs_for(
+            [b for d in design["designs"][:1] for b in d["pilots"] + d["held_out"]])
+        assert [(d["pilots"], d["held_out"]) for d in s["designs"]] == \
+            [(d["pilots"], d["held_out"]) for d in design["designs"]]
