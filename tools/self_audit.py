@@ -774,6 +774,15 @@ BUGS = [
     ("bands: a pilot pair's growth read against the envelope's low end", "self",
      "twoclock/pilot/bands.py", 'info["exponents"][1] if info else None)',
      'info["exponents"][0] if info else None)', f"{P}test_bands.py"),
+    ("ingest: an lr with a batch run twice kept, its first run taken", "trivial",
+     "tools/real_curves.py", "if len(bs) >= MIN_BATCHES and all(len(v) == 1 and v[0][1] >= EMPTY",
+     "if len(bs) >= MIN_BATCHES and all(v[0][1] >= EMPTY", f"{P}test_real_curves.py"),
+    ("ingest: the second design repeating the first", "narrow", "tools/real_curves.py",
+     "if len(big) >= 4 and big[:3] != bs[:3]:", "if len(big) >= 4:",
+     f"{P}test_real_curves.py"),
+    ("set: a held-out batch at exactly 2x pooled beyond it", "narrow", "tools/real_curves.py",
+     "lo, hi = next((a, b) for a, b in BUCKETS if a < x <= b)",
+     "lo, hi = next((a, b) for a, b in BUCKETS if a <= x < b)", f"{P}test_real_curves.py"),
 ]
 
 

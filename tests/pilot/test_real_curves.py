@@ -257,3 +257,27 @@ def test_the_committed_set_predictions_follow_each_sweeps_design():
             [b for d in design["designs"][:1] for b in d["pilots"] + d["held_out"]])
         assert [(d["pilots"], d["held_out"]) for d in s["designs"]] == \
             [(d["pilots"], d["held_out"]) for d in design["designs"]]
+
+
+def test_the_set_is_pooled_by_distance_beyond_the_largest_pilot(tmp_path, monkeypatch):
+    assert [rc.bucket(x) for x in (1.5, 2.0, 2.01, 4.0, 7.5)] == \
+        ["(1, 2]x", "(1, 2]x", "(2, 4]x", "(2, 4]x", "(4, inf]x"]
+    # one sweep, held out at 2x (B 80, k 25: truth 125 exactly) and 8x (B 320, k 100: its
+    # first point 3.2, truth 500)
+    sweep = _linear_sweep(tmp_path, monkeypatch, {80: 25.0, 320: 100.0}, {80: 100, 320: 100},
+                          [5], [])
+    band = lambda med, lo, hi: {"median": med, "band": [lo, hi]}
+    pr = lambda med: {"adam": band(med, med / 2, med * 2), "default": band(med, med, med),
+                      "joint": band(med, med, med), "mccandlish": med, "obvious_rule": med}
+    pre = {"sweeps": [{"sweep": sweep, "designs": [
+        {"name": "d", "pilots": [10.0, 20.0, 40.0], "targets": [
+            {"target": "ret>=5", "predictions": {"80.0": pr(150.0), "320.0": pr(400.0)}}]}]}]}
+    (tmp_path / "pre.json").write_text(json.dumps(pre))
+    doc = rc.score_set(str(tmp_path / "pre.json"), str(tmp_path / "out.json"))
+    by = {s["design"]: s for s in doc["by_bucket"]}
+    assert set(by) == {"(1, 2]x", "(4, inf]x"}
+    assert by["(1, 2]x"]["adam"]["median_abs_error"] == pytest.approx(150 / 125 - 1)
+    assert by["(4, inf]x"]["adam"]["median_abs_error"] == pytest.approx(1 - 400 / 500)
+    assert by["(1, 2]x"]["default"]["coverage_95"] == 0.0  # a point band at 150, truth 125
+    assert all(r["sweep"] == sweep for r in doc["rows"])
+    assert not os.path.exists(str(tmp_path / "out.json") + ".partial")
