@@ -7,7 +7,8 @@ predicts the held-out batches' clocks, read from their curves the same way. No J
     python tools/real_curves.py score PREDICTIONS.json OUT.json
     python tools/real_curves.py exponent SWEEP LEVEL B_FROM   # the sweep's growth past B_FROM
     python tools/real_curves.py ingest MIRRORS          # the homework sweeps in FOUND -> folders
-    python tools/real_curves.py predict-set OUT.json    # every ingested sweep's predictions
+    python tools/real_curves.py predict-set OUT.json [EARLIER.json ...]  # every ingested sweep's
+                                                        # predictions, but the earlier files'
     python tools/real_curves.py score-set PREDICTIONS.json OUT.json
 
 The sweep's design.json fixes, before any prediction: the metric, the level grid of targets,
@@ -120,8 +121,8 @@ def table(runs: dict, batches, metric: str) -> dict:
 # Course-homework sweeps of vanilla policy gradient on InvertedPendulum (CS285 / CMU 16-831 HW2)
 # whose TensorBoard files were committed: (repository, commit, folder, the run folders' pattern
 # with the batch and the lr as groups 1 and 2). A sweep is every lr with >= MIN_BATCHES batch
-# sizes holding one run each (a batch run twice at an lr would need a choice between them: such
-# lrs are left out, as are empty event files).
+# sizes (empty event files left out; a batch launched more than once at the lr: its last
+# launch, `sweeps_in`).
 FOUND = [
     ("zackli0001/16831_F23_HW", "d31733876a4256f685f555602fa014d5439c949b", "hw2/data",
      r"^q2_b(\d+)_r([\d.e-]+)_InvertedPendulum-v4_\S+$"),
@@ -137,6 +138,12 @@ FOUND = [
      "hw2/run_logs", r"^q2_b(\d+)_r([\d.]+)_InvertedPendulum-v2_\S+$"),
     ("ZihanWang314/homework_fall2022", "0242c188296094dab04077aaf1e6ea46262df87a", "hw2/data",
      r"^q2_pg_q2_b(\d+)_r([\d.e-]+)_InvertedPendulum-v4_\S+$"),
+    ("GeoffNN/c285-HW", "7eaacf323faf50021ae044e6e450e3bc2c8a2ac3", "hw2/data",
+     r"^q2_pg_q2_b(\d+)_r([\d.]+)_InvertedPendulum-v4_\S+$"),
+    ("Shawn207/16831-F24-HW", "edf863cddbd48a831f406d38d4620cd98b3fce03", "hw2/data",
+     r"^q2_b_(\d+)_r_([\d.e-]+)_InvertedPendulum-v4_\S+$"),
+    ("romerik/robot-learning-cmu", "24b94b0c37d83d505d100f4d91fe4b46aa17d6e3", "hw2/data",
+     r"^q2_b(\d+)_r(\de_\d)_InvertedPendulum-v4_\S+$"),  # lr 3e_2: 3e-2
 ]
 MIN_BATCHES = 5
 LEVELS = list(range(100, 1001, 100))  # Eval_AverageReturn: a return is steps up, at most 1000
@@ -158,20 +165,28 @@ def designs_for(batches) -> list:
     return out
 
 
+def launched(folder: str) -> tuple:
+    """A run folder's launch time from its name's trailing dd-mm-yyyy_HH-MM-SS, as (year,
+    month, day, hour, minute, second); () where it has none."""
+    import re
+    m = re.search(r"(\d{2})-(\d{2})-(\d{4})_(\d{2})-(\d{2})-(\d{2})$", folder)
+    return () if m is None else tuple(int(m.group(i)) for i in (3, 2, 1, 4, 5, 6))
+
+
 def sweeps_in(listing, pattern: str) -> dict:
-    """{lr text: {batch: folder}} of a repository folder's run folders (listing: (folder,
-    event file bytes) pairs) matching pattern, keeping the lrs with >= MIN_BATCHES batches of
-    one non-empty run each."""
+    """{lr text: {batch: [folders, the one kept first]}} of a repository folder's run folders
+    (listing: (folder, event file bytes) pairs) matching pattern: empty event files dropped;
+    where a batch was launched more than once at an lr, the last launch kept (the latest time
+    in its name; the others follow it); the lrs with >= MIN_BATCHES batches."""
     import re
     runs = {}
     for folder, size in listing:
         m = re.match(pattern, folder)
-        if m:
-            runs.setdefault(m.group(2), {}).setdefault(int(m.group(1)), []).append(
-                (folder, size))
-    return {lr: {b: v[0][0] for b, v in bs.items()} for lr, bs in runs.items()
-            if len(bs) >= MIN_BATCHES and all(len(v) == 1 and v[0][1] >= EMPTY
-                                              for v in bs.values())}
+        if m and size >= EMPTY:
+            runs.setdefault(m.group(2), {}).setdefault(int(m.group(1)), []).append(folder)
+    return {lr: {b: sorted(v, key=lambda f: (launched(f), f), reverse=True)
+                 for b, v in bs.items()}
+            for lr, bs in runs.items() if len(bs) >= MIN_BATCHES}
 
 
 def sweep_name(repo: str, lr: str) -> str:
@@ -196,7 +211,8 @@ def ingest(mirrors: str) -> list:
                 run = path[len(folder) + 1:].split("/")[0]
                 files.setdefault(run, []).append((path, int(meta.split()[3])))
         listing = [(run, sum(s for _, s in fs)) for run, fs in files.items()]
-        for lr, by_batch in sorted(sweeps_in(listing, pattern).items()):
+        for lr, launches in sorted(sweeps_in(listing, pattern).items()):
+            by_batch = {b: v[0] for b, v in launches.items()}
             name = sweep_name(repo, lr)
             out = os.path.join(DATA, name)
             os.makedirs(out, exist_ok=True)
@@ -208,7 +224,8 @@ def ingest(mirrors: str) -> list:
                                               capture_output=True, check=True).stdout
                         with open(os.path.join(tmp, run, os.path.basename(path)), "wb") as f:
                             f.write(blob)
-                n = extract(tmp, os.path.join(out, "curves.csv"), pattern, float(lr),
+                n = extract(tmp, os.path.join(out, "curves.csv"), pattern,
+                            float(lr.replace("_", "-")),
                             "Train_EnvstepsSoFar", TAGS, f"tb_{commit[:8]}")
             design = {"metric": "Eval_AverageReturn", "levels": LEVELS,
                       "designs": designs_for(by_batch),
@@ -217,16 +234,18 @@ def ingest(mirrors: str) -> list:
             atomic_write(os.path.join(out, "design.json"),
                          lambda f: (json.dump(design, f, indent=1), f.write("\n")))
             atomic_write(os.path.join(out, "README.md"),
-                         lambda f: f.write(readme(repo, commit, folder, lr, by_batch)))
+                         lambda f: f.write(readme(repo, commit, folder, lr, launches)))
             made.append((name, n))
     return made
 
 
-def readme(repo, commit, folder, lr, by_batch) -> str:
-    bs = sorted(by_batch)
-    rows = "\n".join(f"| {b} | `{by_batch[b]}` |" for b in bs)
+def readme(repo, commit, folder, lr, launches) -> str:
+    bs = sorted(launches)
+    rows = "\n".join(f"| {b} | `{launches[b][0]}` | " + (
+        "" if len(launches[b]) == 1 else f"the last of {len(launches[b])} launches; left "
+        "out: " + ", ".join(f"`{x}`" for x in launches[b][1:])) + " |" for b in bs)
     baseline = (" The folder names say reward-to-go with a learned baseline (`rtg_nnbaseline`)."
-                if "nnbaseline" in by_batch[bs[0]] else "")
+                if "nnbaseline" in launches[bs[0]][0] else "")
     return f"""# Policy-gradient batch sweep: InvertedPendulum, `{repo}`, lr {lr} (logged curves)
 
 {len(bs)} runs of policy gradient on InvertedPendulum at {len(bs)} batches from {bs[0]} to
@@ -242,10 +261,11 @@ Repository `{repo}` (GitHub), commit `{commit}`, folder `{folder}/`.
 |---|---|
 | `tb_{commit[:8]}` | the TensorBoard event file of the row's run (its `run` column is the run's folder under `{folder}/`) at commit `{commit}`: the scalars `Train_EnvstepsSoFar`, `Eval_AverageReturn`, `Train_AverageReturn` of the row's step |
 
-The runs, one per batch:
+The runs, one per batch (where a batch was launched more than once at this lr, the last
+launch by the time in its folder's name):
 
-| batch | folder |
-|---|---|
+| batch | folder | |
+|---|---|---|
 {rows}
 
 ## Settings
@@ -402,10 +422,16 @@ def ingested() -> list:
     return out
 
 
-def predict_set(out: str) -> dict:
+def predict_set(out: str, after=()) -> dict:
+    """Every ingested sweep's predictions, but those of the earlier predictions files `after`
+    (a sweep is pre-registered once)."""
     write_once(out)
+    seen = set()
+    for path in after:
+        with open(path, encoding="utf-8") as f:
+            seen |= {sw["sweep"] for sw in json.load(f)["sweeps"]}
     sweeps = []
-    for name in ingested():
+    for name in (n for n in ingested() if n not in seen):
         meta, runs = read_curves(name)
         sweeps.append({"sweep": name, "metric": meta["metric"],
                        "designs": [predict_design(meta, runs, d) for d in meta["designs"]]})
@@ -575,8 +601,8 @@ def main(argv) -> None:
     elif argv[:1] == ["ingest"] and len(argv) == 2:
         for name, n in ingest(argv[1]):
             print(f"{name}: {n} rows")
-    elif argv[:1] == ["predict-set"] and len(argv) == 2:
-        doc = predict_set(argv[1])
+    elif argv[:1] == ["predict-set"] and len(argv) >= 2:
+        doc = predict_set(argv[1], argv[2:])
         for sw in doc["sweeps"]:
             for d in sw["designs"]:
                 print(sw["sweep"], d["name"], "targets:",

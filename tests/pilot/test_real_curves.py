@@ -199,17 +199,27 @@ def test_the_growth_exponent_by_hand(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------- the homework sweeps, ingested
 
-def test_a_sweep_is_an_lr_with_five_batches_of_one_nonempty_run_each():
+def test_a_sweep_is_an_lr_with_five_batches_the_last_launch_of_each():
     pat = r"^q2_b(\d+)_r([\d.]+)_Pend_\S+$"
-    listing = [(f"q2_b{b}_r0.01_Pend_t{b}", 5000) for b in (100, 200, 300, 400, 500)]
-    listing += [(f"q2_b{b}_r0.02_Pend_t{b}", 5000) for b in (100, 200, 300, 400, 500)]
-    listing += [("q2_b500_r0.02_Pend_again", 5000)]  # a batch run twice: lr 0.02 left out
-    listing += [(f"q2_b{b}_r0.03_Pend_t{b}", 5000) for b in (100, 200, 300, 400)]  # 4 only
-    listing += [(f"q2_b{b}_r0.04_Pend_t{b}", 5000 if b != 300 else 40)  # an empty file
+    t = lambda day, hour: f"{day:02d}-09-2022_{hour:02d}-00-00"
+    listing = [(f"q2_b{b}_r0.01_Pend_{t(1, 1)}", 5000) for b in (100, 200, 300, 400, 500)]
+    # lr 0.02: B 500 launched four times; the latest (day 2 at 02 h) has an empty file, so the
+    # last non-empty launch (day 2 at 01 h) is kept, the others after it, latest first
+    listing += [(f"q2_b{b}_r0.02_Pend_{t(1, 1)}", 5000) for b in (100, 200, 300, 400, 500)]
+    listing += [(f"q2_b500_r0.02_Pend_{t(1, 23)}", 5000), (f"q2_b500_r0.02_Pend_{t(2, 1)}", 5000),
+                (f"q2_b500_r0.02_Pend_{t(2, 2)}", 40)]
+    listing += [(f"q2_b{b}_r0.03_Pend_{t(1, 1)}", 5000) for b in (100, 200, 300, 400)]  # 4
+    listing += [(f"q2_b{b}_r0.04_Pend_{t(1, 1)}", 5000 if b != 300 else 40)  # empty: 4 left
                 for b in (100, 200, 300, 400, 500)]
     listing += [("q3_b100_r0.01_Pend_x", 5000), ("q2_b600_r0.01_Other_x", 5000)]  # not runs
     got = rc.sweeps_in(listing, pat)
-    assert got == {"0.01": {b: f"q2_b{b}_r0.01_Pend_t{b}" for b in (100, 200, 300, 400, 500)}}
+    assert set(got) == {"0.01", "0.02"}
+    assert got["0.01"] == {b: [f"q2_b{b}_r0.01_Pend_{t(1, 1)}"] for b in (100, 200, 300, 400, 500)}
+    assert got["0.02"][500] == [f"q2_b500_r0.02_Pend_{t(2, 1)}", f"q2_b500_r0.02_Pend_{t(1, 23)}",
+                                f"q2_b500_r0.02_Pend_{t(1, 1)}"]
+    # dd-mm-yyyy_HH-MM-SS read as (year, month, day, ...): 02-10 is after 30-09
+    assert rc.launched("a_02-10-2022_00-00-00") > rc.launched("a_30-09-2022_23-59-59")
+    assert rc.launched("no time") == ()
 
 
 def test_the_designs_follow_from_the_batches_alone():
@@ -247,9 +257,12 @@ def test_ingested_spot_values(sweep, batch, step, samples, eval_return):
 
 
 def test_the_committed_set_predictions_follow_each_sweeps_design():
-    pre = preregistered("real_invpend_set_predictions.json")
-    assert [s["sweep"] for s in pre["sweeps"]] == rc.ingested()
-    for s in pre["sweeps"]:
+    # two files: the first twelve sweeps, then the eleven the widened rule added; each sweep
+    # pre-registered once
+    files = [preregistered(f"real_invpend_set{k}_predictions.json") for k in ("", "2")]
+    names = [s["sweep"] for pre in files for s in pre["sweeps"]]
+    assert sorted(names) == rc.ingested() and len(set(names)) == len(names)
+    for s in (s for pre in files for s in pre["sweeps"]):
         with open(os.path.join(ROOT, "twoclock", "data", "real", s["sweep"], "design.json"),
                   encoding="utf-8") as f:
             design = json.load(f)
