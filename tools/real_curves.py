@@ -10,6 +10,7 @@ predicts the held-out batches' clocks, read from their curves the same way. No J
     python tools/real_curves.py predict-set OUT.json [EARLIER.json ...]  # every ingested sweep's
                                                         # predictions, but the earlier files'
     python tools/real_curves.py score-set PREDICTIONS.json OUT.json
+    python tools/real_curves.py pool MEASURED.json ...  # several score-set files, pooled
 
 The sweep's design.json fixes, before any prediction: the metric, the level grid of targets,
 and the designs (pilot batches, held-out batches). `predict` reads only the pilots' rows: a
@@ -547,6 +548,23 @@ def markdown(doc: dict, pre: dict) -> str:
     return "\n".join(out)
 
 
+def pooled(paths) -> dict:
+    """The rows of several score-set files, pooled by bucket, with the paired contrasts over
+    them all (each sweep in one file only)."""
+    rows, seen = [], set()
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            got = json.load(f)["rows"]
+        names = {r["sweep"] for r in got}
+        if names & seen:
+            raise SystemExit(f"pool: {path} scores a sweep again: {sorted(names & seen)[0]}")
+        seen |= names
+        rows += got
+    pool = [dict(r, design=bucket(r["x_largest_pilot"]), batch=0.0) for r in rows]
+    return {"rows": rows, "by_bucket": sorted(summary(pool), key=lambda s: s["design"]),
+            "contrasts": contrasts(rows, group="sweep")}
+
+
 def set_markdown(doc: dict) -> str:
     """The pooled scores by held-out bucket and the paired contrasts, as docs/real_runs.md
     shows them."""
@@ -610,6 +628,8 @@ def main(argv) -> None:
     elif argv[:1] == ["score-set"] and len(argv) == 3:
         doc = score_set(argv[1], argv[2])
         print(set_markdown(doc))
+    elif argv[:1] == ["pool"] and len(argv) >= 2:
+        print(set_markdown(pooled(argv[1:])))
     elif argv[:1] == ["exponent"] and len(argv) == 4:
         meta, runs = read_curves(argv[1])
         e = exponent(runs, f"{meta['metric']}>={float(argv[2]):g}", float(argv[3]))

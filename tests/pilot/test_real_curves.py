@@ -294,3 +294,20 @@ def test_the_set_is_pooled_by_distance_beyond_the_largest_pilot(tmp_path, monkey
     assert by["(1, 2]x"]["default"]["coverage_95"] == 0.0  # a point band at 150, truth 125
     assert all(r["sweep"] == sweep for r in doc["rows"])
     assert not os.path.exists(str(tmp_path / "out.json") + ".partial")
+
+
+def test_pooled_files_must_not_score_a_sweep_twice(tmp_path):
+    row = lambda sweep, x, err: {"sweep": sweep, "design": "d", "target": "t", "batch": 1.0,
+                                 "x_largest_pilot": x, "truth": 100.0, **{
+                                     m: {"median": 100.0 * (1 + err), "error": err,
+                                         "covered": True, "width": 1.5}
+                                     for m in rc.METHODS}}
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({"rows": [row("s1", 1.5, 0.1), row("s1", 3.0, -0.3)]}))
+    b.write_text(json.dumps({"rows": [row("s2", 1.5, 0.5)]}))
+    doc = rc.pooled([str(a), str(b)])
+    by = {s["design"]: s for s in doc["by_bucket"]}
+    assert by["(1, 2]x"]["targets"] == 2  # one from each file
+    assert by["(1, 2]x"]["adam"]["median_abs_error"] == pytest.approx(0.3)  # of 0.1 and 0.5
+    with pytest.raises(SystemExit, match="again: s1"):
+        rc.pooled([str(a), str(a)])
