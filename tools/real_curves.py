@@ -76,23 +76,23 @@ def extract(tb_dir: str, out: str, batch_re: str, lr: float, samples_tag: str, t
 
 
 def read_curves(sweep: str) -> tuple:
-    """(design.json, {batch: {column: np.ndarray}}) of a stored curves sweep."""
+    """(design.json, {batch: [each run's {run, lr, samples, metric}]}) of a stored curves
+    sweep (several runs at a batch: seeds)."""
     folder = os.path.join(DATA, sweep)
     if not os.path.isfile(os.path.join(folder, "curves.csv")):
         raise SystemExit(f"sweep: no curves.csv under twoclock/data/real/{sweep}")
     with open(os.path.join(folder, "design.json"), encoding="utf-8") as f:
         meta = json.load(f)
-    runs = {}
+    rows = {}
     with open(os.path.join(folder, "curves.csv"), newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
-            runs.setdefault(float(r["batch"]), []).append(r)
+            rows.setdefault(float(r["batch"]), {}).setdefault(r["run"], []).append(r)
     out = {}
-    for b, rs in runs.items():
-        if len({r["run"] for r in rs}) != 1:
-            raise SystemExit(f"{sweep}: two runs at batch {b:g}")
-        out[b] = {"run": rs[0]["run"], "lr": float(rs[0]["lr"]),
-                  "samples": np.array([float(r["samples"]) for r in rs]),
-                  "metric": np.array([float(r[meta["metric"]]) for r in rs])}
+    for b, by_run in rows.items():
+        out[b] = [{"run": name, "lr": float(rs[0]["lr"]),
+                   "samples": np.array([float(r["samples"]) for r in rs]),
+                   "metric": np.array([float(r[meta["metric"]]) for r in rs])}
+                  for name, rs in by_run.items()]
     return meta, out
 
 
@@ -103,17 +103,26 @@ def clock(run: dict, text: str) -> tuple:
     return (float(at) if i is not None else None), i
 
 
+def batch_clock(rs: list, text: str) -> tuple:
+    """(the median clock of a batch's runs, None where that median never comes; whether
+    every run crossed between two logged points; whether some run met it at its first)."""
+    got = [clock(r, text) for r in rs]
+    med = float(np.median([math.inf if n is None else n for n, _ in got]))
+    return ((med if math.isfinite(med) else None), all(i is not None and i > 0 for _, i in got),
+            any(i == 0 for _, i in got))
+
+
 def table(runs: dict, batches, metric: str) -> dict:
     """The runs at `batches` as the planner's in-memory log table."""
     cols = {"run": [], "batch": [], "lr": [], "samples": [], metric: []}
     for b in batches:
-        r = runs[b]
-        n = r["samples"].size
-        cols["run"] += [r["run"]] * n
-        cols["batch"] += [b] * n
-        cols["lr"] += [r["lr"]] * n
-        cols["samples"] += r["samples"].tolist()
-        cols[metric] += r["metric"].tolist()
+        for r in runs[b]:
+            n = r["samples"].size
+            cols["run"] += [r["run"]] * n
+            cols["batch"] += [b] * n
+            cols["lr"] += [r["lr"]] * n
+            cols["samples"] += r["samples"].tolist()
+            cols[metric] += r["metric"].tolist()
     return cols
 
 
@@ -304,21 +313,22 @@ def predict_design(meta: dict, runs: dict, d: dict) -> dict:
     pilots, held, metric = [float(b) for b in d["pilots"]], [float(b) for b in d["held_out"]], \
         meta["metric"]
     tab = table(runs, pilots, metric)
-    lr = [runs[b]["lr"] for b in pilots]
+    lr = [runs[b][0]["lr"] for b in pilots]
     p = math.log(lr[-1] / lr[0]) / math.log(pilots[-1] / pilots[0])  # the pilots' lr ~ B^p
     targets, skipped, plans = [], {}, {}
     for level in meta["levels"]:
         text = f"{metric}>={level:g}"
-        got = [clock(runs[b], text) for b in pilots]
-        if any(i is None for _, i in got):
-            skipped[text] = "not reached by pilot B " + ", ".join(
-                f"{b:g}" for b, (_, i) in zip(pilots, got) if i is None)
+        got = {b: [clock(r, text) for r in runs[b]] for b in pilots}
+        never = [b for b in pilots if any(i is None for _, i in got[b])]
+        if never:
+            skipped[text] = "not reached by pilot B " + ", ".join(f"{b:g}" for b in never)
             continue
-        if any(i == 0 for _, i in got):
-            skipped[text] = "pilot B " + ", ".join(f"{b:g}" for b, (_, i) in zip(pilots, got)
-                                                   if i == 0) + " meets it at its first point"
+        first = [b for b in pilots if any(i == 0 for _, i in got[b])]
+        if first:
+            skipped[text] = "pilot B " + ", ".join(f"{b:g}" for b in first) + \
+                " meets it at its first point"
             continue
-        n_p = [n for n, _ in got]
+        n_p = [float(np.median([n for n, _ in got[b]])) for b in pilots]  # each batch's median
         plans[text] = {f: _plan(tab, text, held, f) for f in ("adam", None)}
         mc = mccandlish_fit(pilots, n_p)
         targets.append({"target": text, "pilot_samples": dict(zip(map(str, pilots), n_p)),
@@ -376,10 +386,10 @@ def score_rows(pre: dict) -> list:
         top = d["pilots"][-1]
         for t in d["targets"]:
             for b, pr in t["predictions"].items():
-                truth, i = clock(runs[float(b)], t["target"])
+                truth, _, first = batch_clock(runs[float(b)], t["target"])
                 row = {"design": d["name"], "target": t["target"], "batch": float(b),
                        "x_largest_pilot": float(b) / top, "truth": truth,
-                       "truth_at_first_point": i == 0}
+                       "truth_at_first_point": first}
                 for m in METHODS:
                     v = pr[m]
                     if isinstance(v, str):
@@ -499,13 +509,13 @@ def contrasts(rows, group: str | None = None) -> dict:
 
 
 def exponent(runs: dict, text: str, b_from: float) -> dict:
-    """The least-squares slope of log N on log B over the runs from b_from on whose curves
+    """The least-squares slope of log N on log B over the batches from b_from on whose runs all
     cross the condition between two logged points (a run that never reaches it, or meets it
-    at its first point, has no clock), with its Student-t 95% CI (one run a batch: the scatter
-    about the line is the noise)."""
+    at its first point, has no clock; several runs: their median), with its Student-t 95% CI
+    (the scatter about the line is the noise)."""
     from twoclock.pilot.fit import t_quantile
-    pts = [(b, *clock(runs[b], text)) for b in sorted(runs) if b >= b_from]
-    pts = [(b, n) for b, n, i in pts if i is not None and i > 0]
+    pts = [(b, *batch_clock(runs[b], text)) for b in sorted(runs) if b >= b_from]
+    pts = [(b, n) for b, n, between, _ in pts if between]
     if len(pts) < 3:
         raise SystemExit(f"exponent: {len(pts)} runs from B {b_from:g} reach {text}; need 3")
     x, y = (np.log([p[i] for p in pts]) for i in (0, 1))

@@ -67,7 +67,7 @@ def test_each_update_takes_whole_episodes_of_at_most_1000_steps():
     # an iteration collects whole episodes (up to ep_len 1000 steps) until it has B steps:
     # B to B + 999 new samples each, 100 iterations, evaluated after every update
     meta, runs = rc.read_curves(SWEEP)
-    for b, r in runs.items():
+    for b, (r,) in runs.items():  # one run a batch
         new = np.diff(np.concatenate([[0.0], r["samples"]]))
         assert r["samples"].size == 100
         assert new.min() >= b and new.max() <= b + 999, b
@@ -182,7 +182,7 @@ def test_the_growth_exponent_by_hand(tmp_path, monkeypatch):
     assert e["slope"] == pytest.approx(0.75, abs=1e-9)
     assert e["ci"] == pytest.approx([0.75, 0.75], abs=1e-6)  # no scatter about the line
     # one run off the line by x2 at B 128: slope and t CI by hand (x = log B, 4 points)
-    runs[128.0]["samples"] = runs[128.0]["samples"] * 2.0
+    runs[128.0][0]["samples"] = runs[128.0][0]["samples"] * 2.0
     e = rc.exponent(runs, "ret>=5", 64)
     x = np.log([64.0, 128.0, 256.0, 512.0])
     y = np.log([5 * b ** 0.75 for b in (64.0, 128.0, 256.0, 512.0)]) + np.log([1, 2, 1, 1])
@@ -253,7 +253,7 @@ def test_ingested_spot_values(sweep, batch, step, samples, eval_return):
                    and int(r["step"]) == step)
     assert int(row["samples"]) == samples
     assert float(row["Eval_AverageReturn"]) == pytest.approx(eval_return, abs=0.005)
-    assert runs[float(batch)]["samples"][step] == samples
+    assert runs[float(batch)][0]["samples"][step] == samples
 
 
 def test_the_committed_set_predictions_follow_each_sweeps_design():
