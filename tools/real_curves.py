@@ -154,6 +154,8 @@ FOUND = [
      r"^q2_b_(\d+)_r_([\d.e-]+)_InvertedPendulum-v4_\S+$"),
     ("romerik/robot-learning-cmu", "24b94b0c37d83d505d100f4d91fe4b46aa17d6e3", "hw2/data",
      r"^q2_b(\d+)_r(\de_\d)_InvertedPendulum-v4_\S+$"),  # lr 3e_2: 3e-2
+    ("stablegradients/16-831", "91ca580ea5878e045fa2040d3df327a0567de842", "hw2/data/q_5_2",
+     r"^q2_b(\d+)_r([\d.]+)_seed(?P<seed>\d+)_InvertedPendulum-v4_\S+$"),  # 4 seeds a batch
 ]
 MIN_BATCHES = 5
 LEVELS = list(range(100, 1001, 100))  # Eval_AverageReturn: a return is steps up, at most 1000
@@ -184,19 +186,30 @@ def launched(folder: str) -> tuple:
 
 
 def sweeps_in(listing, pattern: str) -> dict:
-    """{lr text: {batch: [folders, the one kept first]}} of a repository folder's run folders
-    (listing: (folder, event file bytes) pairs) matching pattern: empty event files dropped;
-    where a batch was launched more than once at an lr, the last launch kept (the latest time
-    in its name; the others follow it); the lrs with >= MIN_BATCHES batches."""
+    """{lr text: {batch: {seed: [folders, the one kept first]}}} of a repository folder's run
+    folders (listing: (folder, event file bytes) pairs) matching pattern (the batch and the lr
+    its groups 1 and 2; a group named `seed`, where the pattern has one, tells seeds apart,
+    else every run of a batch is one seed's, None): empty event files dropped; where a seed
+    was launched more than once at a batch and lr, its last launch kept (the latest time in
+    its name; the others follow it); the lrs with >= MIN_BATCHES batches."""
     import re
     runs = {}
     for folder, size in listing:
         m = re.match(pattern, folder)
         if m and size >= EMPTY:
-            runs.setdefault(m.group(2), {}).setdefault(int(m.group(1)), []).append(folder)
-    return {lr: {b: sorted(v, key=lambda f: (launched(f), f), reverse=True)
-                 for b, v in bs.items()}
+            seed = m.groupdict().get("seed")
+            runs.setdefault(m.group(2), {}).setdefault(int(m.group(1)), {}).setdefault(
+                seed, []).append(folder)
+    order = lambda v: sorted(v, key=lambda f: (launched(f), f), reverse=True)
+    return {lr: {b: {k: order(v) for k, v in seeds.items()} for b, seeds in bs.items()}
             for lr, bs in runs.items() if len(bs) >= MIN_BATCHES}
+
+
+def stopped_early(counts: dict) -> set:
+    """The runs (of {run: logged steps}) that logged fewer than half the longest run's steps:
+    stopped, not censored by the sweep's length."""
+    top = max(counts.values())
+    return {r for r, n in counts.items() if 2 * n < top}
 
 
 def sweep_name(repo: str, lr: str) -> str:
@@ -222,46 +235,65 @@ def ingest(mirrors: str) -> list:
                 files.setdefault(run, []).append((path, int(meta.split()[3])))
         listing = [(run, sum(s for _, s in fs)) for run, fs in files.items()]
         for lr, launches in sorted(sweeps_in(listing, pattern).items()):
-            by_batch = {b: v[0] for b, v in launches.items()}
+            kept = [v[0] for seeds in launches.values() for v in seeds.values()]
             name = sweep_name(repo, lr)
             out = os.path.join(DATA, name)
-            os.makedirs(out, exist_ok=True)
             with tempfile.TemporaryDirectory() as tmp:
-                for run in by_batch.values():
+                for run in kept:
                     os.makedirs(os.path.join(tmp, run))
                     for path, _ in files[run]:
                         blob = subprocess.run(["git", "-C", git, "show", f"{commit}:{path}"],
                                               capture_output=True, check=True).stdout
                         with open(os.path.join(tmp, run, os.path.basename(path)), "wb") as f:
                             f.write(blob)
-                n = extract(tmp, os.path.join(out, "curves.csv"), pattern,
-                            float(lr.replace("_", "-")),
-                            "Train_EnvstepsSoFar", TAGS, f"tb_{commit[:8]}")
+                csv_tmp = os.path.join(tmp, "curves.csv")
+                extract(tmp, csv_tmp, pattern, float(lr.replace("_", "-")),
+                        "Train_EnvstepsSoFar", TAGS, f"tb_{commit[:8]}")
+                with open(csv_tmp, newline="", encoding="utf-8") as f:
+                    rows = list(csv.reader(f))
+            counts = {}
+            for r in rows[1:]:
+                counts[r[0]] = counts.get(r[0], 0) + 1
+            early = stopped_early(counts)
+            rows = [rows[0]] + [r for r in rows[1:] if r[0] not in early]
+            batches = sorted({int(r[1]) for r in rows[1:]})
+            if len(batches) < MIN_BATCHES:
+                continue
+            os.makedirs(out, exist_ok=True)
+            atomic_write(os.path.join(out, "curves.csv"),
+                         lambda f: csv.writer(f, lineterminator="\n").writerows(rows))
+            n = len(rows) - 1
             design = {"metric": "Eval_AverageReturn", "levels": LEVELS,
-                      "designs": designs_for(by_batch),
+                      "designs": designs_for(batches),
                       "fixed_before": "the predictions: made by tools/real_curves.py "
                                       "designs_for from the batches alone"}
             atomic_write(os.path.join(out, "design.json"),
                          lambda f: (json.dump(design, f, indent=1), f.write("\n")))
             atomic_write(os.path.join(out, "README.md"),
-                         lambda f: f.write(readme(repo, commit, folder, lr, launches)))
+                         lambda f: f.write(readme(repo, commit, folder, lr, launches,
+                                                  early)))
             made.append((name, n))
     return made
 
 
-def readme(repo, commit, folder, lr, launches) -> str:
-    bs = sorted(launches)
-    rows = "\n".join(f"| {b} | `{launches[b][0]}` | " + (
-        "" if len(launches[b]) == 1 else f"the last of {len(launches[b])} launches; left "
-        "out: " + ", ".join(f"`{x}`" for x in launches[b][1:])) + " |" for b in bs)
+def readme(repo, commit, folder, lr, launches, early=()) -> str:
+    bs = sorted(b for b, v in launches.items() if any(x[0] not in early for x in v.values()))
+    seeds = max(len(v) for v in launches.values())
+    note = lambda v: ", ".join(x for x in (
+        "" if len(v) == 1 else f"the last of {len(v)} launches; left out: " +
+        ", ".join(f"`{x}`" for x in v[1:]),
+        "left out: stopped early" if v[0] in early else "") if x)
+    rows = "\n".join(f"| {b} | `{v[0]}` | {note(v)} |" for b in sorted(launches)
+                      for _, v in sorted(launches[b].items(), key=lambda kv: str(kv[0])))
+    first = next(iter(launches[bs[0]].values()))[0]
     baseline = (" The folder names say reward-to-go with a learned baseline (`rtg_nnbaseline`)."
-                if "nnbaseline" in launches[bs[0]][0] else "")
+                if "nnbaseline" in first else "")
+    each = "one run each" if seeds == 1 else f"{seeds} seeds each"
     return f"""# Policy-gradient batch sweep: InvertedPendulum, `{repo}`, lr {lr} (logged curves)
 
-{len(bs)} runs of policy gradient on InvertedPendulum at {len(bs)} batches from {bs[0]} to
-{bs[-1]} environment steps per update, one run each at a fixed lr of {lr}: a course homework
-(CS285 / CMU 16-831, homework 2) whose TensorBoard event files were committed. Every number here
-is read from them.
+Policy gradient on InvertedPendulum at {len(bs)} batches from {bs[0]} to {bs[-1]} environment
+steps per update, {each} at a fixed lr of {lr}: a course homework (CS285 / CMU 16-831, homework
+2) whose TensorBoard event files were committed. Every number here is read from them.
 
 ## Source
 
@@ -271,8 +303,9 @@ Repository `{repo}` (GitHub), commit `{commit}`, folder `{folder}/`.
 |---|---|
 | `tb_{commit[:8]}` | the TensorBoard event file of the row's run (its `run` column is the run's folder under `{folder}/`) at commit `{commit}`: the scalars `Train_EnvstepsSoFar`, `Eval_AverageReturn`, `Train_AverageReturn` of the row's step |
 
-The runs, one per batch (where a batch was launched more than once at this lr, the last
-launch by the time in its folder's name):
+The runs (where a run was launched more than once, the last launch by the time in its
+folder's name; a run that logged fewer than half the longest run's steps is left out as
+stopped early):
 
 | batch | folder | |
 |---|---|---|

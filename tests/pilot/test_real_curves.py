@@ -214,9 +214,11 @@ def test_a_sweep_is_an_lr_with_five_batches_the_last_launch_of_each():
     listing += [("q3_b100_r0.01_Pend_x", 5000), ("q2_b600_r0.01_Other_x", 5000)]  # not runs
     got = rc.sweeps_in(listing, pat)
     assert set(got) == {"0.01", "0.02"}
-    assert got["0.01"] == {b: [f"q2_b{b}_r0.01_Pend_{t(1, 1)}"] for b in (100, 200, 300, 400, 500)}
-    assert got["0.02"][500] == [f"q2_b500_r0.02_Pend_{t(2, 1)}", f"q2_b500_r0.02_Pend_{t(1, 23)}",
-                                f"q2_b500_r0.02_Pend_{t(1, 1)}"]
+    assert got["0.01"] == {b: {None: [f"q2_b{b}_r0.01_Pend_{t(1, 1)}"]}
+                           for b in (100, 200, 300, 400, 500)}
+    assert got["0.02"][500] == {None: [f"q2_b500_r0.02_Pend_{t(2, 1)}",
+                                       f"q2_b500_r0.02_Pend_{t(1, 23)}",
+                                       f"q2_b500_r0.02_Pend_{t(1, 1)}"]}
     # dd-mm-yyyy_HH-MM-SS read as (year, month, day, ...): 02-10 is after 30-09
     assert rc.launched("a_02-10-2022_00-00-00") > rc.launched("a_30-09-2022_23-59-59")
     assert rc.launched("no time") == ()
@@ -257,9 +259,9 @@ def test_ingested_spot_values(sweep, batch, step, samples, eval_return):
 
 
 def test_the_committed_set_predictions_follow_each_sweeps_design():
-    # two files: the first twelve sweeps, then the eleven the widened rule added; each sweep
-    # pre-registered once
-    files = [preregistered(f"real_invpend_set{k}_predictions.json") for k in ("", "2")]
+    # three files: the first twelve sweeps, the eleven the last-launch rule added, the four of
+    # several seeds a batch; each sweep pre-registered once
+    files = [preregistered(f"real_invpend_set{k}_predictions.json") for k in ("", "2", "3")]
     names = [s["sweep"] for pre in files for s in pre["sweeps"]]
     assert sorted(names) == rc.ingested() and len(set(names)) == len(names)
     for s in (s for pre in files for s in pre["sweeps"]):
@@ -311,3 +313,41 @@ def test_pooled_files_must_not_score_a_sweep_twice(tmp_path):
     assert by["(1, 2]x"]["adam"]["median_abs_error"] == pytest.approx(0.3)  # of 0.1 and 0.5
     with pytest.raises(SystemExit, match="again: s1"):
         rc.pooled([str(a), str(a)])
+
+
+def test_seeds_are_kept_apart_and_runs_that_stopped_early_left_out():
+    pat = r"^q2_b(\d+)_r([\d.]+)_seed(?P<seed>\d+)_Pend_\S+$"
+    t = lambda hour: f"01-09-2022_{hour:02d}-00-00"
+    listing = [(f"q2_b{b}_r0.01_seed{k}_Pend_{t(1)}", 5000) for b in (10, 20, 30, 40, 50)
+               for k in (0, 1)]
+    listing += [(f"q2_b10_r0.01_seed1_Pend_{t(3)}", 5000)]  # seed 1 at B 10 launched again
+    got = rc.sweeps_in(listing, pat)["0.01"]
+    assert set(got[20]) == {"0", "1"} and got[20]["0"] == [f"q2_b20_r0.01_seed0_Pend_{t(1)}"]
+    assert got[10]["1"] == [f"q2_b10_r0.01_seed1_Pend_{t(3)}", f"q2_b10_r0.01_seed1_Pend_{t(1)}"]
+    # half the longest run's steps is kept, fewer is not
+    assert rc.stopped_early({"a": 100, "b": 50, "c": 49, "d": 2}) == {"c", "d"}
+
+
+def test_a_batch_of_several_seeds_is_read_as_their_median(tmp_path, monkeypatch):
+    folder = tmp_path / "seeds"
+    folder.mkdir()
+    with open(folder / "curves.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "batch", "lr", "step", "samples", "ret", "source"])
+        # B 10: seeds with k 10, 20, 40 (level 5 at 50, 100, 200: median 100); B 20: one seed
+        # that never reaches 5 in 3 updates, two at k 4 (crossing at 20: its first point)
+        for name, b, k, n in (("s0", 10, 10.0, 100), ("s1", 10, 20.0, 100), ("s2", 10, 40.0, 100),
+                              ("t0", 20, 100.0, 3), ("t1", 20, 4.0, 3), ("t2", 20, 4.0, 3)):
+            for i in range(n):
+                smp = b * (i + 1)
+                w.writerow([name, b, 0.01, i, smp, smp / k, "hand"])
+    (folder / "design.json").write_text(json.dumps({"metric": "ret", "levels": [5],
+                                                    "designs": []}))
+    monkeypatch.setattr(rc, "DATA", str(tmp_path))
+    _, runs = rc.read_curves("seeds")
+    assert [len(runs[b]) for b in (10.0, 20.0)] == [3, 3]
+    assert rc.batch_clock(runs[10.0], "ret>=5") == (pytest.approx(100.0), True, False)
+    # B 20: never (inf), 20 and 20 at their first point: median 20, not all between points
+    n, between, first = rc.batch_clock(runs[20.0], "ret>=5")
+    assert n == pytest.approx(20.0) and not between and first
+
