@@ -538,6 +538,8 @@ def contrasts(rows, group: str | None = None) -> dict:
         return {"n": len(ok), "reading": "too few predictions answered by every method"}
     ratio = lambda m: [r[m]["median"] / r["truth"] for r in ok]
     groups = [r[group] if group else f"{r['design']} {r['target']}" for r in ok]
+    if len(set(groups)) < 2:  # no spread over groups to bound the contrast with
+        return {"n": len(ok), "reading": f"one group ({groups[0]}): no CI over groups"}
     return {m: paired_cis(ratio("adam"), ratio(m), groups) for m in METHODS[1:]}
 
 
@@ -621,6 +623,8 @@ def set_markdown(doc: dict) -> str:
             f(s[m]["coverage_95"], ".1%") for m in METHODS[:3]) + " | " + ", ".join(
             "-" if s[m]["median_width"] is None else f"x{s[m]['median_width']:.2f}"
             for m in METHODS[:3]) + " |")
+    if "reading" in doc["contrasts"]:  # too few predictions, or one sweep
+        return "\n".join(out + ["", f"Contrasts: {doc['contrasts']['reading']}."])
     out += ["", "| Adam minus | mean | CI over predictions | CI over sweeps | reading |",
             "|---|---|---|---|---|"]
     for m, c in doc["contrasts"].items():

@@ -351,3 +351,12 @@ def test_a_batch_of_several_seeds_is_read_as_their_median(tmp_path, monkeypatch)
     n, between, first = rc.batch_clock(runs[20.0], "ret>=5")
     assert n == pytest.approx(20.0) and not between and first
 
+
+
+def test_one_sweep_gives_no_contrast_over_sweeps():
+    rows = [{"sweep": "only", "design": "d", "target": f"t{i}", "truth": 100.0,
+             **{m: {"median": 100.0 + i + (5 if m == "mccandlish" else 0)} for m in rc.METHODS}}
+            for i in range(4)]
+    c = rc.contrasts(rows, group="sweep")
+    assert c["reading"].startswith("one group (only)") and "mccandlish" not in c
+    assert "mccandlish" in rc.contrasts(rows)  # over design-targets there are four groups
