@@ -783,6 +783,15 @@ BUGS = [
     ("set: a held-out batch at exactly 2x pooled beyond it", "narrow", "tools/real_curves.py",
      "lo, hi = next((a, b) for a, b in BUCKETS if a < x <= b)",
      "lo, hi = next((a, b) for a, b in BUCKETS if a <= x < b)", f"{P}test_real_curves.py"),
+    ("seeds: a batch's clock the mean of its runs", "self", "tools/real_curves.py",
+     "med = float(np.median([math.inf if n is None else n for n, _ in got]))",
+     "med = float(np.mean([math.inf if n is None else n for n, _ in got]))",
+     f"{P}test_real_curves.py"),
+    ("seeds: a run at exactly half the longest run's steps left out", "narrow",
+     "tools/real_curves.py", "return {r for r, n in counts.items() if 2 * n < top}",
+     "return {r for r, n in counts.items() if 2 * n <= top}", f"{P}test_real_curves.py"),
+    ("seeds: the seeds of a batch read as launches of one run", "glue", "tools/real_curves.py",
+     'seed = m.groupdict().get("seed")', "seed = None", f"{P}test_real_curves.py"),
 ]
 
 
