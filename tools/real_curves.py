@@ -24,7 +24,8 @@ at its first), and at each it writes
   (1 + B / B_noise), and the obvious rule, the largest pilot's clock times (B / B_top)^(1 - p).
 Commit its file before running `score`, which reads the held-out curves: each held-out run's
 clock is its first logged crossing, linear in samples (twoclock.pilot.clocks.crossing, the
-planner's own reading), "never" where its curve does not reach the level.
+planner's own reading), "never" where its curve does not reach the level; a batch of several
+runs (seeds) is read as their median, for pilots and held-out batches alike.
 """
 import csv
 import json
