@@ -146,3 +146,18 @@ def test_plan_json_carries_the_width_and_the_printout_the_why(tmp_path):
         else:
             assert p["band_why"] is None
     assert any(p["band_why"] for p in out["predictions"])
+
+
+def test_a_sweep_of_one_run_a_batch_is_told_its_bands_are_the_medians(tmp_path):
+    one = pl.plan_logs(_log(tmp_path / "a.csv", {64: 1000, 128: 1500, 256: 2600}), "acc>=0.5",
+                       [], predict=[512])
+    assert "  " + pl.ONE_RUN in pl.table(one).splitlines()
+    # two runs at B 64 (its rows appended as run b64x): not one run a batch, no such line
+    path = tmp_path / "b.csv"
+    path.write_text((tmp_path / "a.csv").read_text() + "\n".join(
+        f"b64x,64,0.001,{t * 1100 / 5:g},{t * 1100 / 5 / 2200:.9g}" for t in range(1, 11)) + "\n")
+    two = pl.plan_logs(str(path), "acc>=0.5", [], predict=[512])
+    assert pl.ONE_RUN not in pl.table(two)
+    assert pl.one_run_a_batch([{"batch": 64.0}, {"batch": 128.0}])
+    assert not pl.one_run_a_batch([{"batch": 64.0}, {"batch": 64.0}]) and \
+        not pl.one_run_a_batch([])

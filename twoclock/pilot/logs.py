@@ -311,6 +311,18 @@ def _failed(runs, crossings) -> dict:
 COARSE = 0.2  # a crossing interpolated over more than this fraction of its clock is flagged
 
 
+# what the printout says where every pilot batch has one run (docs/real_runs.md measured it)
+ONE_RUN = ("one run a batch: each band is for the median clock over seeds at its batch; a single "
+           "run of your own scatters about that median by a seed's noise, which one run a batch "
+           "does not measure (docs/real_runs.md, \"The truth here is one run\")")
+
+
+def one_run_a_batch(runs) -> bool:
+    """Whether every batch among the plan's runs has exactly one run."""
+    bs = [r["batch"] for r in runs]
+    return bool(bs) and len(set(bs)) == len(bs)
+
+
 def table(out: dict) -> str:
     """The plan's text (report.table) after a block on the logs and one row per failure clock."""
     lg = out["logs"]
@@ -348,6 +360,8 @@ def table(out: dict) -> str:
             "(docs/plan.md): log more often")
     if out.get("progress_only"):
         lines.append("  " + out["progress_only"])
+    if one_run_a_batch(out["runs"]):
+        lines.append("  " + ONE_RUN)
     fo = out.get("floor_out")
     if fo:
         lines.append(f"  --floor-out {fo['optimum']:g}: plateaus read (last quarter) "
