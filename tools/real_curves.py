@@ -52,11 +52,11 @@ METHODS = ("adam", "default", "joint", "mccandlish", "obvious_rule")
 
 # ------------------------------------------------------------------------------------ the data
 
-def extract(tb_dir: str, out: str, batch_re: str, lr: float, samples_tag: str, tags,
-            source: str) -> int:
-    """Every TensorBoard run under tb_dir as rows of curves.csv: run (its folder), batch (from
-    its name by batch_re), lr, step, samples (the samples_tag scalar), the tags and the source
-    key (the README's); rows written."""
+def curve_rows(tb_dir: str, batch_re: str, lr: float, samples_tag: str, tags,
+               source: str) -> list:
+    """Every TensorBoard run under tb_dir as rows of curves.csv (its header first): run (its
+    folder), batch (from its name by batch_re), lr, step, samples (the samples_tag scalar),
+    the tags and the source key (the README's), by batch and step."""
     import re
     from twoclock.pilot import tbfiles
     rows = []
@@ -67,13 +67,19 @@ def extract(tb_dir: str, out: str, batch_re: str, lr: float, samples_tag: str, t
             rows.append([name, b, f"{lr:g}", step, f"{v[samples_tag]:.0f}",
                          *(f"{v[t]:.9g}" for t in tags), source])
     rows.sort(key=lambda r: (r[1], r[3]))
+    return [["run", "batch", "lr", "step", "samples", *tags, "source"]] + rows
 
-    def write(f):
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["run", "batch", "lr", "step", "samples", *tags, "source"])
-        w.writerows(rows)
-    atomic_write(out, write)
-    return len(rows)
+
+def write_rows(out: str, rows: list) -> None:
+    atomic_write(out, lambda f: csv.writer(f, lineterminator="\n").writerows(rows))
+
+
+def extract(tb_dir: str, out: str, batch_re: str, lr: float, samples_tag: str, tags,
+            source: str) -> int:
+    """curve_rows written to out; rows written (the header not counted)."""
+    rows = curve_rows(tb_dir, batch_re, lr, samples_tag, tags, source)
+    write_rows(out, rows)
+    return len(rows) - 1
 
 
 def read_curves(sweep: str) -> tuple:
@@ -247,11 +253,8 @@ def ingest(mirrors: str) -> list:
                                               capture_output=True, check=True).stdout
                         with open(os.path.join(tmp, run, os.path.basename(path)), "wb") as f:
                             f.write(blob)
-                csv_tmp = os.path.join(tmp, "curves.csv")
-                extract(tmp, csv_tmp, pattern, float(lr.replace("_", "-")),
-                        "Train_EnvstepsSoFar", TAGS, f"tb_{commit[:8]}")
-                with open(csv_tmp, newline="", encoding="utf-8") as f:
-                    rows = list(csv.reader(f))
+                rows = curve_rows(tmp, pattern, float(lr.replace("_", "-")),
+                                  "Train_EnvstepsSoFar", TAGS, f"tb_{commit[:8]}")
             counts = {}
             for r in rows[1:]:
                 counts[r[0]] = counts.get(r[0], 0) + 1
@@ -261,8 +264,7 @@ def ingest(mirrors: str) -> list:
             if len(batches) < MIN_BATCHES:
                 continue
             os.makedirs(out, exist_ok=True)
-            atomic_write(os.path.join(out, "curves.csv"),
-                         lambda f: csv.writer(f, lineterminator="\n").writerows(rows))
+            write_rows(os.path.join(out, "curves.csv"), rows)
             n = len(rows) - 1
             design = {"metric": "Eval_AverageReturn", "levels": LEVELS,
                       "designs": designs_for(batches),
