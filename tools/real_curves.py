@@ -494,6 +494,14 @@ def bucket(x: float) -> str:
     return f"({lo:g}, {hi:g}]x"
 
 
+def by_bucket(rows) -> dict:
+    """Rows of several sweeps: themselves, summarised by bucket (summary's "design" the
+    bucket), and the paired contrasts with a CI over the sweeps."""
+    pool = [dict(r, design=bucket(r["x_largest_pilot"]), batch=0.0) for r in rows]
+    return {"rows": rows, "by_bucket": sorted(summary(pool), key=lambda s: s["design"]),
+            "contrasts": contrasts(rows, group="sweep")}
+
+
 def score_set(pred_path: str, out: str) -> dict:
     with open(pred_path, encoding="utf-8") as f:
         pre = json.load(f)
@@ -501,10 +509,7 @@ def score_set(pred_path: str, out: str) -> dict:
     for sw in pre["sweeps"]:
         rows += [{"sweep": sw["sweep"], **r} for r in score_rows(sw)]
         atomic_write(out + ".partial", lambda f: json.dump(rows, f, indent=1))
-    pooled = [dict(r, design=bucket(r["x_largest_pilot"]), batch=0.0) for r in rows]
-    doc = {"predictions": pred_path, "rows": rows,
-           "by_bucket": sorted(summary(pooled), key=lambda s: s["design"]),
-           "contrasts": contrasts(rows, group="sweep")}
+    doc = {"predictions": pred_path, **by_bucket(rows)}
     atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
     os.remove(out + ".partial")
     return doc
@@ -608,9 +613,7 @@ def pooled(paths) -> dict:
             raise SystemExit(f"pool: {path} scores a sweep again: {sorted(names & seen)[0]}")
         seen |= names
         rows += got
-    pool = [dict(r, design=bucket(r["x_largest_pilot"]), batch=0.0) for r in rows]
-    return {"rows": rows, "by_bucket": sorted(summary(pool), key=lambda s: s["design"]),
-            "contrasts": contrasts(rows, group="sweep")}
+    return by_bucket(rows)
 
 
 def set_markdown(doc: dict) -> str:
