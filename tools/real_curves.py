@@ -663,7 +663,9 @@ def main(argv) -> None:
                                          for k in ("median_abs_error", "coverage_95",
                                                    "median_width"))
                       for m in METHODS))
-        for m, c in doc["contrasts"].items():
+        if "reading" in doc["contrasts"]:  # too few predictions, or one design-target
+            print(f"contrasts: {doc['contrasts']['reading']}")
+        for m, c in ([] if "reading" in doc["contrasts"] else doc["contrasts"].items()):
             print(f"adam - {m}: {c['mean']:+.3f}, CI over predictions [{c['ci_pairs'][0]:+.3f}, "
                   f"{c['ci_pairs'][1]:+.3f}], over targets [{c['ci_groups'][0]:+.3f}, "
                   f"{c['ci_groups'][1]:+.3f}] ({c['n']} predictions): {c['reading']}")

@@ -360,3 +360,16 @@ def test_one_sweep_gives_no_contrast_over_sweeps():
     c = rc.contrasts(rows, group="sweep")
     assert c["reading"].startswith("one group (only)") and "mccandlish" not in c
     assert "mccandlish" in rc.contrasts(rows)  # over design-targets there are four groups
+
+
+def test_the_score_printout_of_one_target_says_why_it_has_no_contrast(tmp_path, monkeypatch,
+                                                                      capsys):
+    sweep = _linear_sweep(tmp_path, monkeypatch, {80: 25.0}, {80: 100}, [5], [])
+    band = {"median": 150.0, "band": [100.0, 200.0]}
+    pre = {"sweep": sweep, "designs": [{"name": "d", "pilots": [10.0, 20.0, 40.0], "targets": [
+        {"target": "ret>=5", "predictions": {"80.0": {
+            "adam": band, "default": band, "joint": band, "mccandlish": 150.0,
+            "obvious_rule": 150.0}}}]}]}
+    (tmp_path / "pre.json").write_text(json.dumps(pre))
+    rc.main(["score", str(tmp_path / "pre.json"), str(tmp_path / "out.json")])
+    assert "contrasts: too few predictions answered by every method" in capsys.readouterr().out
