@@ -617,7 +617,7 @@ BUGS = [
     ("bands: the width as high / low", "self", "twoclock/pilot/bands.py",
      "return max(m / lo, hi / m)", "return hi / lo", BANDS),
     ("bands: pilots rising with the batch named as falling", "trivial", "twoclock/pilot/bands.py",
-     "if p2 < p1:", "if p2 > p1:", BANDS),
+     "if fell is None and p2 < p1:", "if fell is None and p2 > p1:", BANDS),
     ("bands: the farthest pilot only above the curve", "trivial", "twoclock/pilot/bands.py",
      "key=lambda x: abs(math.log(x[1] / x[2])))", "key=lambda x: math.log(x[1] / x[2]))", BANDS),
     ("p_mix as 1 - p^G", "self", "twoclock/analysis/mixed.py",
