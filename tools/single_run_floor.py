@@ -6,6 +6,8 @@ No JAX.
     python tools/single_run_floor.py scatter [SWEEP ...]   # default: every stored sweep with
                                                           # several runs at a batch
     python tools/single_run_floor.py floor [--sigma S] [--seeds K ...] [--draws N]
+    python tools/single_run_floor.py predict-runs OUT.json SET.json ...  # one run's bands
+    python tools/single_run_floor.py score-runs PREDICTIONS.json OUT.json
 
 `scatter`: at every (batch, level of the sweep's design.json) where each of a batch's runs
 crosses the level between two logged points (tools/real_curves.py's reading), the runs' log
@@ -19,8 +21,17 @@ K runs each, every run's clock the median's times exp(sigma Z); the planner's Ad
 to the pilots' runs (pilot/forms.adam_clock, the plan's own median) predicts 2x and 8x the
 largest pilot, scored against one run drawn the same way and against the true median. A
 median known exactly, scored against one run, errs q with P(|exp(sigma Z) - 1| <= q) = 1/2
-(`known_median_error`)."""
+(`known_median_error`).
+
+`predict-runs`: at every design and target of the pre-registered homework sets (tools/
+real_curves.py predict-set), the planner's Adam-form plan again with one run's band
+(twoclock/pilot/runband.py): measured from the pilots' seeds where a pilot batch has several,
+else `--run-scatter` at the seeded sweeps' pooled scatter (`scatter`, written into the file).
+Commit its file before `score-runs`, which scores each band against every held-out run's own
+clock (a run that never reaches the target: a miss), beside the median's band against the
+same runs."""
 import argparse
+import json
 import math
 import os
 import sys
@@ -30,7 +41,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/ is not a package
 import real_curves as rc  # noqa: E402
-from twoclock.pilot import forms  # noqa: E402
+from score_real import write_once  # noqa: E402
+from twoclock.atomic import atomic_write  # noqa: E402
+from twoclock.pilot import api, bands, forms  # noqa: E402
+from twoclock.pilot.plan import PilotError  # noqa: E402
 from twoclock.pilot.result import Rule  # noqa: E402
 
 KNEES = (0.25, 1.0, 4.0)  # B_n over the largest pilot's batch
@@ -131,6 +145,92 @@ def floor_table(sigma: float, seeds=(1, 4), draws: int = 400, pilots=PILOTS) -> 
     return rows
 
 
+def predict_runs(out: str, sets) -> dict:
+    """One run's bands at every design and target of the predictions files `sets`."""
+    write_once(out)
+    sigma = scatter(seeded())["pooled"]["sigma"]
+    sweeps = []
+    for path in sets:
+        with open(path, encoding="utf-8") as f:
+            for sw in json.load(f)["sweeps"]:
+                meta, runs = rc.read_curves(sw["sweep"])
+                designs = []
+                for d in sw["designs"]:
+                    tab = rc.table(runs, d["pilots"], meta["metric"])
+                    seeds = any(len(runs[float(b)]) > 1 for b in d["pilots"])
+                    targets = []
+                    for t in d["targets"]:
+                        try:
+                            plan = api.plan_logs(tab, t["target"], [], predict=d["held_out"],
+                                                 progress_form="adam",
+                                                 run_scatter=None if seeds else sigma).to_json()
+                        except PilotError as e:
+                            targets.append({"target": t["target"], "refused": str(e)})
+                            continue
+                        targets.append({"target": t["target"], "predictions": {
+                            str(p["batch"]): {"median": p["progress_samples"]["median"],
+                                              "band": p["progress_samples"]["ci"],
+                                              "run_band": p["run_band"]["ci"],
+                                              "scatter": p["run_band"]["scatter"],
+                                              "dof": p["run_band"]["dof"]}
+                            for p in plan["predictions"]}})
+                    designs.append({"name": d["name"], "pilots": d["pilots"],
+                                    "held_out": d["held_out"], "targets": targets})
+                sweeps.append({"sweep": sw["sweep"], "designs": designs})
+    doc = {"what": "one run's 95% band (twoclock/pilot/runband.py) at every design and target "
+                   "of the pre-registered homework sets", "sets": list(sets),
+           "run_scatter_given": sigma,
+           "run_scatter_source": "the seeded homework sweeps' pooled SD of log clocks "
+                                 "(tools/single_run_floor.py scatter), given to the sweeps "
+                                 "whose pilots have one run a batch",
+           "sweeps": sweeps}
+    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
+    return doc
+
+
+def score_runs(pred_path: str, out: str) -> dict:
+    """Each prediction's bands against every held-out run's own clock: rows and a summary by
+    bucket (x the largest pilot) and by where the scatter came from."""
+    with open(pred_path, encoding="utf-8") as f:
+        pre = json.load(f)
+    rows = []
+    for sw in pre["sweeps"]:
+        _, runs = rc.read_curves(sw["sweep"])
+        for d in sw["designs"]:
+            for t in d["targets"]:
+                for b, p in t.get("predictions", {}).items():
+                    for r in runs[float(b)]:
+                        n, _ = rc.clock(r, t["target"])
+                        inside = lambda lo_hi: n is not None and (lo_hi[0] or 0) <= n <= (
+                            math.inf if lo_hi[1] is None else lo_hi[1])
+                        rows.append({
+                            "sweep": sw["sweep"], "design": d["name"], "target": t["target"],
+                            "batch": float(b), "run": r["run"], "truth": n,
+                            "x_largest_pilot": float(b) / d["pilots"][-1],
+                            "measured": p["dof"] is not None,
+                            "error": None if n is None else p["median"] / n - 1,
+                            "run_band_covers": inside(p["run_band"]),
+                            "band_covers": inside(p["band"]),
+                            "run_band_width": bands.width({"median": p["median"],
+                                                           "ci": p["run_band"]}),
+                            "band_width": bands.width({"median": p["median"],
+                                                       "ci": p["band"]})})
+    groups = {"all": rows, "pilots' seeds": [r for r in rows if r["measured"]],
+              "given": [r for r in rows if not r["measured"]]}
+    groups.update({f"({lo:g}, {hi:g}]x": [r for r in rows if lo < r["x_largest_pilot"] <= hi]
+                   for lo, hi in rc.BUCKETS})
+    med = lambda v: float(np.median(v)) if v else None
+    summ = {k: {"runs": len(v), "never": sum(r["truth"] is None for r in v),
+                "run_band_coverage": sum(r["run_band_covers"] for r in v) / len(v) if v else None,
+                "band_coverage": sum(r["band_covers"] for r in v) / len(v) if v else None,
+                "run_band_median_width": med([r["run_band_width"] for r in v]),
+                "band_median_width": med([r["band_width"] for r in v])}
+            for k, v in groups.items()}
+    doc = {"predictions": pred_path, "rows": rows, "summary": summ}
+    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
+    return doc
+
+
 def main(argv) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -143,7 +243,31 @@ def main(argv) -> None:
     f.add_argument("--draws", type=int, default=400)
     f.add_argument("--pilots", type=float, nargs="+", default=list(PILOTS),
                    help="the pilot batches over the largest, ending at 1 (default 0.25 0.5 1)")
+    pr = sub.add_parser("predict-runs", help="one run's bands on the homework sets")
+    pr.add_argument("out")
+    pr.add_argument("sets", nargs="+")
+    sr = sub.add_parser("score-runs", help="score predict-runs' file against every run")
+    sr.add_argument("predictions")
+    sr.add_argument("out")
     a = ap.parse_args(argv)
+    if a.cmd == "predict-runs":
+        doc = predict_runs(a.out, a.sets)
+        n = sum(len(t.get("predictions", {})) for sw in doc["sweeps"] for d in sw["designs"]
+                for t in d["targets"])
+        print(f"wrote {a.out}: {n} predictions over {len(doc['sweeps'])} sweeps; one-run pilots "
+              f"given --run-scatter {doc['run_scatter_given']:.4g}")
+        return
+    if a.cmd == "score-runs":
+        doc = score_runs(a.predictions, a.out)
+        print("| runs | held-out runs | never reached | 95% coverage: one run's band, the "
+              "median's | median width: one run's band, the median's |\n|---|---|---|---|---|")
+        w = lambda x: "-" if x is None else ("open" if math.isinf(x) else f"x{x:.2f}")
+        for k, v in doc["summary"].items():
+            if v["runs"]:
+                print(f"| {k} | {v['runs']} | {v['never']} | {v['run_band_coverage']:.1%}, "
+                      f"{v['band_coverage']:.1%} | {w(v['run_band_median_width'])}, "
+                      f"{w(v['band_median_width'])} |")
+        return
     if a.cmd == "scatter":
         res = scatter(a.sweeps or seeded())
         for name, r in res.items():

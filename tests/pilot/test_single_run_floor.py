@@ -128,3 +128,43 @@ def test_closer_pilots_leave_more_error_at_8x():
     wide = srf.floor(0.228, 1.0, seeds=1, draws=200, seed=11)
     close = srf.floor(0.228, 1.0, seeds=1, draws=200, seed=11, pilots=(5 / 7, 6 / 7, 1.0))
     assert close[(8.0, "median")] > wide[(8.0, "median")]
+
+
+def _clocks_by_numpy(batch: float, level: float) -> list:
+    """Each run's first crossing of level at batch in the seeded sweep, read with numpy."""
+    meta, runs = srf.rc.read_curves(SEEDED)
+    out = []
+    for r in runs[batch]:
+        s, v = r["samples"], r["metric"]
+        out.append(_first_crossing(s, v, level) if (v >= level).any() else None)
+    return out
+
+
+def test_score_runs_counts_each_held_out_run_against_both_bands(tmp_path):
+    # a hand-made prediction at the seeded sweep's batch 20000, target 500: the bands' ends
+    # put between the runs' own clocks (read by numpy), so each band's coverage is known
+    got = _clocks_by_numpy(20000.0, 500.0)
+    assert None not in got and len(got) == 4
+    c = sorted(got)
+    pred = {"sweeps": [{"sweep": SEEDED, "designs": [{
+        "name": "hand", "pilots": [10.0, 100.0, 1000.0], "held_out": [20000.0],
+        "targets": [{"target": "Eval_AverageReturn>=500", "predictions": {"20000.0": {
+            "median": (c[1] + c[2]) / 2, "band": [c[1], c[2]],  # holds the middle two
+            "run_band": [c[0], c[3]], "scatter": 0.2, "dof": 9}}}]}]}]}  # holds all four
+    path = tmp_path / "p.json"
+    path.write_text(__import__("json").dumps(pred))
+    doc = srf.score_runs(str(path), str(tmp_path / "m.json"))
+    s = doc["summary"]["all"]
+    assert s["runs"] == 4 and s["never"] == 0
+    assert s["run_band_coverage"] == 1.0 and s["band_coverage"] == 0.5
+    assert doc["summary"]["pilots' seeds"]["runs"] == 4 and doc["summary"]["given"]["runs"] == 0
+    assert doc["summary"]["(4, inf]x"]["runs"] == 4  # 20000 / 1000 = 20x
+    want = sorted(abs(((c[1] + c[2]) / 2) / n - 1) for n in got)
+    assert sorted(abs(r["error"]) for r in doc["rows"]) == pytest.approx(want, rel=1e-12)
+
+
+def test_predict_runs_refuses_an_existing_file(tmp_path):
+    out = tmp_path / "p.json"
+    out.write_text("{}")
+    with pytest.raises(SystemExit):
+        srf.predict_runs(str(out), [])

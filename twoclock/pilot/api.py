@@ -28,7 +28,8 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
               batch_from_name: str | None = None, samples_from_step: str | None = None,
               restarts: str = "refuse", updates=None,
               progress_form: str | None = None, predict_rule=None,
-              eval_items: int | None = None, floor_out: float | None = None) -> LogsPlan:
+              eval_items: int | None = None, floor_out: float | None = None,
+              run_scatter: float | None = None) -> LogsPlan:
     """Plan from the curves pilot runs logged: find each run's clocks, fit them, predict and
     recommend (docs/plan.md); the flags of `plan.py --logs`, by name.
 
@@ -58,7 +59,9 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
       the progress band's crossing noise where larger than the residuals' (docs/plan.md);
       floor_out: the progress metric's optimum (0 for a loss, 1 for an accuracy): take Adam's
       noise floor out of the progress clock, each run's plateau read from its logged tail
-      (needs progress_form 'adam'; docs/plan.md, "Adam's progress form").
+      (needs progress_form 'adam'; docs/plan.md, "Adam's progress form"); run_scatter: the
+      SD of one run's log clock about its batch's, for one run's band (`run_band`; default:
+      measured where a pilot batch has two or more runs; docs/plan.md, "One run's band").
 
     Returns a LogsPlan (twoclock.pilot.result): its to_json() is the plan.json the command
     writes (docs/results.md names every key). Bad input: PilotError (a ValueError), one line.
@@ -75,6 +78,7 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
                      clip_bind=clip_bind, clip_steps=clip_steps, forms=_items(forms),
                      restarts=restarts, progress_form=progress_form,
                      predict_rule=predict_rule, eval_items=eval_items, floor_out=floor_out,
+                     run_scatter=run_scatter,
                      **reading)
 
 

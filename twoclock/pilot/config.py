@@ -3,9 +3,10 @@ published GRPO table) or the curves their trainer logged, and the plan's setting
 from dataclasses import dataclass, fields
 import math
 
-from twoclock.config import option, param, require, require_choice
+from twoclock.config import finite, option, param, require, require_choice
 from twoclock.pilot import api, levels, report
 from twoclock.pilot.presets import PRESETS
+from twoclock.pilot.runband import MAX_SCATTER
 from twoclock.pilot.plan import PROGRESS_FORMS, check_settings
 from twoclock.pilot.rule import parse_rule
 
@@ -64,6 +65,11 @@ class LogsInput:
                                            "run's plateau read from the last quarter of its "
                                            "log (docs/plan.md)", type=float,
                                      metavar="OPTIMUM")
+    run_scatter: float | None = option(None, "the SD of one run's log clock about its batch's "
+                                             "(from seeds you ran): each prediction also gets "
+                                             "one run's band (default: measured where a pilot "
+                                             "batch has two or more runs; docs/plan.md)",
+                                       type=float, metavar="S")
     form: tuple = option((), "a failure clock's form, chosen by you: power, coupled or knee "
                              "(e.g. 'drift>=0.3=power'; default: from the pilots)",
                          action="append", metavar="CONDITION=FORM")
@@ -91,6 +97,9 @@ class LogsInput:
                     self.eval_items)
         if self.preset is not None:
             require_choice("--preset", self.preset, tuple(PRESETS))
+        if self.run_scatter is not None:
+            require(finite(self.run_scatter) and 0 < self.run_scatter <= MAX_SCATTER,
+                    "--run-scatter", f"in (0, {MAX_SCATTER:g}]", self.run_scatter)
 
 
 @dataclass(frozen=True)
@@ -150,6 +159,7 @@ def plan(cfg: PlanConfig) -> dict:
             batch=lg.batch, lr=lg.lr, batch_from_name=lg.batch_from_name,
             samples_from_step=lg.samples_from_step, restarts=lg.restarts,
             updates=lg.updates, eval_items=lg.eval_items, floor_out=lg.floor_out,
+            run_scatter=lg.run_scatter,
             progress_form=cfg.progress_form,
             predict_rule=cfg.predict_rule).to_json()
             for t in targets]

@@ -163,7 +163,7 @@ def plan(logs, metric: str, target: float, optimum: float, points, lr, run_plan)
             continue
         q = run_plan(shifted(logs, metric, a_pred - a_R), [f"{b:g}:{k:g}"]).predictions[0]
         rows.append({**got[(b, k)], **{f: q[f] for f in ("progress_samples", "band_width",
-                                                           "band_why")}})
+                                                           "band_why", "run_band")}})
     out = {"optimum": optimum, "phi": phi, "tail": TAIL,
            "runs": [{"run": r.name, "batch": r.batch, "plateau": a}
                     for r, a in zip(logs.runs, a_R.tolist())],

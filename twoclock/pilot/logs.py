@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from twoclock.pilot import (bands, clipping, evalnoise, floorout, plan as pilot, predict as pp,
-                            report, updates)
+                            report, runband, updates)
 from twoclock.pilot.clocks import Clock, bounded, check_reached, clocks, crossing, smooth
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
@@ -202,7 +202,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
               level: float = 0.95, smoothing=None, columns=None, clip=None,
               clip_bind: float = 0.02, clip_steps: str = "fixed", forms=(),
               progress_form: str | None = None, predict_rule=None, eval_items=None,
-              floor_out: float | None = None, **reading) -> LogsPlan:
+              floor_out: float | None = None, run_scatter: float | None = None,
+              **reading) -> LogsPlan:
     """Read the log (a path, or a table in memory: reader.read_logs), find the clocks, and
     plan: pilot.plan once per failure condition (each its own fit and row); the recommendation
     takes, at each batch, the earliest failure clock. clip: the logged clipped-share metric,
@@ -213,9 +214,12 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     evaluation of the progress metric scores (its binomial noise, pilot/evalnoise.py, the
     band's crossing noise where above the residuals'); floor_out: the progress metric's
     optimum, to take Adam's noise floor out of the progress clock (pilot/floorout.py; needs
-    progress_form 'adam'); `reading`: how to read a trainer's own files (preset, batch, lr:
+    progress_form 'adam'); run_scatter: the SD of a run's log clock about its batch's, for
+    one run's band (pilot/runband.py; default: measured where a pilot batch has two or more
+    timed runs); `reading`: how to read a trainer's own files (preset, batch, lr:
     reader.read_logs). path may also be Logs already read (floorout's shifted curves)."""
     pilot.check_settings(predict, margin, level)
+    run_scatter = runband.check_scatter(run_scatter)
     if not (0 < clip_bind < 1):
         raise PilotError(f"--clip-bind: must be in (0, 1), a share of tokens (got {clip_bind:g})")
     if clip_steps not in clipping.STEPS:
@@ -256,7 +260,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
             logs, pc, floor_out, predict, rule, timed, progress_form,
             lambda lg, pts, rl: logs_plan(lg, progress, failures, pts, margin, level, smoothing,
                                           columns, clip, clip_bind, clip_steps, forms,
-                                          progress_form, rl, eval_items))
+                                          progress_form, rl, eval_items,
+                                          run_scatter=run_scatter))
     brk = _brackets(logs, prog, pc)
     outs = [pilot.plan(_runs(logs, prog, fl, source, var, brk), predict, margin, level,
                        chosen.get(_text(f)), progress_form, rule) for f, fl in plans]
@@ -265,6 +270,11 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     predictions = _with_bands(_predictions(outs, conds), pc, first.critical_batch.to_json(),
                               [e.to_json() for e in est],
                               {r.batch for r, c in zip(logs.runs, prog) if c.timed})
+    spread = runband.given(run_scatter) if run_scatter is not None else runband.measured(
+        *zip(*[(r.batch, c.samples) for r, c in zip(logs.runs, prog)
+               if c.timed and c.bound is None] or [((), ())]))
+    predictions = [{**p, "run_band": runband.band(p["progress_samples"], spread, level)}
+                   for p in predictions]
     # the plan's one failure fit: the condition that fails first at the largest batch
     last = [_text(f) for f in conds].index(predictions[-1]["failure_clock"])
     return LogsPlan(
@@ -360,7 +370,8 @@ def table(out: dict) -> str:
             "(docs/plan.md): log more often")
     if out.get("progress_only"):
         lines.append("  " + out["progress_only"])
-    if one_run_a_batch(out["runs"]):
+    rb = [p for p in out["predictions"] if p.get("run_band")]
+    if one_run_a_batch(out["runs"]) and not rb:
         lines.append("  " + ONE_RUN)
     fo = out.get("floor_out")
     if fo:
@@ -371,6 +382,13 @@ def table(out: dict) -> str:
                      + "; " + fo["reading"])
     lines.append(report.table(out))
     lines += ["  " + p["band_why"] for p in out["predictions"] if p.get("band_why")]
+    if rb:
+        end = lambda v: "open" if v is None else f"{v:.4g}"
+        lines.append(f"  one run's {lvl}% band (a run's log clock scatters by "
+                     f"{rb[0]['run_band']['scatter']:.3g} about its batch's, from "
+                     f"{rb[0]['run_band']['source']}): " + ", ".join(
+                         f"B {p['batch']:g} [{end(p['run_band']['ci'][0])}, "
+                         f"{end(p['run_band']['ci'][1])}]" for p in rb))
     if out["failures"]:
         lines += ["", f"failure clocks, one fit each (samples, {lvl}% CI); the recommendation "
                   "uses the earliest at each batch:"]

@@ -1,0 +1,73 @@
+"""One run's band (docs/plan.md, "One run's band"): the progress band is for the median clock
+over seeds at a batch; a single run lands about that median with a seed's scatter. Where the
+scatter is known, each prediction also carries the band for one run,
+
+    [m exp(-sqrt(a^2 + (q s)^2)), m exp(sqrt(b^2 + (q s)^2))],
+
+a and b the median band's log half-widths below and above its median m, s the SD of a run's
+log clock about its batch's (pooled over the pilot batches that hold two or more timed runs,
+or --run-scatter), q the band level's two-sided quantile: Student's t at the pooled dof where
+s was measured, the normal's where it was given."""
+import math
+
+import numpy as np
+from scipy import stats
+
+from twoclock.pilot import fit as pf
+from twoclock.pilot.plan import PilotError
+
+MAX_SCATTER = 3.0  # a run's log clock, SD: e^3 = x20 either side
+
+
+def check_scatter(s) -> float | None:
+    """--run-scatter: None, or a float in (0, MAX_SCATTER]; PilotError (one line) else."""
+    if s is None:
+        return None
+    s = float(s)
+    if not (0 < s <= MAX_SCATTER):
+        raise PilotError(f"--run-scatter: the SD of a run's log clock about its batch's, in "
+                         f"(0, {MAX_SCATTER:g}] (got {s:g})")
+    return s
+
+
+def measured(batches, samples) -> dict | None:
+    """{scatter, dof, source} from the timed runs' clocks: the pooled SD of log clocks about
+    each batch's mean over the batches with two or more runs; None where no batch has two."""
+    B, logN = np.asarray(batches, np.float64), np.log(np.asarray(samples, np.float64))
+    ss, dof = 0.0, 0
+    for b in np.unique(B):
+        x = logN[B == b]
+        if x.size >= 2:
+            ss, dof = ss + float(((x - x.mean()) ** 2).sum()), dof + x.size - 1
+    if not dof:
+        return None
+    return {"scatter": math.sqrt(ss / dof), "dof": dof,
+            "source": f"the pilots' seeds ({dof} degrees of freedom)"}
+
+
+def quantile(level: float, dof: int | None) -> float:
+    """The two-sided `level` quantile of Student's t with dof degrees of freedom (None: the
+    normal's)."""
+    p = 0.5 + level / 2
+    return float(stats.norm.ppf(p)) if dof is None else pf.t_quantile(p, dof)
+
+
+def band(progress: dict, info: dict | None, level: float) -> dict | None:
+    """{ci, scatter, dof, source} of one run's band about a {median, ci} progress band; None
+    where no scatter is known or the band has no median. An open end stays open."""
+    m, (lo, hi) = progress["median"], progress["ci"]
+    if info is None or m is None:
+        return None
+    qs = quantile(level, info["dof"]) * info["scatter"]
+    widen = lambda h: math.sqrt(h * h + qs * qs)
+    return {"ci": [None if lo is None or not lo > 0 else m * math.exp(-widen(math.log(m / lo))),
+                   None if hi is None else m * math.exp(widen(math.log(hi / m)))],
+            "scatter": info["scatter"], "dof": info["dof"], "source": info["source"]}
+
+
+def given(s: float) -> dict:
+    """The info of a scatter the user gave (--run-scatter): the normal's quantile."""
+    return {"scatter": s, "dof": None, "source": "--run-scatter"}
+
+
+__all__ = ["check_scatter", "measured", "quantile", "band", "given"]
