@@ -226,9 +226,27 @@ def score_runs(pred_path: str, out: str) -> dict:
                 "run_band_median_width": med([r["run_band_width"] for r in v]),
                 "band_median_width": med([r["band_width"] for r in v])}
             for k, v in groups.items()}
-    doc = {"predictions": pred_path, "rows": rows, "summary": summ}
+    doc = {"predictions": pred_path, "rows": rows, "summary": summ,
+           "contrast": coverage_contrast(rows)}
     atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
     return doc
+
+
+def coverage_contrast(rows, resamples: int = 2000, seed: int = 0) -> dict:
+    """One run's band's coverage minus the median band's over the same runs, with a 95%
+    percentile CI from resampling whole sweeps (the runs of a sweep share its pilots)."""
+    by = {}
+    for r in rows:
+        by.setdefault(r["sweep"], []).append(int(r["run_band_covers"]) - int(r["band_covers"]))
+    diffs = [np.array(v, np.float64) for v in by.values()]
+    if not diffs:
+        return {"difference": None, "ci": None, "sweeps": 0}
+    est = float(np.concatenate(diffs).mean())
+    rng = np.random.default_rng(seed)
+    boot = [float(np.concatenate([diffs[i] for i in rng.integers(0, len(diffs), len(diffs))]
+                                 ).mean()) for _ in range(resamples)]
+    return {"difference": est, "ci": [float(x) for x in np.percentile(boot, [2.5, 97.5])],
+            "sweeps": len(diffs)}
 
 
 def main(argv) -> None:
@@ -267,6 +285,10 @@ def main(argv) -> None:
                 print(f"| {k} | {v['runs']} | {v['never']} | {v['run_band_coverage']:.1%}, "
                       f"{v['band_coverage']:.1%} | {w(v['run_band_median_width'])}, "
                       f"{w(v['band_median_width'])} |")
+        c = doc["contrast"]
+        if c["difference"] is not None:
+            print(f"coverage, one run's band minus the median's: {c['difference']:+.1%} "
+                  f"[{c['ci'][0]:+.1%}, {c['ci'][1]:+.1%}] (95% CI over {c['sweeps']} sweeps)")
         return
     if a.cmd == "scatter":
         res = scatter(a.sweeps or seeded())

@@ -168,3 +168,14 @@ def test_predict_runs_refuses_an_existing_file(tmp_path):
     out.write_text("{}")
     with pytest.raises(SystemExit):
         srf.predict_runs(str(out), [])
+
+
+def test_coverage_contrast_by_hand():
+    rows = [{"sweep": "a", "run_band_covers": True, "band_covers": False},
+            {"sweep": "a", "run_band_covers": True, "band_covers": True},
+            {"sweep": "b", "run_band_covers": False, "band_covers": False},
+            {"sweep": "b", "run_band_covers": True, "band_covers": False}]
+    got = srf.coverage_contrast(rows, resamples=500)
+    # differences 1, 0 | 0, 1: mean 0.5; every resample of whole sweeps has mean 0.5 too
+    assert got["difference"] == 0.5 and got["ci"] == [0.5, 0.5] and got["sweeps"] == 2
+    assert srf.coverage_contrast([])["difference"] is None
