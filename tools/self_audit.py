@@ -86,6 +86,8 @@ CLAIMS = "tests/test_claims_audit.py tests/test_claims_table.py tests/test_claim
 SHAPES = f"{S}test_shapes.py"
 REGIME = f"{S}test_regime_map.py"
 REAL = f"{P}test_real_sweeps.py {P}test_score_real_audit.py"
+RUNBAND = f"{P}test_runband.py"
+FLOOR = f"{P}test_single_run_floor.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -797,6 +799,23 @@ BUGS = [
      'seed = m.groupdict().get("seed")', "seed = None", f"{P}test_real_curves.py"),
     ("one run a batch: a batch with two runs counted once", "trivial", "twoclock/pilot/logs.py",
      "return bool(bs) and len(set(bs)) == len(bs)", "return bool(bs)", f"{P}test_bands.py"),
+    # one run's band (pilot/runband.py) and what one run a batch allows (tools/single_run_floor)
+    ("run band: the scatter's dof counts every run, not the runs less one a batch", "self",
+     "twoclock/pilot/runband.py", "ss, dof = ss + float(((x - x.mean()) ** 2).sum()), dof + "
+     "x.size - 1", "ss, dof = ss + float(((x - x.mean()) ** 2).sum()), dof + x.size", RUNBAND),
+    ("run band: the run's scatter added to the band's half-width, not in quadrature", "self",
+     "twoclock/pilot/runband.py", "widen = lambda h: math.sqrt(h * h + qs * qs)",
+     "widen = lambda h: h + qs", RUNBAND),
+    ("run band: the normal's quantile where the pilots measured the scatter", "narrow",
+     "twoclock/pilot/runband.py",
+     "return float(stats.norm.ppf(p)) if dof is None else pf.t_quantile(p, dof)",
+     "return float(stats.norm.ppf(p))", RUNBAND),
+    ("run band: first-point runs used at their bound counted as seeds", "glue",
+     "twoclock/pilot/logs.py", "if c.timed and c.bound is None]", "if c.timed]", RUNBAND),
+    ("single-run floor: the scatter's dof counts every run", "self", "tools/single_run_floor.py",
+     "dof = sum(c.size - 1 for c in cs)", "dof = sum(c.size for c in cs)", FLOOR),
+    ("single-run floor: one run's truth read as the median", "glue", "tools/single_run_floor.py",
+     'err[(t, "run")].append(abs(m / r - 1))', 'err[(t, "run")].append(abs(m / n - 1))', FLOOR),
 ]
 
 

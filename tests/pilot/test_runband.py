@@ -127,3 +127,18 @@ def test_one_runs_band_covers_one_run_at_its_level():
         med_in += band["ci"][0] <= run <= band["ci"][1]
     assert run_in / draws >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / draws), run_in / draws
     assert med_in < run_in
+
+
+def test_first_point_runs_used_at_their_bound_are_no_seeds(tmp_path):
+    # two runs past the target at their first logged point at B 32 (each used at its bound's
+    # geometric middle, pilot/clocks.bounded): their spread is the bounds', not a seed's, so the
+    # scatter comes from B 8 and 16 alone (dof 2)
+    from tests.pilot.test_first_point_bound import LATE, TWO
+    late2 = ("h", 32, 0.02, 1450, 7000, 1600)
+    out = pl.plan_logs(_log(tmp_path / "l.csv", TWO + [LATE, late2]), "acc>=1", [],
+                       predict=[64])
+    assert len(out["logs"]["progress_first_point"]) == 2
+    rb = out["predictions"][0]["run_band"]
+    assert rb["dof"] == 2
+    assert rb["scatter"] == pytest.approx(math.sqrt((math.log(1100 / 1000) ** 2
+                                                     + math.log(1250 / 1200) ** 2) / 2 / 2))
