@@ -88,6 +88,7 @@ REGIME = f"{S}test_regime_map.py"
 REAL = f"{P}test_real_sweeps.py {P}test_score_real_audit.py"
 RUNBAND = f"{P}test_runband.py"
 FLOOR = f"{P}test_single_run_floor.py"
+ONESEED = f"{P}test_one_seed_bias.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -816,6 +817,11 @@ BUGS = [
      "dof = sum(c.size - 1 for c in cs)", "dof = sum(c.size for c in cs)", FLOOR),
     ("single-run floor: one run's truth read as the median", "glue", "tools/single_run_floor.py",
      'err[(t, "run")].append(abs(m / r - 1))', 'err[(t, "run")].append(abs(m / n - 1))', FLOOR),
+    ("one-seed bias: the scatter's dof counts every run", "self", "tools/one_seed_bias.py",
+     "dof = int(ok.sum()) - int((ok.sum(axis=1) > 0).sum())", "dof = int(ok.sum())", ONESEED),
+    ("one-seed bias: a truth that never came scored as a miss of -100%", "glue",
+     "tools/one_seed_bias.py", "err = lambda pred: {float(h): (None if not truth.get(float(h)) "
+     "else", "err = lambda pred: {float(h): (-1.0 if not truth.get(float(h)) else", ONESEED),
 ]
 
 
