@@ -324,7 +324,8 @@ COARSE = 0.2  # a crossing interpolated over more than this fraction of its cloc
 # what the printout says where every pilot batch has one run (docs/real_runs.md measured it)
 ONE_RUN = ("one run a batch: each band is for the median clock over seeds at its batch; a single "
            "run of your own scatters about that median by a seed's noise, which one run a batch "
-           "does not measure (docs/real_runs.md, \"The truth here is one run\")")
+           "does not measure: --run-scatter S (the SD of a run's log clock, from seeds you ran) "
+           "gives one run's band (docs/plan.md, \"One run's band\")")
 
 
 def one_run_a_batch(runs) -> bool:
