@@ -270,11 +270,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     predictions = _with_bands(_predictions(outs, conds), pc, first.critical_batch.to_json(),
                               [e.to_json() for e in est],
                               {r.batch for r, c in zip(logs.runs, prog) if c.timed})
-    spread = runband.given(run_scatter) if run_scatter is not None else runband.measured(
-        *zip(*[(r.batch, c.samples) for r, c in zip(logs.runs, prog)
-               if c.timed and c.bound is None] or [((), ())]))
-    predictions = [{**p, "run_band": runband.band(p["progress_samples"], spread, level)}
-                   for p in predictions]
+    predictions = runband.attach(predictions, [(r.batch, c.samples) for r, c in zip(
+        logs.runs, prog) if c.timed and c.bound is None], run_scatter, level)
     # the plan's one failure fit: the condition that fails first at the largest batch
     last = [_text(f) for f in conds].index(predictions[-1]["failure_clock"])
     return LogsPlan(
@@ -384,12 +381,7 @@ def table(out: dict) -> str:
     lines.append(report.table(out))
     lines += ["  " + p["band_why"] for p in out["predictions"] if p.get("band_why")]
     if rb:
-        end = lambda v: "open" if v is None else f"{v:.4g}"
-        lines.append(f"  one run's {lvl}% band (a run's log clock scatters by "
-                     f"{rb[0]['run_band']['scatter']:.3g} about its batch's, from "
-                     f"{rb[0]['run_band']['source']}): " + ", ".join(
-                         f"B {p['batch']:g} [{end(p['run_band']['ci'][0])}, "
-                         f"{end(p['run_band']['ci'][1])}]" for p in rb))
+        lines.append("  " + runband.line(rb, lvl))
     if out["failures"]:
         lines += ["", f"failure clocks, one fit each (samples, {lvl}% CI); the recommendation "
                   "uses the earliest at each batch:"]

@@ -70,4 +70,22 @@ def given(s: float) -> dict:
     return {"scatter": s, "dof": None, "source": "--run-scatter"}
 
 
-__all__ = ["check_scatter", "measured", "quantile", "band", "given"]
+def attach(predictions, timed, run_scatter, level: float) -> list:
+    """Each prediction with its `run_band`: the scatter given (--run-scatter), else measured
+    from the timed runs' (batch, clock) pairs (runs used at a first-point bound left out)."""
+    info = given(run_scatter) if run_scatter is not None else (
+        measured(*zip(*timed)) if timed else None)
+    return [{**p, "run_band": band(p["progress_samples"], info, level)} for p in predictions]
+
+
+def line(predictions, lvl: int) -> str:
+    """The printout's line of one run's bands (predictions that carry one)."""
+    end = lambda v: "open" if v is None else f"{v:.4g}"
+    rb = predictions[0]["run_band"]
+    return (f"one run's {lvl}% band (a run's log clock scatters by {rb['scatter']:.3g} about "
+            f"its batch's, from {rb['source']}): " + ", ".join(
+                f"B {p['batch']:g} [{end(p['run_band']['ci'][0])}, "
+                f"{end(p['run_band']['ci'][1])}]" for p in predictions))
+
+
+__all__ = ["check_scatter", "measured", "quantile", "band", "given", "attach", "line"]
