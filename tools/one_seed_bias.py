@@ -13,7 +13,6 @@ noise.
 """
 import argparse
 import json
-import math
 import os
 import sys
 from dataclasses import replace
@@ -21,7 +20,7 @@ from dataclasses import replace
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from twoclock.pilot import forms  # noqa: E402
+from twoclock.pilot import forms, runband  # noqa: E402
 from twoclock.pilot.result import Rule  # noqa: E402
 
 SEEDS = 16
@@ -30,26 +29,23 @@ SEEDS = 16
 def scatter(N_PxS) -> float:
     """The pooled SD of log clocks about each pilot batch's mean (runs that never arrived,
     0 or below, left out; dof: the runs less one a batch)."""
-    x = np.log(np.where(N_PxS > 0, N_PxS, np.nan))
-    ok = np.isfinite(x)
-    dev = np.where(ok, x - np.nanmean(x, axis=1, keepdims=True), 0.0)
-    dof = int(ok.sum()) - int((ok.sum(axis=1) > 0).sum())
-    return math.sqrt(float((dev ** 2).sum()) / dof)
+    return runband.pooled_sd(np.log(n[n > 0]) for n in np.asarray(N_PxS, np.float64))[0]
 
 
 def analyse(pilots, lrs, N_PxS, held, truth: dict, p: float) -> dict:
     """The Adam form on every run and on each seed's pilots: {knee: B_n over the largest pilot
     (None: beyond), all: {batch: error}, one: {batch: (median |error|, median error)}} against
-    truth {batch: the median clock or None}."""
+    truth {batch: the median clock or None}. A run that never arrived (0) is left out, as
+    `scatter` leaves it, and a seed with one among its pilots gets no one-seed fit."""
     B, lr, H = (np.asarray(v, np.float64) for v in (pilots, lrs, held))
-    S = N_PxS.shape[1]
+    S, ok = N_PxS.shape[1], N_PxS > 0
     rule = Rule(p, float(lr[0]), float(B[0]), 0)
-    fit = forms.adam_clock(np.repeat(B, S), N_PxS.ravel(), np.repeat(lr, S), np.ones(B.size * S),
-                           rule).fit
+    at = lambda v: np.repeat(v, S)[ok.ravel()]
+    fit = forms.adam_clock(at(B), N_PxS[ok], at(lr), np.ones(int(ok.sum())), rule).fit
     err = lambda pred: {float(h): (None if not truth.get(float(h)) else
                                    float(x / truth[float(h)] - 1)) for h, x in zip(H, pred)}
     one = {float(h): [] for h in H}
-    for s in range(S):
+    for s in (s for s in range(S) if ok[:, s].all()):
         e = err(np.exp(forms.adam_clock(B, N_PxS[:, s], lr, np.ones(B.size), rule
                                         ).fit.log_median(H)))
         for h, v in e.items():

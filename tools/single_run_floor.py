@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/ is not 
 import real_curves as rc  # noqa: E402
 from score_real import write_once  # noqa: E402
 from twoclock.atomic import atomic_write  # noqa: E402
-from twoclock.pilot import api, bands, forms  # noqa: E402
+from twoclock.pilot import api, bands, forms, runband  # noqa: E402
 from twoclock.pilot.plan import PilotError  # noqa: E402
 from twoclock.pilot.result import Rule  # noqa: E402
 
@@ -79,12 +79,10 @@ def cells(meta: dict, runs: dict) -> list:
 def scatter_of(cs: list) -> dict:
     """{cells, dof, sigma: the pooled SD of log clocks about each cell's mean, loo: the median
     |run / median of its cell's other runs - 1|} of cells of log clocks."""
-    dev = np.concatenate([c - c.mean() for c in cs]) if cs else np.zeros(0)
-    dof = sum(c.size - 1 for c in cs)
+    sigma, dof = runband.pooled_sd(cs)
     loo = [abs(math.exp(c[k]) / float(np.median(np.exp(np.delete(c, k)))) - 1)
            for c in cs for k in range(c.size)]
-    return {"cells": len(cs), "dof": dof,
-            "sigma": math.sqrt(float(dev @ dev) / dof) if dof else None,
+    return {"cells": len(cs), "dof": dof, "sigma": sigma,
             "loo": float(np.median(loo)) if loo else None}
 
 

@@ -30,19 +30,25 @@ def check_scatter(s) -> float | None:
     return s
 
 
+def pooled_sd(groups) -> tuple:
+    """(the pooled SD about each group's mean, its dof: the values less one a group) of groups
+    of log clocks; (None, 0) where no group holds two."""
+    ss, dof = 0.0, 0
+    for x in groups:
+        x = np.asarray(x, np.float64)
+        if x.size >= 2:
+            ss, dof = ss + float(((x - x.mean()) ** 2).sum()), dof + x.size - 1
+    return (math.sqrt(ss / dof) if dof else None), dof
+
+
 def measured(batches, samples) -> dict | None:
     """{scatter, dof, source} from the timed runs' clocks: the pooled SD of log clocks about
     each batch's mean over the batches with two or more runs; None where no batch has two."""
     B, logN = np.asarray(batches, np.float64), np.log(np.asarray(samples, np.float64))
-    ss, dof = 0.0, 0
-    for b in np.unique(B):
-        x = logN[B == b]
-        if x.size >= 2:
-            ss, dof = ss + float(((x - x.mean()) ** 2).sum()), dof + x.size - 1
+    sd, dof = pooled_sd(logN[B == b] for b in np.unique(B))
     if not dof:
         return None
-    return {"scatter": math.sqrt(ss / dof), "dof": dof,
-            "source": f"the pilots' seeds ({dof} degrees of freedom)"}
+    return {"scatter": sd, "dof": dof, "source": f"the pilots' seeds ({dof} degrees of freedom)"}
 
 
 def quantile(level: float, dof: int | None) -> float:
@@ -88,4 +94,4 @@ def line(predictions, lvl: int) -> str:
                 f"{end(p['run_band']['ci'][1])}]" for p in predictions))
 
 
-__all__ = ["check_scatter", "measured", "quantile", "band", "given", "attach", "line"]
+__all__ = ["check_scatter", "pooled_sd", "measured", "quantile", "band", "given", "attach", "line"]
