@@ -233,3 +233,72 @@ def test_a_practitioners_run_is_evaluated_every_25_updates_whatever_its_length(b
     ("fixed", 128, 16_384), ("sqrt", 64, 16_384)])  # at or below the largest pilot: the budget
 def test_a_heldout_run_gets_the_budget_times_the_theorys_largest_growth(rule, batch, want):
     assert pr.heldout_budget(16_384, batch, 128, rule) == want
+
+
+def test_compare_forms_is_refused_off_the_practitioner_design_and_with_a_form():
+    from twoclock.studies.plan_calibration import Config
+    assert Config(design="practitioner", compare_forms=True).compare_forms
+    for bad in ({}, {"design": "practitioner", "progress_form": "adam"}):
+        with pytest.raises(ValueError, match="^--compare-forms must be given with --design "
+                                             "practitioner and no --progress-form"):
+            Config(compare_forms=True, **bad)
+
+
+def test_a_second_plan_refused_is_not_scored_with_the_first_plans_score():
+    """as_rows keeps a row's design and answer and takes the score from the second plan only:
+    a second plan refused where the first scored is refused, not scored with the first's
+    error (which merging the two records would keep)."""
+    base = {"model": "m", "rule": "sqrt", "seed": 0, "pilots": [1, 2, 4], "batch": 8,
+            "times_largest_pilot": 2, "measured": 100.0, "refused": None, "predicted": 110.0,
+            "ci": [90.0, 130.0], "rel_error": 0.1, "covered": True, "width": 1.2, "why": None,
+            "form": "saturation"}
+    ok = dict(base, seed=1, adam={"refused": None, **bands.score(
+        {"median": 80.0, "ci": [40.0, 160.0]}, 100.0), "form": "adam"})
+    no = dict(base, adam={"refused": "--progress ...: crossed at 2 pilot batches"})
+    got = pr.as_rows([ok, no], "adam")
+    assert got[0]["rel_error"] == pytest.approx(-0.2) and got[0]["width"] == pytest.approx(2.0)
+    assert got[1]["refused"].startswith("--progress") and "rel_error" not in got[1]
+    both = next(s for s in pr.summary(got) if s["model"] == "m" and s["rule"] == "both")
+    assert (both["predictions"], both["scored"], both["refused"]) == (2, 1, 1)
+    assert both["median_abs_error_2x"] == pytest.approx(0.2)  # the second plan's, not 0.1
+
+
+def test_the_two_form_table_by_hand():
+    """forms_table: one markdown row per summary row, each cell "default, adam" (a dash where
+    a summary has no value, the scored count once where both scored the same)."""
+    s = lambda **k: {"model": "m", "rule": "fixed", "scored": 4, "median_abs_error_2x": 0.05,
+                     "median_abs_error_8x": None, "coverage_95": 0.75,
+                     "coverage_95_never_as_miss": 0.5, "median_width": 2.5,
+                     "wider_than_2x": 0.25, **k}
+    got = pr.forms_table([s(), s(rule="sqrt")], [s(median_abs_error_2x=0.125, median_width=1.5),
+                                                 s(rule="sqrt", scored=3)])
+    lines = got.splitlines()
+    assert lines[0].startswith("| model | rule | scored | abs. error 2x: default, adam | 8x: ")
+    assert lines[1] == "|---" * 9 + "|"
+    assert lines[2] == ("| m | fixed | 4 | 5.0%, 12.5% | -, - | 75.0%, 75.0% | 50.0%, 50.0% | "
+                        "x2.50, x1.50 | 25.0%, 25.0% |")
+    assert lines[3].startswith("| m | sqrt | 4, 3 | 5.0%, 5.0% |")
+
+
+def test_compare_forms_scores_the_adam_plan_of_the_very_log_the_study_wrote(tmp_path):
+    """The quadratic model, two designs: each row's "adam" record is the score of the Adam
+    form's plan of the CSV the study wrote (planned here again, apart from the study), against
+    the same answer; the row's own score is the default form's plan of it."""
+    from twoclock import OptimConfig, QuadraticConfig
+    from twoclock.models import MODELS
+    from twoclock.pilot import logs as pl
+    from twoclock.studies.planner import logs_check
+    model, cfg = MODELS["quadratic"], QuadraticConfig()
+    rows, _, _ = pr.model_rows(model, cfg, OptimConfig(name="adam"), str(tmp_path), seeds=2,
+                               heldout_seeds=2, compare=True)
+    progress = logs_check.conditions(model, cfg)[0]
+    assert len(rows) == 2 * 2 * 2  # rules x designs x held-out batches
+    for r in rows:
+        path = tmp_path / f"plan_calibration_practitioner_quadratic_{r['rule']}_s{r['seed']}.csv"
+        for form, got in ((None, r), ("adam", r["adam"])):
+            plan = pl.plan_logs(str(path), progress, [], predict=[r["batch"]],
+                                progress_form=form)
+            band = plan["predictions"][0]["progress_samples"]
+            assert got["predicted"] == pytest.approx(band["median"], rel=1e-12), (r, form)
+            assert got["rel_error"] == pytest.approx(band["median"] / r["measured"] - 1)
+        assert r["adam"]["form"] == "adam" and r["form"] != "adam"

@@ -39,6 +39,10 @@ class Config:
                                    "--floor-out (the metric's optimum: 0 for a share falling "
                                    "to its target, 1 for one rising) and score it beside the "
                                    "plan (docs/plan.md)")
+    compare_forms: bool = param(False, "with --design practitioner: plan each design with "
+                                       "the planner's default form and with the Adam form "
+                                       "(the same simulated logs), and print their table "
+                                       "(docs/plan.md) and paired contrast")
     eval_every: int = param(practitioner.EVAL_EVERY, "with --design practitioner: the pilots "
                                                      "evaluated every that many updates")
     panels: tuple = field(default=(), metadata={"internal": True})
@@ -54,6 +58,10 @@ class Config:
             require_choice("--progress-form", self.progress_form, ("adam",))
             require(self.design == "practitioner", "--progress-form",
                     "given with --design practitioner", self.progress_form)
+        if self.compare_forms:
+            require(self.design == "practitioner" and self.progress_form is None,
+                    "--compare-forms", "given with --design practitioner and no --progress-form",
+                    self.compare_forms)
         if self.floor_out:
             require(self.progress_form == "adam", "--floor-out",
                     "given with --design practitioner --progress-form adam", self.floor_out)
@@ -66,7 +74,7 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
     if cfg.design == "practitioner":
         return practitioner.calibrate(cfg.panels, opt, engine.out, keep, quiet,
                                       cfg.designs, cfg.answer_seeds, cfg.progress_form,
-                                      cfg.floor_out, cfg.eval_every)
+                                      cfg.floor_out, cfg.eval_every, cfg.compare_forms)
     return calibrate.calibrate(cfg.panels, opt, engine.out, cfg.n_ckpt, keep, quiet)
 
 

@@ -140,11 +140,12 @@ def truth(res) -> float | None:
 def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                seeds: int = SEEDS, heldout_seeds: int = HELDOUT_SEEDS,
                progress_form: str | None = None, floor_out: bool = False,
-               every: int = EVAL_EVERY) -> tuple:
+               every: int = EVAL_EVERY, compare: bool = False) -> tuple:
     """(rows, simulation seconds, the noise drawn) of one model: every rule, seed and held-out
     batch; progress_form: the planner's (None: its default); floor_out: each row also scores
     the same log planned with --floor-out (row["floor_out"], `floor_out_plan`); every: the
-    pilots' evaluation every that many updates."""
+    pilots' evaluation every that many updates; compare: each row also scores the same log
+    planned with the Adam form (row["adam"])."""
     from twoclock.studies.plan_check import entry  # noqa: PLC0415
     e = entry(model)
     pilots, held = batches(model)
@@ -172,6 +173,8 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
             except PilotError as err:
                 plan, refused = None, str(err)
             fo = floor_out_plan(path, progress, conds[0], held) if floor_out else None
+            alt = plan_or_refusal(path, progress, held, progress_form="adam") if compare \
+                else None
             for b in held:
                 row = {"model": model.name, "rule": rule, "seed": s, "pilots": list(pilots),
                        "batch": b, "times_largest_pilot": b // pilots[-1],
@@ -182,22 +185,44 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                                form=plan["fit"]["progress"]["form"],
                                why=p.get("band_why"))
                 if fo is not None:
-                    row["floor_out"] = ({"refused": fo} if isinstance(fo, str) else {
-                        "refused": None, **bands.score(next(
-                            p for p in fo["predictions"] if p["batch"] == b)["progress_samples"],
-                            answers[b])})
+                    row["floor_out"] = scored(fo, b, answers[b])
+                if alt is not None:
+                    row["adam"] = scored(alt, b, answers[b])
                 rows.append(row)
     return rows, secs, how
+
+
+def plan_or_refusal(path: str, progress: str, held, **how):
+    """The design's log planned progress-only at the held-out batches with the planner's
+    options `how`, or the refusal's line."""
+    try:
+        return pl.plan_logs(path, progress, [], predict=list(held), **how)
+    except PilotError as err:
+        return str(err)
 
 
 def floor_out_plan(path: str, progress: str, cond, held):
     """The design's log planned with the Adam form and --floor-out at the metric's optimum (0
     for a share that falls to its target, 1 for one that rises), or the refusal's line."""
-    try:
-        return pl.plan_logs(path, progress, [], predict=list(held), progress_form="adam",
-                            floor_out=0.0 if cond.op in ("<=", "<") else 1.0)
-    except PilotError as err:
-        return str(err)
+    return plan_or_refusal(path, progress, held, progress_form="adam",
+                           floor_out=0.0 if cond.op in ("<=", "<") else 1.0)
+
+
+def scored(plan, b, true) -> dict:
+    """A second plan of a row's log (`plan_or_refusal`) scored at batch b: {refused: its line}
+    or {refused: None, bands.score of its prediction at b, form}."""
+    if isinstance(plan, str):
+        return {"refused": plan}
+    p = next(p for p in plan["predictions"] if p["batch"] == b)
+    return {"refused": None, **bands.score(p["progress_samples"], true),
+            "form": plan["fit"]["progress"]["form"]}
+
+
+def as_rows(rows, key: str) -> list:
+    """The rows as the second plan under `key` scored them (row[key]): each row's design and
+    answer with that plan's score, for `summary` and `contrast`."""
+    keep = ("model", "rule", "seed", "pilots", "batch", "times_largest_pilot", "measured")
+    return [{**{k: r[k] for k in keep}, **r[key]} for r in rows]
 
 
 def _never_as_miss(rs, sc) -> float | None:
@@ -260,16 +285,17 @@ def missed(s: dict) -> list:
 
 def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: int = SEEDS,
               heldout_seeds: int = HELDOUT_SEEDS, progress_form: str | None = None,
-              floor_out: bool = False, every: int = EVAL_EVERY) -> dict:
+              floor_out: bool = False, every: int = EVAL_EVERY, compare: bool = False) -> dict:
     """The practitioner design over panels (model, model config): rows and summary; seeds:
     the designs (per pilot batch), heldout_seeds: behind each answer; progress_form: the
     planner's (None: its default); floor_out: also each log planned with --floor-out, and
     its summary beside the plan's (`floor_out_summary`); every: the pilots' evaluation every
-    that many updates (EVAL_EVERY, the design's)."""
+    that many updates (EVAL_EVERY, the design's); compare: also each log planned with the
+    Adam form, its summary and the paired contrast with the plan's (out["adam"])."""
     rows, sims = [], {}
     for m, cfg in panels:
         got, secs, how = model_rows(m, cfg, opt, folder, keep, quiet, seeds, heldout_seeds,
-                                    progress_form, floor_out, every)
+                                    progress_form, floor_out, every, compare)
         from twoclock.studies.plan_check import entry  # noqa: PLC0415
         pilots, held = batches(m)
         sims[m.name] = {"seconds": secs, "pilots": list(pilots), "heldout": list(held),
@@ -281,7 +307,9 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
             "heldout_seeds": heldout_seeds, "simulations": sims, "rows": rows,
             "summary": summary(rows),
             **({} if progress_form is None else {"progress_form": progress_form}),
-            **({"floor_out": floor_out_summary(rows)} if floor_out else {})}
+            **({"floor_out": floor_out_summary(rows)} if floor_out else {}),
+            **({"adam": {"summary": summary(as_rows(rows, "adam")),
+                         "contrast": contrast(rows, as_rows(rows, "adam"))}} if compare else {})}
 
 
 REFUSALS = {"still moves": "tail still moving", "do not close": "plateaus not closing on the "
@@ -364,6 +392,11 @@ def table(out: dict) -> str:
                      f", median width {f(s['median_width'])}" + ("" if c is None else
                      f"; |floor-out error| - |error| at 8x {c['mean']:+.4f} [{c['ci'][0]:+.4f}, "
                      f"{c['ci'][1]:+.4f}] over {c['pairs']} pairs"))
+    if "adam" in out:
+        lines += ["", forms_table(out["summary"], out["adam"]["summary"])]
+        lines += [f"goal, {s['model']}, adam: " + ("; ".join(s["goal_missed"]) or "met")
+                  for s in out["adam"]["summary"] if s["rule"] == "both"]
+        lines += [contrast_table(out["adam"]["contrast"], "default", "adam"), ""]
     for name, sim in out["simulations"].items():
         hb = "; ".join(f"{r} {v}" for r, v in sim.get("heldout_budgets", {}).items())
         lines.append(f"{name}: pilots {sim['pilots']}, held out {sim['heldout']}; noise "
@@ -378,7 +411,26 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
+def forms_table(base: list, adam: list) -> str:
+    """Two summaries of the same designs, the planner's default form and the Adam form, as
+    the markdown table of docs/plan.md ("A practitioner's sweep"): each cell "default, adam"."""
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"
+    wid = lambda v: "-" if v is None else ("inf" if math.isinf(v) else f"x{v:.2f}")
+    cols = [("abs. error 2x", "median_abs_error_2x", pct), ("8x", "median_abs_error_8x", pct),
+            ("95% coverage", "coverage_95", pct),
+            ("never reached as misses", "coverage_95_never_as_miss", pct),
+            ("median width", "median_width", wid), ("wider than x2", "wider_than_2x", pct)]
+    lines = ["| model | rule | scored | " + " | ".join(f"{c}: default, adam" for c, *_ in cols)
+             + " |", "|---" * (3 + len(cols)) + "|"]
+    for a, b in zip(base, adam):
+        n = f"{a['scored']}" if a["scored"] == b["scored"] else f"{a['scored']}, {b['scored']}"
+        lines.append(f"| {a['model']} | {a['rule']} | {n} | " + " | ".join(
+            f"{fmt(a[k])}, {fmt(b[k])}" for _, k, fmt in cols) + " |")
+    return "\n".join(lines)
+
+
 __all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "heldout_budgets",
            "simulate", "noise", "noisy", "write_design", "truth", "model_rows", "median_signed",
            "summary",
-           "calibrate", "table", "contrast", "contrast_table"]
+           "calibrate", "table", "forms_table", "plan_or_refusal", "scored", "as_rows", "contrast",
+           "contrast_table"]
