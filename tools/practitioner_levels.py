@@ -46,10 +46,10 @@ def first_values(path: str, metric: str) -> list:
     return list(first.values())
 
 
-def plan_both(path: str, target: str, fractions, held) -> tuple:
+def plan_both(path: str, target: str, fractions, held, sharp: bool = False) -> tuple:
     """(the target's plan alone, its row of the joint fit): each {batch: progress band}, or the
     refusal's line in place of a plan. The target's plan is made once and serves both (the
-    joint fit is refused with it)."""
+    joint fit is refused with it); sharp: the joint fit fits the knee's sharpness too."""
     metric = parse_condition(target, "--progress").metric
     texts = levels.split_targets(level_texts(target, first_values(path, metric), fractions))
     bands_of = lambda rows: {p["batch"]: p["progress_samples"] for p in rows}
@@ -62,8 +62,24 @@ def plan_both(path: str, target: str, fractions, held) -> tuple:
         plans += [_plan(path, t, held) for t in texts[1:]]
     except PilotError as err:
         return alone, str(err)
-    return alone, bands_of(levels.joint_plan(texts, plans, list(held))["targets"][0][
-        "predictions"])
+    return alone, bands_of(levels.joint_plan(texts, plans, list(held), sharp=sharp)[
+        "targets"][0]["predictions"])
+
+
+def last_slope(path: str, target: str, held) -> dict | str:
+    """The no-theory baseline: the largest pilot's clock carried on at the slope in log-log
+    between the two largest pilot batches (each batch's median clock as the plan reads it),
+    {batch: samples}; or the refusal's line."""
+    try:
+        runs = _plan(path, target, held)["runs"]
+    except PilotError as err:
+        return str(err)
+    by = {}
+    for r in runs:
+        by.setdefault(float(r["batch"]), []).append(r["progress_samples"])
+    (b1, n1), (b2, n2) = [(b, float(np.median(by[b]))) for b in sorted(by)[-2:]]
+    e = np.log(n2 / n1) / np.log(b2 / b1)
+    return {b: n2 * (b / b2) ** e for b in held}
 
 
 def _plan(path: str, text: str, held) -> dict:
@@ -71,13 +87,15 @@ def _plan(path: str, text: str, held) -> dict:
     return api.plan_logs(path, text, [], predict=list(held), progress_form="adam").to_json()
 
 
-def rescore(folder: str, fractions, first: int = 0) -> tuple:
-    """(rows alone, rows joint): the study's rows of designs (seeds) `first` on, re-planned both
-    ways. The plan alone is the study's own: a row whose error differs from the study's is an
-    error (the logs or the planner changed since the study ran)."""
+def rescore(folder: str, fractions, first: int = 0, sharp: bool = False) -> tuple:
+    """(rows alone, rows joint, rows of the last-slope baseline): the study's rows of designs
+    (seeds) `first` on, re-planned both ways (sharp: the joint fit with the knee's sharpness)
+    and carried on at the last slope. The plan alone is the study's own Adam-form plan (its
+    row, or the row's "adam" record where the study compared forms): a row whose error
+    differs from it is an error (the logs or the planner changed since the study ran)."""
     with open(os.path.join(folder, "plan_calibration.json")) as f:
         doc = json.load(f)
-    alone, joint, designs = [], [], {}
+    alone, joint, base_rows, designs = [], [], [], {}
     for r in doc["rows"]:
         if r["seed"] < first:
             continue
@@ -85,10 +103,15 @@ def rescore(folder: str, fractions, first: int = 0) -> tuple:
     targets = {m: _target(m) for m, _, _ in designs}
     for (model, rule, seed), rows in designs.items():
         path = os.path.join(folder, f"plan_calibration_practitioner_{model}_{rule}_s{seed}.csv")
-        got = plan_both(path, targets[model], fractions, sorted(r["batch"] for r in rows))
+        held = sorted(r["batch"] for r in rows)
+        got = plan_both(path, targets[model], fractions, held, sharp)
+        slope = last_slope(path, targets[model], held)
         for r in rows:
             base = {k: r[k] for k in ("model", "rule", "seed", "batch", "times_largest_pilot",
                                       "measured")}
+            base_rows.append({**base, "refused": slope} if isinstance(slope, str) else {
+                **base, "refused": None, "predicted": slope[r["batch"]], "rel_error": None
+                if r["measured"] is None else slope[r["batch"]] / r["measured"] - 1})
             for out, g in zip((alone, joint), got):
                 if isinstance(g, str):
                     out.append({**base, "refused": g})
@@ -97,11 +120,12 @@ def rescore(folder: str, fractions, first: int = 0) -> tuple:
                 else:
                     out.append({**base, "refused": None,
                                 **bands.score(g[r["batch"]], r["measured"])})
-            if r.get("rel_error") is not None and alone[-1].get("rel_error") is not None and \
-                    abs(alone[-1]["rel_error"] - r["rel_error"]) > 1e-9:
+            own = r.get("adam", r)
+            if own.get("rel_error") is not None and alone[-1].get("rel_error") is not None \
+                    and abs(alone[-1]["rel_error"] - own["rel_error"]) > 1e-9:
                 raise SystemExit(f"{model} {rule} design {r['seed']} B {r['batch']}: the plan "
                                  "alone is not the study's (re-run the study)")
-    return alone, joint
+    return alone, joint, base_rows
 
 
 def _target(model: str) -> str:
@@ -137,20 +161,24 @@ def score(pool: list, con: list) -> list:
             (6, e8("quadratic") <= 0.15 and e8("bandit") > 0.15 and e8("policy") > 0.15)]
 
 
-def table(alone: list, joint: list) -> str:
-    lines = ["| model | rule | held out | scored | median abs. error: alone, joint | 95% "
+def table(alone: list, joint: list, base: list | None = None) -> str:
+    """Per model, rule and held-out batch: scored, the median |error| alone and joint (and of
+    the last-slope baseline, where given), the 95% coverage and the median width."""
+    lines = ["| model | rule | held out | scored | median abs. error: alone, joint"
+             + (", last slope" if base else "") + " | 95% "
              "coverage: alone, joint | median width: alone, joint |",
              "|---|---|---|---|---|---|---|"]
     for key in sorted({(r["model"], r["rule"], r["times_largest_pilot"]) for r in alone}):
         pick = lambda rs: [r for r in rs if (r["model"], r["rule"], r["times_largest_pilot"])
                            == key and r.get("rel_error") is not None]
-        a, j = pick(alone), pick(joint)
+        a, j, z = pick(alone), pick(joint), pick(base or [])
         if not a or not j:
             continue
         med = lambda rs, f: float(np.median([f(r) for r in rs]))
         lines.append(f"| {key[0]} | {key[1]} | {key[2]}x | {len(a)}, {len(j)} | "
                      f"{med(a, lambda r: abs(r['rel_error'])):.1%}, "
-                     f"{med(j, lambda r: abs(r['rel_error'])):.1%} | "
+                     f"{med(j, lambda r: abs(r['rel_error'])):.1%}"
+                     + (f", {med(z, lambda r: abs(r['rel_error'])):.1%}" if z else "") + " | "
                      f"{np.mean([r['covered'] for r in a]):.1%}, "
                      f"{np.mean([r['covered'] for r in j]):.1%} | "
                      f"x{med(a, lambda r: r['width']):.2f}, x{med(j, lambda r: r['width']):.2f} |")
@@ -164,6 +192,8 @@ def main(argv=None) -> None:
                     help="the extra levels, as fractions of the way back to the start")
     ap.add_argument("--first-design", type=int, default=0,
                     help="score the designs (seeds) from this one on")
+    ap.add_argument("--sharp", action="store_true",
+                    help="the joint fit fits the knee's sharpness too (levels.joint_plan)")
     ap.add_argument("--json", help="also write the rows' summaries and contrasts here")
     a = ap.parse_args(argv)
     fractions = [float(x) for x in a.fractions.split(",")]
@@ -171,11 +201,11 @@ def main(argv=None) -> None:
         ap.error(f"--fractions: each in (0, 1), got {a.fractions!r}")
     if a.first_design < 0:
         ap.error(f"--first-design: a seed >= 0, got {a.first_design}")
-    alone, joint = rescore(a.folder, fractions, a.first_design)
+    alone, joint, base = rescore(a.folder, fractions, a.first_design, a.sharp)
     if not alone:
         ap.error(f"--first-design: no design from {a.first_design} on in {a.folder}")
     con, pool = paired.contrast(alone, joint), pooled(alone, joint)
-    print(table(alone, joint))
+    print(table(alone, joint, base))
     print(paired.contrast_table(con, "alone", "joint"))
     for p in pool:
         print(f"{p['model']:<10} " + "; ".join(

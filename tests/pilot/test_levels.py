@@ -209,3 +209,43 @@ if __name__ == "__main__":  # the table in docs/history/plan.md ("Several target
         for h in ("2x", "8x"):
             m, lo, hi = q[f"contrast {h}"]
             print(f"{r} joint - alone, mean |error| at {h}: {m:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+
+
+def by_hand_sharp(B, lr, A, b_n, s):
+    """N = A sqrt(B) (1 + c (B / (0.44 B_n))^s)^(1 / (2 s)) / lr, c = 1.2^(2 s) - 1: the
+    saturation form of fit.py with a = 1/2 brought back from the sqrt rule, its knee of
+    sharpness s (s = 1: A sqrt(B (B + B_n)) / (sqrt(B_n) lr), Adam's form)."""
+    c = 1.2 ** (2 * s) - 1.0
+    return A * np.sqrt(B) * (1.0 + c * (B / (0.44 * b_n)) ** s) ** (0.5 / s) / lr
+
+
+def _sharp_plans(s):
+    plans = _plans(wiggle=0.0)
+    for l, p in enumerate(plans):
+        for r in p["runs"]:
+            r["progress_samples"] = float(by_hand_sharp(r["batch"], r["lr"], A_L[l],
+                                                        math.exp(C0 + C1 * X[l]), s))
+    return plans
+
+
+@pytest.mark.parametrize("s", [0.5, 1.0])
+def test_the_joint_fit_with_the_knees_sharpness_recovers_it_and_the_clock_at_64x(s):
+    """Clocks made by the formula above at three levels and four batches with a knee of
+    sharpness s: the joint fit with `sharp` finds s on fit.SHARPNESS's grid and the clock at
+    64x the smallest pilot within 1%; the fit with the form's own knee (s = 1) misses a knee
+    of 0.5 there by more than 5%, and matches the sharp fit where s is 1."""
+    texts = ["acc>=0.45", "acc>=0.5", "acc>=0.55"]
+    want = by_hand_sharp(np.array([512.0]), 0.01, A_L[1], math.exp(C0), s)[0]
+    got = {sharp: levels.joint_plan(texts, _sharp_plans(s), predict=[512.0], sharp=sharp)
+           for sharp in (True, False)}
+    assert got[True]["joint"]["knee_sharpness"] == pytest.approx(s)
+    assert got[False]["joint"]["knee_sharpness"] == 1.0
+    med = {k: v["targets"][1]["predictions"][0]["progress_samples"]["median"]
+           for k, v in got.items()}
+    assert med[True] == pytest.approx(want, rel=0.01)
+    if s == 1.0:
+        assert med[False] == pytest.approx(med[True], rel=0.01)
+    else:
+        assert abs(med[False] / want - 1) > 0.05, med[False] / want
+    # one more parameter: one fewer degree of freedom
+    assert got[True]["joint"]["dof"] == got[False]["joint"]["dof"] - 1

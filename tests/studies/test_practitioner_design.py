@@ -302,3 +302,23 @@ def test_compare_forms_scores_the_adam_plan_of_the_very_log_the_study_wrote(tmp_
             assert got["predicted"] == pytest.approx(band["median"], rel=1e-12), (r, form)
             assert got["rel_error"] == pytest.approx(band["median"] / r["measured"] - 1)
         assert r["adam"]["form"] == "adam" and r["form"] != "adam"
+
+
+def test_the_design_seed_is_for_the_practitioner_design_and_at_least_zero():
+    from twoclock.studies.plan_calibration import Config
+    assert Config(design="practitioner", design_seed=2).design_seed == 2
+    with pytest.raises(ValueError, match="^--design-seed must be an integer >= 0"):
+        Config(design="practitioner", design_seed=-1)
+    with pytest.raises(ValueError, match="^--design-seed must be given with --design "
+                                         "practitioner"):
+        Config(design_seed=2)
+
+
+def test_another_design_seed_draws_other_runs_and_the_same_seed_the_same():
+    from twoclock import OptimConfig, QuadraticConfig
+    from twoclock.models import MODELS
+    run = lambda seed: np.asarray(pr.simulate(
+        MODELS["quadratic"], QuadraticConfig(), OptimConfig(name="adam"), 8, 0.01, 2, 2000,
+        every=25, seed=seed).ckpt[0]["progress_frac"], np.float64)
+    a, b, c = run(0), run(0), run(1)
+    assert np.array_equal(a, b) and not np.any(np.isclose(a, c, rtol=0, atol=1e-12))

@@ -99,3 +99,23 @@ def test_the_six_claims_are_scored_as_written():
         change()
         assert tool.score(pool, con) == [(j, j != i) for j in range(1, 7)], i
         pool[:], con[:] = keep
+
+
+def test_the_last_slope_baseline_by_hand(tmp_path):
+    """The family above: clocks at 16 and 32 are s(b) log(D / T); by hand the baseline at B is
+    N32 (B / 32)^e, e = log(N32 / N16) / log 2, which a knee bending past the pilots misses."""
+    path = _csv(tmp_path / "logs.csv")
+    n = {b: s(b) * math.log(D / T) for b in (16, 32)}
+    e = math.log(n[32] / n[16]) / math.log(2.0)
+    got = tool.last_slope(path, f"loss<={T:g}", [64, 256])
+    for b in (64, 256):
+        assert got[b] == pytest.approx(n[32] * (b / 32) ** e, rel=2e-3), b
+    assert got[256] / (s(256) * math.log(D / T)) - 1 < -0.02  # it misses the bend at 8x
+
+
+def test_the_joint_fit_with_the_knees_sharpness_keeps_the_hand_clock(tmp_path):
+    """One B_n at every level, Adam's own knee: fitting the sharpness too finds the same clock."""
+    path = _csv(tmp_path / "logs.csv")
+    _, joint = tool.plan_both(path, f"loss<={T:g}", (0.15, 0.3), [64, 256], sharp=True)
+    for b in (64, 256):
+        assert joint[b]["median"] == pytest.approx(s(b) * math.log(D / T), rel=2e-3), b

@@ -46,53 +46,75 @@ def split_targets(text: str) -> list:
     return items
 
 
-def _shape(m, c0, c1, x):
-    """1/2 log(m (m + B_n)) with log B_n = c0 + c1 x, broadcast over the grid's axes."""
-    return 0.5 * np.log(m) + 0.5 * np.logaddexp(np.log(m), c0 + c1 * x)
+def _shape(m, c0, c1, x, s=None):
+    """1/2 log(m (m + B_n)) with log B_n = c0 + c1 x, broadcast over the grid's axes; with a
+    knee's sharpness s (not None), fit.py's saturation shape in m with a = 1/2 and the
+    critical batch SQRT_C B_n, 1/2 log m + 1/(2 s) log(1 + c_s (m / (SQRT_C B_n))^s), c_s =
+    1.2^(2 s) - 1: at s = 1 the same curve but for - 1/2 log B_n, a constant of the level that
+    its intercept takes."""
+    if s is None:
+        return 0.5 * np.log(m) + 0.5 * np.logaddexp(np.log(m), c0 + c1 * x)
+    c = 1.2 ** (2.0 * s) - 1.0
+    z = s * (np.log(m) - math.log(adam.SQRT_C) - (c0 + c1 * x))
+    return 0.5 * np.log(m) + 0.5 / s * np.log1p(c * np.exp(z))
 
 
 class JointFit:
-    """The joint fit over levels: data (m, lr, y, level index), the grid and its region."""
+    """The joint fit over levels: data (m, lr, y, level index), the grid and its region; with
+    sharp, the knee's sharpness s fitted too, over fit.SHARPNESS (one s for every level: the
+    levels repeat the knee's shape, as repeated runs of a batch do for one target)."""
 
-    def __init__(self, m, lr, y, li, x):
+    def __init__(self, m, lr, y, li, x, sharp: bool = False):
         self.m, self.lr, self.y, self.li = m, lr, y, li
         self.x = np.asarray(x, np.float64)  # each level's centred value
         self.L, self.n = self.x.size, y.size
         self.n_l = np.bincount(li, minlength=self.L).astype(np.float64)
-        self.dof = self.n - self.L - 2
+        sharps = pf.SHARPNESS if sharp and pf.FIT_SHARPNESS else (1.0,)
+        self.sharp = len(sharps) > 1  # else the form's own knee (s None in `_shape`)
+        self.dof = self.n - self.L - 2 - self.sharp
         if self.dof < 1:
             raise PilotError(f"--progress: {self.n} clocks over {self.L} targets leave no "
-                             "degrees of freedom for the joint fit")
+                             "degrees of freedom for the joint fit"
+                             + (" with the knee's sharpness" if self.sharp else ""))
         lm = np.log(m)
         span = max(float(np.ptp(self.x)), 1e-12)
         self.c0 = np.linspace(lm.min() - 4.0, lm.max() + 8.0, _GRID)
         self.c1 = np.linspace(-12.0 / span, 12.0 / span, _GRID)
         C0, C1 = np.meshgrid(self.c0, self.c1, indexing="ij")
-        self.C0, self.C1 = C0.ravel(), C1.ravel()
+        self.C0 = np.tile(C0.ravel(), len(sharps))
+        self.C1 = np.tile(C1.ravel(), len(sharps))
+        self.S = np.repeat(np.asarray(sharps, np.float64), C0.size)
         self.onehot = np.eye(self.L)[li]  # [n, L]
-        self.icpt, self.sse = self._eval(self.C0, self.C1)  # [grid, L], [grid]
+        self.icpt, self.sse = self._eval(self.C0, self.C1, self.S)  # [grid, L], [grid]
         i = int(np.argmin(self.sse))
         d0, d1 = self.c0[1] - self.c0[0], self.c1[1] - self.c1[0]
         for _ in range(6):  # zoom on the optimum: the grid's step is ~0.07 in log B_n
             z0, z1 = np.meshgrid(np.linspace(self.C0[i] - 2 * d0, self.C0[i] + 2 * d0, 21),
                                  np.linspace(self.C1[i] - 2 * d1, self.C1[i] + 2 * d1, 21),
                                  indexing="ij")
-            a, e = self._eval(z0.ravel(), z1.ravel())
+            zs = np.full(z0.size, self.S[i])
+            a, e = self._eval(z0.ravel(), z1.ravel(), zs)
             k = int(np.argmin(e))
             if e[k] < self.sse[i]:  # appended: the region's points and the optimum
                 self.C0, self.C1 = np.append(self.C0, z0.ravel()[k]), np.append(self.C1,
                                                                                 z1.ravel()[k])
+                self.S = np.append(self.S, zs[k])
                 self.icpt, self.sse = np.vstack([self.icpt, a[k]]), np.append(self.sse, e[k])
                 i = self.sse.size - 1
             d0, d1 = d0 / 5, d1 / 5
         self.best = i
 
-    def _eval(self, C0, C1):
-        """(each level's intercept [G, L], SSE [G]) at the grid points (C0, C1)."""
+    @property
+    def sharpness(self) -> float:
+        return float(self.S[self.best])
+
+    def _eval(self, C0, C1, S):
+        """(each level's intercept [G, L], SSE [G]) at the grid points (C0, C1, S)."""
         icpt, sse = [], []
         for k in range(0, C0.size, _GRID):  # a row of the grid at a time: bounded memory
             c0, c1 = C0[k:k + _GRID, None], C1[k:k + _GRID, None]
-            r = self.y + np.log(self.lr) - _shape(self.m, c0, c1, self.x[self.li])
+            s = S[k:k + _GRID, None] if self.sharp else None
+            r = self.y + np.log(self.lr) - _shape(self.m, c0, c1, self.x[self.li], s)
             a = (r @ self.onehot) / self.n_l  # each level's mean
             icpt.append(a)
             sse.append(np.sum((r - a[:, self.li]) ** 2, axis=1))
@@ -117,16 +139,20 @@ class JointFit:
         """(median, lo, hi) of log N at level l for updates of m samples at lr."""
         ok, thr = self.region(level)
         s = _shape(np.asarray(m)[None, :], self.C0[ok][:, None], self.C1[ok][:, None],
-                   self.x[l])
+                   self.x[l], self.S[ok][:, None] if self.sharp else None)
         pred = self.icpt[ok, l][:, None] + s - np.log(lr)[None, :]
         w = np.sqrt(np.maximum(thr - self.sse[ok], 0.0) / self.n_l[l])[:, None]
         med = (self.icpt[self.best, l] + _shape(np.asarray(m), self.C0[self.best],
-                                                 self.C1[self.best], self.x[l]) - np.log(lr))
+                                                 self.C1[self.best], self.x[l],
+                                                 self.S[self.best] if self.sharp else None)
+               - np.log(lr))
         return med, (pred - w).min(axis=0), (pred + w).max(axis=0)
 
 
-def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95) -> dict:
-    """The several-target document: each target's own plan and its row of the joint fit."""
+def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95,
+               sharp: bool = False) -> dict:
+    """The several-target document: each target's own plan and its row of the joint fit;
+    sharp: the knee's sharpness fitted jointly too (`JointFit`)."""
     conds = [parse_condition(t, "--progress") for t in texts]
     vals = np.array([c.threshold for c in conds])
     m, lr, y, li = [], [], [], []
@@ -136,7 +162,8 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95) -> d
             lr.append(r["lr"])
             y.append(math.log(r["progress_samples"]))
             li.append(l)
-    fit = JointFit(np.array(m), np.array(lr), np.array(y), np.array(li), vals - vals.mean())
+    fit = JointFit(np.array(m), np.array(lr), np.array(y), np.array(li), vals - vals.mean(),
+                   sharp)
     rule = plans[0]["fit"]["rule"]
     # the points, (B, K) (pilot/predict.py): those asked, else the pilot batches, B alone at
     # the plans' default K (1 with the Adam form, else the pilots' one K)
@@ -175,7 +202,9 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95) -> d
                "the noise scale falls with the level" if hi is not None and hi < 0 else
                "a trend of the noise scale with the level is not established")
     return {"schema": TARGETS_SCHEMA, "targets": rows,
-            "joint": {"form": "adam: log B_n linear in the level", "rule": rule,
+            "joint": {"form": "adam: log B_n linear in the level" + (
+                          ", the knee's sharpness fitted" if sharp else ""), "rule": rule,
+                      "knee_sharpness": fit.sharpness,
                       "log_noise_scale_slope": {**sl, "reading": reading},
                       "dof": fit.dof, "sigma": math.sqrt(fit.sse[fit.best] / fit.dof),
                       "level": level, "clocks": fit.n},

@@ -43,6 +43,9 @@ class Config:
                                        "the planner's default form and with the Adam form "
                                        "(the same simulated logs), and print their table "
                                        "(docs/plan.md) and paired contrast")
+    design_seed: int = param(0, "with --design practitioner: the pilots' simulation seed "
+                                "(0: the designs of the published tables; another value: "
+                                "fresh designs, the same held-out answers)")
     eval_every: int = param(practitioner.EVAL_EVERY, "with --design practitioner: the pilots "
                                                      "evaluated every that many updates")
     panels: tuple = field(default=(), metadata={"internal": True})
@@ -52,6 +55,9 @@ class Config:
         require_int("--designs", self.designs, lo=1)
         require_int("--answer-seeds", self.answer_seeds, lo=1)
         require_int("--eval-every", self.eval_every, lo=1)
+        require_int("--design-seed", self.design_seed, lo=0)
+        require(self.design_seed == 0 or self.design == "practitioner", "--design-seed",
+                "given with --design practitioner", self.design_seed)
         require(self.eval_every == practitioner.EVAL_EVERY or self.design == "practitioner",
                 "--eval-every", "given with --design practitioner", self.eval_every)
         if self.progress_form is not None:
@@ -74,7 +80,8 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
     if cfg.design == "practitioner":
         return practitioner.calibrate(cfg.panels, opt, engine.out, keep, quiet,
                                       cfg.designs, cfg.answer_seeds, cfg.progress_form,
-                                      cfg.floor_out, cfg.eval_every, cfg.compare_forms)
+                                      cfg.floor_out, cfg.eval_every, cfg.compare_forms,
+                                      cfg.design_seed)
     return calibrate.calibrate(cfg.panels, opt, engine.out, cfg.n_ckpt, keep, quiet)
 
 

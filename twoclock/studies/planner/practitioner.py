@@ -72,16 +72,16 @@ def evaluation_grid(budget: int, batch: int, every: int) -> tuple:
 
 
 def simulate(model, cfg, opt, batch: int, lr0: float, seeds: int, budget: int, keep=None,
-             quiet: bool = True, every: int | None = EVAL_EVERY):
+             quiet: bool = True, every: int | None = EVAL_EVERY, seed: int = 0):
     """One batch's sweep with a checkpoint every `every` updates: the run is lengthened to a
     whole number of evaluations (budget // batch rounded up to a multiple of `every`), and
     n_ckpt = the updates over `every`, so that the engine's checkpoint_every is `every` (else
     refused); every None: two checkpoints (the held-out runs, whose answer is the engine's
-    per-update clock)."""
+    per-update clock); seed: the sweep's seed (the runs' random streams)."""
     if every is not None:
         budget, n_ckpt = evaluation_grid(budget, batch, every)
     res = logs_check.simulate(model, cfg, opt, (batch,), lr0, seeds, budget,
-                              2 if every is None else n_ckpt, keep=keep, quiet=quiet)
+                              2 if every is None else n_ckpt, seed=seed, keep=keep, quiet=quiet)
     if every is None:
         return res
     upd = res.ckpt[0]["samples"][0, 0][:-1] / batch  # the last: the run's end
@@ -140,12 +140,14 @@ def truth(res) -> float | None:
 def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                seeds: int = SEEDS, heldout_seeds: int = HELDOUT_SEEDS,
                progress_form: str | None = None, floor_out: bool = False,
-               every: int = EVAL_EVERY, compare: bool = False) -> tuple:
+               every: int = EVAL_EVERY, compare: bool = False, design_seed: int = 0) -> tuple:
     """(rows, simulation seconds, the noise drawn) of one model: every rule, seed and held-out
     batch; progress_form: the planner's (None: its default); floor_out: each row also scores
     the same log planned with --floor-out (row["floor_out"], `floor_out_plan`); every: the
     pilots' evaluation every that many updates; compare: each row also scores the same log
-    planned with the Adam form (row["adam"])."""
+    planned with the Adam form (row["adam"]); design_seed: the pilots' sweep seed and a key
+    of their evaluation noise (0: the designs of every earlier run; another: fresh designs,
+    the same answers)."""
     from twoclock.studies.plan_check import entry  # noqa: PLC0415
     e = entry(model)
     pilots, held = batches(model)
@@ -155,14 +157,15 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
     for rule in RULES:
         o = replace(opt, lr_rule=rule)
         t0 = time.perf_counter()
-        sims = {b: simulate(model, cfg, o, b, e.lr0, seeds, int(e.budget), keep, quiet, every)
-                for b in pilots}
+        sims = {b: simulate(model, cfg, o, b, e.lr0, seeds, int(e.budget), keep, quiet, every,
+                            design_seed) for b in pilots}
         answers = {b: truth(simulate(model, cfg, o, b, e.lr0, heldout_seeds, budget, keep,
                                      quiet, every=None))
                    for b, budget in zip(held, heldout_budgets(model)[rule])}
         secs += time.perf_counter() - t0
         how = noise(metric, sims[pilots[0]].ckpt[0])
-        rng = np.random.default_rng([NOISE_SEED, RULES.index(rule)])
+        rng = np.random.default_rng([NOISE_SEED, RULES.index(rule)]
+                                    + ([design_seed] if design_seed else []))
         for s in range(seeds):
             path = os.path.join(folder, f"plan_calibration_practitioner_{model.name}_{rule}_"
                                         f"s{s}.csv")
@@ -285,17 +288,19 @@ def missed(s: dict) -> list:
 
 def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: int = SEEDS,
               heldout_seeds: int = HELDOUT_SEEDS, progress_form: str | None = None,
-              floor_out: bool = False, every: int = EVAL_EVERY, compare: bool = False) -> dict:
+              floor_out: bool = False, every: int = EVAL_EVERY, compare: bool = False,
+              design_seed: int = 0) -> dict:
     """The practitioner design over panels (model, model config): rows and summary; seeds:
     the designs (per pilot batch), heldout_seeds: behind each answer; progress_form: the
     planner's (None: its default); floor_out: also each log planned with --floor-out, and
     its summary beside the plan's (`floor_out_summary`); every: the pilots' evaluation every
     that many updates (EVAL_EVERY, the design's); compare: also each log planned with the
-    Adam form, its summary and the paired contrast with the plan's (out["adam"])."""
+    Adam form, its summary and the paired contrast with the plan's (out["adam"]);
+    design_seed: `model_rows`'."""
     rows, sims = [], {}
     for m, cfg in panels:
         got, secs, how = model_rows(m, cfg, opt, folder, keep, quiet, seeds, heldout_seeds,
-                                    progress_form, floor_out, every, compare)
+                                    progress_form, floor_out, every, compare, design_seed)
         from twoclock.studies.plan_check import entry  # noqa: PLC0415
         pilots, held = batches(m)
         sims[m.name] = {"seconds": secs, "pilots": list(pilots), "heldout": list(held),
@@ -304,7 +309,8 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
         rows += got
     return {"calibration": True, "design": "practitioner", "rules": list(RULES),
             "eval_every_updates": every, "eval_items": EVAL_ITEMS, "seeds": seeds,
-            "heldout_seeds": heldout_seeds, "simulations": sims, "rows": rows,
+            "heldout_seeds": heldout_seeds, "design_seed": design_seed, "simulations": sims,
+            "rows": rows,
             "summary": summary(rows),
             **({} if progress_form is None else {"progress_form": progress_form}),
             **({"floor_out": floor_out_summary(rows)} if floor_out else {}),
