@@ -6,7 +6,11 @@ study's own plan) and with the target and LEVELS more levels of the same metric 
 the target against the study's held-out answers.
 
     python tools/practitioner_levels.py FOLDER [--fractions 0.15,0.3] [--first-design K]
-        [--json OUT.json]
+        [--sharp] [--json OUT.json]
+
+--sharp: the joint fit fits the knee's sharpness too (one for every level). FOLDER may be a
+--compare-forms run (its rows' Adam records are the plan alone). Beside both, the no-theory
+baseline: the largest pilot's clock carried on at the slope between the two largest pilots.
 
 A level lies a fraction f of the way from the target back to where the pilots start: T + f (v0 -
 T), v0 the median of the pilots' first logged values. Prints, per model, rule and held-out batch,
@@ -161,6 +165,44 @@ def score(pool: list, con: list) -> list:
             (6, e8("quadratic") <= 0.15 and e8("bandit") > 0.15 and e8("policy") > 0.15)]
 
 
+KNEE_SEED = 2  # the design seed of docs/preregistered/practitioner_knee_levels_predictions.json
+
+
+def knee_stats(alone: list, joint: list, base: list) -> dict:
+    """Per model (both rules): the median |error| at 2x and 8x, 95% coverage, median width and
+    scored count of the plan alone and of the joint fit (practitioner.summary), and the 8x
+    median |error| of the last-slope baseline."""
+    both = lambda rows: {s["model"]: s for s in practitioner.summary(rows) if s["rule"] == "both"}
+    a, j = both(alone), both(joint)
+    e8 = lambda m: [abs(r["rel_error"]) for r in base if r["model"] == m
+                    and r["times_largest_pilot"] == 8 and r.get("rel_error") is not None]
+    keys = ("scored", "median_abs_error_2x", "median_abs_error_8x", "coverage_95",
+            "median_width")
+    return {m: {"alone": {k: a[m][k] for k in keys}, "joint": {k: j[m][k] for k in keys},
+                "last_slope_8x": float(np.median(e8(m))) if e8(m) else None}
+            for m in a if m != "all"}
+
+
+def score_knee(stats: dict, con: list) -> list:
+    """docs/preregistered/practitioner_knee_levels_predictions.json's claims, each (id, holds),
+    as written there."""
+    c = {r["model"]: r["ci"] for r in con if r["rule"] == "both" and r["model"] != "all"}
+    j = lambda m, k: stats[m]["joint"][k]
+    models = ("quadratic", "bandit", "policy")
+    goal = lambda m: (j(m, "median_abs_error_2x") <= 0.15 and j(m, "median_abs_error_8x") <= 0.15
+                      and j(m, "coverage_95") >= 0.9 and j(m, "scored") >= 40
+                      and j(m, "median_width") <= 2.0)
+    return [(1, j("policy", "median_abs_error_8x") <= 0.15),
+            (2, c["policy"][1] < 0.0),
+            (3, j("quadratic", "median_abs_error_8x") <= 0.15),
+            (4, c["bandit"][1] >= 0.0),
+            (5, j("bandit", "median_abs_error_8x") > 0.15),
+            (6, all(j(m, "coverage_95") >= 0.9 for m in models)),
+            (7, all(j(m, "median_width") <= 2.0 for m in models)),
+            (8, all(j(m, "median_abs_error_8x") < stats[m]["last_slope_8x"] for m in models)),
+            (9, goal("policy"))]
+
+
 def table(alone: list, joint: list, base: list | None = None) -> str:
     """Per model, rule and held-out batch: scored, the median |error| alone and joint (and of
     the last-slope baseline, where given), the 95% coverage and the median width."""
@@ -214,12 +256,26 @@ def main(argv=None) -> None:
                 f"x{p[k]['median_width']:.2f}, 8x error " + (
                     "-" if p[k]["median_abs_error_8x"] is None else
                     f"{p[k]['median_abs_error_8x']:.1%}")) for k in ("alone", "joint")))
+    with open(os.path.join(a.folder, "plan_calibration.json")) as f:
+        seed = json.load(f).get("design_seed", 0)
+    stats = knee_stats(alone, joint, base)
+    for m, st in stats.items():
+        print(f"{m:<10} last slope: 8x error " + ("-" if st["last_slope_8x"] is None else
+                                                  f"{st['last_slope_8x']:.1%}"))
     if a.json:
         from twoclock.atomic import atomic_write  # noqa: PLC0415
-        doc = {"predictions": "docs/preregistered/practitioner_levels_predictions.json",
-               "designs_from": a.first_design, "fractions": fractions, "pooled": pool,
-               "contrast": con}
-        if a.first_design == 16 and fractions == [0.15, 0.3]:  # the pre-registered design
+        knee = a.sharp and seed == KNEE_SEED and fractions == [0.15, 0.3]
+        doc = {"predictions": "docs/preregistered/practitioner_" + (
+            "knee_" if knee else "") + "levels_predictions.json", "design_seed": seed,
+               "sharp": a.sharp, "designs_from": a.first_design, "fractions": fractions,
+               "pooled": pool, "stats": stats, "contrast": con}
+        if knee:  # the pre-registered design of the knee's sharpness
+            held = score_knee(stats, con)
+            doc.update(holds=[{"id": i, "holds": h} for i, h in held],
+                       held=sum(h for _, h in held), n=len(held))
+            print(f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
+                f"{i} {'holds' if h else 'fails'}" for i, h in held) + ")")
+        elif a.first_design == 16 and fractions == [0.15, 0.3] and not a.sharp:  # the first
             held = score(pool, con)
             doc.update(holds=[{"id": i, "holds": h} for i, h in held],
                        held=sum(h for _, h in held), n=len(held))

@@ -119,3 +119,45 @@ def test_the_joint_fit_with_the_knees_sharpness_keeps_the_hand_clock(tmp_path):
     _, joint = tool.plan_both(path, f"loss<={T:g}", (0.15, 0.3), [64, 256], sharp=True)
     for b in (64, 256):
         assert joint[b]["median"] == pytest.approx(s(b) * math.log(D / T), rel=2e-3), b
+
+
+def test_the_knee_claims_are_scored_as_written():
+    """Each of the nine pre-registered claims of the knee's sharpness flips when its own number
+    crosses its bound, and only then (bounds as written: at most 15%, at least 90%, at most x2,
+    the CI below 0, strictly below the baseline)."""
+    side = lambda e2, e8, c, w: {"scored": 64, "median_abs_error_2x": e2,
+                                 "median_abs_error_8x": e8, "coverage_95": c, "median_width": w}
+    stats = {"quadratic": {"joint": side(0.06, 0.15, 0.9, 2.0), "last_slope_8x": 0.2},
+             "bandit": {"joint": side(0.1, 0.1501, 0.9, 1.6), "last_slope_8x": 0.3},
+             "policy": {"joint": side(0.15, 0.15, 0.95, 1.5), "last_slope_8x": 0.2}}
+    con = [{"model": m, "rule": "both", "ci": ci} for m, ci in
+           (("quadratic", [-0.1, 0.1]), ("bandit", [-0.01, 0.0]), ("policy", [-0.05, -1e-6]),
+            ("all", [-1, 1]))]
+    assert tool.score_knee(stats, con) == [(i, True) for i in range(1, 10)]
+    pol, qua, ban = (stats[m]["joint"] for m in ("policy", "quadratic", "bandit"))
+    flip = {2: lambda: con[2].update(ci=[-0.05, 0.0]),
+            3: lambda: qua.update(median_abs_error_8x=0.1501),
+            4: lambda: con[1].update(ci=[-0.01, -1e-6]),
+            5: lambda: ban.update(median_abs_error_8x=0.15),
+            6: lambda: qua.update(coverage_95=0.8999),
+            7: lambda: ban.update(median_width=2.0001),
+            8: lambda: stats["quadratic"].update(last_slope_8x=0.15)}
+    for i, change in flip.items():
+        keep = {m: {"joint": dict(v["joint"]), "last_slope_8x": v["last_slope_8x"]}
+                for m, v in stats.items()}, [dict(r) for r in con]
+        change()
+        assert tool.score_knee(stats, con) == [(j, j != i) for j in range(1, 10)], i
+        for m in stats:
+            stats[m]["joint"].update(keep[0][m]["joint"])
+            stats[m]["last_slope_8x"] = keep[0][m]["last_slope_8x"]
+        con[:] = keep[1]
+    # the policy's 8x error beyond 15% fails claim 1 and the goal (9), its coverage claim 6
+    # (every model's) and the goal, its width claim 7 and the goal; its 2x error or its scored
+    # count fails only the goal
+    for k, v, fails in (("median_abs_error_8x", 0.1501, [1, 9]),
+                        ("coverage_95", 0.8999, [6, 9]), ("median_width", 2.0001, [7, 9]),
+                        ("median_abs_error_2x", 0.1501, [9]), ("scored", 39, [9])):
+        old = pol[k]
+        pol[k] = v
+        assert [i for i, h in tool.score_knee(stats, con) if not h] == fails, k
+        pol[k] = old
