@@ -245,6 +245,18 @@ def median_signed(rows, times: int) -> float | None:
     return float(np.median(e)) if e else None
 
 
+def median_ci(rows, times: int, resamples: int = 2000, seed: int = 0) -> list | None:
+    """The 95% percentile bootstrap CI of the median |error| at `times` x the largest pilot
+    over the scored rows, designs (model, rule, seed) resampled whole: how far sixteen designs
+    pin the goal's statistic (None: under two designs)."""
+    e = [abs(r["rel_error"]) for r in rows
+         if r["times_largest_pilot"] == times and r.get("rel_error") is not None]
+    if len(e) < 2:
+        return None
+    draws = np.random.default_rng(seed).choice(np.asarray(e), (resamples, len(e)))
+    return [float(x) for x in np.percentile(np.median(draws, axis=1), [2.5, 97.5])]
+
+
 def summary(rows) -> list:
     """Per model and rule, per model, and in all: predictions scored, refused, the median
     |error| at 2x and 8x, the 95% coverage, the median width factor, the share wider than x2."""
@@ -261,6 +273,8 @@ def summary(rows) -> list:
                     "refused": sum(r["refused"] is not None for r in rs),
                     "unanswered": sum(r["measured"] is None for r in rs),
                     "median_abs_error_2x": med(err(2)), "median_abs_error_8x": med(err(8)),
+                    "median_abs_error_2x_ci": median_ci(sc, 2),
+                    "median_abs_error_8x_ci": median_ci(sc, 8),
                     "coverage_95": (sum(r["covered"] for r in sc) / len(sc)) if sc else None,
                     # a held-out run that never reached the target: a plan gave it a finite
                     # band, which cannot cover it (docs/plan.md, "A practitioner's sweep")
@@ -275,8 +289,11 @@ def missed(s: dict) -> list:
     """What a summary row misses of the goal (COVER, AT_LEAST, WIDE, report.GOAL), in words."""
     if not s["scored"]:
         return [f"0 scored < {AT_LEAST}"]
-    bad = [f"|err| {t} {s[k]:.1%} > {GOAL:.0%}" for t, k in (("2x", "median_abs_error_2x"), (
-        "8x", "median_abs_error_8x")) if s[k] is not None and s[k] > GOAL]
+    ci = lambda k: "" if s.get(k + "_ci") is None else \
+        f" [95% CI {s[k + '_ci'][0]:.1%}, {s[k + '_ci'][1]:.1%}]"
+    bad = [f"|err| {t} {s[k]:.1%}{ci(k)} > {GOAL:.0%}" for t, k in (
+        ("2x", "median_abs_error_2x"), ("8x", "median_abs_error_8x"))
+        if s[k] is not None and s[k] > GOAL]
     bad += [f"coverage {s['coverage_95']:.1%} < {COVER:.0%}"] if s["coverage_95"] < COVER else []
     nev = s["coverage_95_never_as_miss"]
     bad += [f"coverage counting never-reached as misses {nev:.1%} < {COVER:.0%}"] if (
@@ -437,6 +454,6 @@ def forms_table(base: list, adam: list) -> str:
 
 __all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "heldout_budgets",
            "simulate", "noise", "noisy", "write_design", "truth", "model_rows", "median_signed",
-           "summary",
+           "median_ci", "summary",
            "calibrate", "table", "forms_table", "plan_or_refusal", "scored", "as_rows", "contrast",
            "contrast_table"]
