@@ -249,3 +249,26 @@ def test_the_joint_fit_with_the_knees_sharpness_recovers_it_and_the_clock_at_64x
         assert abs(med[False] / want - 1) > 0.05, med[False] / want
     # one more parameter: one fewer degree of freedom
     assert got[True]["joint"]["dof"] == got[False]["joint"]["dof"] - 1
+
+
+def test_fit_knee_reaches_the_joint_fit_and_needs_several_targets(tmp_path, capsys):
+    """--fit-knee: the several-target document's joint fit with the sharpness fitted (one
+    fewer degree of freedom, the form says so, the printout gives the value); refused in one
+    line with one target."""
+    from twoclock.cli.plan import main
+    args = ["--logs", DATA, "--predict", "512", "--no-figure",
+            "--progress", "heldout_acc>=0.7 heldout_acc>=0.8"]
+    assert main(args + ["--out", str(tmp_path / "s1")]) == 0
+    assert main(args + ["--fit-knee", "--out", str(tmp_path / "fit")]) == 0
+    s1, fit = (json.loads((tmp_path / d / "plan.json").read_text())["joint"]
+               for d in ("s1", "fit"))
+    assert fit["dof"] == s1["dof"] - 1 and fit["form"].endswith("the knee's sharpness fitted")
+    assert s1["knee_sharpness"] == 1.0 and 0.25 <= fit["knee_sharpness"] <= 1.0
+    assert f"sharpness fitted {fit['knee_sharpness']:.3g};" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as ex:
+        main(["--logs", DATA, "--progress", "heldout_acc>=0.7", "--fit-knee", "--no-figure",
+              "--out", str(tmp_path / "one")])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("--fit-knee must be given with several --progress targets (e.g. "
+                            "'acc>=0.45 acc>=0.5 acc>=0.55') (got 'heldout_acc>=0.7')")

@@ -70,6 +70,10 @@ class LogsInput:
                                              "one run's band (default: measured where a pilot "
                                              "batch has two or more runs; docs/plan.md)",
                                        type=float, metavar="S")
+    fit_knee: bool = param(False, "with several --progress targets: fit the knee's sharpness "
+                                  "jointly over them (the levels of one run's curve repeat its "
+                                  "shape, so one seed a batch can fit a wider knee; "
+                                  "docs/plan.md)")
     form: tuple = option((), "a failure clock's form, chosen by you: power, coupled or knee "
                              "(e.g. 'drift>=0.3=power'; default: from the pilots)",
                          action="append", metavar="CONDITION=FORM")
@@ -97,6 +101,9 @@ class LogsInput:
                     self.eval_items)
         if self.preset is not None:
             require_choice("--preset", self.preset, tuple(PRESETS))
+        if self.fit_knee:
+            require(len(self.progress.split()) > 1, "--fit-knee", "given with several "
+                    "--progress targets (e.g. 'acc>=0.45 acc>=0.5 acc>=0.55')", self.progress)
         if self.run_scatter is not None:
             require(finite(self.run_scatter) and 0 < self.run_scatter <= MAX_SCATTER,
                     "--run-scatter", f"in (0, {MAX_SCATTER:g}]", self.run_scatter)
@@ -164,7 +171,7 @@ def plan(cfg: PlanConfig) -> dict:
             predict_rule=cfg.predict_rule).to_json()
             for t in targets]
         return plans[0] if len(plans) == 1 else levels.joint_plan(targets, plans, predict,
-                                                                  cfg.level)
+                                                                  cfg.level, lg.fit_knee)
     r = cfg.runs
     return report.plan_file(r.path, predict, cfg.margin, cfg.level, cfg.progress_form,
                             None if cfg.predict_rule is None else parse_rule(cfg.predict_rule)

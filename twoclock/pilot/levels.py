@@ -230,7 +230,8 @@ def table(out: dict) -> str:
     show = any(pp.shows_k(list(r["predictions"]) + list(r["plan"]["runs"]))
                for r in out["targets"])  # B:K where any K != 1
     ci = ", ".join("unbounded" if v is None else f"{v:.3g}" for v in s["ci"])
-    lines = [f"targets: {len(out['targets'])}, fitted jointly ({j['form']}; {j['clocks']} "
+    knee = (f" {j['knee_sharpness']:.3g}" if j["form"].endswith("sharpness fitted") else "")
+    lines = [f"targets: {len(out['targets'])}, fitted jointly ({j['form']}{knee}; {j['clocks']} "
              f"clocks, residual sd {j['sigma']:.3g} in log N, {j['dof']} dof)",
              f"log B_n slope per unit of the level {s['value']:.3g} [{ci}] ({lvl}% CI): "
              f"{s['reading']}", "",
