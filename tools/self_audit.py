@@ -89,6 +89,9 @@ REAL = f"{P}test_real_sweeps.py {P}test_score_real_audit.py"
 RUNBAND = f"{P}test_runband.py"
 FLOOR = f"{P}test_single_run_floor.py"
 ONESEED = f"{P}test_one_seed_bias.py"
+DESIGN = f"{S}test_practitioner_design.py"
+LEVELS = f"{P}test_levels.py"
+PLEVELS = f"{S}test_practitioner_levels.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -824,6 +827,27 @@ BUGS = [
     ("one-seed bias: a truth that never came scored as a miss of -100%", "glue",
      "tools/one_seed_bias.py", "err = lambda pred: {float(h): (None if not truth.get(float(h)) "
      "else", "err = lambda pred: {float(h): (-1.0 if not truth.get(float(h)) else", ONESEED),
+    # the two forms from one simulation, the median's CI, the knee over the levels
+    ("compare forms: a refused second plan scored with the first plan's error", "glue",
+     "twoclock/studies/planner/practitioner.py",
+     "return [{**{k: r[k] for k in keep}, **r[key]} for r in rows]",
+     "return [{**r, **r[key]} for r in rows]", DESIGN),
+    ("median's CI: rows at every held-out batch resampled, not those at the batch", "glue",
+     "twoclock/studies/planner/practitioner.py",
+     "if r[\"times_largest_pilot\"] == times and r.get(\"rel_error\") is not None]\n    if len(e)",
+     "if r.get(\"rel_error\") is not None]\n    if len(e)", DESIGN),
+    ("knee over the levels: the bands and medians at s = 1 whatever the fitted sharpness",
+     "glue", "twoclock/pilot/levels.py",
+     "self.S[self.best] if self.sharp else None)",
+     "None)", LEVELS),
+    ("knee over the levels: the sharpness's grid exponent c_s = 1.2^s - 1, not 1.2^(2 s) - 1",
+     "self", "twoclock/pilot/levels.py", "c = 1.2 ** (2.0 * s) - 1.0", "c = 1.2 ** s - 1.0",
+     LEVELS),
+    ("--fit-knee not passed to the joint fit", "glue", "twoclock/pilot/config.py",
+     "cfg.level, lg.fit_knee)", "cfg.level)", LEVELS),
+    ("last-slope baseline: the slope of the two smallest pilots", "trivial",
+     "tools/practitioner_levels.py", "for b in sorted(by)[-2:]]", "for b in sorted(by)[:2]]",
+     PLEVELS),
 ]
 
 

@@ -243,6 +243,9 @@ def test_the_joint_fit_with_the_knees_sharpness_recovers_it_and_the_clock_at_64x
     med = {k: v["targets"][1]["predictions"][0]["progress_samples"]["median"]
            for k, v in got.items()}
     assert med[True] == pytest.approx(want, rel=0.01)
+    # the knee's place: B_n of the middle level, 40, whatever the sharpness (the curve alone
+    # would let a wrong c_s move B_n and keep every clock)
+    assert got[True]["targets"][1]["noise_scale"] == pytest.approx(40.0, rel=0.02)
     if s == 1.0:
         assert med[False] == pytest.approx(med[True], rel=0.01)
     else:
