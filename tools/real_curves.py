@@ -344,8 +344,9 @@ def _plan(tab, text, held, form):
         return str(e)
 
 
-def predict_design(meta: dict, runs: dict, d: dict) -> dict:
-    """One design's targets and each method's predictions at its held-out batches."""
+def predict_design(meta: dict, runs: dict, d: dict, sharp: bool = False) -> dict:
+    """One design's targets and each method's predictions at its held-out batches (sharp: the
+    joint fit fits the knee's sharpness too)."""
     pilots, held, metric = [float(b) for b in d["pilots"]], [float(b) for b in d["held_out"]], \
         meta["metric"]
     tab = table(runs, pilots, metric)
@@ -377,7 +378,7 @@ def predict_design(meta: dict, runs: dict, d: dict) -> dict:
     joint = None
     if len(ok) >= 2:
         try:
-            joint = levels.joint_plan(ok, [plans[t]["adam"] for t in ok], held, LEVEL)
+            joint = levels.joint_plan(ok, [plans[t]["adam"] for t in ok], held, LEVEL, sharp)
         except PilotError as e:
             joint = str(e)
     for t in targets:
@@ -413,9 +414,9 @@ def predict(sweep: str, out: str) -> dict:
 
 # -------------------------------------------------------------------------------------- score
 
-def score_rows(pre: dict) -> list:
+def score_rows(pre: dict, methods=METHODS) -> list:
     """One sweep's predictions scored against its held-out curves: a row per design, target
-    and held-out batch."""
+    and held-out batch, for each of `methods`."""
     _, runs = read_curves(pre["sweep"])
     rows = []
     for d in pre["designs"]:
@@ -426,7 +427,7 @@ def score_rows(pre: dict) -> list:
                 row = {"design": d["name"], "target": t["target"], "batch": float(b),
                        "x_largest_pilot": float(b) / top, "truth": truth,
                        "truth_at_first_point": first}
-                for m in METHODS:
+                for m in methods:
                     v = pr[m]
                     if isinstance(v, str):
                         row[m] = {"refused": v}
@@ -494,12 +495,12 @@ def bucket(x: float) -> str:
     return f"({lo:g}, {hi:g}]x"
 
 
-def by_bucket(rows) -> dict:
+def by_bucket(rows, methods=METHODS) -> dict:
     """Rows of several sweeps: themselves, summarised by bucket (summary's "design" the
     bucket), and the paired contrasts with a CI over the sweeps."""
     pool = [dict(r, design=bucket(r["x_largest_pilot"]), batch=0.0) for r in rows]
-    return {"rows": rows, "by_bucket": sorted(summary(pool), key=lambda s: s["design"]),
-            "contrasts": contrasts(rows, group="sweep")}
+    return {"rows": rows, "by_bucket": sorted(summary(pool, methods), key=lambda s: s["design"]),
+            "contrasts": contrasts(rows, group="sweep", methods=methods)}
 
 
 def score_set(pred_path: str, out: str) -> dict:
@@ -515,7 +516,7 @@ def score_set(pred_path: str, out: str) -> dict:
     return doc
 
 
-def summary(rows) -> list:
+def summary(rows, methods=METHODS) -> list:
     """Per design and held-out batch: each method's median |error|, 95% coverage (a truth
     never reached counts as a miss) and median width, over the targets."""
     out = []
@@ -523,7 +524,7 @@ def summary(rows) -> list:
         rs = [r for r in rows if (r["design"], r["batch"]) == key]
         s = {"design": key[0], "batch": key[1], "x_largest_pilot": rs[0]["x_largest_pilot"],
              "targets": len(rs), "never": sum(r["truth"] is None for r in rs)}
-        for m in METHODS:
+        for m in methods:
             got = [r[m] for r in rs if "refused" not in r[m]]
             err = [abs(g["error"]) for g in got if g["error"] is not None]
             cov = [g["covered"] for g in got if "covered" in g]
@@ -536,19 +537,19 @@ def summary(rows) -> list:
     return out
 
 
-def contrasts(rows, group: str | None = None) -> dict:
+def contrasts(rows, group: str | None = None, methods=METHODS) -> dict:
     """|log(pred / true)| of the Adam form minus each other method's, paired over the
     predictions every method answered with a truth (tools/score_real.py's paired_cis: CIs over
     the pairs and over the groups: each design and target, or the rows' `group` key)."""
     ok = [r for r in rows if r["truth"] is not None and
-          all("refused" not in r[m] for m in METHODS)]
+          all("refused" not in r[m] for m in methods)]
     if len(ok) < 3:
         return {"n": len(ok), "reading": "too few predictions answered by every method"}
     ratio = lambda m: [r[m]["median"] / r["truth"] for r in ok]
     groups = [r[group] if group else f"{r['design']} {r['target']}" for r in ok]
     if len(set(groups)) < 2:  # no spread over groups to bound the contrast with
         return {"n": len(ok), "reading": f"one group ({groups[0]}): no CI over groups"}
-    return {m: paired_cis(ratio("adam"), ratio(m), groups) for m in METHODS[1:]}
+    return {m: paired_cis(ratio(methods[0]), ratio(m), groups) for m in methods[1:]}
 
 
 def exponent(runs: dict, text: str, b_from: float) -> dict:
@@ -616,23 +617,30 @@ def pooled(paths) -> dict:
     return by_bucket(rows)
 
 
-def set_markdown(doc: dict) -> str:
+NAMES = {"adam": "Adam", "default": "default", "joint": "joint", "mccandlish": "McCandlish",
+         "obvious_rule": "obvious rule"}
+
+
+def set_markdown(doc: dict, methods=METHODS, names=None) -> str:
     """The pooled scores by held-out bucket and the paired contrasts, as docs/real_runs.md
-    shows them."""
-    out = ["| held out (x largest pilot) | predictions | never reached | median abs. error: Adam, "
-           "default, joint, McCandlish, obvious rule | 95% coverage: Adam, default, joint | "
-           "median band: Adam, default, joint |", "|---|---|---|---|---|---|"]
+    shows them: each method's median |error|, and the first three's coverage and band; the
+    contrasts are the first method's minus each other's."""
+    name = {**NAMES, **(names or {})}
+    three = ", ".join(name[m] for m in methods[:3])
+    out = [f"| held out (x largest pilot) | predictions | never reached | median abs. error: "
+           f"{', '.join(name[m] for m in methods)} | 95% coverage: {three} | median band: "
+           f"{three} |", "|---|---|---|---|---|---|"]
     f = lambda v, fmt: "-" if v is None else format(v, fmt)
     for s in doc["by_bucket"]:
         out.append(f"| {s['design']} | {s['targets']} | {s['never']} | " + ", ".join(
-            f(s[m]["median_abs_error"], ".1%") for m in METHODS) + " | " + ", ".join(
-            f(s[m]["coverage_95"], ".1%") for m in METHODS[:3]) + " | " + ", ".join(
+            f(s[m]["median_abs_error"], ".1%") for m in methods) + " | " + ", ".join(
+            f(s[m]["coverage_95"], ".1%") for m in methods[:3]) + " | " + ", ".join(
             "-" if s[m]["median_width"] is None else f"x{s[m]['median_width']:.2f}"
-            for m in METHODS[:3]) + " |")
+            for m in methods[:3]) + " |")
     if "reading" in doc["contrasts"]:  # too few predictions, or one sweep
         return "\n".join(out + ["", f"Contrasts: {doc['contrasts']['reading']}."])
-    out += ["", "| Adam minus | mean | CI over predictions | CI over sweeps | reading |",
-            "|---|---|---|---|---|"]
+    out += ["", f"| {name[methods[0]]} minus | mean | CI over predictions | CI over sweeps | "
+            "reading |", "|---|---|---|---|---|"]
     for m, c in doc["contrasts"].items():
         if isinstance(c, dict) and "ci_pairs" in c:
             out.append(f"| {m} | {c['mean']:+.3f} | [{c['ci_pairs'][0]:+.3f}, "

@@ -1,0 +1,112 @@
+"""The knee's sharpness fitted over the levels of each run's curve (`plan.py --fit-knee`,
+twoclock/pilot/levels.py with sharp) on the homework sweeps, pre-registered: tuned on
+simulation (docs/plan.md, "A practitioner's sweep"), scored on real runs. No JAX.
+
+    python tools/real_knee.py predict OUT.json             # pilots only; refuses an existing OUT
+    python tools/real_knee.py score PREDICTIONS.json OUT.json
+
+`predict` makes every ingested homework sweep's designs as tools/real_curves.py predict-set
+does (the same pilots, held-out batches and targets: the returns every pilot crosses after its
+first evaluation) and adds, beside each method there, the joint fit with the knee's sharpness
+("joint_knee"). Commit its file before `score`, which reads the held-out curves and scores
+joint_knee beside the joint fit at the form's own knee, the Adam form alone, McCandlish and the
+obvious rule, pooled by how far each held-out batch lies beyond the largest pilot, with the
+paired contrasts joint_knee minus each (CIs over predictions and over sweeps), and, for the
+committed predictions file, the claims of docs/preregistered/real_invpend_knee_claims.json.
+"""
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/ is not a package
+import real_curves as rc  # noqa: E402
+from twoclock.atomic import atomic_write  # noqa: E402
+
+METHODS = ("joint_knee", "joint", "adam", "mccandlish", "obvious_rule")
+NAMES = {"joint_knee": "joint with the knee"}
+PREDICTIONS = "docs/preregistered/real_invpend_knee_predictions.json"
+
+
+def predict(out: str) -> dict:
+    """Every ingested sweep's designs predicted from their pilots, with joint_knee added."""
+    rc.write_once(out)
+    sweeps = []
+    for name in rc.ingested():
+        meta, runs = rc.read_curves(name)
+        designs = []
+        for d in meta["designs"]:
+            base, knee = (rc.predict_design(meta, runs, d, sharp) for sharp in (False, True))
+            for t, k in zip(base["targets"], knee["targets"]):
+                for b, pr in t["predictions"].items():
+                    pr["joint_knee"] = k["predictions"][b]["joint"]
+            designs.append(base)
+        sweeps.append({"sweep": name, "metric": meta["metric"], "designs": designs})
+    doc = {"what": "every ingested homework sweep (tools/real_curves.py), predicted from its "
+                   "pilots' curves alone, with the joint fit's knee sharpness fitted "
+                   "(joint_knee) beside the methods of tools/real_curves.py",
+           "level": rc.LEVEL, "buckets": rc.BUCKETS, "sweeps": sweeps}
+    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
+    return doc
+
+
+def pooled_all(rows) -> dict:
+    """Every held-out prediction in one group (rc.summary over a single 'all' design)."""
+    return rc.summary([dict(r, design="all", batch=0.0) for r in rows], METHODS)[0]
+
+
+def claims(doc: dict) -> list:
+    """The pre-registered claims (docs/preregistered/real_invpend_knee_claims.json), each (id,
+    holds), as written there."""
+    a, c = doc["all"], doc["contrasts"]
+    beyond = next(s for s in doc["by_bucket"] if s["design"] == "(4, inf]x")
+    has0 = lambda ci: ci[0] <= 0.0 <= ci[1]
+    return [(1, c["joint"]["ci_groups"][1] >= 0.0),
+            (2, a["joint_knee"]["coverage_95"] >= a["joint"]["coverage_95"]),
+            (3, a["joint_knee"]["median_width"] >= a["joint"]["median_width"]),
+            (4, beyond["joint_knee"]["median_abs_error"] > 0.2),
+            (5, has0(c["mccandlish"]["ci_groups"]))]
+
+
+def score(pred_path: str, out: str) -> dict:
+    with open(pred_path, encoding="utf-8") as f:
+        pre = json.load(f)
+    rows = []
+    for sw in pre["sweeps"]:
+        rows += [{"sweep": sw["sweep"], **r} for r in rc.score_rows(sw, METHODS)]
+    doc = {"predictions": pred_path, **rc.by_bucket(rows, METHODS), "all": pooled_all(rows)}
+    if os.path.normpath(pred_path).endswith(os.path.normpath(PREDICTIONS)):
+        held = claims(doc)
+        doc.update(holds=[{"id": i, "holds": h} for i, h in held],
+                   held=sum(h for _, h in held), n=len(held))
+    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
+    return doc
+
+
+def main(argv) -> None:
+    if argv[:1] == ["predict"] and len(argv) == 2:
+        doc = predict(argv[1])
+        n = sum(len(t["predictions"]) for sw in doc["sweeps"] for d in sw["designs"]
+                for t in d["targets"])
+        print(f"wrote {argv[1]}: {len(doc['sweeps'])} sweeps, {n} predictions")
+    elif argv[:1] == ["score"] and len(argv) == 3:
+        doc = score(argv[1], argv[2])
+        print(rc.set_markdown(doc, METHODS, NAMES))
+        a = doc["all"]
+        print(f"all {a['targets']} ({a['never']} never reached): " + "; ".join(
+            f"{NAMES.get(m, m)} " + ", ".join(
+                "-" if a[m][k] is None else (f"x{a[m][k]:.2f}" if k == "median_width" else
+                                             f"{a[m][k]:.1%}")
+                for k in ("median_abs_error", "coverage_95", "median_width"))
+            for m in METHODS[:3]))
+        if "held" in doc:
+            print(f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
+                f"{i['id']} {'holds' if i['holds'] else 'fails'}" for i in doc["holds"]) + ")")
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
