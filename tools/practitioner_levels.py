@@ -18,7 +18,6 @@ the median |error|, the 95% coverage and the median width both ways, and the pai
 |log(1 + err)| joint minus alone (twoclock/studies/planner/paired.py: 95% bootstrap CI over
 designs)."""
 import argparse
-import csv
 import json
 import os
 import sys
@@ -26,48 +25,11 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from twoclock.pilot import api, bands, levels  # noqa: E402
-from twoclock.pilot.conditions import parse_condition  # noqa: E402
+from twoclock.pilot import bands  # noqa: E402
 from twoclock.pilot.plan import PilotError  # noqa: E402
 from twoclock.studies.planner import paired, practitioner  # noqa: E402
-
-
-def level_texts(target: str, first_R, fractions) -> str:
-    """The target and the levels T + f (v0 - T), v0 the median of the runs' first logged values,
-    as one several-target --progress argument (the target first)."""
-    c = parse_condition(target, "--progress")
-    v0 = float(np.median(first_R))
-    vals = [c.threshold + f * (v0 - c.threshold) for f in fractions]
-    return " ".join([target] + [f"{c.metric}{c.op}{v:.6g}" for v in vals])
-
-
-def first_values(path: str, metric: str) -> list:
-    """Each run's first logged value of `metric` in a log CSV."""
-    first = {}
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            first.setdefault(row["run"], float(row[metric]))
-    return list(first.values())
-
-
-def plan_both(path: str, target: str, fractions, held, sharp: bool = False) -> tuple:
-    """(the target's plan alone, its row of the joint fit): each {batch: progress band}, or the
-    refusal's line in place of a plan. The target's plan is made once and serves both (the
-    joint fit is refused with it); sharp: the joint fit fits the knee's sharpness too."""
-    metric = parse_condition(target, "--progress").metric
-    texts = levels.split_targets(level_texts(target, first_values(path, metric), fractions))
-    bands_of = lambda rows: {p["batch"]: p["progress_samples"] for p in rows}
-    try:
-        plans = [_plan(path, texts[0], held)]
-    except PilotError as err:
-        return str(err), str(err)
-    alone = bands_of(plans[0]["predictions"])
-    try:
-        plans += [_plan(path, t, held) for t in texts[1:]]
-    except PilotError as err:
-        return alone, str(err)
-    return alone, bands_of(levels.joint_plan(texts, plans, list(held), sharp=sharp)[
-        "targets"][0]["predictions"])
+from twoclock.studies.planner.whole_curve import (  # noqa: E402,F401 (the tool's own names)
+    adam_plan as _plan, first_values, level_texts, plan_both)
 
 
 def last_slope(path: str, target: str, held) -> dict | str:
@@ -84,11 +46,6 @@ def last_slope(path: str, target: str, held) -> dict | str:
     (b1, n1), (b2, n2) = [(b, float(np.median(by[b]))) for b in sorted(by)[-2:]]
     e = np.log(n2 / n1) / np.log(b2 / b1)
     return {b: n2 * (b / b2) ** e for b in held}
-
-
-def _plan(path: str, text: str, held) -> dict:
-    """One target's plan of a design's log: the Adam form, progress only (the study's own)."""
-    return api.plan_logs(path, text, [], predict=list(held), progress_form="adam").to_json()
 
 
 def rescore(folder: str, fractions, first: int = 0, sharp: bool = False) -> tuple:

@@ -1,6 +1,7 @@
 """The practitioner design of the planner's calibration (issue 50 item 6): the evaluation's
 binomial noise, the logs it writes (every 25 updates, none at step 0), the scores and the
 summary, on hand-made inputs (no simulation)."""
+import json
 import math
 from types import SimpleNamespace
 
@@ -278,6 +279,11 @@ def test_the_two_form_table_by_hand():
     assert lines[2] == ("| m | fixed | 4 | 5.0%, 12.5% | -, - | 75.0%, 75.0% | 50.0%, 50.0% | "
                         "x2.50, x1.50 | 25.0%, 25.0% |")
     assert lines[3].startswith("| m | sqrt | 4, 3 | 5.0%, 5.0% |")
+    # with the whole curve's knee: three values a cell, the scored count once where all agree
+    three = pr.forms_table([s()], [s(scored=4)], [s(median_width=1.25)]).splitlines()
+    assert three[0].startswith("| model | rule | scored | abs. error 2x: default, adam, knee |")
+    assert three[2].endswith("| x2.50, x2.50, x1.25 | 25.0%, 25.0%, 25.0% |")
+    assert three[2].startswith("| m | fixed | 4 | 5.0%, 5.0%, 5.0% |")
 
 
 def test_compare_forms_scores_the_adam_plan_of_the_very_log_the_study_wrote(tmp_path):
@@ -302,6 +308,28 @@ def test_compare_forms_scores_the_adam_plan_of_the_very_log_the_study_wrote(tmp_
             assert got["predicted"] == pytest.approx(band["median"], rel=1e-12), (r, form)
             assert got["rel_error"] == pytest.approx(band["median"] / r["measured"] - 1)
         assert r["adam"]["form"] == "adam" and r["form"] != "adam"
+    # the whole curve's knee: the plan.py command a user would type on the same CSV, the
+    # levels 0.15 and 0.3 of the way back to the runs' median first value, --fit-knee
+    import csv
+    from twoclock.cli.plan import main
+    target = progress.split("<=")
+    for r in rows:
+        path = tmp_path / f"plan_calibration_practitioner_quadratic_{r['rule']}_s{r['seed']}.csv"
+        with open(path, newline="") as f:
+            first = {}
+            for row in csv.DictReader(f):
+                first.setdefault(row["run"], float(row["progress_frac"]))
+        v0, t = float(np.median(list(first.values()))), float(target[1])
+        texts = " ".join([progress] + [f"progress_frac<={t + k * (v0 - t):.6g}"
+                                       for k in (0.15, 0.3)])
+        out = tmp_path / f"knee_{r['rule']}_{r['seed']}_{r['batch']}"
+        assert main(["--logs", str(path), "--progress", texts, "--fit-knee", "--progress-form",
+                     "adam", "--predict", str(r["batch"]), "--no-figure", "--quiet",
+                     "--out", str(out)]) == 0
+        doc = json.loads((out / "plan.json").read_text())
+        band = doc["targets"][0]["predictions"][0]["progress_samples"]
+        assert r["knee"]["predicted"] == pytest.approx(band["median"], rel=1e-12), r
+        assert r["knee"]["ci"] == pytest.approx(band["ci"], rel=1e-12), r
 
 
 def test_the_design_seed_is_for_the_practitioner_design_and_at_least_zero():

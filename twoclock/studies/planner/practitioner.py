@@ -23,7 +23,7 @@ from twoclock.atomic import atomic_write
 from twoclock.pilot import bands, logs as pl
 from twoclock.pilot.plan import PilotError
 from twoclock.pilot.report import GOAL
-from twoclock.studies.planner import logs_check
+from twoclock.studies.planner import logs_check, whole_curve
 from twoclock.studies.planner.paired import contrast, contrast_table  # noqa: F401 (re-exported)
 
 RULES = ("fixed", "sqrt")
@@ -145,7 +145,9 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
     batch; progress_form: the planner's (None: its default); floor_out: each row also scores
     the same log planned with --floor-out (row["floor_out"], `floor_out_plan`); every: the
     pilots' evaluation every that many updates; compare: each row also scores the same log
-    planned with the Adam form (row["adam"]); design_seed: the pilots' sweep seed and a key
+    planned with the Adam form (row["adam"]) and with its whole curve, the target and two
+    more levels with one knee's sharpness fitted jointly (row["knee"], `whole_curve`);
+    design_seed: the pilots' sweep seed and a key
     of their evaluation noise (0: the designs of every earlier run; another: fresh designs,
     the same answers)."""
     from twoclock.studies.plan_check import entry  # noqa: PLC0415
@@ -178,6 +180,8 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
             fo = floor_out_plan(path, progress, conds[0], held) if floor_out else None
             alt = plan_or_refusal(path, progress, held, progress_form="adam") if compare \
                 else None
+            knee = whole_curve.plan_both(path, progress, whole_curve.FRACTIONS, held,
+                                         sharp=True)[1] if compare else None
             for b in held:
                 row = {"model": model.name, "rule": rule, "seed": s, "pilots": list(pilots),
                        "batch": b, "times_largest_pilot": b // pilots[-1],
@@ -191,6 +195,8 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                     row["floor_out"] = scored(fo, b, answers[b])
                 if alt is not None:
                     row["adam"] = scored(alt, b, answers[b])
+                    row["knee"] = ({"refused": knee} if isinstance(knee, str) else {
+                        "refused": None, **bands.score(knee[b], answers[b]), "form": "knee"})
                 rows.append(row)
     return rows, secs, how
 
@@ -312,7 +318,8 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
     planner's (None: its default); floor_out: also each log planned with --floor-out, and
     its summary beside the plan's (`floor_out_summary`); every: the pilots' evaluation every
     that many updates (EVAL_EVERY, the design's); compare: also each log planned with the
-    Adam form, its summary and the paired contrast with the plan's (out["adam"]);
+    Adam form and with its whole curve's knee, their summaries and the paired contrasts with
+    the plan's and the Adam form's (out["adam"], out["knee"]);
     design_seed: `model_rows`'."""
     rows, sims = [], {}
     for m, cfg in panels:
@@ -332,7 +339,10 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
             **({} if progress_form is None else {"progress_form": progress_form}),
             **({"floor_out": floor_out_summary(rows)} if floor_out else {}),
             **({"adam": {"summary": summary(as_rows(rows, "adam")),
-                         "contrast": contrast(rows, as_rows(rows, "adam"))}} if compare else {})}
+                         "contrast": contrast(rows, as_rows(rows, "adam"))},
+                "knee": {"summary": summary(as_rows(rows, "knee")),
+                         "contrast": contrast(as_rows(rows, "adam"), as_rows(rows, "knee"))}}
+               if compare else {})}
 
 
 REFUSALS = {"still moves": "tail still moving", "do not close": "plateaus not closing on the "
@@ -416,10 +426,15 @@ def table(out: dict) -> str:
                      f"; |floor-out error| - |error| at 8x {c['mean']:+.4f} [{c['ci'][0]:+.4f}, "
                      f"{c['ci'][1]:+.4f}] over {c['pairs']} pairs"))
     if "adam" in out:
-        lines += ["", forms_table(out["summary"], out["adam"]["summary"])]
-        lines += [f"goal, {s['model']}, adam: " + ("; ".join(s["goal_missed"]) or "met")
-                  for s in out["adam"]["summary"] if s["rule"] == "both"]
-        lines += [contrast_table(out["adam"]["contrast"], "default", "adam"), ""]
+        lines += ["", forms_table(out["summary"], out["adam"]["summary"],
+                                  out.get("knee", {}).get("summary"))]
+        for key in ("adam", "knee"):
+            lines += [f"goal, {s['model']}, {key}: " + ("; ".join(s["goal_missed"]) or "met")
+                      for s in out.get(key, {}).get("summary", ()) if s["rule"] == "both"]
+        lines += [contrast_table(out["adam"]["contrast"], "default", "adam")]
+        if "knee" in out:
+            lines += [contrast_table(out["knee"]["contrast"], "adam", "knee")]
+        lines += [""]
     for name, sim in out["simulations"].items():
         hb = "; ".join(f"{r} {v}" for r, v in sim.get("heldout_budgets", {}).items())
         lines.append(f"{name}: pilots {sim['pilots']}, held out {sim['heldout']}; noise "
@@ -434,21 +449,26 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
-def forms_table(base: list, adam: list) -> str:
-    """Two summaries of the same designs, the planner's default form and the Adam form, as
-    the markdown table of docs/plan.md ("A practitioner's sweep"): each cell "default, adam"."""
+def forms_table(base: list, adam: list, knee: list | None = None) -> str:
+    """Two or three summaries of the same designs, the planner's default form, the Adam form
+    and the whole curve's knee, as the markdown table of docs/plan.md ("A practitioner's
+    sweep"): each cell "default, adam" or "default, adam, knee"."""
     pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"
     wid = lambda v: "-" if v is None else ("inf" if math.isinf(v) else f"x{v:.2f}")
     cols = [("abs. error 2x", "median_abs_error_2x", pct), ("8x", "median_abs_error_8x", pct),
             ("95% coverage", "coverage_95", pct),
             ("never reached as misses", "coverage_95_never_as_miss", pct),
             ("median width", "median_width", wid), ("wider than x2", "wider_than_2x", pct)]
-    lines = ["| model | rule | scored | " + " | ".join(f"{c}: default, adam" for c, *_ in cols)
+    sums = [base, adam] + ([knee] if knee is not None else [])
+    names = ", ".join(("default", "adam", "knee")[:len(sums)])
+    lines = ["| model | rule | scored | " + " | ".join(f"{c}: {names}" for c, *_ in cols)
              + " |", "|---" * (3 + len(cols)) + "|"]
-    for a, b in zip(base, adam):
-        n = f"{a['scored']}" if a["scored"] == b["scored"] else f"{a['scored']}, {b['scored']}"
+    for row in zip(*sums):
+        a = row[0]
+        n = ", ".join(dict.fromkeys(f"{r['scored']}" for r in row)) if \
+            len({r["scored"] for r in row}) == 1 else ", ".join(f"{r['scored']}" for r in row)
         lines.append(f"| {a['model']} | {a['rule']} | {n} | " + " | ".join(
-            f"{fmt(a[k])}, {fmt(b[k])}" for _, k, fmt in cols) + " |")
+            ", ".join(fmt(r[k]) for r in row) for _, k, fmt in cols) + " |")
     return "\n".join(lines)
 
 
