@@ -147,9 +147,8 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
     pilots' evaluation every that many updates; compare: each row also scores the same log
     planned with the Adam form (row["adam"]) and with its whole curve, the target and two
     more levels with one knee's sharpness fitted jointly (row["knee"], `whole_curve`);
-    design_seed: the pilots' sweep seed and a key
-    of their evaluation noise (0: the designs of every earlier run; another: fresh designs,
-    the same answers)."""
+    design_seed: the pilots' sweep seed and a key of their evaluation noise (0: the designs
+    of every earlier run; another: fresh designs, the same answers)."""
     from twoclock.studies.plan_check import entry  # noqa: PLC0415
     e = entry(model)
     pilots, held = batches(model)
