@@ -177,10 +177,9 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
             except PilotError as err:
                 plan, refused = None, str(err)
             fo = floor_out_plan(path, progress, conds[0], held) if floor_out else None
-            alt = plan_or_refusal(path, progress, held, progress_form="adam") if compare \
-                else None
-            knee = whole_curve.plan_both(path, progress, whole_curve.FRACTIONS, held,
-                                         sharp=True)[1] if compare else None
+            # the Adam form's plan of the target and its whole curve's, made once
+            adam, knee = whole_curve.plan_both(path, progress, whole_curve.FRACTIONS, held,
+                                               sharp=True) if compare else (None, None)
             for b in held:
                 row = {"model": model.name, "rule": rule, "seed": s, "pilots": list(pilots),
                        "batch": b, "times_largest_pilot": b // pilots[-1],
@@ -192,10 +191,9 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                                why=p.get("band_why"))
                 if fo is not None:
                     row["floor_out"] = scored(fo, b, answers[b])
-                if alt is not None:
-                    row["adam"] = scored(alt, b, answers[b])
-                    row["knee"] = ({"refused": knee} if isinstance(knee, str) else {
-                        "refused": None, **bands.score(knee[b], answers[b]), "form": "knee"})
+                if compare:
+                    row["adam"] = banded(adam, b, answers[b], "adam")
+                    row["knee"] = banded(knee, b, answers[b], "knee")
                 rows.append(row)
     return rows, secs, how
 
@@ -216,14 +214,21 @@ def floor_out_plan(path: str, progress: str, cond, held):
                            floor_out=0.0 if cond.op in ("<=", "<") else 1.0)
 
 
+def banded(got, b, true, form: str | None) -> dict:
+    """A second plan of a row's log, its progress bands {batch: band} or its refusal's line,
+    scored at batch b: {refused: the line} or {refused: None, bands.score at b, form}."""
+    if isinstance(got, str):
+        return {"refused": got}
+    return {"refused": None, **bands.score(got[b], true), "form": form}
+
+
 def scored(plan, b, true) -> dict:
-    """A second plan of a row's log (`plan_or_refusal`) scored at batch b: {refused: its line}
-    or {refused: None, bands.score of its prediction at b, form}."""
+    """A second plan of a row's log (`plan_or_refusal`: a plan or its refusal's line) scored
+    at batch b (`banded`)."""
     if isinstance(plan, str):
-        return {"refused": plan}
-    p = next(p for p in plan["predictions"] if p["batch"] == b)
-    return {"refused": None, **bands.score(p["progress_samples"], true),
-            "form": plan["fit"]["progress"]["form"]}
+        return banded(plan, b, true, None)
+    return banded({p["batch"]: p["progress_samples"] for p in plan["predictions"]}, b, true,
+                  plan["fit"]["progress"]["form"])
 
 
 def as_rows(rows, key: str) -> list:
@@ -474,5 +479,6 @@ def forms_table(base: list, adam: list, knee: list | None = None) -> str:
 __all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "heldout_budgets",
            "simulate", "noise", "noisy", "write_design", "truth", "model_rows", "median_signed",
            "median_ci", "summary",
-           "calibrate", "table", "forms_table", "plan_or_refusal", "scored", "as_rows", "contrast",
+           "calibrate", "table", "forms_table", "plan_or_refusal", "banded", "scored", "as_rows",
+           "contrast",
            "contrast_table"]
