@@ -5,10 +5,11 @@ import math
 
 from twoclock.config import finite, option, param, require, require_choice
 from twoclock.pilot import api, levels, report
+from twoclock.pilot.logs import AUTO
+from twoclock.pilot.plan import PROGRESS_FORMS, PilotError, check_settings
 from twoclock.pilot.presets import PRESETS
-from twoclock.pilot.runband import MAX_SCATTER
-from twoclock.pilot.plan import PROGRESS_FORMS, check_settings
 from twoclock.pilot.rule import parse_rule
+from twoclock.pilot.runband import MAX_SCATTER
 
 
 @dataclass(frozen=True)
@@ -126,8 +127,11 @@ class PlanConfig:
     progress_form: str | None = param(None, "the progress clock's form: adam (Adam under any "
                                             "lr rule: B^(1/2 - p) below the knee, B^(1 - p) "
                                             "past it; runs at any lr and K updates per batch; "
-                                            "docs/plan.md); default: saturation or curvature, "
-                                            "on the runs of one rule", choices=PROGRESS_FORMS)
+                                            "docs/plan.md); auto (with --logs): adam, or the "
+                                            "default forms where the pilots' metric turns back "
+                                            "(drift wears it down); default: saturation or "
+                                            "curvature, on the runs of one rule",
+                                      choices=PROGRESS_FORMS + (AUTO,))
     predict_rule: str | None = option(None, "with --progress-form adam: predict under lr = LR0 "
                                             "(B / B0)^P (P a number or fixed, sqrt, linear; "
                                             "default: the rule most pilots share)",
@@ -145,6 +149,9 @@ class PlanConfig:
             require(self.progress_form is not None, "--predict-rule",
                     "given with --progress-form adam", self.predict_rule)
             parse_rule(self.predict_rule)
+        if self.progress_form == AUTO:
+            require(self.logs is not None, "--progress-form", "auto with --logs LOGS.csv (it "
+                    "reads the logged curves)", self.progress_form)
         if self.logs is not None and self.logs.floor_out is not None:
             require(self.progress_form is not None, "--floor-out",
                     "given with --progress-form adam", self.logs.floor_out)
@@ -170,8 +177,14 @@ def plan(cfg: PlanConfig) -> dict:
             progress_form=cfg.progress_form,
             predict_rule=cfg.predict_rule).to_json()
             for t in targets]
-        return plans[0] if len(plans) == 1 else levels.joint_plan(targets, plans, predict,
-                                                                  cfg.level, lg.fit_knee)
+        if len(plans) == 1:
+            return plans[0]
+        if plans[0]["logs"].get("progress_form", {}).get("chosen") == "default":
+            raise PilotError(f"--progress-form: auto chose the default forms (the pilots' metric "
+                             f"turns back: pooled z {plans[0]['logs']['erosion']['z']:.1f}), and "
+                             "the joint fit over several targets is Adam's form: give one "
+                             "--progress target")
+        return levels.joint_plan(targets, plans, predict, cfg.level, lg.fit_knee)
     r = cfg.runs
     return report.plan_file(r.path, predict, cfg.margin, cfg.level, cfg.progress_form,
                             None if cfg.predict_rule is None else parse_rule(cfg.predict_rule)

@@ -29,8 +29,8 @@ import math
 
 import numpy as np
 
-from twoclock.pilot import (bands, clipping, evalnoise, floorout, plan as pilot, predict as pp,
-                            report, runband, updates)
+from twoclock.pilot import (bands, clipping, erosion, evalnoise, floorout, plan as pilot,
+                            predict as pp, report, runband, updates)
 from twoclock.pilot.clocks import Clock, bounded, check_reached, clocks, crossing, smooth
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
@@ -233,9 +233,11 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
                                   + ([clip] if clip else []))), parse_columns(columns), **reading)
     prog = bounded(logs, clocks(logs, pc, how, first_ok=True))
     check_reached(logs, prog, pc)
-    if progress_form is not None and progress_form not in pilot.PROGRESS_FORMS:
-        raise PilotError(f"--progress-form: {' or '.join(pilot.PROGRESS_FORMS)} (got "
+    if progress_form is not None and progress_form not in pilot.PROGRESS_FORMS + (AUTO,):
+        raise PilotError(f"--progress-form: {' or '.join(pilot.PROGRESS_FORMS + (AUTO,))} (got "
                          f"{progress_form!r})")
+    ero = erosion.test(logs.runs, pc.metric, pc.op)
+    asked, progress_form = progress_form, _resolved(progress_form, ero, predict_rule, floor_out)
     if predict_rule is not None and progress_form is None:
         raise PilotError(f"--predict-rule: given with --progress-form adam (got "
                          f"{predict_rule!r})")
@@ -303,8 +305,30 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
                                    "samples": p.no_failure_before} for p in o.predictions],
             **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)),
         logs={**_logs_block(logs, how, pc, prog, fcs, fails), **({} if var is None else {
-            "eval_noise": evalnoise.summary(var, to_json(first.fit)["progress"], items)})},
+            "eval_noise": evalnoise.summary(var, to_json(first.fit)["progress"], items)}),
+              "erosion": ero.to_json(), **({} if asked != AUTO else {"progress_form": {
+                  "asked": AUTO, "chosen": progress_form or "default"}})},
         progress_only=None if fcs else PROGRESS_ONLY)
+
+
+AUTO = "auto"  # --progress-form auto: Adam's form, or the default forms where the metric
+# turns back (pilot/erosion.py)
+
+
+def _resolved(form, ero, predict_rule, floor_out):
+    """The progress form --progress-form `form` plans with: auto -> 'adam', or None (the
+    default forms) where the pilots' metric turns back (`ero`), whose clock can outgrow Adam's
+    bound; the flags that need Adam's form are refused then, in one line."""
+    if form != AUTO:
+        return form
+    if not ero.turns_back:
+        return "adam"
+    for flag, v in (("--predict-rule", predict_rule), ("--floor-out", floor_out)):
+        if v is not None:
+            raise PilotError(f"{flag}: needs Adam's form, and --progress-form auto chose the "
+                             f"default forms: the pilots' metric turns back (pooled z "
+                             f"{ero.z:.1f} > {erosion.Z:g}; pilot/erosion.py)")
+    return None
 
 
 def _failed(runs, crossings) -> dict:
@@ -368,6 +392,9 @@ def table(out: dict) -> str:
             "(docs/plan.md): log more often")
     if out.get("progress_only"):
         lines.append("  " + out["progress_only"])
+    if lg.get("erosion", {}).get("turns_back"):
+        lines.append("  " + erosion.line(lg["erosion"], parse_condition(
+            lg["progress"], "--progress").metric) + ("" if "progress_form" not in lg else " (chosen here)"))
     rb = [p for p in out["predictions"] if p.get("run_band")]
     if one_run_a_batch(out["runs"]) and not rb:
         lines.append("  " + ONE_RUN)

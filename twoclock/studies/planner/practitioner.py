@@ -180,6 +180,7 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
             # the Adam form's plan of the target and its whole curve's, made once
             adam, knee = whole_curve.plan_both(path, progress, whole_curve.FRACTIONS, held,
                                                sharp=True) if compare else (None, None)
+            back = whole_curve.turns_back(path, progress) if compare else False
             for b in held:
                 row = {"model": model.name, "rule": rule, "seed": s, "pilots": list(pilots),
                        "batch": b, "times_largest_pilot": b // pilots[-1],
@@ -194,6 +195,11 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                 if compare:
                     row["adam"] = banded(adam, b, answers[b], "adam")
                     row["knee"] = banded(knee, b, answers[b], "knee")
+                    # --progress-form auto: the knee, or where the metric turns back the
+                    # default forms' plan of the target alone (whole_curve.turns_back)
+                    row["auto"] = scored(plan if refused is None else refused, b,
+                                         answers[b]) if back else row["knee"]
+                    row["turns_back"] = back
                 rows.append(row)
     return rows, secs, how
 
@@ -345,8 +351,22 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
             **({"adam": {"summary": summary(as_rows(rows, "adam")),
                          "contrast": contrast(rows, as_rows(rows, "adam"))},
                 "knee": {"summary": summary(as_rows(rows, "knee")),
-                         "contrast": contrast(as_rows(rows, "adam"), as_rows(rows, "knee"))}}
+                         "contrast": contrast(as_rows(rows, "adam"), as_rows(rows, "knee"))},
+                "auto": {"summary": summary(as_rows(rows, "auto")),
+                         "contrast": contrast(as_rows(rows, "knee"), as_rows(rows, "auto")),
+                         "turns_back": turned_back(rows)}}
                if compare else {})}
+
+
+def turned_back(rows) -> dict:
+    """{model: {rule: designs whose log turns back (row auto planned with the default forms)}}
+    of compared rows."""
+    out = {}
+    for r in rows:
+        if r["times_largest_pilot"] == 8:
+            by = out.setdefault(r["model"], {})
+            by[r["rule"]] = by.get(r["rule"], 0) + bool(r["turns_back"])
+    return out
 
 
 REFUSALS = {"still moves": "tail still moving", "do not close": "plateaus not closing on the "
@@ -431,13 +451,20 @@ def table(out: dict) -> str:
                      f"{c['ci'][1]:+.4f}] over {c['pairs']} pairs"))
     if "adam" in out:
         lines += ["", forms_table(out["summary"], out["adam"]["summary"],
-                                  out.get("knee", {}).get("summary"))]
-        for key in ("adam", "knee"):
+                                  out.get("knee", {}).get("summary"),
+                                  out.get("auto", {}).get("summary"))]
+        for key in ("adam", "knee", "auto"):
             lines += [f"goal, {s['model']}, {key}: " + ("; ".join(s["goal_missed"]) or "met")
                       for s in out.get(key, {}).get("summary", ()) if s["rule"] == "both"]
         lines += [contrast_table(out["adam"]["contrast"], "default", "adam")]
         if "knee" in out:
             lines += [contrast_table(out["knee"]["contrast"], "adam", "knee")]
+        if "auto" in out:
+            lines += [contrast_table(out["auto"]["contrast"], "knee", "auto"),
+                      "auto: designs whose metric turns back (planned with the default forms): "
+                      + "; ".join(f"{m} {r} {n} of {out['seeds']}"
+                                  for m, by in out["auto"]["turns_back"].items()
+                                  for r, n in by.items())]
         lines += [""]
     for name, sim in out["simulations"].items():
         hb = "; ".join(f"{r} {v}" for r, v in sim.get("heldout_budgets", {}).items())
@@ -453,18 +480,20 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
-def forms_table(base: list, adam: list, knee: list | None = None) -> str:
-    """Two or three summaries of the same designs, the planner's default form, the Adam form
-    and the whole curve's knee, as the markdown table of docs/plan.md ("A practitioner's
-    sweep"): each cell "default, adam" or "default, adam, knee"."""
+def forms_table(base: list, adam: list, knee: list | None = None,
+                auto: list | None = None) -> str:
+    """Two to four summaries of the same designs, the planner's default form, the Adam form,
+    the whole curve's knee and --progress-form auto's choice between the knee and the default
+    forms, as the markdown table of docs/plan.md ("A practitioner's sweep"): each cell
+    "default, adam", "default, adam, knee" or "default, adam, knee, auto"."""
     pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"
     wid = lambda v: "-" if v is None else ("inf" if math.isinf(v) else f"x{v:.2f}")
     cols = [("abs. error 2x", "median_abs_error_2x", pct), ("8x", "median_abs_error_8x", pct),
             ("95% coverage", "coverage_95", pct),
             ("never reached as misses", "coverage_95_never_as_miss", pct),
             ("median width", "median_width", wid), ("wider than x2", "wider_than_2x", pct)]
-    sums = [base, adam] + ([knee] if knee is not None else [])
-    names = ", ".join(("default", "adam", "knee")[:len(sums)])
+    sums = [base, adam] + [x for x in (knee, auto) if x is not None]
+    names = ", ".join(("default", "adam", "knee", "auto")[:len(sums)])
     lines = ["| model | rule | scored | " + " | ".join(f"{c}: {names}" for c, *_ in cols)
              + " |", "|---" * (3 + len(cols)) + "|"]
     for row in zip(*sums):
@@ -479,6 +508,6 @@ def forms_table(base: list, adam: list, knee: list | None = None) -> str:
 __all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "heldout_budgets",
            "simulate", "noise", "noisy", "write_design", "truth", "model_rows", "median_signed",
            "median_ci", "summary",
-           "calibrate", "table", "forms_table", "plan_or_refusal", "banded", "scored", "as_rows",
+           "calibrate", "turned_back", "table", "forms_table", "plan_or_refusal", "banded", "scored", "as_rows",
            "contrast",
            "contrast_table"]

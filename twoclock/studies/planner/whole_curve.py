@@ -6,9 +6,10 @@ import csv
 
 import numpy as np
 
-from twoclock.pilot import api, levels
+from twoclock.pilot import api, erosion, levels
 from twoclock.pilot.conditions import parse_condition
 from twoclock.pilot.plan import PilotError
+from twoclock.pilot.reader import read_logs
 
 FRACTIONS = (0.15, 0.3)  # the levels, as fractions of the way back to the pilots' start
 
@@ -51,9 +52,16 @@ def plan_both(path: str, target: str, fractions, held, sharp: bool = False) -> t
         "targets"][0]["predictions"])
 
 
+def turns_back(path: str, target: str) -> bool:
+    """Whether a design's logged progress metric turns back (pilot/erosion.py), as
+    `--progress-form auto` reads it: then auto plans the target alone with the default forms."""
+    c = parse_condition(target, "--progress")
+    return erosion.test(read_logs(path, (c.metric,), None).runs, c.metric, c.op).turns_back
+
+
 def adam_plan(path: str, text: str, held) -> dict:
     """One target's plan of a design's log: the Adam form, progress only (the study's own)."""
     return api.plan_logs(path, text, [], predict=list(held), progress_form="adam").to_json()
 
 
-__all__ = ["FRACTIONS", "level_texts", "first_values", "plan_both", "adam_plan"]
+__all__ = ["FRACTIONS", "level_texts", "first_values", "plan_both", "turns_back", "adam_plan"]
