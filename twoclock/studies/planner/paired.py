@@ -49,7 +49,7 @@ def contrast_table(rows: list, base: str, other: str) -> str:
         ci = r["ci"]
         lines.append(f"{r['model']:<10} {r['rule']:<6} {t:<4} {r['pairs']:>4} pairs "
                      f"{r['mean_diff']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}]"
-                     + ("" if ci[0] < 0 < ci[1] else " *"))
+                     + ("" if ci[0] <= 0 <= ci[1] else " *"))  # * : the CI excludes 0
     return "\n".join(lines)
 
 
