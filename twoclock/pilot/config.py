@@ -150,8 +150,8 @@ class PlanConfig:
                     "given with --progress-form adam", self.predict_rule)
             parse_rule(self.predict_rule)
         if self.progress_form == AUTO:
-            require(self.logs is not None, "--progress-form", "auto with --logs LOGS.csv (it "
-                    "reads the logged curves)", self.progress_form)
+            require(self.logs is not None, "--progress-form", "adam or left out without "
+                    "--logs LOGS.csv (auto reads the logged curves)", self.progress_form)
         if self.logs is not None and self.logs.floor_out is not None:
             require(self.progress_form is not None, "--floor-out",
                     "given with --progress-form adam", self.logs.floor_out)
