@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import load_script
+from twoclock.pilot.plan import PilotError
 
 tool = load_script("tools/practitioner_levels.py")
 
@@ -33,6 +34,33 @@ def test_the_levels_lie_a_fraction_of_the_way_back_to_the_median_start():
         "acc>=0.7 acc>=0.655 acc>=0.61"
     assert tool.level_texts("loss<=0.05", [1.0, 0.8, 0.9], (0.15, 0.3)) == \
         "loss<=0.05 loss<=0.1775 loss<=0.305"
+
+
+@pytest.mark.parametrize("target, first", [
+    ("loss<=0.37", [0.3, 0.35, 0.5]),   # median 0.35: already past the target
+    ("loss<=0.35", [0.3, 0.35, 0.5]),   # median at the target: every level would be it
+    ("acc>=0.6", [0.7, 0.65, 0.2]),     # a rising metric, median 0.65 past 0.6
+])
+def test_no_levels_where_the_median_start_already_meets_the_target(target, first):
+    with pytest.raises(PilotError, match=r"median first logged value .* already meets the "
+                                         r"target: no levels lie between"):
+        tool.level_texts(target, first, (0.15, 0.3))
+
+
+def test_the_joint_fit_is_refused_and_the_target_alone_kept_where_no_levels_lie(tmp_path):
+    # B 16 and 32 first logged at 3 s(b), past T (exp(-3) D < T): the median start is past
+    # the target, while B 8, logged from 0.05 s(8), crosses it between points
+    with open(tmp_path / "logs.csv", "w", encoding="utf-8") as f:
+        f.write("run,batch,lr,samples,loss\n")
+        for b, k0 in ((8, 1), (16, 60), (32, 60)):
+            for k in range(k0, 121):
+                t = 0.05 * k * s(b)
+                f.write(f"r{b},{b},0.01,{t!r},{D * math.exp(-t / s(b))!r}\n")
+    path = str(tmp_path / "logs.csv")
+    assert float(np.median(tool.first_values(path, "loss"))) < T
+    alone, joint = tool.plan_both(path, f"loss<={T:g}", (0.15, 0.3), [64])
+    assert isinstance(joint, str) and "no levels lie between" in joint, joint
+    assert alone[64]["median"] > 0  # the target's own plan stands
 
 
 def test_each_runs_first_value_is_read_from_interleaved_rows(tmp_path):

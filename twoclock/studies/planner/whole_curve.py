@@ -19,6 +19,9 @@ def level_texts(target: str, first_R, fractions) -> str:
     as one several-target --progress argument (the target first)."""
     c = parse_condition(target, "--progress")
     v0 = float(np.median(first_R))
+    if (v0 - c.threshold) * (1.0 if c.op in ("<=", "<") else -1.0) <= 0:
+        raise PilotError(f"--progress {target!r}: the runs' median first logged value {v0:.6g} "
+                         "already meets the target: no levels lie between it and the target")
     vals = [c.threshold + f * (v0 - c.threshold) for f in fractions]
     return " ".join([target] + [f"{c.metric}{c.op}{v:.6g}" for v in vals])
 
@@ -37,14 +40,14 @@ def plan_both(path: str, target: str, fractions, held, sharp: bool = False) -> t
     refusal's line in place of a plan. The target's plan is made once and serves both (the
     joint fit is refused with it); sharp: the joint fit fits the knee's sharpness too."""
     metric = parse_condition(target, "--progress").metric
-    texts = levels.split_targets(level_texts(target, first_values(path, metric), fractions))
     bands_of = lambda rows: {p["batch"]: p["progress_samples"] for p in rows}
     try:
-        plans = [adam_plan(path, texts[0], held)]
+        plans = [adam_plan(path, target, held)]
     except PilotError as err:
         return str(err), str(err)
     alone = bands_of(plans[0]["predictions"])
-    try:
+    try:  # the levels (their refusal: the joint fit's), planned each alone
+        texts = levels.split_targets(level_texts(target, first_values(path, metric), fractions))
         plans += [adam_plan(path, t, held) for t in texts[1:]]
     except PilotError as err:
         return alone, str(err)
