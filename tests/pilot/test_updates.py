@@ -163,7 +163,7 @@ def test_the_adam_form_plans_unequal_k_and_reads_it(tmp_path):
     assert [r["updates"] for r in four["runs"]] == [1, 1, 4]
     assert four["predictions"][0]["progress_samples"]["median"] != \
         one["predictions"][0]["progress_samples"]["median"]
-    with pytest.raises(PilotError, match=r"--progress-form: adam \(got 'sgd'\)"):
+    with pytest.raises(PilotError, match=r"--progress-form: adam or auto \(got 'sgd'\)"):
         pl.plan_logs(p, "acc>=0.5", [], progress_form="sgd")
 
 

@@ -332,6 +332,31 @@ def test_compare_forms_scores_the_adam_plan_of_the_very_log_the_study_wrote(tmp_
         assert r["knee"]["ci"] == pytest.approx(band["ci"], rel=1e-12), r
 
 
+def test_auto_is_the_default_forms_plan_where_the_log_turns_back_and_else_the_knee(tmp_path):
+    """The bandit model, two designs a rule: each row's "auto" record is the row's own
+    (default forms) score where the design's CSV turns back by the erosion test run here on
+    the file, and its knee record otherwise; both branches are met (measured: the bandit's
+    sqrt-rule pilots turn back, z 7.2 to 14.4 over 32 designs, its fixed-lr ones do not)."""
+    from twoclock import BanditConfig, OptimConfig
+    from twoclock.models import MODELS
+    from twoclock.pilot import erosion
+    from twoclock.pilot.reader import read_logs
+    model = MODELS["bandit"]
+    rows, _, _ = pr.model_rows(model, BanditConfig(), OptimConfig(name="adam"), str(tmp_path),
+                               seeds=2, heldout_seeds=2, compare=True)
+    keys = ("predicted", "ci", "rel_error", "covered", "width", "refused")
+    back = set()
+    for r in rows:
+        path = tmp_path / f"plan_calibration_practitioner_bandit_{r['rule']}_s{r['seed']}.csv"
+        logs = read_logs(str(path), ("progress_frac",), None)
+        turns = erosion.test(logs.runs, "progress_frac", "<=").turns_back
+        assert r["turns_back"] is turns
+        want = r if turns else r["knee"]
+        assert {k: r["auto"].get(k) for k in keys} == {k: want.get(k) for k in keys}, r
+        back.add((r["rule"], turns))
+    assert back == {("fixed", False), ("sqrt", True)}
+
+
 def test_the_design_seed_is_for_the_practitioner_design_and_at_least_zero():
     from twoclock.studies.plan_calibration import Config
     assert Config(design="practitioner", design_seed=2).design_seed == 2
