@@ -30,20 +30,26 @@ NAMES = {"joint_knee": "joint with the knee"}
 PREDICTIONS = "docs/preregistered/real_invpend_knee_predictions.json"
 
 
+def knee_designs(meta: dict, runs: dict) -> list:
+    """A sweep's designs predicted as tools/real_curves.py does, with joint_knee added."""
+    designs = []
+    for d in meta["designs"]:
+        base, knee = (rc.predict_design(meta, runs, d, sharp) for sharp in (False, True))
+        for t, k in zip(base["targets"], knee["targets"]):
+            for b, pr in t["predictions"].items():
+                pr["joint_knee"] = k["predictions"][b]["joint"]
+        designs.append(base)
+    return designs
+
+
 def predict(out: str) -> dict:
     """Every ingested sweep's designs predicted from their pilots, with joint_knee added."""
     rc.write_once(out)
     sweeps = []
     for name in rc.ingested():
         meta, runs = rc.read_curves(name)
-        designs = []
-        for d in meta["designs"]:
-            base, knee = (rc.predict_design(meta, runs, d, sharp) for sharp in (False, True))
-            for t, k in zip(base["targets"], knee["targets"]):
-                for b, pr in t["predictions"].items():
-                    pr["joint_knee"] = k["predictions"][b]["joint"]
-            designs.append(base)
-        sweeps.append({"sweep": name, "metric": meta["metric"], "designs": designs})
+        sweeps.append({"sweep": name, "metric": meta["metric"],
+                       "designs": knee_designs(meta, runs)})
     doc = {"what": "every ingested homework sweep (tools/real_curves.py), predicted from its "
                    "pilots' curves alone, with the joint fit's knee sharpness fitted "
                    "(joint_knee) beside the methods of tools/real_curves.py",
