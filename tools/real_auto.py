@@ -65,6 +65,21 @@ def predict(out: str) -> dict:
     return doc
 
 
+PREDICTIONS = "docs/preregistered/real_invpend_auto_predictions.json"
+
+
+def claims(doc: dict) -> list:
+    """The pre-registered claims (docs/preregistered/real_invpend_auto_claims.json), each (id,
+    holds), as written there."""
+    a, back = doc["all"], doc["turning_back"]["contrasts"]["joint_knee"]
+    beyond = next(s for s in doc["by_bucket"] if s["design"] == "(4, inf]x")
+    err = lambda m: a[m]["median_abs_error"]
+    return [(1, back["ci_groups"][1] >= 0.0),
+            (2, abs(err("auto") - err("joint_knee")) <= 0.02),
+            (3, a["auto"]["coverage_95"] >= a["joint_knee"]["coverage_95"]),
+            (4, beyond["auto"]["median_abs_error"] > 0.2)]
+
+
 def score(pred_path: str, out: str) -> dict:
     with open(pred_path, encoding="utf-8") as f:
         pre = json.load(f)
@@ -81,6 +96,10 @@ def score(pred_path: str, out: str) -> dict:
                                        for d in sw["designs"]),
            "turning_back": {"all": pooled(back) if back else None,
                             "contrasts": rc.contrasts(back, None, METHODS) if back else None}}
+    if os.path.normpath(pred_path).endswith(os.path.normpath(PREDICTIONS)):
+        held = claims(doc)
+        doc.update(holds=[{"id": i, "holds": h} for i, h in held],
+                   held=sum(h for _, h in held), n=len(held))
     atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
     return doc
 
@@ -101,6 +120,9 @@ def main(argv) -> None:
                   f"{NAMES.get(m, m)} " + ("-" if tb[m]["median_abs_error"] is None else
                                            f"{tb[m]['median_abs_error']:.1%}")
                   for m in ("auto", "joint_knee", "adam", "default"))))
+        if "held" in doc:
+            print(f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
+                f"{i['id']} {'holds' if i['holds'] else 'fails'}" for i in doc["holds"]) + ")")
     else:
         raise SystemExit(__doc__)
 
