@@ -267,7 +267,10 @@ def test_fit_knee_reaches_the_joint_fit_and_needs_several_targets(tmp_path, caps
                for d in ("s1", "fit"))
     assert fit["dof"] == s1["dof"] - 1 and fit["form"].endswith("the knee's sharpness fitted")
     assert s1["knee_sharpness"] == 1.0 and 0.25 <= fit["knee_sharpness"] <= 1.0
-    assert f"sharpness fitted {fit['knee_sharpness']:.3g};" in capsys.readouterr().out
+    assert (s1["knee_sharpness_fitted"], fit["knee_sharpness_fitted"]) == (False, True)
+    out = capsys.readouterr().out
+    assert f"sharpness fitted {fit['knee_sharpness']:.3g};" in out
+    assert "(adam: log B_n linear in the level; " in out  # no sharpness where none was fitted
     with pytest.raises(SystemExit) as ex:
         main(["--logs", DATA, "--progress", "heldout_acc>=0.7", "--fit-knee", "--no-figure",
               "--out", str(tmp_path / "one")])

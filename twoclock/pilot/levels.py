@@ -204,7 +204,7 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95,
     return {"schema": TARGETS_SCHEMA, "targets": rows,
             "joint": {"form": "adam: log B_n linear in the level" + (
                           ", the knee's sharpness fitted" if sharp else ""), "rule": rule,
-                      "knee_sharpness": fit.sharpness,
+                      "knee_sharpness": fit.sharpness, "knee_sharpness_fitted": bool(sharp),
                       "log_noise_scale_slope": {**sl, "reading": reading},
                       "dof": fit.dof, "sigma": math.sqrt(fit.sse[fit.best] / fit.dof),
                       "level": level, "clocks": fit.n},
@@ -230,7 +230,7 @@ def table(out: dict) -> str:
     show = any(pp.shows_k(list(r["predictions"]) + list(r["plan"]["runs"]))
                for r in out["targets"])  # B:K where any K != 1
     ci = ", ".join("unbounded" if v is None else f"{v:.3g}" for v in s["ci"])
-    knee = (f" {j['knee_sharpness']:.3g}" if j["form"].endswith("sharpness fitted") else "")
+    knee = f" {j['knee_sharpness']:.3g}" if j.get("knee_sharpness_fitted") else ""
     lines = [f"targets: {len(out['targets'])}, fitted jointly ({j['form']}{knee}; {j['clocks']} "
              f"clocks, residual sd {j['sigma']:.3g} in log N, {j['dof']} dof)",
              f"log B_n slope per unit of the level {s['value']:.3g} [{ci}] ({lvl}% CI): "
