@@ -5,8 +5,8 @@ import math
 
 from twoclock.config import finite, option, param, require, require_choice
 from twoclock.pilot import api, levels, report
-from twoclock.pilot.logs import AUTO
-from twoclock.pilot.plan import PROGRESS_FORMS, PilotError, check_settings
+from twoclock.pilot.logs import AUTO, LOG_FORMS
+from twoclock.pilot.plan import PilotError, check_settings
 from twoclock.pilot.presets import PRESETS
 from twoclock.pilot.rule import parse_rule
 from twoclock.pilot.runband import MAX_SCATTER
@@ -131,7 +131,7 @@ class PlanConfig:
                                             "default forms where the pilots' metric turns back "
                                             "(drift wears it down); default: saturation or "
                                             "curvature, on the runs of one rule",
-                                      choices=PROGRESS_FORMS + (AUTO,))
+                                      choices=LOG_FORMS)
     predict_rule: str | None = option(None, "with --progress-form adam: predict under lr = LR0 "
                                             "(B / B0)^P (P a number or fixed, sqrt, linear; "
                                             "default: the rule most pilots share)",

@@ -233,9 +233,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
                                   + ([clip] if clip else []))), parse_columns(columns), **reading)
     prog = bounded(logs, clocks(logs, pc, how, first_ok=True))
     check_reached(logs, prog, pc)
-    if progress_form is not None and progress_form not in pilot.PROGRESS_FORMS + (AUTO,):
-        raise PilotError(f"--progress-form: {' or '.join(pilot.PROGRESS_FORMS + (AUTO,))} (got "
-                         f"{progress_form!r})")
+    if progress_form is not None and progress_form not in LOG_FORMS:
+        raise PilotError(f"--progress-form: {' or '.join(LOG_FORMS)} (got {progress_form!r})")
     ero = erosion.test(logs.runs, pc.metric, pc.op)
     asked, progress_form = progress_form, _resolved(progress_form, ero, predict_rule, floor_out)
     if predict_rule is not None and progress_form is None:
@@ -313,6 +312,7 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
 
 AUTO = "auto"  # --progress-form auto: Adam's form, or the default forms where the metric
 # turns back (pilot/erosion.py)
+LOG_FORMS = pilot.PROGRESS_FORMS + (AUTO,)  # what --progress-form takes with --logs
 
 
 def _resolved(form, ero, predict_rule, floor_out):
@@ -393,8 +393,9 @@ def table(out: dict) -> str:
     if out.get("progress_only"):
         lines.append("  " + out["progress_only"])
     if lg.get("erosion", {}).get("turns_back"):
-        lines.append("  " + erosion.line(lg["erosion"], parse_condition(
-            lg["progress"], "--progress").metric) + ("" if "progress_form" not in lg else " (chosen here)"))
+        metric = parse_condition(lg["progress"], "--progress").metric
+        lines.append("  " + erosion.line(lg["erosion"], metric)
+                     + (" (chosen here)" if "progress_form" in lg else ""))
     rb = [p for p in out["predictions"] if p.get("run_band")]
     if one_run_a_batch(out["runs"]) and not rb:
         lines.append("  " + ONE_RUN)
@@ -448,4 +449,4 @@ def table(out: dict) -> str:
 
 __all__ = ["REQUIRED", "Condition", "parse_condition", "parse_columns", "parse_smooth", "Run",
            "Logs", "read_logs", "smooth", "crossing", "Clock", "clocks", "bounded",
-           "check_reached", "plan_logs", "logs_plan", "table"]
+           "check_reached", "plan_logs", "logs_plan", "table", "AUTO", "LOG_FORMS"]

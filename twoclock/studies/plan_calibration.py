@@ -40,10 +40,10 @@ class Config:
                                    "to its target, 1 for one rising) and score it beside the "
                                    "plan (docs/plan.md)")
     compare_forms: bool = param(False, "with --design practitioner: plan each design with "
-                                       "the planner's default form, with the Adam form and "
-                                       "with its whole curve's knee (the same simulated "
-                                       "logs), and print their table (docs/plan.md) and "
-                                       "paired contrasts")
+                                       "the planner's default form, with the Adam form, "
+                                       "with its whole curve's knee and as --progress-form "
+                                       "auto would (the same simulated logs), and print "
+                                       "their table (docs/plan.md) and paired contrasts")
     design_seed: int = param(0, "with --design practitioner: the pilots' simulation seed "
                                 "(0: the designs of the published tables; another value: "
                                 "fresh designs, the same held-out answers)")

@@ -498,8 +498,8 @@ def forms_table(base: list, adam: list, knee: list | None = None,
              + " |", "|---" * (3 + len(cols)) + "|"]
     for row in zip(*sums):
         a = row[0]
-        n = ", ".join(dict.fromkeys(f"{r['scored']}" for r in row)) if \
-            len({r["scored"] for r in row}) == 1 else ", ".join(f"{r['scored']}" for r in row)
+        n = ", ".join(f"{r['scored']}" for r in row) if \
+            len({r["scored"] for r in row}) > 1 else f"{a['scored']}"
         lines.append(f"| {a['model']} | {a['rule']} | {n} | " + " | ".join(
             ", ".join(fmt(r[k]) for r in row) for _, k, fmt in cols) + " |")
     return "\n".join(lines)
@@ -507,7 +507,5 @@ def forms_table(base: list, adam: list, knee: list | None = None,
 
 __all__ = ["RULES", "EVAL_EVERY", "EVAL_ITEMS", "batches", "heldout_budget", "heldout_budgets",
            "simulate", "noise", "noisy", "write_design", "truth", "model_rows", "median_signed",
-           "median_ci", "summary",
-           "calibrate", "turned_back", "table", "forms_table", "plan_or_refusal", "banded", "scored", "as_rows",
-           "contrast",
-           "contrast_table"]
+           "median_ci", "summary", "calibrate", "turned_back", "table", "forms_table",
+           "plan_or_refusal", "banded", "scored", "as_rows", "contrast", "contrast_table"]
