@@ -24,7 +24,6 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/ is not a package
 import real_curves as rc  # noqa: E402
 import real_knee as rk  # noqa: E402
-from twoclock.atomic import atomic_write  # noqa: E402
 from twoclock.pilot import erosion  # noqa: E402
 
 METHODS = ("auto",) + rk.METHODS + ("default",)
@@ -50,19 +49,11 @@ def with_auto(design: dict, test: dict) -> dict:
 
 
 def predict(out: str) -> dict:
-    rc.write_once(out)
-    sweeps = []
-    for name in rc.ingested():
-        meta, runs = rc.read_curves(name)
-        designs = [with_auto(d, turns_back(runs, d["pilots"]))
-                   for d in rk.knee_designs(meta, runs)]
-        sweeps.append({"sweep": name, "metric": meta["metric"], "designs": designs})
-    doc = {"what": "every ingested homework sweep (tools/real_curves.py), predicted from its "
-                   "pilots' curves alone, with --progress-form auto's choice (auto) beside the "
-                   "methods of tools/real_knee.py and the default forms",
-           "level": rc.LEVEL, "buckets": rc.BUCKETS, "sweeps": sweeps}
-    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
-    return doc
+    return rk.write_predictions(
+        out, "every ingested homework sweep (tools/real_curves.py), predicted from its pilots' "
+             "curves alone, with --progress-form auto's choice (auto) beside the methods of "
+             "tools/real_knee.py and the default forms",
+        lambda d, runs: with_auto(d, turns_back(runs, d["pilots"])))
 
 
 PREDICTIONS = "docs/preregistered/real_invpend_auto_predictions.json"
@@ -89,19 +80,14 @@ def score(pred_path: str, out: str) -> dict:
         turned = {d["name"] for d in sw["designs"] if d["erosion"]["turns_back"]}
         rows += got
         back += [r for r in got if r["design"] in turned]
-    pooled = lambda rs: rc.summary([dict(r, design="all", batch=0.0) for r in rs], METHODS)[0]
-    doc = {"predictions": pred_path, **rc.by_bucket(rows, METHODS), "all": pooled(rows),
+    doc = {"predictions": pred_path, **rc.by_bucket(rows, METHODS),
+           "all": rk.pooled_all(rows, METHODS),
            "designs": sum(len(sw["designs"]) for sw in pre["sweeps"]),
            "designs_turning_back": sum(d["erosion"]["turns_back"] for sw in pre["sweeps"]
                                        for d in sw["designs"]),
-           "turning_back": {"all": pooled(back) if back else None,
+           "turning_back": {"all": rk.pooled_all(back, METHODS) if back else None,
                             "contrasts": rc.contrasts(back, None, METHODS) if back else None}}
-    if os.path.normpath(pred_path).endswith(os.path.normpath(PREDICTIONS)):
-        held = claims(doc)
-        doc.update(holds=[{"id": i, "holds": h} for i, h in held],
-                   held=sum(h for _, h in held), n=len(held))
-    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
-    return doc
+    return rk.finish(doc, pred_path, PREDICTIONS, claims, out)
 
 
 def main(argv) -> None:
@@ -120,9 +106,8 @@ def main(argv) -> None:
                   f"{NAMES.get(m, m)} " + ("-" if tb[m]["median_abs_error"] is None else
                                            f"{tb[m]['median_abs_error']:.1%}")
                   for m in ("auto", "joint_knee", "adam", "default"))))
-        if "held" in doc:
-            print(f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
-                f"{i['id']} {'holds' if i['holds'] else 'fails'}" for i in doc["holds"]) + ")")
+        if rk.held_line(doc):
+            print(rk.held_line(doc))
     else:
         raise SystemExit(__doc__)
 

@@ -42,25 +42,50 @@ def knee_designs(meta: dict, runs: dict) -> list:
     return designs
 
 
-def predict(out: str) -> dict:
-    """Every ingested sweep's designs predicted from their pilots, with joint_knee added."""
+def write_predictions(out: str, what: str, each=lambda design, runs: design) -> dict:
+    """Every ingested sweep's knee_designs, each passed through each(design, runs), written
+    once to `out` with `what` said of them."""
     rc.write_once(out)
     sweeps = []
     for name in rc.ingested():
         meta, runs = rc.read_curves(name)
         sweeps.append({"sweep": name, "metric": meta["metric"],
-                       "designs": knee_designs(meta, runs)})
-    doc = {"what": "every ingested homework sweep (tools/real_curves.py), predicted from its "
-                   "pilots' curves alone, with the joint fit's knee sharpness fitted "
-                   "(joint_knee) beside the methods of tools/real_curves.py",
-           "level": rc.LEVEL, "buckets": rc.BUCKETS, "sweeps": sweeps}
+                       "designs": [each(d, runs) for d in knee_designs(meta, runs)]})
+    doc = {"what": what, "level": rc.LEVEL, "buckets": rc.BUCKETS, "sweeps": sweeps}
     atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
     return doc
 
 
-def pooled_all(rows) -> dict:
+def predict(out: str) -> dict:
+    """Every ingested sweep's designs predicted from their pilots, with joint_knee added."""
+    return write_predictions(out, "every ingested homework sweep (tools/real_curves.py), "
+                                  "predicted from its pilots' curves alone, with the joint "
+                                  "fit's knee sharpness fitted (joint_knee) beside the methods "
+                                  "of tools/real_curves.py")
+
+
+def pooled_all(rows, methods=METHODS) -> dict:
     """Every held-out prediction in one group (rc.summary over a single 'all' design)."""
-    return rc.summary([dict(r, design="all", batch=0.0) for r in rows], METHODS)[0]
+    return rc.summary([dict(r, design="all", batch=0.0) for r in rows], methods)[0]
+
+
+def finish(doc: dict, pred_path: str, predictions: str, claims, out: str) -> dict:
+    """The scored document with, for the committed predictions file, its pre-registered
+    claims (claims(doc) -> [(id, holds)]), written atomically to `out`."""
+    if os.path.normpath(pred_path).endswith(os.path.normpath(predictions)):
+        held = claims(doc)
+        doc.update(holds=[{"id": i, "holds": h} for i, h in held],
+                   held=sum(h for _, h in held), n=len(held))
+    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
+    return doc
+
+
+def held_line(doc: dict) -> str | None:
+    """The claims' outcome as printed, or None where no claims were scored."""
+    if "held" not in doc:
+        return None
+    return f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
+        f"{i['id']} {'holds' if i['holds'] else 'fails'}" for i in doc["holds"]) + ")"
 
 
 def claims(doc: dict) -> list:
@@ -83,12 +108,7 @@ def score(pred_path: str, out: str) -> dict:
     for sw in pre["sweeps"]:
         rows += [{"sweep": sw["sweep"], **r} for r in rc.score_rows(sw, METHODS)]
     doc = {"predictions": pred_path, **rc.by_bucket(rows, METHODS), "all": pooled_all(rows)}
-    if os.path.normpath(pred_path).endswith(os.path.normpath(PREDICTIONS)):
-        held = claims(doc)
-        doc.update(holds=[{"id": i, "holds": h} for i, h in held],
-                   held=sum(h for _, h in held), n=len(held))
-    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
-    return doc
+    return finish(doc, pred_path, PREDICTIONS, claims, out)
 
 
 def main(argv) -> None:
@@ -107,9 +127,8 @@ def main(argv) -> None:
                                              f"{a[m][k]:.1%}")
                 for k in ("median_abs_error", "coverage_95", "median_width"))
             for m in METHODS[:3]))
-        if "held" in doc:
-            print(f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
-                f"{i['id']} {'holds' if i['holds'] else 'fails'}" for i in doc["holds"]) + ")")
+        if held_line(doc):
+            print(held_line(doc))
     else:
         raise SystemExit(__doc__)
 
