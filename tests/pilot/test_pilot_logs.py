@@ -394,7 +394,7 @@ def test_smoothing_and_step_times_reach_the_plan(tmp_path):
     rows = [r + [f"{1.0 + int(r[1]) / 32:g}"] for r in _rows()]
     path = _write(tmp_path / "l.csv", HEAD + ["seconds_per_update"], rows)
     out = pl.plan_logs(path, "acc>=1", ["kl>=1"], smoothing="window:400")
-    assert out["logs"]["smoothing"] == {"kind": "window", "samples": 400.0}
+    assert out["logs"]["smoothing"] == {"kind": "window", "samples": 400.0, "points": None}
     est = {e["batch"]: e for e in out["estimates"]}
     assert_close(est[8]["progress"], 1080.0, rtol=1e-9, atol=0, what="smoothed progress at 8")
     # B = 8: 1.25 s per update of 8 samples

@@ -37,9 +37,10 @@ RUNS = {
     # --floor-out on logs that reach their plateaus (`floor_out`), one batch past the target
     "floor": ["--progress", "loss<=0.06", "--progress-form", "adam", "--floor-out", "0",
               "--predict", "4", "64", "--smooth", "window:1"],
-    # --progress-form auto writes which form it chose (`logs.progress_form`)
+    # --progress-form auto writes which form it chose (`logs.progress_form`); a local
+    # quadratic writes `logs.smoothing.points`
     "auto": ["--logs", os.path.join(DATA, "example_pilot_logs.csv"), "--progress",
-             "heldout_acc>=0.7", "--progress-form", "auto", "--smooth", "window:200"],
+             "heldout_acc>=0.7", "--progress-form", "auto", "--smooth", "quad:5"],
 }
 
 

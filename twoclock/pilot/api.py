@@ -45,14 +45,15 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
       a K other than the pilots' needs progress_form 'adam'; B alone: K = 1 with it, the
       pilots' K without; docs/plan.md, "Updates per rollout batch").
     margin: fraction of the failure clock that must be left at the target; level: of the bands.
-    smoothing: 'ema:T' or 'window:W' (samples); columns: {NAME: COLUMN}, e.g. {'samples':
-      'train/num_samples'}; clip: the logged clipped-share metric (clip_bind: the share that
-      binds; clip_steps: 'fixed' or 'per_batch'); forms: {CONDITION: 'power' | 'coupled' |
-      'knee'}; preset ('trl', 'verl'), batch and lr ({RUN or glob: value}), batch_from_name
-      (a regular expression on run names), samples_from_step (a step column: samples = step x
-      batch), restarts ('refuse' or 'keep-last'), updates ({RUN or glob: K}, optimizer
-      updates per rollout batch): how runs are read (docs/plan.md); progress_form: 'adam', the
-      progress form that reads each run's lr and K (pilots with unequal K need it);
+    smoothing: 'ema:T' or 'window:W' (samples), 'quad:N' (N logged points); columns: {NAME:
+      COLUMN}, e.g. {'samples': 'train/num_samples'}; clip: the logged clipped-share metric
+      (clip_bind: the share that binds; clip_steps: 'fixed' or 'per_batch'); forms: {CONDITION:
+      'power' | 'coupled' | 'knee'}; preset ('trl', 'verl'), batch and lr ({RUN or glob:
+      value}), batch_from_name (a regular expression on run names), samples_from_step (a step
+      column: samples = step x batch), restarts ('refuse' or 'keep-last'), updates ({RUN or
+      glob: K}, optimizer updates per rollout batch): how runs are read (docs/plan.md);
+      progress_form: 'adam', the progress form that reads each run's lr and K (pilots with
+      unequal K need it);
       predict_rule: with it, the rule to predict under, 'P[:LR0@B0]' (--predict-rule) or
       (p, lr0, b0) (default: the rule most pilots share); eval_items: the items each
       evaluation of the progress metric (a share in [0, 1]) scores, whose binomial noise is

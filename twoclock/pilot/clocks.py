@@ -13,12 +13,33 @@ from twoclock.pilot.reader import Logs
 from twoclock.pilot.rule import infer_rule
 
 
+def local_quadratic(s, v, n: int) -> np.ndarray:
+    """Each point's value on the least-squares quadratic in samples through the n logged points
+    centred on it (n odd; Savitzky and Golay's filter, at any spacing): a quadratic curve is
+    left as it is, independent noise of variance sd^2 is left with at most 17/35 of it at even
+    spacing (n 5). The first and last (n - 1) / 2 points, which have no centred window, are
+    kept as logged."""
+    h = n // 2
+    out = v.copy()
+    if v.size < n:
+        return out
+    idx = np.arange(h, v.size - h)[:, None] + np.arange(-h, h + 1)  # windows, M x n
+    x = s[idx] - s[idx[:, h]][:, None]
+    x = x / np.abs(x).max(axis=1, keepdims=True)  # scaled to [-1, 1]: a well-posed solve
+    X = np.stack([np.ones_like(x), x, x * x], axis=-1)  # M x n x 3
+    coef = np.linalg.solve(X.transpose(0, 2, 1) @ X, (X.transpose(0, 2, 1) @ v[idx][..., None]))
+    out[h:v.size - h] = coef[:, 0, 0]  # the quadratic at the window's centre (x = 0)
+    return out
+
+
 def smooth(s, v, how):
-    """v smoothed along samples s; how = None, ('ema', T) or ('window', W)."""
+    """v smoothed along samples s; how = None, ('ema', T), ('window', W) or ('quad', n)."""
     s, v = np.asarray(s, np.float64), np.asarray(v, np.float64)
     if how is None or v.size == 0:
         return v
     kind, w = how
+    if kind == "quad":
+        return local_quadratic(s, v, int(w))
     if kind == "ema":  # y_i = y_{i-1} + (1 - exp(-(s_i - s_{i-1}) / T)) (v_i - y_{i-1})
         out = np.empty_like(v)
         out[0] = v[0]
@@ -132,4 +153,4 @@ def check_reached(logs, prog, pc) -> None:
                      f"first logged point: {bs(first)}; never reached: {bs(never)}")
 
 
-__all__ = ["smooth", "crossing", "Clock", "clocks", "bounded", "check_reached"]
+__all__ = ["local_quadratic", "smooth", "crossing", "Clock", "clocks", "bounded", "check_reached"]

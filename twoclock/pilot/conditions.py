@@ -145,8 +145,13 @@ def parse_forms(items, fcs) -> dict:
                   f"--form {item!r}: {cond!r} already has the form {old!r}")
 
 
+SMOOTHING = ("ema:T or window:W with T, W >= 1 in samples, or quad:N with N odd >= 5 logged "
+             "points")
+
+
 def parse_smooth(text):
-    """'ema:2000' / 'window:4000' -> (kind, samples); None for None."""
+    """'ema:2000' / 'window:4000' -> (kind, samples); 'quad:5' -> ('quad', 5) (points); None
+    for None."""
     if text is None:
         return None
     kind, _, w = text.partition(":")
@@ -154,12 +159,15 @@ def parse_smooth(text):
         width = float(w)
     except ValueError:
         width = math.nan
-    # narrower than one sample smooths nothing (and a subnormal width overflows)
-    if kind not in ("ema", "window") or not (math.isfinite(width) and width >= 1):
-        raise PilotError(f"--smooth {text!r}: expected ema:T or window:W with T, W >= 1 "
-                         "in samples")
-    return kind, width
+    # narrower than one sample smooths nothing (and a subnormal width overflows); a quadratic
+    # through 3 points is the points themselves
+    ok = math.isfinite(width) and width >= 1
+    if kind == "quad":
+        ok = ok and width.is_integer() and width >= 5 and width % 2 == 1
+    if kind not in ("ema", "window", "quad") or not ok:
+        raise PilotError(f"--smooth {text!r}: expected {SMOOTHING}")
+    return kind, int(width) if kind == "quad" else width
 
 
 __all__ = ["Condition", "parse_condition", "parse_columns", "parse_per_run", "parse_forms",
-           "parse_smooth"]
+           "SMOOTHING", "parse_smooth"]

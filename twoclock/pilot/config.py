@@ -34,8 +34,10 @@ class LogsInput:
                   action="append")
     col: tuple = option((), "read NAME (run, batch, lr, samples, a metric) from COLUMN",
                         action="append", metavar="NAME=COLUMN")
-    smooth: str | None = option(None, "smooth each curve first (T, W in samples; docs/plan.md "
-                                      "states the bias)", metavar="ema:T|window:W")
+    smooth: str | None = option(None, "smooth each curve first (T, W in samples; quad:N, a "
+                                      "local quadratic through N logged points, for noisy "
+                                      "evaluations; docs/plan.md states the bias)",
+                                metavar="ema:T|window:W|quad:N")
     clip: str | None = option(None, "the logged clipped share of tokens (e.g. clip_frac): "
                                     "predict the batch where clipping starts to bind",
                               metavar="METRIC")

@@ -22,7 +22,8 @@ samples between the last logged point that does not meet it and the first that d
 measured bias against the logging interval is in docs/history/plan.md). A run that never meets it is
 censored at its last logged sample of that metric. Optional smoothing first: `ema:T` (trailing
 exponential average with time constant T samples, irregular intervals handled exactly) or
-`window:W` (centred moving mean over samples within W/2 either side).
+`window:W` (centred moving mean over samples within W/2 either side) or `quad:N` (each point's
+value on the least-squares quadratic through the N logged points centred on it).
 """
 from dataclasses import replace
 import math
@@ -177,7 +178,9 @@ def _logs_block(logs, how, pc, prog, fcs, fails) -> dict:
         curves.append(c)
     return {
         "path": logs.source, "progress": pc.text, "failures": [f.text for f in fcs],
-        "smoothing": None if how is None else {"kind": how[0], "samples": how[1]},
+        "smoothing": None if how is None else {
+            "kind": how[0], "samples": None if how[0] == "quad" else how[1],
+            "points": how[1] if how[0] == "quad" else None},
         "interpolation": "linear in samples between the logged points before and after the "
                          "first crossing; runs that never cross are censored at their last "
                          "logged sample",
@@ -355,15 +358,22 @@ def one_run_a_batch(runs) -> bool:
     return bool(bs) and len(set(bs)) == len(bs)
 
 
+def _smoothing_text(sm) -> str:
+    """The printout's words for the smoothing (empty: none)."""
+    if sm is None:
+        return ""
+    if sm["kind"] == "quad":
+        return f", after a local quadratic through {sm['points']} logged points"
+    return f", after {sm['kind']} smoothing over {sm['samples']:g} samples"
+
+
 def table(out: dict) -> str:
     """The plan's text (report.table) after a block on the logs and one row per failure clock."""
     lg = out["logs"]
     lvl = round(100 * out["fit"]["level"])
     lines = [f"logs: {lg['path']}: {lg['runs']} runs; progress {lg['progress']}, failure "
              + (", ".join(lg["failures"]) or "none") + "; first logged crossing, linear in samples"
-             + ("" if lg["smoothing"] is None else
-                f", after {lg['smoothing']['kind']} smoothing over {lg['smoothing']['samples']:g}"
-                " samples")]
+             + _smoothing_text(lg["smoothing"])]
     k = updates.summary(out["runs"])
     if k:
         lines.append("  " + k)

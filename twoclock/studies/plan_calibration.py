@@ -9,6 +9,7 @@ experiments/plan_calibration.py is its command."""
 from dataclasses import dataclass, field
 
 from twoclock.config import param, require, require_choice, require_int
+from twoclock.pilot.conditions import parse_smooth
 from twoclock.studies.planner import calibrate, practitioner
 from twoclock.studies.plan_check import defaults  # offered for the models with pilots
 from twoclock.studies.protocol import Engine, Study
@@ -49,6 +50,9 @@ class Config:
                                 "fresh designs, the same held-out answers)")
     eval_every: int = param(practitioner.EVAL_EVERY, "with --design practitioner: the pilots "
                                                      "evaluated every that many updates")
+    smooth: str | None = param(None, "with --design practitioner: plan every design with "
+                                     "the planner's --smooth (quad:5, a local quadratic "
+                                     "through 5 evaluations; docs/plan.md)")
     panels: tuple = field(default=(), metadata={"internal": True})
 
     def __post_init__(self):
@@ -69,6 +73,10 @@ class Config:
             require(self.design == "practitioner" and self.progress_form is None,
                     "--compare-forms", "given with --design practitioner and no --progress-form",
                     self.compare_forms)
+        if self.smooth is not None:
+            require(self.design == "practitioner", "--smooth", "given with --design "
+                    "practitioner", self.smooth)
+            parse_smooth(self.smooth)  # a PilotError (a ValueError): its one line
         if self.floor_out:
             require(self.progress_form == "adam", "--floor-out",
                     "given with --design practitioner --progress-form adam", self.floor_out)
@@ -82,7 +90,7 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
         return practitioner.calibrate(cfg.panels, opt, engine.out, keep, quiet,
                                       cfg.designs, cfg.answer_seeds, cfg.progress_form,
                                       cfg.floor_out, cfg.eval_every, cfg.compare_forms,
-                                      cfg.design_seed)
+                                      cfg.design_seed, cfg.smooth)
     return calibrate.calibrate(cfg.panels, opt, engine.out, cfg.n_ckpt, keep, quiet)
 
 
