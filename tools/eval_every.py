@@ -64,6 +64,26 @@ def measure(base: list, other: list) -> dict:
     return doc
 
 
+def report(doc: dict, base: str, other: str) -> str:
+    """`measure`'s document as text: each cell's 8x error, coverage and width base -> other,
+    the uncovered truths by side, and the paired contrast other - base."""
+    f = lambda v: "-" if v is None else f"{v:.1%}"
+    w = lambda v: "-" if v is None else f"x{v:.2f}"
+    lines = []
+    for k, s in doc["other"]["summary"].items():
+        bs = doc["base"]["summary"][k]
+        lines.append(f"{k:<16} 8x |err| {f(bs['median_abs_error_8x'])} -> "
+                     f"{f(s['median_abs_error_8x'])}, coverage {f(bs['coverage_95'])} -> "
+                     f"{f(s['coverage_95'])}, median width {w(bs['median_width'])} -> "
+                     f"{w(s['median_width'])}")
+    for k, m in doc["other"]["misses"].items():
+        if m["above"] or m["below"]:
+            lines.append(f"{k:<16} uncovered: {m['above']} above the band, {m['below']} below "
+                         f"(base: {doc['base']['misses'][k]['above']}, "
+                         f"{doc['base']['misses'][k]['below']})")
+    return "\n".join(lines + [paired.contrast_table(doc["contrast"], base, other)])
+
+
 def _contrast(doc, model, rule, times) -> dict:
     """The paired contrast's row of a cell."""
     return next(c for c in doc["contrast"]
@@ -122,21 +142,7 @@ def main(argv=None) -> None:
                                                                              runs[1]["rows"])}
     if not doc["base"]["summary"]:
         ap.error(f"the two runs share no model with designs from {a.first_design} on")
-    for k, s in doc["other"]["summary"].items():
-        bs = doc["base"]["summary"][k]
-        f = lambda v: "-" if v is None else f"{v:.1%}"
-        w = lambda v: "-" if v is None else f"x{v:.2f}"
-        print(f"{k:<16} 8x |err| {f(bs['median_abs_error_8x'])} -> "
-              f"{f(s['median_abs_error_8x'])}, coverage {f(bs['coverage_95'])} -> "
-              f"{f(s['coverage_95'])}, median width {w(bs['median_width'])} -> "
-              f"{w(s['median_width'])}")
-    for k, m in doc["other"]["misses"].items():
-        if m["above"] or m["below"]:
-            print(f"{k:<16} uncovered: {m['above']} above the band, {m['below']} below "
-                  f"(base: {doc['base']['misses'][k]['above']}, "
-                  f"{doc['base']['misses'][k]['below']})")
-    print(paired.contrast_table(doc["contrast"], f"every {doc['base_eval_every']}",
-                                f"every {doc['other_eval_every']}"))
+    print(report(doc, f"every {doc['base_eval_every']}", f"every {doc['other_eval_every']}"))
     if a.score:
         held = score(a.score, doc)
         doc.update(predictions=PREDICTIONS[a.score],

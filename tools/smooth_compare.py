@@ -1,0 +1,99 @@
+"""A local quadratic through noisy evaluations (`--smooth quad:5`) on the practitioner design
+(docs/plan.md, "Noisy evaluations"): two runs of `python experiments/plan_calibration.py
+--design practitioner --compare-forms`, one with `--smooth quad:5`, on the same designs,
+compared on one of their columns (auto by default): the summary rows, the 8x median signed
+errors, where the uncovered truths lie, and the paired contrast smoothed - as logged
+(twoclock/studies/planner/paired.py).
+
+    python tools/smooth_compare.py RAW.json SMOOTH.json [--column plan|adam|knee|auto]
+        [--score] [--json OUT.json]
+
+--score checks docs/preregistered/practitioner_smooth_predictions.json (column auto)."""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from eval_every import measure, report  # noqa: E402
+from twoclock.atomic import atomic_write  # noqa: E402
+from twoclock.studies.planner import practitioner  # noqa: E402
+
+PREDICTIONS = "docs/preregistered/practitioner_smooth_predictions.json"
+COLUMNS = ("plan", "adam", "knee", "auto")  # plan: the planner's default forms (the rows')
+MODELS = ("quadratic", "bandit", "policy")
+
+
+def column(run: dict, name: str) -> list:
+    """A run's rows as the plan in column `name` scored them (plan: the rows themselves)."""
+    return run["rows"] if name == "plan" else practitioner.as_rows(run["rows"], name)
+
+
+def meets(s: dict) -> bool:
+    """The practitioner goal's four criteria over scored predictions (a summary row):
+    median |error| <= GOAL at 2x and 8x, 95% coverage >= COVER over >= AT_LEAST, median width
+    <= WIDE."""
+    return (s["scored"] >= practitioner.AT_LEAST and s["coverage_95"] >= practitioner.COVER
+            and s["median_width"] <= practitioner.WIDE
+            and all(s[k] is not None and s[k] <= practitioner.GOAL
+                    for k in ("median_abs_error_2x", "median_abs_error_8x")))
+
+
+def score(raw: list, smooth: list, doc: dict) -> list:
+    """(id, holds, measured) of the pre-registered claims, as the file words them."""
+    rows = {s["model"]: s for s in practitioner.summary(smooth) if s["rule"] == "both"}
+    pooled = {c["model"]: c for c in doc["contrast"]
+              if c["rule"] == "both" and c["times_largest_pilot"] is None}
+    held = [(i + 1, meets(rows[m]), {k: rows[m][k] for k in (
+        "scored", "median_abs_error_2x", "median_abs_error_8x", "coverage_95", "median_width")})
+        for i, m in enumerate(MODELS)]
+    c = pooled["all"]
+    held.append((4, c["ci"][1] < 0.0, c))
+    held += [(5, pooled["quadratic"]["mean_diff"] < 0.0, pooled["quadratic"]),
+             (6, pooled["policy"]["mean_diff"] < 0.0, pooled["policy"])]
+    b = pooled["bandit"]
+    held.append((7, b["ci"][0] <= 0.0 <= b["ci"][1], b))
+    return held
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("raw", help="the run's plan_calibration.json without --smooth")
+    ap.add_argument("smooth", help="the same designs' run with --smooth quad:5")
+    ap.add_argument("--column", choices=COLUMNS, default="auto",
+                    help="the plans compared (default auto)")
+    ap.add_argument("--score", action="store_true", help=f"score {PREDICTIONS} (column auto)")
+    ap.add_argument("--json", help="write the comparison (and the scores) here")
+    a = ap.parse_args(argv)
+    runs = []
+    for path in (a.raw, a.smooth):
+        with open(path) as f:
+            runs.append(json.load(f))
+    if a.score and a.column != "auto":
+        ap.error(f"--score: the claims are on the auto column (got --column {a.column})")
+    if any(r.get("design") != "practitioner" for r in runs) or (
+            a.column != "plan" and any(a.column not in r for r in runs)):
+        ap.error(f"two practitioner runs with --compare-forms are needed (column {a.column})")
+    if runs[0].get("smoothing") or not runs[1].get("smoothing"):
+        ap.error("the first run without --smooth, the second with it (got "
+                 f"{runs[0].get('smoothing')!r}, {runs[1].get('smoothing')!r})")
+    if runs[0]["design_seed"] != runs[1]["design_seed"]:
+        ap.error(f"the same designs are needed (design seeds {runs[0]['design_seed']} and "
+                 f"{runs[1]['design_seed']})")
+    raw, smooth = (column(r, a.column) for r in runs)
+    doc = {"column": a.column, "design_seed": runs[0]["design_seed"],
+           "smoothing": runs[1]["smoothing"], **measure(raw, smooth)}
+    print(report(doc, "as logged", f"--smooth {doc['smoothing']}"))
+    if a.score:
+        held = score(raw, smooth, doc)
+        doc.update(predictions=PREDICTIONS, held=sum(bool(h) for _, h, _ in held), n=len(held),
+                   claims=[{"id": i, "holds": bool(h), "measured": m} for i, h, m in held])
+        print(f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
+            f"{i} {'holds' if h else 'fails'}" for i, h, _ in held) + ")")
+    if a.json:
+        atomic_write(a.json, lambda f: json.dump(doc, f, indent=1))
+
+
+if __name__ == "__main__":
+    main()
