@@ -871,6 +871,20 @@ BUGS = [
      "twoclock/studies/planner/whole_curve.py",
      'if (v0 - c.threshold) * (1.0 if c.op in ("<=", "<") else -1.0) <= 0:',
      'if (v0 - c.threshold) * (1.0 if c.op in ("<=", "<") else -1.0) == 0:', PLEVELS),
+    # this stop: a local quadratic through noisy evaluations (--smooth quad:N)
+    ("quad smoothing: a straight line through the window, not a quadratic", "self",
+     "twoclock/pilot/clocks.py", "X = np.stack([np.ones_like(x), x, x * x], axis=-1)",
+     "X = np.stack([np.ones_like(x), x], axis=-1)", f"{P}test_smoothing.py"),
+    ("quad smoothing: the window's spacing taken as even", "trivial", "twoclock/pilot/clocks.py",
+     "x = s[idx] - s[idx[:, h]][:, None]",
+     "x = (idx - idx[:, h][:, None]).astype(np.float64)", f"{P}test_smoothing.py"),
+    ("quad smoothing: the ends smoothed off-centre", "narrow", "twoclock/pilot/clocks.py",
+     "    if v.size < n:\n        return out",
+     "    if v.size < n:\n        return out\n    out[:h] = out[h]", f"{P}test_smoothing.py"),
+    ("quad smoothing: the study's plans read as logged", "glue",
+     "twoclock/studies/planner/whole_curve.py",
+     "plans = [adam_plan(path, target, held, smoothing)]", "plans = [adam_plan(path, target, held)]",
+     f"{S}test_practitioner_design.py -k smooth"),
 ]
 
 

@@ -332,6 +332,50 @@ def test_compare_forms_scores_the_adam_plan_of_the_very_log_the_study_wrote(tmp_
         assert r["knee"]["ci"] == pytest.approx(band["ci"], rel=1e-12), r
 
 
+def test_with_smooth_every_plan_of_the_study_is_the_commands_with_smooth(tmp_path):
+    """The quadratic model, two designs, `--smooth quad:5`: each row's default, Adam and knee
+    records are what plan.py --smooth quad:5 makes of the CSV the study wrote (planned here
+    again, apart from the study), and the smoothing moves at least one of them (else this
+    would pass a study that dropped it)."""
+    import csv
+    from twoclock import OptimConfig, QuadraticConfig
+    from twoclock.cli.plan import main
+    from twoclock.models import MODELS
+    from twoclock.pilot import logs as pl
+    from twoclock.studies.planner import logs_check
+    model, cfg = MODELS["quadratic"], QuadraticConfig()
+    rows, _, _ = pr.model_rows(model, cfg, OptimConfig(name="adam"), str(tmp_path), seeds=2,
+                               heldout_seeds=2, compare=True, smoothing="quad:5")
+    progress = logs_check.conditions(model, cfg)[0]
+    t = float(progress.split("<=")[1])
+    moved = 0
+    for r in rows:
+        path = tmp_path / f"plan_calibration_practitioner_quadratic_{r['rule']}_s{r['seed']}.csv"
+        for form, got in ((None, r), ("adam", r["adam"])):
+            band = {}
+            for how in ("quad:5", None):
+                plan = pl.plan_logs(str(path), progress, [], predict=[r["batch"]],
+                                    progress_form=form, smoothing=how)
+                band[how] = plan["predictions"][0]["progress_samples"]["median"]
+            assert got["predicted"] == pytest.approx(band["quad:5"], rel=1e-12), (r, form)
+            moved += band["quad:5"] != pytest.approx(band[None], rel=1e-6)
+        with open(path, newline="") as f:
+            first = {}
+            for row in csv.DictReader(f):
+                first.setdefault(row["run"], float(row["progress_frac"]))
+        v0 = float(np.median(list(first.values())))
+        texts = " ".join([progress] + [f"progress_frac<={t + k * (v0 - t):.6g}"
+                                       for k in (0.15, 0.3)])
+        out = tmp_path / f"knee_{r['rule']}_{r['seed']}_{r['batch']}"
+        assert main(["--logs", str(path), "--progress", texts, "--fit-knee", "--progress-form",
+                     "adam", "--smooth", "quad:5", "--predict", str(r["batch"]), "--no-figure",
+                     "--quiet", "--out", str(out)]) == 0
+        doc = json.loads((out / "plan.json").read_text())
+        band = doc["targets"][0]["predictions"][0]["progress_samples"]
+        assert r["knee"]["predicted"] == pytest.approx(band["median"], rel=1e-12), r
+    assert moved > 0
+
+
 def test_auto_is_the_default_forms_plan_where_the_log_turns_back_and_else_the_knee(tmp_path):
     """The bandit model, two designs a rule: each row's "auto" record is the row's own
     (default forms) score where the design's CSV turns back by the erosion test run here on
