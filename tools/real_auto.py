@@ -53,7 +53,7 @@ def predict(out: str) -> dict:
         out, "every ingested homework sweep (tools/real_curves.py), predicted from its pilots' "
              "curves alone, with --progress-form auto's choice (auto) beside the methods of "
              "tools/real_knee.py and the default forms",
-        lambda d, runs: with_auto(d, turns_back(runs, d["pilots"])))
+        lambda d, runs, meta: with_auto(d, turns_back(runs, d["pilots"])))
 
 
 PREDICTIONS = "docs/preregistered/real_invpend_auto_predictions.json"

@@ -337,16 +337,19 @@ def _bands(plan: dict) -> dict:
                          "band": p["progress_samples"]["ci"]} for p in plan["predictions"]}
 
 
-def _plan(tab, text, held, form):
+def _plan(tab, text, held, form, smoothing=None):
     try:
-        return api.plan_logs(tab, text, [], predict=list(held), progress_form=form).to_json()
+        return api.plan_logs(tab, text, [], predict=list(held), progress_form=form,
+                             smoothing=smoothing).to_json()
     except PilotError as e:
         return str(e)
 
 
-def predict_design(meta: dict, runs: dict, d: dict, sharp: bool = False) -> dict:
+def predict_design(meta: dict, runs: dict, d: dict, sharp: bool = False,
+                   smoothing: str | None = None) -> dict:
     """One design's targets and each method's predictions at its held-out batches (sharp: the
-    joint fit fits the knee's sharpness too)."""
+    joint fit fits the knee's sharpness too; smoothing: the planner's --smooth for its plans,
+    the targets still chosen from the curves as logged)."""
     pilots, held, metric = [float(b) for b in d["pilots"]], [float(b) for b in d["held_out"]], \
         meta["metric"]
     tab = table(runs, pilots, metric)
@@ -366,7 +369,7 @@ def predict_design(meta: dict, runs: dict, d: dict, sharp: bool = False) -> dict
                 " meets it at its first point"
             continue
         n_p = [float(np.median([n for n, _ in got[b]])) for b in pilots]  # each batch's median
-        plans[text] = {f: _plan(tab, text, held, f) for f in ("adam", None)}
+        plans[text] = {f: _plan(tab, text, held, f, smoothing) for f in ("adam", None)}
         mc = mccandlish_fit(pilots, n_p)
         targets.append({"target": text, "pilot_samples": dict(zip(map(str, pilots), n_p)),
                         "mccandlish_fit": mc, "predictions": {

@@ -42,15 +42,15 @@ def knee_designs(meta: dict, runs: dict) -> list:
     return designs
 
 
-def write_predictions(out: str, what: str, each=lambda design, runs: design) -> dict:
-    """Every ingested sweep's knee_designs, each passed through each(design, runs), written
-    once to `out` with `what` said of them."""
+def write_predictions(out: str, what: str, each=lambda design, runs, meta: design) -> dict:
+    """Every ingested sweep's knee_designs, each passed through each(design, runs, meta),
+    written once to `out` with `what` said of them."""
     rc.write_once(out)
     sweeps = []
     for name in rc.ingested():
         meta, runs = rc.read_curves(name)
         sweeps.append({"sweep": name, "metric": meta["metric"],
-                       "designs": [each(d, runs) for d in knee_designs(meta, runs)]})
+                       "designs": [each(d, runs, meta) for d in knee_designs(meta, runs)]})
     doc = {"what": what, "level": rc.LEVEL, "buckets": rc.BUCKETS, "sweeps": sweeps}
     atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
     return doc
@@ -88,6 +88,20 @@ def held_line(doc: dict) -> str | None:
         f"{i['id']} {'holds' if i['holds'] else 'fails'}" for i in doc["holds"]) + ")"
 
 
+def scored_text(doc: dict, methods, names) -> str:
+    """A scored document as printed: the table by bucket, every prediction pooled (median
+    |error|, 95% coverage and median width of the first three methods) and the claims."""
+    a = doc["all"]
+    lines = [rc.set_markdown(doc, methods, names),
+             f"all {a['targets']} ({a['never']} never reached): " + "; ".join(
+                 f"{names.get(m, m)} " + ", ".join(
+                     "-" if a[m][k] is None else (f"x{a[m][k]:.2f}" if k == "median_width"
+                                                  else f"{a[m][k]:.1%}")
+                     for k in ("median_abs_error", "coverage_95", "median_width"))
+                 for m in methods[:3])]
+    return "\n".join(lines + ([held_line(doc)] if held_line(doc) else []))
+
+
 def claims(doc: dict) -> list:
     """The pre-registered claims (docs/preregistered/real_invpend_knee_claims.json), each (id,
     holds), as written there."""
@@ -118,17 +132,7 @@ def main(argv) -> None:
                 for t in d["targets"])
         print(f"wrote {argv[1]}: {len(doc['sweeps'])} sweeps, {n} predictions")
     elif argv[:1] == ["score"] and len(argv) == 3:
-        doc = score(argv[1], argv[2])
-        print(rc.set_markdown(doc, METHODS, NAMES))
-        a = doc["all"]
-        print(f"all {a['targets']} ({a['never']} never reached): " + "; ".join(
-            f"{NAMES.get(m, m)} " + ", ".join(
-                "-" if a[m][k] is None else (f"x{a[m][k]:.2f}" if k == "median_width" else
-                                             f"{a[m][k]:.1%}")
-                for k in ("median_abs_error", "coverage_95", "median_width"))
-            for m in METHODS[:3]))
-        if held_line(doc):
-            print(held_line(doc))
+        print(scored_text(score(argv[1], argv[2]), METHODS, NAMES))
     else:
         raise SystemExit(__doc__)
 

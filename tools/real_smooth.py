@@ -1,0 +1,84 @@
+"""`--smooth quad:5` on the homework sweeps, pre-registered: chosen on simulation (docs/plan.md,
+"Noisy evaluations") and scored here on real runs. No JAX.
+
+    python tools/real_smooth.py predict OUT.json             # pilots only; refuses an existing OUT
+    python tools/real_smooth.py score PREDICTIONS.json OUT.json
+
+`predict` makes every ingested homework sweep's designs as tools/real_knee.py predict does (the
+same pilots, held-out batches and targets, every method there) and adds the joint fit with the
+knee's sharpness made from the pilots' curves read after a local quadratic through 5 logged
+points ("joint_knee_smooth"; the targets are still chosen from the curves as logged). Commit
+its file before `score`, which reads the held-out curves as logged (the truth is read as
+before) and scores joint_knee_smooth beside the other methods, pooled by how far each held-out
+batch lies beyond the largest pilot, with the paired contrasts joint_knee_smooth minus each.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/ is not a package
+import real_curves as rc  # noqa: E402
+import real_knee as rk  # noqa: E402
+
+SMOOTH = "quad:5"
+METHODS = ("joint_knee_smooth",) + rk.METHODS
+NAMES = {**rk.NAMES, "joint_knee_smooth": f"joint with the knee, --smooth {SMOOTH}"}
+PREDICTIONS = "docs/preregistered/real_invpend_smooth_predictions.json"
+
+
+def with_smooth(design: dict, runs: dict, meta: dict) -> dict:
+    """A design's predictions with joint_knee_smooth added: the joint fit with the knee of
+    the same design planned after --smooth SMOOTH."""
+    spec = {"name": design["name"], "pilots": design["pilots"], "held_out": design["held_out"]}
+    sm = rc.predict_design(meta, runs, spec, True, SMOOTH)
+    for t, s in zip(design["targets"], sm["targets"]):
+        assert t["target"] == s["target"], (t["target"], s["target"])
+        for b, pr in t["predictions"].items():
+            pr["joint_knee_smooth"] = s["predictions"][b]["joint"]
+    return design
+
+
+def predict(out: str) -> dict:
+    return rk.write_predictions(
+        out, "every ingested homework sweep (tools/real_curves.py), predicted from its pilots' "
+             f"curves alone, with the joint fit's knee made after --smooth {SMOOTH} "
+             "(joint_knee_smooth) beside the methods of tools/real_knee.py", with_smooth)
+
+
+def claims(doc: dict) -> list:
+    """The pre-registered claims (docs/preregistered/real_invpend_smooth_claims.json), each
+    (id, holds), as written there."""
+    a, c = doc["all"], doc["contrasts"]["joint_knee"]
+    beyond = next(s for s in doc["by_bucket"] if s["design"] == "(4, inf]x")
+    err = lambda m: a[m]["median_abs_error"]
+    return [(1, abs(err("joint_knee_smooth") - err("joint_knee")) <= 0.02),
+            (2, c["ci_groups"][0] <= 0.0 <= c["ci_groups"][1]),
+            (3, a["joint_knee_smooth"]["coverage_95"] >= a["joint_knee"]["coverage_95"] - 0.02),
+            (4, beyond["joint_knee_smooth"]["median_abs_error"] > 0.2)]
+
+
+def score(pred_path: str, out: str) -> dict:
+    with open(pred_path, encoding="utf-8") as f:
+        pre = json.load(f)
+    rows = []
+    for sw in pre["sweeps"]:
+        rows += [{"sweep": sw["sweep"], **r} for r in rc.score_rows(sw, METHODS)]
+    doc = {"predictions": pred_path, **rc.by_bucket(rows, METHODS),
+           "all": rk.pooled_all(rows, METHODS)}
+    return rk.finish(doc, pred_path, PREDICTIONS, claims, out)
+
+
+def main(argv) -> None:
+    if argv[:1] == ["predict"] and len(argv) == 2:
+        doc = predict(argv[1])
+        n = sum(len(t["predictions"]) for sw in doc["sweeps"] for d in sw["designs"]
+                for t in d["targets"])
+        print(f"wrote {argv[1]}: {len(doc['sweeps'])} sweeps, {n} predictions")
+    elif argv[:1] == ["score"] and len(argv) == 3:
+        print(rk.scored_text(score(argv[1], argv[2]), METHODS, NAMES))
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
