@@ -115,26 +115,40 @@ def claims(doc: dict) -> list:
             (5, has0(c["mccandlish"]["ci_groups"]))]
 
 
-def score(pred_path: str, out: str) -> dict:
+def score_with(pred_path: str, out: str, methods, predictions: str, claims) -> dict:
+    """A predictions file's every sweep scored for `methods` (the first the one compared with
+    each other), pooled by bucket and in all, with the claims of the committed `predictions`
+    file; written atomically to `out`."""
     with open(pred_path, encoding="utf-8") as f:
         pre = json.load(f)
     rows = []
     for sw in pre["sweeps"]:
-        rows += [{"sweep": sw["sweep"], **r} for r in rc.score_rows(sw, METHODS)]
-    doc = {"predictions": pred_path, **rc.by_bucket(rows, METHODS), "all": pooled_all(rows)}
-    return finish(doc, pred_path, PREDICTIONS, claims, out)
+        rows += [{"sweep": sw["sweep"], **r} for r in rc.score_rows(sw, methods)]
+    doc = {"predictions": pred_path, **rc.by_bucket(rows, methods),
+           "all": pooled_all(rows, methods)}
+    return finish(doc, pred_path, predictions, claims, out)
 
 
-def main(argv) -> None:
+def score(pred_path: str, out: str) -> dict:
+    return score_with(pred_path, out, METHODS, PREDICTIONS, claims)
+
+
+def main_with(argv, predict, score, methods, names, usage: str) -> None:
+    """`predict OUT.json` or `score PREDICTIONS.json OUT.json` of a tool on the homework
+    sweeps, printed as this tool prints them."""
     if argv[:1] == ["predict"] and len(argv) == 2:
         doc = predict(argv[1])
         n = sum(len(t["predictions"]) for sw in doc["sweeps"] for d in sw["designs"]
                 for t in d["targets"])
         print(f"wrote {argv[1]}: {len(doc['sweeps'])} sweeps, {n} predictions")
     elif argv[:1] == ["score"] and len(argv) == 3:
-        print(scored_text(score(argv[1], argv[2]), METHODS, NAMES))
+        print(scored_text(score(argv[1], argv[2]), methods, names))
     else:
-        raise SystemExit(__doc__)
+        raise SystemExit(usage)
+
+
+def main(argv) -> None:
+    main_with(argv, predict, score, METHODS, NAMES, __doc__)
 
 
 if __name__ == "__main__":

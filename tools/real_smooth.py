@@ -12,7 +12,6 @@ its file before `score`, which reads the held-out curves as logged (the truth is
 before) and scores joint_knee_smooth beside the other methods, pooled by how far each held-out
 batch lies beyond the largest pilot, with the paired contrasts joint_knee_smooth minus each.
 """
-import json
 import os
 import sys
 
@@ -58,26 +57,11 @@ def claims(doc: dict) -> list:
 
 
 def score(pred_path: str, out: str) -> dict:
-    with open(pred_path, encoding="utf-8") as f:
-        pre = json.load(f)
-    rows = []
-    for sw in pre["sweeps"]:
-        rows += [{"sweep": sw["sweep"], **r} for r in rc.score_rows(sw, METHODS)]
-    doc = {"predictions": pred_path, **rc.by_bucket(rows, METHODS),
-           "all": rk.pooled_all(rows, METHODS)}
-    return rk.finish(doc, pred_path, PREDICTIONS, claims, out)
+    return rk.score_with(pred_path, out, METHODS, PREDICTIONS, claims)
 
 
 def main(argv) -> None:
-    if argv[:1] == ["predict"] and len(argv) == 2:
-        doc = predict(argv[1])
-        n = sum(len(t["predictions"]) for sw in doc["sweeps"] for d in sw["designs"]
-                for t in d["targets"])
-        print(f"wrote {argv[1]}: {len(doc['sweeps'])} sweeps, {n} predictions")
-    elif argv[:1] == ["score"] and len(argv) == 3:
-        print(rk.scored_text(score(argv[1], argv[2]), METHODS, NAMES))
-    else:
-        raise SystemExit(__doc__)
+    rk.main_with(argv, predict, score, METHODS, NAMES, __doc__)
 
 
 if __name__ == "__main__":
