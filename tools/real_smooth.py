@@ -12,12 +12,16 @@ its file before `score`, which reads the held-out curves as logged (the truth is
 before) and scores joint_knee_smooth beside the other methods, pooled by how far each held-out
 batch lies beyond the largest pilot, with the paired contrasts joint_knee_smooth minus each.
 """
+import json
 import os
 import sys
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/ is not a package
 import real_curves as rc  # noqa: E402
 import real_knee as rk  # noqa: E402
+from twoclock.atomic import atomic_write  # noqa: E402
 
 SMOOTH = "quad:5"
 METHODS = ("joint_knee_smooth",) + rk.METHODS
@@ -56,12 +60,29 @@ def claims(doc: dict) -> list:
             (4, beyond["joint_knee_smooth"]["median_abs_error"] > 0.2)]
 
 
+def signed(rows, methods=METHODS[:2]) -> dict:
+    """The median signed error of each method over the predictions both answered with a truth
+    (positive: predicted later than the run)."""
+    ok = [r for r in rows if all("refused" not in r[m] and r[m]["error"] is not None
+                                 for m in methods)]
+    return {"predictions": len(ok), **{m: float(np.median([r[m]["error"] for r in ok]))
+                                       for m in methods}}
+
+
 def score(pred_path: str, out: str) -> dict:
-    return rk.score_with(pred_path, out, METHODS, PREDICTIONS, claims)
+    doc = rk.score_with(pred_path, out, METHODS, PREDICTIONS, claims)
+    doc["signed_median"] = signed(doc["rows"])
+    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
+    return doc
 
 
 def main(argv) -> None:
     rk.main_with(argv, predict, score, METHODS, NAMES, __doc__)
+    if argv[:1] == ["score"] and len(argv) == 3:
+        with open(argv[2], encoding="utf-8") as f:
+            s = json.load(f)["signed_median"]
+        print(f"median signed error over the {s['predictions']} predictions both answered: "
+              + "; ".join(f"{NAMES.get(m, m)} {s[m]:+.1%}" for m in METHODS[:2]))
 
 
 if __name__ == "__main__":
