@@ -104,7 +104,7 @@ def test_plan_logs_smoothing_moves_the_clocks(plan):
     raw, traw = plan(["--logs"] + args[:1] + args[1:], "raw")
     sm, tsm = plan(["--logs"] + args[:1] + args[1:] + ["--smooth", "ema:2000"], "ema")
     assert raw["logs"]["smoothing"] is None
-    assert sm["logs"]["smoothing"] == {"kind": "ema", "samples": 2000.0}
+    assert sm["logs"]["smoothing"] == {"kind": "ema", "samples": 2000.0, "points": None}
     pr = {r["run"]: r["progress_samples"] for r in raw["runs"]}
     ps = {r["run"]: r["progress_samples"] for r in sm["runs"]}
     common = set(pr) & set(ps)
