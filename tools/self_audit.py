@@ -883,8 +883,22 @@ BUGS = [
      "    if v.size < n:\n        return out\n    out[:h] = out[h]", f"{P}test_smoothing.py"),
     ("quad smoothing: the study's plans read as logged", "glue",
      "twoclock/studies/planner/whole_curve.py",
-     "plans = [adam_plan(path, target, held, smoothing)]", "plans = [adam_plan(path, target, held)]",
+     "plans = [adam_plan(path, target, held, **reading)]",
+     "plans = [adam_plan(path, target, held)]",
      f"{S}test_practitioner_design.py -k smooth"),
+    # this stop: an evaluation's noise in the joint fit (--eval-items with several targets)
+    ("joint floor: the residuals' threshold kept where the floor is larger", "self",
+     "twoclock/pilot/levels.py", "thr = (best * (1 + t * t / self.dof) if self.floor * self.dof <= best",
+     "thr = (best * (1 + t * t / self.dof) if self.floor * self.dof >= best",
+     f"{P}test_levels.py -k floor"),
+    ("joint floor: the targets' variances averaged, not weighted by their runs", "trivial",
+     "twoclock/pilot/levels.py", "return sum(k * sd * sd for k, sd in got) / n if n else 0.0",
+     "return sum(sd * sd for k, sd in got) / len(got) if n else 0.0",
+     f"{P}test_levels.py -k floor"),
+    ("eval noise: the study's plans not told the evaluation's size", "glue",
+     "twoclock/studies/planner/practitioner.py",
+     '"eval_items": EVAL_ITEMS if eval_noise else None}', '"eval_items": None}',
+     f"{S}test_practitioner_design.py -k eval_noise"),
 ]
 
 

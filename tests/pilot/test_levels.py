@@ -278,3 +278,61 @@ def test_fit_knee_reaches_the_joint_fit_and_needs_several_targets(tmp_path, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].endswith("--fit-knee must be given with several --progress targets (e.g. "
                             "'acc>=0.45 acc>=0.5 acc>=0.55') (got 'heldout_acc>=0.7')")
+
+
+def test_the_crossing_floor_is_the_clocks_mean_variance_weighted_by_runs():
+    # by hand: 2 runs at sd 0.1 and 4 runs at sd 0.2, a plan without --eval-items left out:
+    # (2 x 0.01 + 4 x 0.04) / 6 = 0.03 (an unweighted mean of the variances would give 0.025)
+    noisy = lambda k, sd: {"runs": [{}] * k, "logs": {"eval_noise": {"crossing_sd": sd}}}
+    got = levels.crossing_floor([noisy(2, 0.1), noisy(4, 0.2), {"runs": [{}] * 3, "logs": {}}])
+    assert math.isclose(got, 0.03, rel_tol=1e-12)
+    assert levels.crossing_floor(_plans()) == 0.0
+
+
+def test_the_joint_band_takes_the_crossing_floor_where_it_exceeds_the_residuals():
+    """Three levels x 8 clocks (dof 24 - 3 - 2 = 19; t(0.975, 19) = 2.093024 from a table):
+    the region's threshold is SSE_min (1 + t^2 / dof) without a floor, SSE_min + t^2 v with a
+    floor v above SSE_min / dof, and the residuals' where v is below it; the band widens."""
+    plans = _plans()
+    m, lr, y, li = [], [], [], []
+    for l, p in enumerate(plans):
+        for r in p["runs"]:
+            m.append(r["batch"]), lr.append(r["lr"]), li.append(l)
+            y.append(math.log(r["progress_samples"]))
+    args = (np.array(m), np.array(lr), np.array(y), np.array(li), X)
+    t = 2.093024
+    plain = levels.JointFit(*args)
+    best = plain.sse[plain.best]
+    assert plain.dof == 19
+    assert math.isclose(plain.region(0.95)[1], best * (1 + t * t / 19), rel_tol=1e-5)
+    v = 100 * best / 19
+    floored = levels.JointFit(*args, floor=v)
+    assert math.isclose(floored.region(0.95)[1], best + t * t * v, rel_tol=1e-5)
+    low = levels.JointFit(*args, floor=0.5 * best / 19)
+    assert low.region(0.95)[1] == plain.region(0.95)[1]
+    for l in range(3):
+        _, lo0, hi0 = plain.log_band(l, np.array([256.0]), np.array([0.01]), 0.95)
+        _, lo1, hi1 = floored.log_band(l, np.array([256.0]), np.array([0.01]), 0.95)
+        assert lo1[0] < lo0[0] and hi1[0] > hi0[0]
+
+
+def test_eval_items_reaches_the_joint_fit_from_the_command(tmp_path):
+    """plan.py with several targets and --eval-items: the joint block's crossing_sd is the
+    targets' own crossing sds pooled over their runs (crossing_floor worked from the plans
+    printed in the same document), and each joint band is at least as wide as without."""
+    from twoclock.cli.plan import main
+    args = ["--logs", DATA, "--progress", "heldout_acc>=0.7 heldout_acc>=0.75", "--predict",
+            "512", "--no-figure", "--quiet"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    assert main(args + ["--eval-items", "200", "--out", str(tmp_path / "b")]) == 0
+    a = json.loads((tmp_path / "a" / "plan.json").read_text())
+    b = json.loads((tmp_path / "b" / "plan.json").read_text())
+    assert a["joint"]["crossing_sd"] is None
+    runs = [len(t["plan"]["runs"]) for t in b["targets"]]
+    sds = [t["plan"]["logs"]["eval_noise"]["crossing_sd"] for t in b["targets"]]
+    want = math.sqrt(sum(k * s * s for k, s in zip(runs, sds)) / sum(runs))
+    assert math.isclose(b["joint"]["crossing_sd"], want, rel_tol=1e-12)
+    for ta, tb in zip(a["targets"], b["targets"]):
+        for pa, pb in zip(ta["predictions"], tb["predictions"]):
+            ca, cb = pa["progress_samples"]["ci"], pb["progress_samples"]["ci"]
+            assert cb[0] <= ca[0] and cb[1] >= ca[1]

@@ -332,11 +332,16 @@ def test_compare_forms_scores_the_adam_plan_of_the_very_log_the_study_wrote(tmp_
         assert r["knee"]["ci"] == pytest.approx(band["ci"], rel=1e-12), r
 
 
-def test_with_smooth_every_plan_of_the_study_is_the_commands_with_smooth(tmp_path):
-    """The quadratic model, two designs, `--smooth quad:5`: each row's default, Adam and knee
-    records are what plan.py --smooth quad:5 makes of the CSV the study wrote (planned here
-    again, apart from the study), and the smoothing moves at least one of them (else this
-    would pass a study that dropped it)."""
+@pytest.mark.parametrize("study,reading,flags", [
+    ({"smoothing": "quad:5"}, {"smoothing": "quad:5"}, ["--smooth", "quad:5"]),
+    ({"eval_noise": True}, {"eval_items": pr.EVAL_ITEMS}, ["--eval-items", str(pr.EVAL_ITEMS)])],
+    ids=["smooth", "eval_noise"])
+def test_with_a_reading_option_every_plan_of_the_study_is_the_commands_with_it(
+        tmp_path, study, reading, flags):
+    """The quadratic model, two designs, `--smooth quad:5` or `--eval-noise`: each row's
+    default, Adam and knee records are what plan.py with the same option makes of the CSV the
+    study wrote (planned here again, apart from the study), and the option moves at least one
+    of them (else this would pass a study that dropped it)."""
     import csv
     from twoclock import OptimConfig, QuadraticConfig
     from twoclock.cli.plan import main
@@ -345,20 +350,22 @@ def test_with_smooth_every_plan_of_the_study_is_the_commands_with_smooth(tmp_pat
     from twoclock.studies.planner import logs_check
     model, cfg = MODELS["quadratic"], QuadraticConfig()
     rows, _, _ = pr.model_rows(model, cfg, OptimConfig(name="adam"), str(tmp_path), seeds=2,
-                               heldout_seeds=2, compare=True, smoothing="quad:5")
+                               heldout_seeds=2, compare=True, **study)
     progress = logs_check.conditions(model, cfg)[0]
     t = float(progress.split("<=")[1])
     moved = 0
+    band = lambda x: [x["predicted"], *x["ci"]]
     for r in rows:
         path = tmp_path / f"plan_calibration_practitioner_quadratic_{r['rule']}_s{r['seed']}.csv"
         for form, got in ((None, r), ("adam", r["adam"])):
-            band = {}
-            for how in ("quad:5", None):
+            want = {}
+            for key, how in (("with", reading), ("without", {})):
                 plan = pl.plan_logs(str(path), progress, [], predict=[r["batch"]],
-                                    progress_form=form, smoothing=how)
-                band[how] = plan["predictions"][0]["progress_samples"]["median"]
-            assert got["predicted"] == pytest.approx(band["quad:5"], rel=1e-12), (r, form)
-            moved += band["quad:5"] != pytest.approx(band[None], rel=1e-6)
+                                    progress_form=form, **how)
+                ps = plan["predictions"][0]["progress_samples"]
+                want[key] = [ps["median"], *ps["ci"]]
+            assert band(got) == pytest.approx(want["with"], rel=1e-12), (r, form)
+            moved += want["with"] != pytest.approx(want["without"], rel=1e-6)
         with open(path, newline="") as f:
             first = {}
             for row in csv.DictReader(f):
@@ -368,12 +375,20 @@ def test_with_smooth_every_plan_of_the_study_is_the_commands_with_smooth(tmp_pat
                                        for k in (0.15, 0.3)])
         out = tmp_path / f"knee_{r['rule']}_{r['seed']}_{r['batch']}"
         assert main(["--logs", str(path), "--progress", texts, "--fit-knee", "--progress-form",
-                     "adam", "--smooth", "quad:5", "--predict", str(r["batch"]), "--no-figure",
+                     "adam", *flags, "--predict", str(r["batch"]), "--no-figure",
                      "--quiet", "--out", str(out)]) == 0
         doc = json.loads((out / "plan.json").read_text())
-        band = doc["targets"][0]["predictions"][0]["progress_samples"]
-        assert r["knee"]["predicted"] == pytest.approx(band["median"], rel=1e-12), r
+        ps = doc["targets"][0]["predictions"][0]["progress_samples"]
+        assert band(r["knee"]) == pytest.approx([ps["median"], *ps["ci"]], rel=1e-12), r
     assert moved > 0
+
+
+def test_eval_noise_is_for_the_practitioner_design():
+    from twoclock.studies.plan_calibration import Config
+    assert Config(design="practitioner", eval_noise=True).eval_noise
+    with pytest.raises(ValueError, match="--eval-noise must be given with --design "
+                                         "practitioner"):
+        Config(eval_noise=True)
 
 
 def test_auto_is_the_default_forms_plan_where_the_log_turns_back_and_else_the_knee(tmp_path):

@@ -13,7 +13,9 @@ squares in log N over every (run, level): a_l in closed form (each level's mean)
 a grid; the noise is pooled over the levels (dof = runs x levels - levels - 2). Bands: the
 profile-likelihood region over (c0, c1) with SSE <= SSE_min (1 + t^2 / dof), the intercept's
 freedom sqrt((threshold - SSE) / n_l), each widened by that target's own plan's form error
-(forms.sigma, the single-target plan's leave-one-end-out curvature).
+(forms.sigma, the single-target plan's leave-one-end-out curvature). Where the plans were made
+with --eval-items, the threshold is SSE_min + t^2 max(SSE_min / dof, v), v the clocks' mean
+crossing variance (pilot/evalnoise.py), as a single target's band takes it.
 
 The single-target plans are made first, one per condition, as one `--progress` would make
 them (their clocks, failure clocks and recommendation unchanged); this module reads their
@@ -64,8 +66,9 @@ class JointFit:
     sharp, the knee's sharpness s fitted too, over fit.SHARPNESS (one s for every level: the
     levels repeat the knee's shape, as repeated runs of a batch do for one target)."""
 
-    def __init__(self, m, lr, y, li, x, sharp: bool = False):
+    def __init__(self, m, lr, y, li, x, sharp: bool = False, floor: float = 0.0):
         self.m, self.lr, self.y, self.li = m, lr, y, li
+        self.floor = float(floor)  # a per-clock variance the band takes at least (evalnoise)
         self.x = np.asarray(x, np.float64)  # each level's centred value
         self.L, self.n = self.x.size, y.size
         self.n_l = np.bincount(li, minlength=self.L).astype(np.float64)
@@ -122,7 +125,9 @@ class JointFit:
 
     def region(self, level: float):
         t = pf.t_quantile((1 + level) / 2, self.dof)
-        thr = self.sse[self.best] * (1 + t * t / self.dof)
+        best = self.sse[self.best]  # as fit.ProgressFit: SSE_min + t^2 max(SSE_min / dof, floor)
+        thr = (best * (1 + t * t / self.dof) if self.floor * self.dof <= best
+               else best + t * t * self.floor)
         return self.sse <= thr, thr
 
     def log_noise_scale(self, l: int) -> float:
@@ -149,6 +154,16 @@ class JointFit:
         return med, (pred - w).min(axis=0), (pred + w).max(axis=0)
 
 
+def crossing_floor(plans: list) -> float:
+    """The mean crossing variance in log samples over every (run, level) clock of the plans
+    made with --eval-items (logs.eval_noise: each target's root mean variance over its runs,
+    pilot/evalnoise.py), weighted by the target's runs; 0 where no plan was."""
+    got = [(len(p["runs"]), p["logs"]["eval_noise"]["crossing_sd"]) for p in plans
+           if p.get("logs", {}).get("eval_noise")]
+    n = sum(k for k, _ in got)
+    return sum(k * sd * sd for k, sd in got) / n if n else 0.0
+
+
 def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95,
                sharp: bool = False) -> dict:
     """The several-target document: each target's own plan and its row of the joint fit;
@@ -163,7 +178,7 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95,
             y.append(math.log(r["progress_samples"]))
             li.append(l)
     fit = JointFit(np.array(m), np.array(lr), np.array(y), np.array(li), vals - vals.mean(),
-                   sharp)
+                   sharp, crossing_floor(plans))
     rule = plans[0]["fit"]["rule"]
     # the points, (B, K) (pilot/predict.py): those asked, else the pilot batches, B alone at
     # the plans' default K (1 with the Adam form, else the pilots' one K)
@@ -207,6 +222,7 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95,
                       "knee_sharpness": fit.sharpness, "knee_sharpness_fitted": bool(sharp),
                       "log_noise_scale_slope": {**sl, "reading": reading},
                       "dof": fit.dof, "sigma": math.sqrt(fit.sse[fit.best] / fit.dof),
+                      "crossing_sd": math.sqrt(fit.floor) if fit.floor else None,
                       "level": level, "clocks": fit.n},
             "source": plans[0]["source"]}
 

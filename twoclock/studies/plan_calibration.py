@@ -53,6 +53,10 @@ class Config:
     smooth: str | None = param(None, "with --design practitioner: plan every design with "
                                      "the planner's --smooth (quad:5, a local quadratic "
                                      "through 5 evaluations; docs/plan.md)")
+    eval_noise: bool = param(False, "with --design practitioner: tell every plan the "
+                                    "evaluation's size (the planner's --eval-items 1000), whose "
+                                    "binomial noise floors each band's per-run variance "
+                                    "(docs/plan.md)")
     panels: tuple = field(default=(), metadata={"internal": True})
 
     def __post_init__(self):
@@ -77,6 +81,9 @@ class Config:
             require(self.design == "practitioner", "--smooth", "given with --design "
                     "practitioner", self.smooth)
             parse_smooth(self.smooth)  # a PilotError (a ValueError): its one line
+        if self.eval_noise:
+            require(self.design == "practitioner", "--eval-noise", "given with --design "
+                    "practitioner", self.eval_noise)
         if self.floor_out:
             require(self.progress_form == "adam", "--floor-out",
                     "given with --design practitioner --progress-form adam", self.floor_out)
@@ -90,7 +97,7 @@ def run(model, model_cfg, opt, cfg: Config, *, keep=None, quiet: bool = False,
         return practitioner.calibrate(cfg.panels, opt, engine.out, keep, quiet,
                                       cfg.designs, cfg.answer_seeds, cfg.progress_form,
                                       cfg.floor_out, cfg.eval_every, cfg.compare_forms,
-                                      cfg.design_seed, cfg.smooth)
+                                      cfg.design_seed, cfg.smooth, cfg.eval_noise)
     return calibrate.calibrate(cfg.panels, opt, engine.out, cfg.n_ckpt, keep, quiet)
 
 

@@ -141,7 +141,7 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
                seeds: int = SEEDS, heldout_seeds: int = HELDOUT_SEEDS,
                progress_form: str | None = None, floor_out: bool = False,
                every: int = EVAL_EVERY, compare: bool = False, design_seed: int = 0,
-               smoothing: str | None = None) -> tuple:
+               smoothing: str | None = None, eval_noise: bool = False) -> tuple:
     """(rows, simulation seconds, the noise drawn) of one model: every rule, seed and held-out
     batch; progress_form: the planner's (None: its default); floor_out: each row also scores
     the same log planned with --floor-out (row["floor_out"], `floor_out_plan`); every: the
@@ -150,13 +150,15 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
     more levels with one knee's sharpness fitted jointly (row["knee"], `whole_curve`);
     design_seed: the pilots' sweep seed and a key of their evaluation noise (0: the designs
     of every earlier run; another: fresh designs, the same answers); smoothing: the planner's
-    --smooth for every plan of a log (the erosion test of auto reads the logged points)."""
+    --smooth for every plan of a log (the erosion test of auto reads the logged points);
+    eval_noise: every plan of a log is told the evaluation's size (--eval-items EVAL_ITEMS)."""
     from twoclock.studies.plan_check import entry  # noqa: PLC0415
     e = entry(model)
     pilots, held = batches(model)
     progress, _, conds, _ = logs_check.conditions(model, cfg)
     metric = conds[0].metric
     rows, secs, how = [], 0.0, ""
+    reading = {"smoothing": smoothing, "eval_items": EVAL_ITEMS if eval_noise else None}
     for rule in RULES:
         o = replace(opt, lr_rule=rule)
         t0 = time.perf_counter()
@@ -175,15 +177,14 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
             write_design(path, sims, pilots, s, metric, rng, every)
             try:
                 plan, refused = pl.plan_logs(path, progress, [], predict=list(held),
-                                             progress_form=progress_form,
-                                             smoothing=smoothing), None
+                                             progress_form=progress_form, **reading), None
             except PilotError as err:
                 plan, refused = None, str(err)
             fo = floor_out_plan(path, progress, conds[0], held,
-                                smoothing) if floor_out else None
+                                **reading) if floor_out else None
             # the Adam form's plan of the target and its whole curve's, made once
             adam, knee = whole_curve.plan_both(path, progress, whole_curve.FRACTIONS, held,
-                                               sharp=True, smoothing=smoothing) \
+                                               sharp=True, **reading) \
                 if compare else (None, None)
             back = whole_curve.turns_back(path, progress) if compare else False
             for b in held:
@@ -218,11 +219,12 @@ def plan_or_refusal(path: str, progress: str, held, **how):
         return str(err)
 
 
-def floor_out_plan(path: str, progress: str, cond, held, smoothing: str | None = None):
+def floor_out_plan(path: str, progress: str, cond, held, **reading):
     """The design's log planned with the Adam form and --floor-out at the metric's optimum (0
-    for a share that falls to its target, 1 for one that rises), or the refusal's line."""
+    for a share that falls to its target, 1 for one that rises), or the refusal's line;
+    reading: plan_logs' smoothing and eval_items."""
     return plan_or_refusal(path, progress, held, progress_form="adam",
-                           floor_out=0.0 if cond.op in ("<=", "<") else 1.0, smoothing=smoothing)
+                           floor_out=0.0 if cond.op in ("<=", "<") else 1.0, **reading)
 
 
 def banded(got, b, true, form: str | None) -> dict:
@@ -327,7 +329,8 @@ def missed(s: dict) -> list:
 def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: int = SEEDS,
               heldout_seeds: int = HELDOUT_SEEDS, progress_form: str | None = None,
               floor_out: bool = False, every: int = EVAL_EVERY, compare: bool = False,
-              design_seed: int = 0, smoothing: str | None = None) -> dict:
+              design_seed: int = 0, smoothing: str | None = None,
+              eval_noise: bool = False) -> dict:
     """The practitioner design over panels (model, model config): rows and summary; seeds:
     the designs (per pilot batch), heldout_seeds: behind each answer; progress_form: the
     planner's (None: its default); floor_out: also each log planned with --floor-out, and
@@ -335,12 +338,12 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
     that many updates (EVAL_EVERY, the design's); compare: also each log planned with the
     Adam form and with its whole curve's knee, their summaries and the paired contrasts with
     the plan's and the Adam form's (out["adam"], out["knee"]);
-    design_seed, smoothing: `model_rows`'."""
+    design_seed, smoothing, eval_noise: `model_rows`'."""
     rows, sims = [], {}
     for m, cfg in panels:
         got, secs, how = model_rows(m, cfg, opt, folder, keep, quiet, seeds, heldout_seeds,
                                     progress_form, floor_out, every, compare, design_seed,
-                                    smoothing)
+                                    smoothing, eval_noise)
         from twoclock.studies.plan_check import entry  # noqa: PLC0415
         pilots, held = batches(m)
         sims[m.name] = {"seconds": secs, "pilots": list(pilots), "heldout": list(held),
@@ -350,6 +353,7 @@ def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: i
     return {"calibration": True, "design": "practitioner", "rules": list(RULES),
             "eval_every_updates": every, "eval_items": EVAL_ITEMS, "seeds": seeds,
             "heldout_seeds": heldout_seeds, "design_seed": design_seed, "smoothing": smoothing,
+            "eval_noise": eval_noise,
             "simulations": sims,
             "rows": rows,
             "summary": summary(rows),
@@ -431,7 +435,9 @@ def table(out: dict) -> str:
              f"step 0), pilots at 3 batches, held out at 2x and 8x; {out['seeds']} designs per "
              f"model and rule; answers: medians of {out['heldout_seeds']} seeds' engine clocks"
              + (f"; progress form {out['progress_form']}" if out.get("progress_form") else "")
-             + (f"; read after --smooth {out['smoothing']}" if out.get("smoothing") else ""),
+             + (f"; read after --smooth {out['smoothing']}" if out.get("smoothing") else "")
+             + (f"; planned with --eval-items {out['eval_items']}" if out.get("eval_noise")
+                else ""),
              f"{'model':<10} {'rule':<6} {'preds':>5} {'scored':>6} {'refused':>7} "
              f"{'|err| 2x':>9} {'|err| 8x':>9} {'cov 95%':>8} {'med width':>10} {'>x2':>6}"]
     for s in out["summary"]:

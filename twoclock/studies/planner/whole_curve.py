@@ -36,21 +36,21 @@ def first_values(path: str, metric: str) -> list:
 
 
 def plan_both(path: str, target: str, fractions, held, sharp: bool = False,
-              smoothing: str | None = None) -> tuple:
+              **reading) -> tuple:
     """(the target's plan alone, its row of the joint fit): each {batch: progress band}, or the
     refusal's line in place of a plan. The target's plan is made once and serves both (the
     joint fit is refused with it); sharp: the joint fit fits the knee's sharpness too;
-    smoothing: the planner's --smooth."""
+    reading: the planner's options for reading the log (smoothing, eval_items)."""
     metric = parse_condition(target, "--progress").metric
     bands_of = lambda rows: {p["batch"]: p["progress_samples"] for p in rows}
     try:
-        plans = [adam_plan(path, target, held, smoothing)]
+        plans = [adam_plan(path, target, held, **reading)]
     except PilotError as err:
         return str(err), str(err)
     alone = bands_of(plans[0]["predictions"])
     try:  # the levels (their refusal: the joint fit's), planned each alone
         texts = levels.split_targets(level_texts(target, first_values(path, metric), fractions))
-        plans += [adam_plan(path, t, held, smoothing) for t in texts[1:]]
+        plans += [adam_plan(path, t, held, **reading) for t in texts[1:]]
     except PilotError as err:
         return alone, str(err)
     return alone, bands_of(levels.joint_plan(texts, plans, list(held), sharp=sharp)[
@@ -64,10 +64,11 @@ def turns_back(path: str, target: str) -> bool:
     return erosion.test(read_logs(path, (c.metric,), None).runs, c.metric, c.op).turns_back
 
 
-def adam_plan(path: str, text: str, held, smoothing: str | None = None) -> dict:
-    """One target's plan of a design's log: the Adam form, progress only (the study's own)."""
+def adam_plan(path: str, text: str, held, **reading) -> dict:
+    """One target's plan of a design's log: the Adam form, progress only (the study's own);
+    reading: plan_logs' smoothing and eval_items."""
     return api.plan_logs(path, text, [], predict=list(held), progress_form="adam",
-                         smoothing=smoothing).to_json()
+                         **reading).to_json()
 
 
 __all__ = ["FRACTIONS", "level_texts", "first_values", "plan_both", "turns_back", "adam_plan"]
