@@ -1,14 +1,17 @@
-"""A local quadratic through noisy evaluations (`--smooth quad:5`) on the practitioner design
-(docs/plan.md, "Noisy evaluations"): two runs of `python experiments/plan_calibration.py
---design practitioner --compare-forms`, one with `--smooth quad:5`, on the same designs,
-compared on one of their columns (auto by default): the summary rows, the 8x median signed
-errors, where the uncovered truths lie, and the paired contrast smoothed - as logged
-(twoclock/studies/planner/paired.py).
+"""A reading option on the practitioner design: a local quadratic through noisy evaluations
+(`--smooth quad:5`, docs/plan.md, "Noisy evaluations") or the evaluation's size told to every
+plan (`--eval-noise`, "An evaluation's noise"). Two runs of `python
+experiments/plan_calibration.py --design practitioner --compare-forms`, the second with the
+option, on the same designs, compared on one of their columns (auto by default): the summary
+rows, the 8x median signed errors, where the uncovered truths lie, and the paired contrast
+with - without (twoclock/studies/planner/paired.py).
 
-    python tools/smooth_compare.py RAW.json SMOOTH.json [--column plan|adam|knee|auto]
-        [--score] [--json OUT.json]
+    python tools/smooth_compare.py RAW.json OTHER.json [--option smooth|eval_noise]
+        [--column plan|adam|knee|auto] [--score] [--json OUT.json]
 
---score checks docs/preregistered/practitioner_smooth_predictions.json (column auto)."""
+--score checks the option's pre-registered file (column auto): smooth,
+docs/preregistered/practitioner_smooth_predictions.json; eval_noise,
+docs/preregistered/practitioner_eval_noise_predictions.json."""
 import argparse
 import json
 import os
@@ -21,6 +24,7 @@ from twoclock.atomic import atomic_write  # noqa: E402
 from twoclock.studies.planner import practitioner  # noqa: E402
 
 PREDICTIONS = "docs/preregistered/practitioner_smooth_predictions.json"
+EVAL_NOISE = "docs/preregistered/practitioner_eval_noise_predictions.json"
 COLUMNS = ("plan", "adam", "knee", "auto")  # plan: the planner's default forms (the rows')
 MODELS = ("quadratic", "bandit", "policy")
 
@@ -57,17 +61,42 @@ def score(raw: list, smooth: list, doc: dict) -> list:
     return held
 
 
+def score_eval_noise(raw: list, other: list, doc: dict) -> list:
+    """(id, holds, measured) of the --eval-noise file's claims, as it words them."""
+    rows = lambda rs: {s["model"]: s for s in practitioner.summary(rs) if s["rule"] == "both"}
+    a, b = rows(raw), rows(other)
+    keep = lambda s: {k: s[k] for k in ("scored", "coverage_95", "median_width")}
+    ok = lambda s: (s["scored"] >= practitioner.AT_LEAST and
+                    s["coverage_95"] >= practitioner.COVER and
+                    s["median_width"] <= practitioner.WIDE)
+    held = [(i + 1, ok(b[m]), keep(b[m])) for i, m in enumerate(MODELS)]
+    held.append((4, b["bandit"]["coverage_95"] >= a["bandit"]["coverage_95"],
+                 {"without": keep(a["bandit"]), "with": keep(b["bandit"])}))
+    wider = {m: b[m]["median_width"] / a[m]["median_width"] for m in ("quadratic", "policy")}
+    held.append((5, all(v >= 1.1 for v in wider.values()), wider))
+    return held
+
+
+OPTIONS = {  # option: (the run's key, its label, its pre-registered file, its claims)
+    "smooth": ("smoothing", None, PREDICTIONS, score),
+    "eval_noise": ("eval_noise", "--eval-noise", EVAL_NOISE, score_eval_noise)}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("raw", help="the run's plan_calibration.json without --smooth")
-    ap.add_argument("smooth", help="the same designs' run with --smooth quad:5")
+    ap.add_argument("raw", help="the run's plan_calibration.json without the option")
+    ap.add_argument("other", help="the same designs' run with it")
+    ap.add_argument("--option", choices=tuple(OPTIONS), default="smooth",
+                    help="the option the second run has (default smooth)")
     ap.add_argument("--column", choices=COLUMNS, default="auto",
                     help="the plans compared (default auto)")
-    ap.add_argument("--score", action="store_true", help=f"score {PREDICTIONS} (column auto)")
+    ap.add_argument("--score", action="store_true",
+                    help="score the option's pre-registered file (column auto)")
     ap.add_argument("--json", help="write the comparison (and the scores) here")
     a = ap.parse_args(argv)
+    key, label, predictions, claims = OPTIONS[a.option]
     runs = []
-    for path in (a.raw, a.smooth):
+    for path in (a.raw, a.other):
         with open(path) as f:
             runs.append(json.load(f))
     if a.score and a.column != "auto":
@@ -75,19 +104,19 @@ def main(argv=None) -> None:
     if any(r.get("design") != "practitioner" for r in runs) or (
             a.column != "plan" and any(a.column not in r for r in runs)):
         ap.error(f"two practitioner runs with --compare-forms are needed (column {a.column})")
-    if runs[0].get("smoothing") or not runs[1].get("smoothing"):
-        ap.error("the first run without --smooth, the second with it (got "
-                 f"{runs[0].get('smoothing')!r}, {runs[1].get('smoothing')!r})")
+    if runs[0].get(key) or not runs[1].get(key):
+        ap.error(f"the first run without {a.option}, the second with it (got "
+                 f"{runs[0].get(key)!r}, {runs[1].get(key)!r})")
     if runs[0]["design_seed"] != runs[1]["design_seed"]:
         ap.error(f"the same designs are needed (design seeds {runs[0]['design_seed']} and "
                  f"{runs[1]['design_seed']})")
-    raw, smooth = (column(r, a.column) for r in runs)
+    raw, other = (column(r, a.column) for r in runs)
     doc = {"column": a.column, "design_seed": runs[0]["design_seed"],
-           "smoothing": runs[1]["smoothing"], **measure(raw, smooth)}
-    print(report(doc, "as logged", f"--smooth {doc['smoothing']}"))
+           "option": a.option, key: runs[1][key], **measure(raw, other)}
+    print(report(doc, "without", label or f"--smooth {runs[1][key]}"))
     if a.score:
-        held = score(raw, smooth, doc)
-        doc.update(predictions=PREDICTIONS, held=sum(bool(h) for _, h, _ in held), n=len(held),
+        held = claims(raw, other, doc)
+        doc.update(predictions=predictions, held=sum(bool(h) for _, h, _ in held), n=len(held),
                    claims=[{"id": i, "holds": bool(h), "measured": m} for i, h, m in held])
         print(f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
             f"{i} {'holds' if h else 'fails'}" for i, h, _ in held) + ")")
