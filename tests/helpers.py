@@ -52,6 +52,19 @@ def load_script(path: str, name: str | None = None):
     return mod
 
 
+def assert_claims_flip_alone(claims, doc: dict, flips: dict) -> None:
+    """A pre-registered file's claims scored as written: every claim holds on `doc` (each
+    bound met with equality where it is inclusive), and each edit flips[i] (one step past
+    claim i's bound) makes claim i fail and no other; claims(doc) -> [(id, holds)]."""
+    import copy
+    n = len(flips)
+    assert claims(doc) == [(i, True) for i in range(1, n + 1)]
+    for i, flip in flips.items():
+        d = copy.deepcopy(doc)
+        flip(d)
+        assert claims(d) == [(j, j != i) for j in range(1, n + 1)], i
+
+
 def preregistered(name: str):
     """A file of docs/preregistered/, parsed."""
     with open(os.path.join(ROOT, "docs", "preregistered", name), encoding="utf-8") as f:

@@ -1,10 +1,9 @@
 """tools/real_knee.py: the claims scored as written (each flips at its own bound, and only it),
 and the committed predictions file: every prediction carries the knee fit beside the methods it
 repeats."""
-import copy
 import json
 
-from tests.helpers import load_script
+from tests.helpers import assert_claims_flip_alone, load_script
 
 tool = load_script("tools/real_knee.py")
 
@@ -20,16 +19,12 @@ def _doc():
 
 def test_the_knee_claims_are_scored_as_written():
     doc = _doc()
-    assert tool.claims(doc) == [(i, True) for i in range(1, 6)]  # every bound inclusive
     flips = {1: lambda d: d["contrasts"]["joint"].update(ci_groups=[-0.1, -1e-6]),
              2: lambda d: d["all"]["joint_knee"].update(coverage_95=0.7999),
              3: lambda d: d["all"]["joint_knee"].update(median_width=1.9999),
              4: lambda d: d["by_bucket"][1]["joint_knee"].update(median_abs_error=0.2),
              5: lambda d: d["contrasts"]["mccandlish"].update(ci_groups=[1e-6, 0.2])}
-    for i, flip in flips.items():
-        d = copy.deepcopy(doc)
-        flip(d)
-        assert tool.claims(d) == [(j, j != i) for j in range(1, 6)], i
+    assert_claims_flip_alone(tool.claims, doc, flips)  # every bound inclusive
 
 
 def test_the_committed_predictions_carry_the_knee_beside_every_method():

@@ -1,10 +1,9 @@
 """tools/real_smooth.py: the claims scored as written (each flips at its own bound, and only
 it), and the committed predictions file (the smoothed knee is the planner's own joint fit of
 the design's pilots read with --smooth quad:5, its other methods the knee file's)."""
-import copy
 import json
 
-from tests.helpers import load_script
+from tests.helpers import assert_claims_flip_alone, load_script
 from twoclock.pilot import api, levels
 from twoclock.pilot.plan import PilotError
 
@@ -22,15 +21,11 @@ def _doc():
 
 def test_the_smoothing_claims_are_scored_as_written():
     doc = _doc()
-    assert tool.claims(doc) == [(i, True) for i in range(1, 5)]  # every bound inclusive
     flips = {1: lambda d: d["all"]["joint_knee_smooth"].update(median_abs_error=0.3001),
              2: lambda d: d["contrasts"]["joint_knee"].update(ci_groups=[1e-6, 0.1]),
              3: lambda d: d["all"]["joint_knee_smooth"].update(coverage_95=0.7799),
              4: lambda d: d["by_bucket"][1]["joint_knee_smooth"].update(median_abs_error=0.2)}
-    for i, flip in flips.items():
-        d = copy.deepcopy(doc)
-        flip(d)
-        assert tool.claims(d) == [(j, j != i) for j in range(1, 5)], i
+    assert_claims_flip_alone(tool.claims, doc, flips)  # every bound inclusive
 
 
 def test_the_committed_smoothed_knee_is_the_planners_joint_fit_of_the_smoothed_pilots():
