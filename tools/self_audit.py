@@ -888,8 +888,8 @@ BUGS = [
      f"{S}test_practitioner_design.py -k smooth"),
     # this stop: an evaluation's noise in the joint fit (--eval-items with several targets)
     ("joint floor: the residuals' threshold kept where the floor is larger", "self",
-     "twoclock/pilot/levels.py", "thr = (best * (1 + t * t / self.dof) if self.floor * self.dof <= best",
-     "thr = (best * (1 + t * t / self.dof) if self.floor * self.dof >= best",
+     "twoclock/pilot/fit.py", "return (sse_min * (1 + t * t / dof) if floor * dof <= sse_min",
+     "return (sse_min * (1 + t * t / dof) if floor * dof >= sse_min",
      f"{P}test_levels.py -k floor"),
     ("joint floor: the targets' variances averaged, not weighted by their runs", "trivial",
      "twoclock/pilot/levels.py", "return sum(k * sd * sd for k, sd in got) / n if n else 0.0",

@@ -67,6 +67,15 @@ def t_quantile(q: float, dof: int) -> float:
     return float(stats.t.ppf(q, dof))
 
 
+def region_threshold(sse_min: float, dof: int, level: float, floor: float = 0.0) -> float:
+    """The profile-likelihood region's bound on SSE at `level`: SSE_min (1 + t^2 / dof), or
+    SSE_min + t^2 floor where a per-clock variance `floor` (an evaluation's crossing noise,
+    pilot/evalnoise.py) exceeds the residuals' SSE_min / dof."""
+    t = t_quantile((1 + level) / 2, dof)
+    return (sse_min * (1 + t * t / dof) if floor * dof <= sse_min
+            else sse_min + t * t * floor)
+
+
 def form_exponent(form: str, p: float) -> float:
     """a: the asymptotic growth of samples with B past the critical batch."""
     return 1.0 - p if form == "saturation" else 1.0
@@ -129,9 +138,7 @@ class ProgressFit:
         """Grid points inside the profile-likelihood region SSE <= SSE_min (1 + t^2 / dof)
         and the half-width in the intercept each allows."""
         c, icpt, sse, n = self._grid()
-        t = t_quantile((1 + level) / 2, self.dof)
-        thr = (self.sse * (1 + t * t / self.dof) if self.floor * self.dof <= self.sse
-               else self.sse + t * t * self.floor)
+        thr = region_threshold(self.sse, self.dof, level, self.floor)
         ok = sse <= thr
         return c[ok], icpt[ok], np.sqrt(np.maximum(thr - sse[ok], 0.0) / n), ok
 
@@ -383,6 +390,6 @@ def fit_step_times(B, seconds) -> tp.ThroughputModel:
                               train_per_sample=0.0)
 
 
-__all__ = ["DELTA", "FORMS", "t_quantile", "ProgressFit", "FailureFit", "CoupledFit",
-           "fit_progress", "choose_progress", "fit_failure", "fit_coupled", "band", "envelope",
-           "fit_step_times", "form_exponent", "exp_or_none"]
+__all__ = ["DELTA", "FORMS", "t_quantile", "region_threshold", "ProgressFit", "FailureFit",
+           "CoupledFit", "fit_progress", "choose_progress", "fit_failure", "fit_coupled", "band",
+           "envelope", "fit_step_times", "form_exponent", "exp_or_none"]

@@ -124,10 +124,7 @@ class JointFit:
         return np.concatenate(icpt), np.concatenate(sse)
 
     def region(self, level: float):
-        t = pf.t_quantile((1 + level) / 2, self.dof)
-        best = self.sse[self.best]  # as fit.ProgressFit: SSE_min + t^2 max(SSE_min / dof, floor)
-        thr = (best * (1 + t * t / self.dof) if self.floor * self.dof <= best
-               else best + t * t * self.floor)
+        thr = pf.region_threshold(self.sse[self.best], self.dof, level, self.floor)
         return self.sse <= thr, thr
 
     def log_noise_scale(self, l: int) -> float:
