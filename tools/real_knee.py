@@ -115,10 +115,11 @@ def claims(doc: dict) -> list:
             (5, has0(c["mccandlish"]["ci_groups"]))]
 
 
-def score_with(pred_path: str, out: str, methods, predictions: str, claims) -> dict:
+def score_with(pred_path: str, out: str, methods, predictions: str, claims,
+               more=lambda doc: {}) -> dict:
     """A predictions file's every sweep scored for `methods` (the first the one compared with
-    each other), pooled by bucket and in all, with the claims of the committed `predictions`
-    file; written atomically to `out`."""
+    each other), pooled by bucket and in all, with what more(doc) adds and the claims of the
+    committed `predictions` file; written atomically to `out`."""
     with open(pred_path, encoding="utf-8") as f:
         pre = json.load(f)
     rows = []
@@ -126,6 +127,7 @@ def score_with(pred_path: str, out: str, methods, predictions: str, claims) -> d
         rows += [{"sweep": sw["sweep"], **r} for r in rc.score_rows(sw, methods)]
     doc = {"predictions": pred_path, **rc.by_bucket(rows, methods),
            "all": pooled_all(rows, methods)}
+    doc.update(more(doc))
     return finish(doc, pred_path, predictions, claims, out)
 
 
@@ -133,16 +135,16 @@ def score(pred_path: str, out: str) -> dict:
     return score_with(pred_path, out, METHODS, PREDICTIONS, claims)
 
 
-def main_with(argv, predict, score, methods, names, usage: str) -> None:
+def main_with(argv, predict, score, methods, names, usage: str, text=scored_text) -> None:
     """`predict OUT.json` or `score PREDICTIONS.json OUT.json` of a tool on the homework
-    sweeps, printed as this tool prints them."""
+    sweeps, the scored document printed by text(doc, methods, names)."""
     if argv[:1] == ["predict"] and len(argv) == 2:
         doc = predict(argv[1])
         n = sum(len(t["predictions"]) for sw in doc["sweeps"] for d in sw["designs"]
                 for t in d["targets"])
         print(f"wrote {argv[1]}: {len(doc['sweeps'])} sweeps, {n} predictions")
     elif argv[:1] == ["score"] and len(argv) == 3:
-        print(scored_text(score(argv[1], argv[2]), methods, names))
+        print(text(score(argv[1], argv[2]), methods, names))
     else:
         raise SystemExit(usage)
 

@@ -12,7 +12,6 @@ its file before `score`, which reads the held-out curves as logged (the truth is
 before) and scores joint_knee_smooth beside the other methods, pooled by how far each held-out
 batch lies beyond the largest pilot, with the paired contrasts joint_knee_smooth minus each.
 """
-import json
 import os
 import sys
 
@@ -21,7 +20,6 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/ is not a package
 import real_curves as rc  # noqa: E402
 import real_knee as rk  # noqa: E402
-from twoclock.atomic import atomic_write  # noqa: E402
 
 SMOOTH = "quad:5"
 METHODS = ("joint_knee_smooth",) + rk.METHODS
@@ -70,19 +68,20 @@ def signed(rows, methods=METHODS[:2]) -> dict:
 
 
 def score(pred_path: str, out: str) -> dict:
-    doc = rk.score_with(pred_path, out, METHODS, PREDICTIONS, claims)
-    doc["signed_median"] = signed(doc["rows"])
-    atomic_write(out, lambda f: (json.dump(doc, f, indent=1), f.write("\n")))
-    return doc
+    return rk.score_with(pred_path, out, METHODS, PREDICTIONS, claims,
+                         lambda doc: {"signed_median": signed(doc["rows"])})
+
+
+def text(doc: dict, methods, names) -> str:
+    """real_knee's printout and the median signed errors."""
+    s = doc["signed_median"]
+    return (rk.scored_text(doc, methods, names)
+            + f"\nmedian signed error over the {s['predictions']} predictions both answered: "
+            + "; ".join(f"{names.get(m, m)} {s[m]:+.1%}" for m in methods[:2]))
 
 
 def main(argv) -> None:
-    rk.main_with(argv, predict, score, METHODS, NAMES, __doc__)
-    if argv[:1] == ["score"] and len(argv) == 3:
-        with open(argv[2], encoding="utf-8") as f:
-            s = json.load(f)["signed_median"]
-        print(f"median signed error over the {s['predictions']} predictions both answered: "
-              + "; ".join(f"{NAMES.get(m, m)} {s[m]:+.1%}" for m in METHODS[:2]))
+    rk.main_with(argv, predict, score, METHODS, NAMES, __doc__, text)
 
 
 if __name__ == "__main__":
