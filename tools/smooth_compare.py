@@ -34,14 +34,13 @@ def column(run: dict, name: str) -> list:
     return run["rows"] if name == "plan" else practitioner.as_rows(run["rows"], name)
 
 
-def meets(s: dict) -> bool:
-    """The practitioner goal's four criteria over scored predictions (a summary row):
-    median |error| <= GOAL at 2x and 8x, 95% coverage >= COVER over >= AT_LEAST, median width
-    <= WIDE."""
-    return (s["scored"] >= practitioner.AT_LEAST and s["coverage_95"] >= practitioner.COVER
-            and s["median_width"] <= practitioner.WIDE
-            and all(s[k] is not None and s[k] <= practitioner.GOAL
-                    for k in ("median_abs_error_2x", "median_abs_error_8x")))
+def meets(s: dict, criteria=("2x", "8x", "coverage", "scored", "width")) -> bool:
+    """Whether a summary row meets the practitioner goal's `criteria` (practitioner.misses'
+    names; by default its four over scored predictions: median |error| at 2x and 8x, 95%
+    coverage over enough predictions, median width), an error criterion only with a median."""
+    errors = {"2x": "median_abs_error_2x", "8x": "median_abs_error_8x"}
+    return (not any(c in criteria for c, _ in practitioner.misses(s))
+            and all(s[errors[c]] is not None for c in criteria if c in errors))
 
 
 def score(raw: list, smooth: list, doc: dict) -> list:
@@ -66,9 +65,7 @@ def score_eval_noise(raw: list, other: list, doc: dict) -> list:
     rows = lambda rs: {s["model"]: s for s in practitioner.summary(rs) if s["rule"] == "both"}
     a, b = rows(raw), rows(other)
     keep = lambda s: {k: s[k] for k in ("scored", "coverage_95", "median_width")}
-    ok = lambda s: (s["scored"] >= practitioner.AT_LEAST and
-                    s["coverage_95"] >= practitioner.COVER and
-                    s["median_width"] <= practitioner.WIDE)
+    ok = lambda s: meets(s, ("coverage", "scored", "width"))
     held = [(i + 1, ok(b[m]), keep(b[m])) for i, m in enumerate(MODELS)]
     held.append((4, b["bandit"]["coverage_95"] >= a["bandit"]["coverage_95"],
                  {"without": keep(a["bandit"]), "with": keep(b["bandit"])}))

@@ -131,15 +131,17 @@ def test_the_goal_per_model_by_hand():
           0.15, "coverage_95": 0.90, "coverage_95_never_as_miss": 0.90, "scored": 40,
           "median_width": 2.0}  # every criterion at its boundary: met
     assert pr.missed(ok) == []
-    for change, said in ((dict(median_abs_error_8x=0.217), "|err| 8x 21.7% > 15%"),
-                         (dict(median_abs_error_2x=0.151), "|err| 2x 15.1% > 15%"),
-                         (dict(coverage_95=0.899, coverage_95_never_as_miss=0.899),
-                          "coverage 89.9% < 90%"),
-                         (dict(coverage_95_never_as_miss=0.87),
-                          "coverage counting never-reached as misses 87.0% < 90%"),
-                         (dict(scored=39), "39 scored < 40"),
-                         (dict(median_width=2.01), "median width x2.01 > x2")):
+    for change, said, key in (
+            (dict(median_abs_error_8x=0.217), "|err| 8x 21.7% > 15%", "8x"),
+            (dict(median_abs_error_2x=0.151), "|err| 2x 15.1% > 15%", "2x"),
+            (dict(coverage_95=0.899, coverage_95_never_as_miss=0.899), "coverage 89.9% < 90%",
+             "coverage"),
+            (dict(coverage_95_never_as_miss=0.87),
+             "coverage counting never-reached as misses 87.0% < 90%", "never"),
+            (dict(scored=39), "39 scored < 40", "scored"),
+            (dict(median_width=2.01), "median width x2.01 > x2", "width")):
         assert pr.missed({**ok, **change}) == [said], change
+        assert pr.misses({**ok, **change}) == [(key, said)], change
     assert pr.missed({**ok, "median_abs_error_8x": None}) == []  # nothing at 8x: not judged
     out = {"design": "practitioner", "eval_items": 1000, "eval_every_updates": 25, "seeds": 2,
            "heldout_seeds": 2, "simulations": {}, "rows": [],

@@ -308,22 +308,30 @@ def summary(rows) -> list:
     return out
 
 
-def missed(s: dict) -> list:
-    """What a summary row misses of the goal (COVER, AT_LEAST, WIDE, report.GOAL), in words."""
+def misses(s: dict) -> list:
+    """What a summary row misses of the goal (COVER, AT_LEAST, WIDE, report.GOAL), each as
+    (criterion, words): criterion "2x" or "8x" (the median |error|), "coverage", "never" (the
+    coverage with never-reached predictions as misses), "scored" or "width"."""
     if not s["scored"]:
-        return [f"0 scored < {AT_LEAST}"]
+        return [("scored", f"0 scored < {AT_LEAST}")]
     ci = lambda k: "" if s.get(k + "_ci") is None else \
         f" [95% CI {s[k + '_ci'][0]:.1%}, {s[k + '_ci'][1]:.1%}]"
-    bad = [f"|err| {t} {s[k]:.1%}{ci(k)} > {GOAL:.0%}" for t, k in (
+    bad = [(t, f"|err| {t} {s[k]:.1%}{ci(k)} > {GOAL:.0%}") for t, k in (
         ("2x", "median_abs_error_2x"), ("8x", "median_abs_error_8x"))
         if s[k] is not None and s[k] > GOAL]
-    bad += [f"coverage {s['coverage_95']:.1%} < {COVER:.0%}"] if s["coverage_95"] < COVER else []
+    bad += [("coverage", f"coverage {s['coverage_95']:.1%} < {COVER:.0%}")] \
+        if s["coverage_95"] < COVER else []
     nev = s["coverage_95_never_as_miss"]
-    bad += [f"coverage counting never-reached as misses {nev:.1%} < {COVER:.0%}"] if (
+    bad += [("never", f"coverage counting never-reached as misses {nev:.1%} < {COVER:.0%}")] if (
         nev is not None and nev < COVER <= s["coverage_95"]) else []
-    bad += [f"{s['scored']} scored < {AT_LEAST}"] if s["scored"] < AT_LEAST else []
-    return bad + ([f"median width x{s['median_width']:.2f} > x{WIDE:g}"]
+    bad += [("scored", f"{s['scored']} scored < {AT_LEAST}")] if s["scored"] < AT_LEAST else []
+    return bad + ([("width", f"median width x{s['median_width']:.2f} > x{WIDE:g}")]
                   if s["median_width"] > WIDE else [])
+
+
+def missed(s: dict) -> list:
+    """What a summary row misses of the goal, in words (`misses`)."""
+    return [words for _, words in misses(s)]
 
 
 def calibrate(panels, opt, folder: str, keep=None, quiet: bool = False, seeds: int = SEEDS,
