@@ -53,11 +53,11 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
       column: samples = step x batch), restarts ('refuse' or 'keep-last'), updates ({RUN or
       glob: K}, optimizer updates per rollout batch): how runs are read (docs/plan.md);
       progress_form: 'adam', the progress form that reads each run's lr and K (pilots with
-      unequal K need it);
-      predict_rule: with it, the rule to predict under, 'P[:LR0@B0]' (--predict-rule) or
-      (p, lr0, b0) (default: the rule most pilots share); eval_items: the items each
-      evaluation of the progress metric (a share in [0, 1]) scores, whose binomial noise is
-      the progress band's crossing noise where larger than the residuals' (docs/plan.md);
+      unequal K need it); predict_rule: with it, the rule to predict under, 'P[:LR0@B0]'
+      (--predict-rule) or (p, lr0, b0) (default: the rule most pilots share); eval_items: the
+      items each evaluation of the progress metric (a share in [0, 1]) scores, whose binomial
+      noise is the progress band's crossing noise where larger than the residuals' (docs/plan.md;
+      the joint fit of several targets takes it too);
       floor_out: the progress metric's optimum (0 for a loss, 1 for an accuracy): take Adam's
       noise floor out of the progress clock, each run's plateau read from its logged tail
       (needs progress_form 'adam'; docs/plan.md, "Adam's progress form"); run_scatter: the
