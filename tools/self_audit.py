@@ -899,6 +899,18 @@ BUGS = [
      "twoclock/studies/planner/practitioner.py",
      '"eval_items": EVAL_ITEMS if eval_noise else None}', '"eval_items": None}',
      f"{S}test_practitioner_design.py -k eval_noise"),
+    # this stop: practitioner runs on several fresh design sets, pooled
+    ("pool: a design of one set paired with the same-numbered design of another", "glue",
+     "tools/practitioner_pool.py",
+     'return [{**r, "seed": f"{design_seed}/{r[\'seed\']}"} for r in rows]',
+     "return [dict(r) for r in rows]", f"{S}test_practitioner_pool.py"),
+    ("pool: an option's absent key and its None read as different settings", "trivial",
+     "tools/practitioner_pool.py", "got = [r.get(k) or None for r in runs]",
+     "got = [r.get(k) for r in runs]", f"{S}test_practitioner_pool.py"),
+    ("pool: the bias claim read over every set, not the two new ones", "self",
+     "tools/practitioner_pool.py",
+     'new = [r for r in rows if int(r["seed"].split("/")[0]) in NEW_SETS]',
+     "new = list(rows)", f"{S}test_practitioner_pool.py"),
 ]
 
 
