@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from practitioner_levels import _target, last_slope  # noqa: E402
-from smooth_compare import COLUMNS, MODELS, column, meets  # noqa: E402
+from smooth_compare import COLUMNS, MODELS, column, meets, record  # noqa: E402
 from twoclock.atomic import atomic_write  # noqa: E402
 from twoclock.studies.planner import paired, practitioner  # noqa: E402
 
@@ -234,12 +234,7 @@ def main(argv=None) -> None:
     doc, rows = measure(a.folders, a.column, not a.no_baseline)
     print(report(doc))
     if a.score:
-        held = score(doc, rows)
-        doc.update(predictions=PREDICTIONS, held=sum(bool(h) for _, h, _ in held),
-                   n=len(held), claims=[{"id": i, "holds": bool(h), "measured": m}
-                                        for i, h, m in held])
-        print(f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
-            f"{i} {'holds' if h else 'fails'}" for i, h, _ in held) + ")")
+        print(record(doc, PREDICTIONS, score(doc, rows)))
     if a.json:
         atomic_write(a.json, lambda f: json.dump(doc, f, indent=1))
 

@@ -74,6 +74,15 @@ def score_eval_noise(raw: list, other: list, doc: dict) -> list:
     return held
 
 
+def record(doc: dict, predictions: str, held: list) -> str:
+    """The scored claims ((id, holds, measured) each) put into doc beside the file they score,
+    and the printout's line."""
+    doc.update(predictions=predictions, held=sum(bool(h) for _, h, _ in held), n=len(held),
+               claims=[{"id": i, "holds": bool(h), "measured": m} for i, h, m in held])
+    return f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
+        f"{i} {'holds' if h else 'fails'}" for i, h, _ in held) + ")"
+
+
 OPTIONS = {  # option: (the run's key, its label, its pre-registered file, its claims)
     "smooth": ("smoothing", None, PREDICTIONS, score),
     "eval_noise": ("eval_noise", "--eval-noise", EVAL_NOISE, score_eval_noise)}
@@ -112,11 +121,7 @@ def main(argv=None) -> None:
            "option": a.option, key: runs[1][key], **measure(raw, other)}
     print(report(doc, "without", label or f"--smooth {runs[1][key]}"))
     if a.score:
-        held = claims(raw, other, doc)
-        doc.update(predictions=predictions, held=sum(bool(h) for _, h, _ in held), n=len(held),
-                   claims=[{"id": i, "holds": bool(h), "measured": m} for i, h, m in held])
-        print(f"pre-registered: {doc['held']} of {doc['n']} hold (" + ", ".join(
-            f"{i} {'holds' if h else 'fails'}" for i, h, _ in held) + ")")
+        print(record(doc, predictions, claims(raw, other, doc)))
     if a.json:
         atomic_write(a.json, lambda f: json.dump(doc, f, indent=1))
 
