@@ -7,7 +7,10 @@ baseline (the largest pilot's clock carried on at the last slope, tools/practiti
 with the paired contrast column - baseline (twoclock/studies/planner/paired.py).
 
     python tools/practitioner_pool.py FOLDER ... [--column plan|adam|knee|auto]
-        [--no-baseline] [--score] [--json OUT.json]
+        [--against COLUMN] [--no-baseline] [--score] [--json OUT.json]
+
+--against COLUMN: also the paired contrast column - COLUMN per model and rule, and both
+columns' coverage, median width and 8x median |error| per rule over the models.
 
 Each FOLDER is the --out of `python experiments/plan_calibration.py --design practitioner
 --compare-forms --design-seed S`, a different S each, with the same settings. --score checks
@@ -124,14 +127,30 @@ def errors(rows: list) -> dict:
     return out
 
 
-def measure(folders: list, name: str = "auto", with_baseline: bool = True) -> tuple:
+def by_rule(rows: list) -> dict:
+    """Per rule, over every model: scored, 95% coverage, median width, 8x median |error|."""
+    out = {}
+    for rule in practitioner.RULES:
+        sc = [r for r in rows if r["rule"] == rule and r.get("rel_error") is not None]
+        e8 = [abs(r["rel_error"]) for r in sc if r["times_largest_pilot"] == 8]
+        out[rule] = {"scored": len(sc),
+                     "coverage_95": float(np.mean([r["covered"] for r in sc])) if sc else None,
+                     "median_width": float(np.median([r["width"] for r in sc])) if sc else None,
+                     "median_abs_error_8x": float(np.median(e8)) if e8 else None}
+    return out
+
+
+def measure(folders: list, name: str = "auto", with_baseline: bool = True,
+            against: str | None = None) -> tuple:
     """(doc, pooled rows): each set's goals, the pooled goals and summary, signed errors per
     cell and, with the baseline, its pooled goals and the paired contrast column - baseline
-    (|log(1 + err)|) per model at 8x, per model and in all."""
+    (|log(1 + err)|) per model at 8x, per model and in all; against: the contrast column -
+    against per model and rule, and both columns by rule (`by_rule`)."""
     runs = [load(f) for f in folders]
-    why = mismatch(runs, name)
+    why = mismatch(runs, name) or (against and mismatch(runs, against))
     if why:
         raise SystemExit(f"practitioner_pool.py: {why}")
+    pool = lambda c: [x for r in runs for x in relabel(column(r, c), r["design_seed"])]
     sets = {r["design_seed"]: relabel(column(r, name), r["design_seed"]) for r in runs}
     rows = [x for rs in sets.values() for x in rs]
     doc = {"column": name, "design_seeds": list(sets),
@@ -151,6 +170,14 @@ def measure(folders: list, name: str = "auto", with_baseline: bool = True) -> tu
             ("all", "both", None)]
         doc["baseline"] = {"pooled": errors(base),
                            "contrast": paired.contrast(base, rows, groups=groups)}
+    if against:
+        other = pool(against)
+        models = list(dict.fromkeys(r["model"] for r in rows))
+        groups = [(m, rule, None) for m in models for rule in practitioner.RULES] + [
+            ("all", rule, None) for rule in practitioner.RULES + ("both",)]
+        doc["against"] = {"column": against,
+                          "contrast": paired.contrast(other, rows, groups=groups),
+                          "by_rule": {name: by_rule(rows), against: by_rule(other)}}
     return doc, rows
 
 
@@ -187,6 +214,14 @@ def report(doc: dict) -> str:
             for m, v in doc["baseline"]["pooled"].items()))
         lines.append(paired.contrast_table(doc["baseline"]["contrast"], "last slope",
                                            doc["column"]))
+    if "against" in doc:
+        a = doc["against"]
+        for c, by in a["by_rule"].items():
+            lines.append(f"{c}, over the models: " + "; ".join(
+                f"{rule} {v['scored']} scored, coverage {pct(v['coverage_95'])}, width "
+                f"x{v['median_width']:.2f}, 8x {pct(v['median_abs_error_8x'])}"
+                for rule, v in by.items() if v["scored"]))
+        lines.append(paired.contrast_table(a["contrast"], a["column"], doc["column"]))
     return "\n".join(lines)
 
 
@@ -220,6 +255,8 @@ def main(argv=None) -> None:
     ap.add_argument("folders", nargs="+", help="practitioner runs' --out folders")
     ap.add_argument("--column", choices=COLUMNS, default="auto",
                     help="the plans pooled (default auto)")
+    ap.add_argument("--against", choices=COLUMNS,
+                    help="also the paired contrast of the column against this one")
     ap.add_argument("--no-baseline", action="store_true",
                     help="leave out the last-slope baseline (it re-reads every design's log)")
     ap.add_argument("--score", action="store_true",
@@ -231,7 +268,9 @@ def main(argv=None) -> None:
     for f in a.folders:
         if not os.path.isfile(os.path.join(f, "plan_calibration.json")):
             ap.error(f"{f}: no plan_calibration.json (give the study's --out folder)")
-    doc, rows = measure(a.folders, a.column, not a.no_baseline)
+    if a.against == a.column:
+        ap.error(f"--against: another column than --column {a.column}")
+    doc, rows = measure(a.folders, a.column, not a.no_baseline, a.against)
     print(report(doc))
     if a.score:
         print(record(doc, PREDICTIONS, score(doc, rows)))

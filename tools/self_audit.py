@@ -911,6 +911,12 @@ BUGS = [
      "tools/practitioner_pool.py",
      'new = [r for r in rows if int(r["seed"].split("/")[0]) in NEW_SETS]',
      "new = list(rows)", f"{S}test_practitioner_pool.py"),
+    ("pool: a column against another, the contrast's sides swapped", "self",
+     "tools/practitioner_pool.py", '"contrast": paired.contrast(other, rows, groups=groups),',
+     '"contrast": paired.contrast(rows, other, groups=groups),', f"{S}test_practitioner_pool.py"),
+    ("pool: a rule's coverage read over every rule", "trivial", "tools/practitioner_pool.py",
+     'sc = [r for r in rows if r["rule"] == rule and r.get("rel_error") is not None]',
+     'sc = [r for r in rows if r.get("rel_error") is not None]', f"{S}test_practitioner_pool.py"),
 ]
 
 

@@ -197,3 +197,31 @@ def test_the_baselines_errors_by_hand():
     assert got["quadratic"]["median_abs_error_2x"] == pytest.approx(0.05)
     assert got["quadratic"]["scored"] == 4 and got["bandit"]["median_abs_error_8x"] == \
         pytest.approx(0.8) and got["bandit"]["median_abs_error_2x"] is None
+
+
+def test_a_column_against_another_by_hand(tmp_path):
+    # one set, two fixed-lr designs: auto errs (0.1, -0.2) at 2x and (0.3, 0.05) at 8x; adam
+    # errs twice as far, its bands x1.5 either side (so its -0.4 and +0.6 at 8x miss)
+    folder = _run(tmp_path, 3, [(0.1, 0.3), (-0.2, 0.05)])
+    with open(folder + "/plan_calibration.json") as f:
+        run = json.load(f)
+    run["adam"] = {}
+    for r in run["rows"]:
+        r["adam"] = _row(r["seed"], r["times_largest_pilot"], 2 * r["auto"]["rel_error"],
+                         band=(1 / 1.5, 1.5))["auto"]
+    with open(folder + "/plan_calibration.json", "w") as f:
+        json.dump(run, f)
+    doc, _ = tool.measure([folder], "auto", with_baseline=False, against="adam")
+    errs = [(0.1, 0.3), (-0.2, 0.05)]
+    d = [abs(math.log1p(e)) - abs(math.log1p(2 * e)) for pair in errs for e in pair]
+    got = {(c["model"], c["rule"]): c for c in doc["against"]["contrast"]}
+    assert got[("quadratic", "fixed")]["mean_diff"] == pytest.approx(sum(d) / 4)
+    assert got[("quadratic", "fixed")]["designs"] == 2 and ("quadratic", "sqrt") not in got
+    by = doc["against"]["by_rule"]
+    # auto: |err| 0.3 lies outside x1.25 (1000 outside [1040, 1625]), the rest inside; adam:
+    # 2x errors 0.2, -0.4 and 8x 0.6, 0.1 against x1.5: -0.4 and 0.6 outside
+    assert by["auto"]["fixed"]["coverage_95"] == pytest.approx(3 / 4)
+    assert by["adam"]["fixed"]["coverage_95"] == pytest.approx(2 / 4)
+    assert by["adam"]["fixed"]["median_width"] == pytest.approx(1.5)
+    assert by["auto"]["fixed"]["median_abs_error_8x"] == pytest.approx((0.3 + 0.05) / 2)
+    assert by["adam"]["sqrt"]["scored"] == 0
