@@ -6,6 +6,7 @@ the floor come closer than the plain form's, and within the 15% goal?
     python tools/adam_floor.py score PREDICTIONS.json OUT.json   # simulates, 32 seeds a batch
     python tools/adam_floor.py seen   # mean field at the regime map's cells (lr0 0.01, 0.03)
     python tools/adam_floor.py decompose   # the default cell: momentum and the floor, simulated
+    python tools/adam_floor.py optimizer   # the default cell's gap along beta1 and beta2
 
 Both plan each cell (the quadratic model's defaults but the cell's, Adam, a fixed lr, lr0 at b0
 8) from pilots at B 8, 16, 32 and predict B 128 and 256 (4x, 8x):
@@ -235,5 +236,28 @@ if __name__ == "__main__":
             e = {k: math.log2(out[k][1] / out[k][0]) for k in ("plain", "aware")}
             print(f"| {b1:g} | {q['sim'][-1]:.4f} [{q['ci'][0][-1]:.4f}, {q['ci'][1][-1]:.4f}] | "
                   f"{e['plain']:.4f} | {e['aware']:.4f} |")
+    elif sys.argv[1:] == ["optimizer"]:  # the plain form's gap along Adam's two betas
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from tests.pilot.test_adam_form import quadratic_exponents
+        print("| beta1 | beta2 | simulated 128 -> 256 [95% CI] | plain form | form - simulated |")
+        for b1, b2 in ((0.9, 0.9), (0.9, 0.99), (0.9, 0.999), (0.9, 0.9999), (0.0, 0.999),
+                       (0.0, 0.9999), (0.5, 0.999), (0.99, 0.999)):
+            q = quadratic_exponents("fixed", beta1=b1, beta2=b2)
+            print(f"| {b1:g} | {b2:g} | {q['sim'][-1]:.4f} [{q['ci'][0][-1]:.4f}, "
+                  f"{q['ci'][1][-1]:.4f}] | {q['form'][-1]:.4f} | "
+                  f"{q['form'][-1] - q['sim'][-1]:+.4f} |")
+        # the plateaus (each run's last quarter, 25000 updates at B 256) against the floor law
+        from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
+        from twoclock.models import MODELS
+        batches = (8, 16, 32, 64, 128, 256)
+        for b1 in (0.9, 0.0):
+            res = run_sweep(MODELS["quadratic"], QuadraticConfig(target=0.05),
+                            OptimConfig(name="adam", lr_rule="fixed", beta1=b1),
+                            SweepConfig(batches=batches, lr0s=(0.01,), seeds=S,
+                                        budget=6_400_000, n_ckpt=128), quiet=True)
+            tails = [float(np.median(res.ckpt[i]["progress_frac"][0, :, -32:].mean(axis=1)))
+                     for i in range(len(batches))]
+            print(f"beta1 {b1:g}: plateau x sqrt(B) at B {', '.join(map(str, batches))}: "
+                  + ", ".join(f"{t * math.sqrt(b):.4f}" for t, b in zip(tails, batches)))
     else:
         raise SystemExit(__doc__)

@@ -197,7 +197,7 @@ SEEDS, PILOTS, BATCHES = 32, 3, (8, 16, 32, 64, 128, 256)
 
 def quadratic_exponents(rule: str, seeds: int = SEEDS, resamples: int = 2000,
                         target: float = 0.05, lr0: float = 0.01, gap: int = 0,
-                        beta1: float = 0.9, **model) -> dict:
+                        beta1: float = 0.9, beta2: float = 0.999, **model) -> dict:
     """The quadratic model (defaults but `target` and `model`, Adam, lr0 at b0 8) under `rule`
     at BATCHES: the simulated local exponents d log N / d log B per doubling with percentile
     CIs (the median over seeds, seeds resampled jointly across batches), and the Adam form
@@ -208,7 +208,7 @@ def quadratic_exponents(rule: str, seeds: int = SEEDS, resamples: int = 2000,
     from twoclock import OptimConfig, QuadraticConfig, SweepConfig, run_sweep
     from twoclock.models import MODELS
     res = run_sweep(MODELS["quadratic"], QuadraticConfig(target=target, **model),
-                    OptimConfig(name="adam", lr_rule=rule, beta1=beta1),
+                    OptimConfig(name="adam", lr_rule=rule, beta1=beta1, beta2=beta2),
                     SweepConfig(batches=BATCHES, lr0s=(lr0,), seeds=seeds,
                                 budget=round(2000 / lr0), n_ckpt=128), quiet=True)
     N, lr = res.prog_n[:, 0, :], res.lrs_BxL[:, 0]
