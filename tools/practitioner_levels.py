@@ -48,6 +48,21 @@ def last_slope(path: str, target: str, held) -> dict | str:
     return {b: n2 * (b / b2) ** e for b in held}
 
 
+KEEP = ("model", "rule", "seed", "batch", "times_largest_pilot", "measured")  # a row's design
+
+
+def slope_rows(slope, rows: list) -> list:
+    """The last-slope baseline's rows for one design's study rows (slope: `last_slope`'s
+    {batch: samples}, or its refusal's line), each scored against its row's answer."""
+    out = []
+    for r in rows:
+        base = {k: r[k] for k in KEEP}
+        out.append({**base, "refused": slope} if isinstance(slope, str) else {
+            **base, "refused": None, "predicted": slope[r["batch"]], "rel_error": None
+            if r["measured"] is None else slope[r["batch"]] / r["measured"] - 1})
+    return out
+
+
 def rescore(folder: str, fractions, first: int = 0, sharp: bool = False) -> tuple:
     """(rows alone, rows joint, rows of the last-slope baseline): the study's rows of designs
     (seeds) `first` on, re-planned both ways (sharp: the joint fit with the knee's sharpness)
@@ -63,16 +78,12 @@ def rescore(folder: str, fractions, first: int = 0, sharp: bool = False) -> tupl
         designs.setdefault((r["model"], r["rule"], r["seed"]), []).append(r)
     targets = {m: _target(m) for m, _, _ in designs}
     for (model, rule, seed), rows in designs.items():
-        path = os.path.join(folder, f"plan_calibration_practitioner_{model}_{rule}_s{seed}.csv")
+        path = practitioner.design_path(folder, model, rule, seed)
         held = sorted(r["batch"] for r in rows)
         got = plan_both(path, targets[model], fractions, held, sharp)
-        slope = last_slope(path, targets[model], held)
+        base_rows += slope_rows(last_slope(path, targets[model], held), rows)
         for r in rows:
-            base = {k: r[k] for k in ("model", "rule", "seed", "batch", "times_largest_pilot",
-                                      "measured")}
-            base_rows.append({**base, "refused": slope} if isinstance(slope, str) else {
-                **base, "refused": None, "predicted": slope[r["batch"]], "rel_error": None
-                if r["measured"] is None else slope[r["batch"]] / r["measured"] - 1})
+            base = {k: r[k] for k in KEEP}
             for out, g in zip((alone, joint), got):
                 if isinstance(g, str):
                     out.append({**base, "refused": g})

@@ -25,7 +25,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from practitioner_levels import _target, last_slope  # noqa: E402
+from eval_every import misses  # noqa: E402
+from practitioner_levels import _target, last_slope, slope_rows  # noqa: E402
 from smooth_compare import COLUMNS, MODELS, column, meets, record  # noqa: E402
 from twoclock.atomic import atomic_write  # noqa: E402
 from twoclock.studies.planner import paired, practitioner  # noqa: E402
@@ -74,35 +75,22 @@ def baseline(folder: str, run: dict) -> list:
         designs.setdefault((r["model"], r["rule"], r["seed"]), []).append(r)
     out = []
     for (model, rule, seed), rows in designs.items():
-        path = os.path.join(folder, f"plan_calibration_practitioner_{model}_{rule}_s{seed}.csv")
-        slope = last_slope(path, _target(model), sorted(r["batch"] for r in rows))
-        for r in rows:
-            base = {k: r[k] for k in ("model", "rule", "seed", "batch", "times_largest_pilot",
-                                      "measured")}
-            if isinstance(slope, str):
-                out.append({**base, "refused": slope})
-            else:
-                p = slope[r["batch"]]
-                out.append({**base, "refused": None, "predicted": p, "rel_error": None
-                            if r["measured"] is None else p / r["measured"] - 1})
+        path = practitioner.design_path(folder, model, rule, seed)
+        out += slope_rows(last_slope(path, _target(model), sorted(r["batch"] for r in rows)),
+                          rows)
     return out
 
 
-def signed(rows: list, model: str, rule: str, times: int, resamples: int = 2000,
-           seed: int = 0) -> dict:
+def signed(rows: list, model: str, rule: str, times: int) -> dict:
     """The median signed error of a cell's scored rows (one a design) with its 95% percentile
-    bootstrap CI over designs, and how many truths lie above and below their bands."""
-    rs = [r for r in rows if (r["model"], r["rule"], r["times_largest_pilot"]) ==
-          (model, rule, times) and r.get("rel_error") is not None]
-    if len(rs) < 2:
-        return {"n": len(rs), "median": None, "ci": None, "above": 0, "below": 0}
-    e = np.array([r["rel_error"] for r in rs])
-    draws = np.random.default_rng(seed).choice(e, (resamples, len(e)))
-    ci = np.percentile(np.median(draws, axis=1), [2.5, 97.5])
-    out = [r for r in rs if "covered" in r and not r["covered"]]
-    return {"n": len(rs), "median": float(np.median(e)), "ci": [float(x) for x in ci],
-            "above": sum(r["measured"] > r["ci"][1] for r in out),
-            "below": sum(r["measured"] < r["ci"][0] for r in out)}
+    bootstrap CI over designs (practitioner.median_ci), and how many truths lie above and
+    below their bands (eval_every.misses)."""
+    rs = [r for r in rows if (r["model"], r["rule"]) == (model, rule)]
+    ci = practitioner.median_ci(rs, times, signed=True)
+    return {"n": sum(r["times_largest_pilot"] == times and r.get("rel_error") is not None
+                     for r in rs),
+            "median": None if ci is None else practitioner.median_signed(rs, times), "ci": ci,
+            **misses(rs, model, rule, times)}
 
 
 def goals(rows: list) -> dict:

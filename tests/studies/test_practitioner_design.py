@@ -441,12 +441,14 @@ def test_another_design_seed_draws_other_runs_and_the_same_seed_the_same():
 def test_the_median_errors_ci_by_exact_enumeration():
     """Two designs at 8x with |errors| 0.1 and 0.3: a bootstrap draw of two is (0.1, 0.1),
     (0.3, 0.3) each with probability 1/4, else a median of 0.2, so the 2.5th and 97.5th
-    percentiles of 2000 draws are 0.1 and 0.3 (each end has about 500 draws, far above 50);
-    one design has no CI; the goal's line carries the CI where the summary has one."""
+    percentiles of 2000 draws are 0.1 and 0.3 (each end has about 500 draws, far above 50),
+    and of the signed errors 0.1 and -0.3, -0.3 and 0.1; one design has no CI; the goal's line carries the CI where the summary has one."""
     rows = [{"model": "m", "rule": "sqrt", "seed": i, "times_largest_pilot": t,
              "measured": 1.0, "refused": None, "rel_error": e, "covered": True, "width": 1.5}
             for i, (t, e) in enumerate(((8, 0.1), (8, -0.3), (2, 0.05)))]
     assert pr.median_ci(rows, 8) == pytest.approx([0.1, 0.3])
+    # signed, the same draws of (0.1, -0.3): the ends are -0.3 and 0.1
+    assert pr.median_ci(rows, 8, signed=True) == pytest.approx([-0.3, 0.1])
     assert pr.median_ci(rows, 2) is None
     both = next(s for s in pr.summary(rows) if s["rule"] == "both" and s["model"] == "m")
     assert both["median_abs_error_8x_ci"] == pytest.approx([0.1, 0.3])

@@ -43,6 +43,11 @@ def batches(model) -> tuple:
     return p3, (2 * p3[-1], 8 * p3[-1])
 
 
+def design_path(folder: str, model: str, rule: str, seed) -> str:
+    """The CSV a design's pilot logs are written to (and read back from by the tools)."""
+    return os.path.join(folder, f"plan_calibration_practitioner_{model}_{rule}_s{seed}.csv")
+
+
 def heldout_budget(budget: int, batch: int, top: int, rule: str) -> int:
     """The samples a held-out run at `batch` is given: the pilots' budget times the most the
     theory lets a progress clock grow from the largest pilot `top`, (batch / top)^(1 - p) under
@@ -172,8 +177,7 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
         rng = np.random.default_rng([NOISE_SEED, RULES.index(rule)]
                                     + ([design_seed] if design_seed else []))
         for s in range(seeds):
-            path = os.path.join(folder, f"plan_calibration_practitioner_{model.name}_{rule}_"
-                                        f"s{s}.csv")
+            path = design_path(folder, model.name, rule, s)
             write_design(path, sims, pilots, s, metric, rng, every)
             try:
                 plan, refused = pl.plan_logs(path, progress, [], predict=list(held),
@@ -268,11 +272,12 @@ def median_signed(rows, times: int) -> float | None:
     return float(np.median(e)) if e else None
 
 
-def median_ci(rows, times: int, resamples: int = 2000, seed: int = 0) -> list | None:
-    """The 95% percentile bootstrap CI of the median |error| at `times` x the largest pilot
-    over the scored rows, designs (model, rule, seed) resampled whole: how far sixteen designs
-    pin the goal's statistic (None: under two designs)."""
-    e = [abs(r["rel_error"]) for r in rows
+def median_ci(rows, times: int, resamples: int = 2000, seed: int = 0,
+              signed: bool = False) -> list | None:
+    """The 95% percentile bootstrap CI of the median |error| (signed: of the signed error) at
+    `times` x the largest pilot over the scored rows, designs (model, rule, seed) resampled
+    whole: how far sixteen designs pin the goal's statistic (None: under two designs)."""
+    e = [r["rel_error"] if signed else abs(r["rel_error"]) for r in rows
          if r["times_largest_pilot"] == times and r.get("rel_error") is not None]
     if len(e) < 2:
         return None
