@@ -122,6 +122,13 @@ def predict(out: str) -> dict:
     return doc
 
 
+def plateaus(res, n: int) -> np.ndarray:
+    """[batch] each of a sweep's n batches' plateau: the median over seeds of its run's mean
+    over the last quarter of its 128 checkpoints."""
+    return np.median([res.ckpt[i]["progress_frac"][0, :, -32:].mean(axis=1) for i in range(n)],
+                     axis=1)
+
+
 def simulate(cell: dict) -> dict:
     """The cell's per-seed clocks: the pilots' plateaus, their crossings of every level the two
     methods ask for, and the truth at PREDICT."""
@@ -136,9 +143,7 @@ def simulate(cell: dict) -> dict:
                                      n_ckpt=128), quiet=True)
 
     long = sweep(PILOTS, target, round(8000 / lr0))
-    tails = np.array([long.ckpt[i]["progress_frac"][0, :, -32:].mean(axis=1)
-                      for i in range(len(PILOTS))])  # [pilot, seed]
-    floors = np.median(tails, axis=1)
+    floors = plateaus(long, len(PILOTS))
     clocks = {(b, target): long.prog_n[i, 0, :] for i, b in enumerate(PILOTS)}
     phi = adam.floor_scale(floors, np.array(PILOTS, np.float64), np.full(len(PILOTS), lr0))
     for b in PREDICT:
@@ -255,9 +260,8 @@ if __name__ == "__main__":
                             OptimConfig(name="adam", lr_rule="fixed", beta1=b1),
                             SweepConfig(batches=batches, lr0s=(0.01,), seeds=S,
                                         budget=6_400_000, n_ckpt=128), quiet=True)
-            tails = [float(np.median(res.ckpt[i]["progress_frac"][0, :, -32:].mean(axis=1)))
-                     for i in range(len(batches))]
             print(f"beta1 {b1:g}: plateau x sqrt(B) at B {', '.join(map(str, batches))}: "
-                  + ", ".join(f"{t * math.sqrt(b):.4f}" for t, b in zip(tails, batches)))
+                  + ", ".join(f"{t * math.sqrt(b):.4f}"
+                              for t, b in zip(plateaus(res, len(batches)), batches)))
     else:
         raise SystemExit(__doc__)
