@@ -7,6 +7,7 @@ the floor come closer than the plain form's, and within the 15% goal?
     python tools/adam_floor.py seen   # mean field at the regime map's cells (lr0 0.01, 0.03)
     python tools/adam_floor.py decompose   # the default cell: momentum and the floor, simulated
     python tools/adam_floor.py optimizer   # the default cell's gap along beta1 and beta2
+    python tools/adam_floor.py headstart   # the floor and momentum's head start out together
 
 Both plan each cell (the quadratic model's defaults but the cell's, Adam, a fixed lr, lr0 at b0
 8) from pilots at B 8, 16, 32 and predict B 128 and 256 (4x, 8x):
@@ -54,25 +55,28 @@ RULE = ("the floor-aware form beats the plain one where the paired 95% CI of |aw
         "field's predicted aware 8x error holds where it lies in the measured error's 95% CI")
 
 
-def plan(clock, floors, lr0: float, target: float) -> dict:
+def plan(clock, floors, lr0: float, target: float, head: float = 0.0) -> dict:
     """The three methods' clocks at PREDICT. clock(b, level) -> the pilot's clock(s) at batch b
-    crossing `level` (an array: the runs pooled); floors: the pilots' plateaus."""
+    crossing `level` (an array: the runs pooled); floors: the pilots' plateaus. head: momentum's
+    head start in updates (tests/pilot/test_adam_momentum.py), added to every pilot's clock
+    (head x b samples) before the Adam forms' fits and taken off their predictions after."""
     B = np.array(PILOTS, np.float64)
 
     def fit(levels):
-        N = [np.atleast_1d(clock(b, lv)) for b, lv in zip(PILOTS, levels)]
+        N = [np.atleast_1d(clock(b, lv)) + head * b for b, lv in zip(PILOTS, levels)]
         Bp = np.concatenate([np.full(n.size, b) for b, n in zip(B, N)])
         return adam.fit_adam(Bp, np.concatenate(N), np.full(Bp.size, lr0), np.ones(Bp.size),
                              0.0, lr0, 8.0, sharp=True)
 
-    plain = np.exp(fit([target] * len(PILOTS)).log_median(np.array(PREDICT, np.float64)))
+    at = np.array(PREDICT, np.float64)
+    plain = np.exp(fit([target] * len(PILOTS)).log_median(at)) - head * at
     phi = adam.floor_scale(floors, B, np.full(B.size, lr0))
     aware = []
     for b in PREDICT:
         a_pred = float(adam.floor_at(phi, b, lr0))
         levels = adam.floor_levels(target, floors, a_pred)
         aware.append(math.nan if levels is None else
-                     float(np.exp(fit(levels).log_median(np.array([float(b)])))[0]))
+                     float(np.exp(fit(levels).log_median(np.array([float(b)])))[0]) - head * b)
     largest = float(np.median(np.atleast_1d(clock(PILOTS[-1], target))))
     return {"plain": plain.tolist(), "aware": aware,
             "linear": [largest * b / PILOTS[-1] for b in PREDICT], "phi": phi}
@@ -263,5 +267,27 @@ if __name__ == "__main__":
             print(f"beta1 {b1:g}: plateau x sqrt(B) at B {', '.join(map(str, batches))}: "
                   + ", ".join(f"{t * math.sqrt(b):.4f}"
                               for t, b in zip(plateaus(res, len(batches)), batches)))
+    elif sys.argv[1:] == ["headstart"]:  # both known corrections at once, and two controls
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from tests.pilot.test_adam_form import quadratic_exponents
+        print("| cell | beta1 | simulated 128 -> 256 [95% CI] | plain | floor-aware | head start"
+              " out | both out | 8x error: plain, both out |")
+        for name, lr0, model in (("default", 0.01, {}), ("isotropic (alpha 0, sigma 3.6)",
+                                 0.01, {"alpha": 0.0, "sigma": 3.6}), ("lr0 0.001", 0.001, {})):
+            for b1 in (0.9, 0.0):
+                cell = {"target": 0.05, "lr0": lr0, "model": model, "opt": {"beta1": b1}}
+                sim, q = simulate(cell), quadratic_exponents("fixed", beta1=b1, lr0=lr0, **model)
+                # by hand for one coordinate: beta1 / (1 - beta1) x the e-folds to the target
+                head = b1 / (1 - b1) * 0.5 * math.log(1 / cell["target"])
+                e, err, truth = {}, {}, np.median(sim["truth"][-1])
+                for h in (0.0, head):
+                    out = plan(lambda b, lv: sim["clocks"][(b, float(lv))], sim["floors"], lr0,
+                               cell["target"], head=h)
+                    e[h] = [math.log2(out[k][1] / out[k][0]) for k in ("plain", "aware")]
+                    err[h] = [out[k][1] / truth - 1 for k in ("plain", "aware")]
+                print(f"| {name} | {b1:g} | {q['sim'][-1]:.4f} [{q['ci'][0][-1]:.4f}, "
+                      f"{q['ci'][1][-1]:.4f}] | {e[0.0][0]:.4f} | {e[0.0][1]:.4f} | "
+                      f"{e[head][0]:.4f} | {e[head][1]:.4f} | {err[0.0][0]:+.1%}, "
+                      f"{err[head][1]:+.1%} |")
     else:
         raise SystemExit(__doc__)
