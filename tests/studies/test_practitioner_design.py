@@ -47,6 +47,31 @@ def test_the_log_has_an_evaluation_every_25_updates_and_none_at_step_0(tmp_path)
     assert [int(r[3]) for r in rows] == [400, 800, 1200]
 
 
+def test_the_shipped_sweep_example_is_a_practitioners_sweep():
+    """twoclock/data/example_sweep_logs.csv (the README's second plan command) as its README
+    says: one run at each of the policy model's three pilot batches, one lr for all (a fixed
+    lr), an evaluation every 25 updates from update 25 on (none at step 0), each an accuracy
+    on 1000 items (a whole number of items)."""
+    import csv
+    import os
+    from twoclock.models import get
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__)))), "twoclock", "data", "example_sweep_logs.csv")
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["run", "batch", "lr", "samples", "heldout_acc"]
+    pilots = pr.batches(get("policy"))[0]
+    assert sorted({int(r["batch"]) for r in rows}) == list(pilots)
+    assert {r["run"] for r in rows} == {f"B{b}" for b in pilots}  # one run a batch
+    assert {float(r["lr"]) for r in rows} == {1e-4}
+    for b in pilots:
+        smp = [int(r["samples"]) for r in rows if int(r["batch"]) == b]
+        assert smp == [pr.EVAL_EVERY * b * (i + 1) for i in range(len(smp))], b
+        assert len(smp) >= 5, b
+    k = np.array([float(r["heldout_acc"]) for r in rows]) * pr.EVAL_ITEMS
+    assert np.allclose(k, np.round(k)) and (k >= 0).all() and (k <= pr.EVAL_ITEMS).all()
+
+
 def test_an_evaluation_every_5_updates_keeps_those_rows_and_not_the_runs_end(tmp_path):
     # the same run checkpointed every 5 updates (--eval-every 5): by hand, updates 5, 10, 15
     # at B 16 are 80, 160, 240 samples; the run's end at 17 updates lies between evaluations

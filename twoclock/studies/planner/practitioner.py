@@ -135,6 +135,32 @@ def write_design(path: str, sims: dict, pilots, seed: int, metric: str, rng,
     atomic_write(path, write)
 
 
+def pilot_sims(model, cfg, opt, seeds: int = SEEDS, keep=None, quiet: bool = True,
+               every: int = EVAL_EVERY, design_seed: int = 0) -> dict:
+    """{pilot batch: its sweep} of a model's designs under opt's rule (`simulate`)."""
+    from twoclock.studies.plan_check import entry  # noqa: PLC0415
+    e = entry(model)
+    return {b: simulate(model, cfg, opt, b, e.lr0, seeds, int(e.budget), keep, quiet, every,
+                        design_seed) for b in batches(model)[0]}
+
+
+def heldout_answers(model, cfg, opt, seeds: int = HELDOUT_SEEDS, keep=None,
+                    quiet: bool = True) -> dict:
+    """{held-out batch: its answer (`truth`)} under opt's rule, each run given its
+    `heldout_budget`."""
+    from twoclock.studies.plan_check import entry  # noqa: PLC0415
+    lr0, held = entry(model).lr0, batches(model)[1]
+    return {b: truth(simulate(model, cfg, opt, b, lr0, seeds, budget, keep, quiet, every=None))
+            for b, budget in zip(held, heldout_budgets(model)[opt.lr_rule])}
+
+
+def noise_rng(rule: str, design_seed: int = 0):
+    """The evaluation noise's stream of a rule's designs, drawn seed after seed (seed 0 of
+    design seed 0: the stream's first draws)."""
+    return np.random.default_rng([NOISE_SEED, RULES.index(rule)]
+                                 + ([design_seed] if design_seed else []))
+
+
 def truth(res) -> float | None:
     """The median of the held-out seeds' engine clocks (a seed that never reached: later)."""
     p = np.asarray(res.prog_n[0, 0], np.float64)
@@ -157,8 +183,6 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
     of every earlier run; another: fresh designs, the same answers); smoothing: the planner's
     --smooth for every plan of a log (the erosion test of auto reads the logged points);
     eval_noise: every plan of a log is told the evaluation's size (--eval-items EVAL_ITEMS)."""
-    from twoclock.studies.plan_check import entry  # noqa: PLC0415
-    e = entry(model)
     pilots, held = batches(model)
     progress, _, conds, _ = logs_check.conditions(model, cfg)
     metric = conds[0].metric
@@ -167,15 +191,11 @@ def model_rows(model, cfg, opt, folder: str, keep=None, quiet: bool = True,
     for rule in RULES:
         o = replace(opt, lr_rule=rule)
         t0 = time.perf_counter()
-        sims = {b: simulate(model, cfg, o, b, e.lr0, seeds, int(e.budget), keep, quiet, every,
-                            design_seed) for b in pilots}
-        answers = {b: truth(simulate(model, cfg, o, b, e.lr0, heldout_seeds, budget, keep,
-                                     quiet, every=None))
-                   for b, budget in zip(held, heldout_budgets(model)[rule])}
+        sims = pilot_sims(model, cfg, o, seeds, keep, quiet, every, design_seed)
+        answers = heldout_answers(model, cfg, o, heldout_seeds, keep, quiet)
         secs += time.perf_counter() - t0
         how = noise(metric, sims[pilots[0]].ckpt[0])
-        rng = np.random.default_rng([NOISE_SEED, RULES.index(rule)]
-                                    + ([design_seed] if design_seed else []))
+        rng = noise_rng(rule, design_seed)
         for s in range(seeds):
             path = design_path(folder, model.name, rule, s)
             write_design(path, sims, pilots, s, metric, rng, every)
