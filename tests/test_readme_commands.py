@@ -51,7 +51,9 @@ def test_the_readme_commands_are_found_whole():
     got = bash_commands(_readme())
     assert len(got) >= 3, got
     plan = [c for c in got if "experiments/plan.py --logs" in c]
-    assert len(plan) == 1 and plan[0].endswith("--clip clip_frac --predict 512 1024"), plan
+    assert len(plan) == 2 and plan[0].endswith("--clip clip_frac --predict 512 1024"), plan
+    assert plan[1].endswith('"heldout_acc>=0.6 heldout_acc>=0.57 heldout_acc>=0.54" '
+                            "--progress-form auto --fit-knee --predict 256 1024"), plan
     assert bash_commands("```bash\na \\\n  b\n# note\n\nc\n```\n```text\nd\n```\n") == ["a b", "c"]
     assert to_run("python3 -m venv .venv && . .venv/bin/activate && pip install -e . && "
                   "python x.py --y") == "python x.py --y"
