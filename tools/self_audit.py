@@ -917,6 +917,15 @@ BUGS = [
     ("pool: a rule's coverage read over every rule", "trivial", "tools/practitioner_pool.py",
      'sc = [r for r in rows if r["rule"] == rule and r.get("rel_error") is not None]',
      'sc = [r for r in rows if r.get("rel_error") is not None]', f"{S}test_practitioner_pool.py"),
+    ("levels: the joint critical batch band in B_n, not 0.44 B_n", "trivial",
+     "twoclock/pilot/levels.py", "crit = {\"ci\": [None if v is None else adam.SQRT_C * math.exp(v)",
+     "crit = {\"ci\": [None if v is None else math.exp(v)", "tests/pilot/test_levels.py"),
+    ("levels: the joint row's pilots read against their own plan's curve", "self",
+     "twoclock/pilot/levels.py", 'return [{**e, "progress_fit": float(f)} for e, f in zip(got, med)]',
+     "return got", "tests/pilot/test_levels.py"),
+    ("levels: the joint band's open end read at the other end", "trivial",
+     "twoclock/pilot/levels.py", "return [None if open_lo else lo, None if open_hi else hi]",
+     "return [None if open_hi else lo, None if open_lo else hi]", "tests/pilot/test_levels.py"),
 ]
 
 

@@ -71,6 +71,73 @@ def test_the_joint_fit_recovers_a_noise_scale_linear_in_the_level():
             assert got["ci"][0] < want < got["ci"][1]
 
 
+def test_the_joint_critical_batch_band_holds_each_levels_own_and_is_pinned_by_its_pilots():
+    """Clocks by the formula (B_n 24.26, 40, 65.95 by hand) at pilots 8 to 64, which straddle
+    every knee: each level's band of 0.44 B_n holds 0.44 x its own B_n (another level's is
+    outside: 0.44 x 24.26 = 10.7 against 0.44 x 65.95 = 29.0), with both ends finite."""
+    out = levels.joint_plan(["acc>=0.45", "acc>=0.5", "acc>=0.55"], _plans(),
+                            predict=[128.0])
+    for l, row in enumerate(out["targets"]):
+        lo, hi = row["critical_batch_ci"]
+        want = 0.44 * math.exp(C0 + C1 * X[l])
+        assert lo is not None and hi is not None and lo < want < hi, (l, lo, want, hi)
+        assert hi / lo < 1.5, (l, lo, hi)
+
+
+def test_a_knee_beyond_every_pilot_leaves_the_critical_batch_open_and_the_wide_band_says_so():
+    """B_n = 1e5 at every level (by hand, far above pilots 8 to 64: their clocks grow as
+    sqrt(B), where under a 5% scatter no upper end of B_n can be read): the band's high end is
+    open, and at 64x
+    the largest pilot the joint band is wider than x2 either side and its line says why, with
+    the width as computed here from the band; at 2x, where the band is narrower, no line."""
+    plans = _plans()
+    for l, p in enumerate(plans):
+        for i, r in enumerate(p["runs"]):
+            r["progress_samples"] = float(by_hand(r["batch"], r["lr"], A_L[l], 1e5)
+                                          * math.exp(0.05 * (-1) ** i))
+    texts = ["acc>=0.45", "acc>=0.5", "acc>=0.55"]
+    out = levels.joint_plan(texts, plans, predict=[128.0, 4096.0])
+    for row in out["targets"]:
+        assert row["critical_batch_ci"][1] is None
+        near, far = row["predictions"]
+        for p in (near, far):
+            med, (lo, hi) = p["progress_samples"]["median"], p["progress_samples"]["ci"]
+            w = math.inf if lo is None or hi is None else max(med / lo, hi / med)
+            assert p["band_width"] == (None if math.isinf(w) else pytest.approx(w, rel=1e-12))
+            assert (p["band_why"] is None) == (w <= 2.0), (p["batch"], w)
+        assert far["band_why"].startswith(f"band at B 4096 for {row['condition']} is ")
+        assert "critical batch is not pinned" in far["band_why"]
+    text = levels.table(out)
+    assert all(("  " + r["predictions"][1]["band_why"]) in text.splitlines()
+               for r in out["targets"])
+
+
+def test_the_joint_rows_pilots_are_read_against_the_joint_fits_curve():
+    """The pilots' per-batch clocks that `bands.why` reads are given the joint fit's clock
+    (the formula at the batch's first run's lr) as their fitted one, not the target's own
+    plan's (here a wrong 1.0). _plans gives every third run from the first 3x the lr: runs 0,
+    3 and 6, so the first runs of B 8, 16, 32, 64 (runs 0, 2, 4, 6) run at 0.03, 0.01, 0.01,
+    0.03."""
+    plans = _plans()
+    for p in plans:
+        p["estimates"] = [{"batch": float(b), "progress": 1.0, "progress_fit": 1.0}
+                          for b in BATCHES]
+    texts = ["acc>=0.45", "acc>=0.5", "acc>=0.55"]
+    conds = [levels.parse_condition(t, "--progress") for t in texts]
+    vals = np.array([c.threshold for c in conds])
+    for l, p in enumerate(plans):
+        m = np.array([r["batch"] for r in p["runs"]])
+        fit = levels.JointFit(m, np.array([r["lr"] for r in p["runs"]]),
+                              np.log([r["progress_samples"] for r in p["runs"]]),
+                              np.zeros(m.size, int), np.array([vals[l] - vals.mean()]))
+        est, pilots = levels._joint_estimates(fit, 0, p, 0.95)
+        assert pilots == set(BATCHES.tolist())
+        want = by_hand(BATCHES, np.array([0.03, 0.01, 0.01, 0.03]), A_L[l],
+                       math.exp(C0 + C1 * X[l]))
+        got = np.array([e["progress_fit"] for e in est])
+        np.testing.assert_allclose(got, want, rtol=0.01)
+
+
 def test_a_flat_noise_scale_is_not_called_a_trend():
     plans = _plans(wiggle=0.05)
     for p in plans:  # one B_n = 40 at every level (by hand: c1 = 0)

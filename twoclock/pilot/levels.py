@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from twoclock.config import scaled_lr
-from twoclock.pilot import adam, envelope, fit as pf, forms, predict as pp
+from twoclock.pilot import adam, bands, envelope, fit as pf, forms, predict as pp
 from twoclock.pilot.conditions import parse_condition
 from twoclock.pilot.plan import PilotError
 from twoclock.pilot.result import TARGETS_SCHEMA
@@ -130,6 +130,20 @@ class JointFit:
     def log_noise_scale(self, l: int) -> float:
         return float(self.C0[self.best] + self.C1[self.best] * self.x[l])
 
+    def log_noise_scale_band(self, l: int, level: float) -> list:
+        """[low, high] of log B_n at level l over the profile region; an end is None (open)
+        where the region's extreme there lies on the grid's edge in a direction that moves it
+        further (c0's edge, or c1's where level l is off the levels' mean)."""
+        ok, _ = self.region(level)
+        c0, c1, x = self.C0[ok], self.C1[ok], self.x[l]
+        v = c0 + c1 * x
+        lo, hi, tol = float(v.min()), float(v.max()), 1e-9
+        c1_down = (c1 <= self.c1[0]) if x > 0 else (c1 >= self.c1[-1]) if x < 0 else False
+        c1_up = (c1 >= self.c1[-1]) if x > 0 else (c1 <= self.c1[0]) if x < 0 else False
+        open_lo = np.any((v <= lo + tol) & ((c0 <= self.c0[0]) | c1_down))
+        open_hi = np.any((v >= hi - tol) & ((c0 >= self.c0[-1]) | c1_up))
+        return [None if open_lo else lo, None if open_hi else hi]
+
     def slope(self, level: float) -> dict:
         ok, _ = self.region(level)
         lo, hi = self.C1[ok].min(), self.C1[ok].max()
@@ -202,10 +216,15 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95,
         # plan given without predictions has none: its joint band is left as fitted)
         band = [_enveloped(x, b, own.get((b, k)), rule["p"]) for x, (b, k) in zip(band, points)]
         bn = math.exp(fit.log_noise_scale(l))
+        crit = {"ci": [None if v is None else adam.SQRT_C * math.exp(v)
+                       for v in fit.log_noise_scale_band(l, level)]}
+        est, pilots = _joint_estimates(fit, l, p, level)
         rows.append({"condition": t, "level": float(vals[l]), "noise_scale": bn,
-                     "critical_batch": adam.SQRT_C * bn,
+                     "critical_batch": adam.SQRT_C * bn, "critical_batch_ci": crit["ci"],
                      "predictions": [{"batch": b, "updates": k, "lr": float(x),
-                                      "progress_samples": s}
+                                      "progress_samples": s,
+                                      "band_width": _finite(bands.width(s)),
+                                      "band_why": bands.why(s, b, t, crit, est, pilots)}
                                      for (b, k), x, s in zip(points, lr_B, band)],
                      "plan": p})
     sl = fit.slope(level)
@@ -222,6 +241,28 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95,
                       "crossing_sd": math.sqrt(fit.floor) if fit.floor else None,
                       "level": level, "clocks": fit.n},
             "source": plans[0]["source"]}
+
+
+def _finite(w):
+    """A band's width factor as plan.json holds it (strict JSON: an open band's is null)."""
+    return None if w is None or math.isinf(w) else w
+
+
+def _joint_estimates(fit: JointFit, l: int, plan: dict, level: float) -> tuple:
+    """(the target's per-batch estimates with the joint fit's clock as each pilot batch's
+    fitted one, the pilot batches): what `bands.why` reads of a plan, for the joint row."""
+    runs = {}
+    for r in plan["runs"]:  # a batch's first run gives its lr and K
+        runs.setdefault(float(r["batch"]), r)
+    got = [e for e in plan.get("estimates", ()) if e["progress"] is not None
+           and e["batch"] in runs]
+    if not got:
+        return [], set(runs)
+    b = np.array([e["batch"] for e in got])
+    k = np.array([runs[x].get("updates", 1.0) for x in b])
+    lr = np.array([runs[x]["lr"] for x in b])
+    med = np.exp(fit.log_band(l, b / k, lr, level)[0])
+    return [{**e, "progress_fit": float(f)} for e, f in zip(got, med)], set(runs)
 
 
 def _enveloped(band: dict, b: float, own: dict | None, p: float) -> dict:
@@ -260,6 +301,8 @@ def table(out: dict) -> str:
                     " " * 33)
             b = pp.label(p["batch"], p.get("updates", 1.0), show)
             lines.append(f"{lead} {b:>9}  {_band(ps):<36}" + ("-" if o is None else _band(o)))
+    lines += ["  " + p["band_why"] for row in out["targets"] for p in row["predictions"]
+              if p.get("band_why")]
     return "\n".join(lines)
 
 
