@@ -33,15 +33,16 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     model = get(MODEL)
     cfg, opt = model.config(), OptimConfig(lr_rule=RULE)
-    metric = logs_check.conditions(model, cfg)[2][0].metric
+    progress, _, conds, _ = logs_check.conditions(model, cfg)
+    metric = conds[0].metric
     pilots = pr.batches(model)[0]
     sims = pr.pilot_sims(model, cfg, opt)
     pr.write_design(a.path, sims, pilots, SEED, metric, pr.noise_rng(RULE))
     print(f"wrote {a.path}: {MODEL} model, {RULE} lr, one seed at B {', '.join(map(str, pilots))}")
     if a.answers:
         for b, n in pr.heldout_answers(model, cfg, opt).items():
-            print(f"B {b}: the median of {pr.HELDOUT_SEEDS} seeds' clocks to "
-                  f"{logs_check.conditions(model, cfg)[0]}: {n:.6g} samples")
+            print(f"B {b}: the median of {pr.HELDOUT_SEEDS} seeds' clocks to {progress}: "
+                  f"{n:.6g} samples")
 
 
 if __name__ == "__main__":
