@@ -64,6 +64,26 @@ def test_the_shifted_levels_give_the_held_out_clock_exactly_where_the_plain_form
     assert out["linear"] == pytest.approx([crossing(32, T) * b / 32 for b in tool.PREDICT])
 
 
+def test_a_head_start_taken_out_and_put_back_gives_the_held_out_clock_exactly():
+    # momentum's head start (tests/pilot/test_adam_momentum.py): runs that save H updates at
+    # every batch, N(b) = b (A sqrt(1 + B_n / b) - H) samples (by hand: the form's updates
+    # less H). With head=H the pilots' clocks plus H b are the form itself, fitted exactly, and
+    # the prediction less H b is the held-out clock; without it the form predicts too fast, as
+    # at the quadratic's default cell, and so does half the head start. A = 100 updates at
+    # large B, H 12.5 of them (the default cell's 105 and 12.07 to 12.80). No floor: plateaus
+    # of 1e-12, so the floor-aware plan is the plain one.
+    A, b_n, H, T, lr0 = 100.0, 30.0, 12.5, 0.1, 0.01
+    clock = lambda b, level: b * (A * math.sqrt(1 + b_n / b) - H)
+    floors = np.zeros(len(tool.PILOTS))
+    truth = [clock(b, T) for b in tool.PREDICT]
+    out = tool.plan(clock, floors + 1e-12, lr0, T, head=H)
+    assert np.allclose(out["plain"], truth, rtol=1e-6)
+    assert np.allclose(out["aware"], truth, rtol=1e-4)
+    for wrong in (0.0, H / 2):
+        miss = tool.plan(clock, floors + 1e-12, lr0, T, head=wrong)["plain"]
+        assert all(p / t - 1 < -0.004 for p, t in zip(miss, truth)), wrong
+
+
 def test_a_target_below_the_predicted_floor_has_no_aware_clock():
     # floors phi / sqrt(b) with phi 0.9: at B 128 the floor is 0.0795, above the target 0.07
     floors = np.array([0.9 / math.sqrt(b) for b in tool.PILOTS])
