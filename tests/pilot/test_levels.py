@@ -171,14 +171,50 @@ def test_several_targets_from_the_example_logs_keep_each_targets_own_plan(tmp_pa
     assert two["targets"][1]["plan"] == one  # the one-target plan, unchanged inside
 
 
+def test_a_target_the_pilots_cannot_plan_is_left_out_and_named_where_two_others_plan(
+        tmp_path, capsys):
+    """On the example logs (highest accuracy 0.843): with 0.99 among three targets the other
+    two are planned jointly, each exactly as without it, and 0.99 is named with the one line
+    it alone is refused with; with two of three out of reach the command is refused, in one
+    line naming both."""
+    from twoclock.cli.plan import main
+    base = ["--logs", DATA, "--predict", "512", "--no-figure"]
+    assert main(base + ["--progress", "heldout_acc>=0.7 heldout_acc>=0.99 heldout_acc>=0.75",
+                        "--out", str(tmp_path / "three")]) == 0
+    printed = capsys.readouterr().out
+    assert main(base + ["--progress", "heldout_acc>=0.7 heldout_acc>=0.75",
+                        "--out", str(tmp_path / "two")]) == 0
+    three = json.loads((tmp_path / "three" / "plan.json").read_text())
+    two = json.loads((tmp_path / "two" / "plan.json").read_text())
+    assert [t["condition"] for t in three["targets"]] == ["heldout_acc>=0.7", "heldout_acc>=0.75"]
+    assert three["targets"] == two["targets"] and three["joint"] == two["joint"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:  # a refusal: one line, exit status 2
+        main(base + ["--progress", "heldout_acc>=0.99", "--out", str(tmp_path / "x")])
+    assert e.value.code == 2
+    alone = capsys.readouterr().err.strip().split("error: ", 1)[1]
+    assert three["left_out"] == [{"condition": "heldout_acc>=0.99", "why": alone}]
+    assert two["left_out"] == []
+    assert f"  left out: {alone}" in printed.splitlines()
+    with pytest.raises(SystemExit) as e:
+        main(base + ["--progress", "heldout_acc>=0.7 heldout_acc>=0.98 heldout_acc>=0.99",
+                     "--out", str(tmp_path / "one")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'heldout_acc>=0.98'" in err[0] and "'heldout_acc>=0.99'" in err[0]
+    assert "of the 3 targets given, 1 can be planned" in err[0]
+
+
 def test_every_key_of_the_several_target_document_is_documented(tmp_path):
     """docs/results.md's section for it names every key written (a target's `plan` is the
     one-target plan, whose keys test_plan_schema checks) and no key that is not written."""
     import re
     from tests.pilot.test_plan_schema import DOC, _paths
     from twoclock.cli.plan import main
-    assert main(["--logs", DATA, "--progress", "heldout_acc>=0.7 heldout_acc>=0.75",
-                 "--predict", "512", "--no-figure", "--out", str(tmp_path)]) == 0
+    # 0.99: no run reaches it (the example's highest is 0.843), so it is left out
+    assert main(["--logs", DATA, "--progress", "heldout_acc>=0.7 heldout_acc>=0.75 "
+                 "heldout_acc>=0.99", "--predict", "512", "--no-figure", "--out",
+                 str(tmp_path)]) == 0
     out = json.loads((tmp_path / "plan.json").read_text())
     for t in out["targets"]:
         t.pop("plan")

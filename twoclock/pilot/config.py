@@ -28,7 +28,8 @@ class LogsInput:
                                    "json (or a directory of runs holding one), verl's .jsonl")
     progress: str | None = param(None, "the target, e.g. 'heldout_acc>=0.7'; several of one "
                                        "metric in one quoted argument, 'acc>=0.45 acc>=0.5 "
-                                       "acc>=0.55': a plan each and a joint fit (docs/plan.md)")
+                                       "acc>=0.55': a plan each and a joint fit, a target the "
+                                       "pilots cannot plan left out and named (docs/plan.md)")
     failure: tuple = option((), "a failure clock, e.g. 'kl>=0.5' (repeat for several: each is "
                                 "fitted; the earliest sets the plan; none: a progress-only plan)",
                   action="append")
@@ -168,25 +169,39 @@ def plan(cfg: PlanConfig) -> dict:
     lg = cfg.logs
     if lg is not None:  # the Python entry's plan, with the flags' values; one per target
         targets = levels.split_targets(lg.progress)
-        plans = [api.plan_logs(
-            lg.path, t, lg.failure, predict=predict, margin=cfg.margin,
-            level=cfg.level, smoothing=lg.smooth, columns=lg.col, clip=lg.clip,
-            clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=lg.form, preset=lg.preset,
-            batch=lg.batch, lr=lg.lr, batch_from_name=lg.batch_from_name,
-            samples_from_step=lg.samples_from_step, restarts=lg.restarts,
-            updates=lg.updates, eval_items=lg.eval_items, floor_out=lg.floor_out,
-            run_scatter=lg.run_scatter,
-            progress_form=cfg.progress_form,
-            predict_rule=cfg.predict_rule).to_json()
-            for t in targets]
-        if len(plans) == 1:
-            return plans[0]
+
+        def one(t):
+            return api.plan_logs(
+                lg.path, t, lg.failure, predict=predict, margin=cfg.margin,
+                level=cfg.level, smoothing=lg.smooth, columns=lg.col, clip=lg.clip,
+                clip_bind=lg.clip_bind, clip_steps=lg.clip_steps, forms=lg.form,
+                preset=lg.preset, batch=lg.batch, lr=lg.lr, batch_from_name=lg.batch_from_name,
+                samples_from_step=lg.samples_from_step, restarts=lg.restarts,
+                updates=lg.updates, eval_items=lg.eval_items, floor_out=lg.floor_out,
+                run_scatter=lg.run_scatter, progress_form=cfg.progress_form,
+                predict_rule=cfg.predict_rule).to_json()
+        if len(targets) == 1:
+            return one(targets[0])
+        # several: a target the pilots cannot plan is left out, named with its refusal, where
+        # at least two others can be planned jointly; else the refusals stop the command
+        plans, left = {}, []
+        for t in targets:
+            try:
+                plans[t] = one(t)
+            except PilotError as err:
+                left.append({"condition": t, "why": str(err)})
+        if len(plans) < 2:
+            raise PilotError("; ".join(dict.fromkeys(x["why"] for x in left)) + (
+                f" (of the {len(targets)} targets given, {len(plans)} can be planned: a joint "
+                "fit needs two)"))
+        targets, plans = list(plans), list(plans.values())
         if plans[0]["logs"].get("progress_form", {}).get("chosen") == "default":
             raise PilotError(f"--progress-form: auto chose the default forms (the pilots' metric "
                              f"turns back: pooled z {plans[0]['logs']['erosion']['z']:.1f}), and "
                              "the joint fit over several targets is Adam's form: give one "
                              "--progress target")
-        return levels.joint_plan(targets, plans, predict, cfg.level, lg.fit_knee)
+        return {**levels.joint_plan(targets, plans, predict, cfg.level, lg.fit_knee),
+                "left_out": left}
     r = cfg.runs
     return report.plan_file(r.path, predict, cfg.margin, cfg.level, cfg.progress_form,
                             None if cfg.predict_rule is None else parse_rule(cfg.predict_rule)

@@ -303,6 +303,7 @@ def table(out: dict) -> str:
             lines.append(f"{lead} {b:>9}  {_band(ps):<36}" + ("-" if o is None else _band(o)))
     lines += ["  " + p["band_why"] for row in out["targets"] for p in row["predictions"]
               if p.get("band_why")]
+    lines += [f"  left out: {x['why']}" for x in out.get("left_out", ())]
     return "\n".join(lines)
 
 
