@@ -21,6 +21,10 @@ def test_width_by_hand():
     assert bands.width({"median": 100.0, "ci": [None, 200.0]}) == math.inf
     assert bands.width({"median": 100.0, "ci": [0.0, 200.0]}) == math.inf
     assert bands.width({"median": None, "ci": [None, None]}) is None
+    # as plan.json holds it (strict JSON): the factor, or null where open or without a median
+    assert bands.width_json({"median": 100.0, "ci": [40.0, 300.0]}) == pytest.approx(3.0)
+    assert bands.width_json({"median": 100.0, "ci": [None, 200.0]}) is None
+    assert bands.width_json({"median": None, "ci": [None, None]}) is None
 
 
 def test_score_by_hand():

@@ -23,6 +23,12 @@ def width(band: dict) -> float | None:
     return max(m / lo, hi / m)
 
 
+def width_json(band: dict) -> float | None:
+    """`width` as plan.json holds it (strict JSON): null where it is inf or None."""
+    w = width(band)
+    return None if w is None or math.isinf(w) else w
+
+
 def half_share(band: dict) -> float | None:
     """(high - low) / 2 / median of a {median, ci} band: its half-width as a share of the
     median; None where an end is open or there is no median."""
@@ -110,4 +116,4 @@ def why(band: dict, b: float, condition: str, critical: dict, estimates,
     return f"band at B {b:g} for {condition} is {head}: " + "; ".join(rs[:2])
 
 
-__all__ = ["WIDE", "width", "half_share", "score", "reasons", "why"]
+__all__ = ["WIDE", "width", "width_json", "half_share", "score", "reasons", "why"]

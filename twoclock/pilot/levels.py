@@ -223,7 +223,7 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95,
                      "critical_batch": adam.SQRT_C * bn, "critical_batch_ci": crit["ci"],
                      "predictions": [{"batch": b, "updates": k, "lr": float(x),
                                       "progress_samples": s,
-                                      "band_width": _finite(bands.width(s)),
+                                      "band_width": bands.width_json(s),
                                       "band_why": bands.why(s, b, t, crit, est, pilots)}
                                      for (b, k), x, s in zip(points, lr_B, band)],
                      "plan": p})
@@ -241,11 +241,6 @@ def joint_plan(texts: list, plans: list, predict=None, level: float = 0.95,
                       "crossing_sd": math.sqrt(fit.floor) if fit.floor else None,
                       "level": level, "clocks": fit.n},
             "source": plans[0]["source"]}
-
-
-def _finite(w):
-    """A band's width factor as plan.json holds it (strict JSON: an open band's is null)."""
-    return None if w is None or math.isinf(w) else w
 
 
 def _joint_estimates(fit: JointFit, l: int, plan: dict, level: float) -> tuple:

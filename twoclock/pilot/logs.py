@@ -133,8 +133,7 @@ def _predictions(outs, fcs) -> list:
 def _with_bands(predictions, pc, critical, estimates, pilot_batches) -> list:
     """Each prediction with its progress band's width factor and, where wider than x2 either
     side, why (pilot.bands)."""
-    finite = lambda w: None if w is None or math.isinf(w) else w  # plan.json: strict JSON
-    return [{**p, "band_width": finite(bands.width(p["progress_samples"])),
+    return [{**p, "band_width": bands.width_json(p["progress_samples"]),
              "band_why": bands.why(p["progress_samples"], p["batch"], pc.text, critical,
                                    estimates, pilot_batches)} for p in predictions]
 
