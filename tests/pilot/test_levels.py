@@ -87,9 +87,9 @@ def test_the_joint_critical_batch_band_holds_each_levels_own_and_is_pinned_by_it
 def test_a_knee_beyond_every_pilot_leaves_the_critical_batch_open_and_the_wide_band_says_so():
     """B_n = 1e5 at every level (by hand, far above pilots 8 to 64: their clocks grow as
     sqrt(B), where under a 5% scatter no upper end of B_n can be read): the band's high end is
-    open, and at 64x
-    the largest pilot the joint band is wider than x2 either side and its line says why, with
-    the width as computed here from the band; at 2x, where the band is narrower, no line."""
+    open, and at 64x the largest pilot the joint band is wider than x2 either side and its
+    line says why, with the width as computed here from the band; at 2x, where the band is
+    narrower, no line."""
     plans = _plans()
     for l, p in enumerate(plans):
         for i, r in enumerate(p["runs"]):

@@ -467,7 +467,8 @@ def test_the_median_errors_ci_by_exact_enumeration():
     """Two designs at 8x with |errors| 0.1 and 0.3: a bootstrap draw of two is (0.1, 0.1),
     (0.3, 0.3) each with probability 1/4, else a median of 0.2, so the 2.5th and 97.5th
     percentiles of 2000 draws are 0.1 and 0.3 (each end has about 500 draws, far above 50),
-    and of the signed errors 0.1 and -0.3, -0.3 and 0.1; one design has no CI; the goal's line carries the CI where the summary has one."""
+    and of the signed errors 0.1 and -0.3, -0.3 and 0.1; one design has no CI; the goal's line
+    carries the CI where the summary has one."""
     rows = [{"model": "m", "rule": "sqrt", "seed": i, "times_largest_pilot": t,
              "measured": 1.0, "refused": None, "rel_error": e, "covered": True, "width": 1.5}
             for i, (t, e) in enumerate(((8, 0.1), (8, -0.3), (2, 0.05)))]
