@@ -3,8 +3,9 @@ momentum's head start are taken out (docs/history/plan_notes.md, "The default ce
 the floor and the head start out together"): at the default cell the reading is that what
 remains is momentum beyond a constant head start and the spread of the curvatures.
 
-    python tools/adam_remains.py predict OUT.json   # the claims and mean field; refuses an existing OUT
+    python tools/adam_remains.py predict OUT.json   # the claims and mean field (never over OUT)
     python tools/adam_remains.py score PREDICTIONS.json OUT.json   # simulates, 32 seeds a batch
+    python tools/adam_remains.py onecoordinate   # momentum's exact saving on one coordinate
 
 The reading's consequences, on cells no run had seen (CELLS), each at beta1 0 and 0.9, the
 quadratic model under a fixed lr, pilots B 8, 16, 32, the exponent 128 -> 256 (8x):
@@ -156,6 +157,29 @@ def score(pred_path: str, out: str, resamples: int = 200) -> dict:
     return doc
 
 
+def one_coordinate_saving(updates0: float, beta1: float = 0.9, target: float = 0.05) -> float:
+    """Updates momentum saves on one noiseless coordinate whose run without momentum takes
+    `updates0` updates to the target: x_{t+1} = x_t - r m_hat_t, m_hat Adam's bias-corrected first
+    moment of g = x, r set so that beta1 0 takes updates0 (crossings interpolated linearly)."""
+    end = math.sqrt(target)  # the loss's target in the distance: e^-C, C = (1/2) ln(1 / target)
+
+    def updates(r, b1):
+        x, m, t = 1.0, 0.0, 0
+        while True:
+            t += 1
+            m = b1 * m + (1 - b1) * x
+            nxt = x - r * m / (1 - b1**t)
+            if nxt <= end:
+                return t - 1 + (x - end) / (x - nxt)
+            x = nxt
+
+    lo, hi = 1e-6, 0.5
+    for _ in range(60):  # bisection on r: updates(r, 0) falls with r
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if updates(mid, 0.0) > updates0 else (lo, mid)
+    return updates(lo, 0.0) - updates(lo, beta1)
+
+
 def _table(doc: dict, pre: dict) -> str:
     lines = ["| cell | beta1 | simulated | plain | floor-aware | head start out | both out |",
              "|---|---|---|---|---|---|---|"]
@@ -183,5 +207,11 @@ if __name__ == "__main__":
         print(f"claims held {d['claims_held']} of {d['n_claims']}; the baseline (plain form, CI "
               f"holding 0) at {d['baseline_held']} of {d['n_rows']} rows; mean field's gap in "
               f"the CI: {d['meanfield_held']}")
+    elif sys.argv[1:] == ["onecoordinate"]:
+        # the default cell's runs without momentum take 229 updates at B 8 and 117 at B 256
+        # (tests/pilot/test_adam_momentum.py)
+        for u in (229, 180, 150, 130, 117):
+            print(f"run of {u} updates without momentum: beta1 0.9 saves "
+                  f"{one_coordinate_saving(u):.3f} (by hand, first order: {head(0.9, 0.05):.3f})")
     else:
         raise SystemExit(__doc__)
