@@ -91,14 +91,6 @@ def test_a_target_below_the_predicted_floor_has_no_aware_clock():
     assert math.isnan(out["aware"][0])
 
 
-def test_predict_refuses_an_existing_file(tmp_path):
-    out = tmp_path / "p.json"
-    out.write_text("{}")
-    with pytest.raises(SystemExit, match="exists"):
-        tool.predict(str(out))
-    assert out.read_text() == "{}"
-
-
 def test_the_committed_predictions_are_the_tools_cells():
     pred = preregistered("adam_floor_predictions.json")
     assert [{k: c[k] for k in ("target", "lr0", "model")} for c in pred["cells"]] == tool.CELLS

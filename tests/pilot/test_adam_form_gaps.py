@@ -22,14 +22,6 @@ def test_the_committed_predictions_are_the_tools_cells():
         assert c["baseline_gap"] == 0.0
 
 
-def test_predict_refuses_an_existing_file(tmp_path):
-    out = tmp_path / "p.json"
-    out.write_text("{}")
-    with pytest.raises(SystemExit, match="exists"):
-        gaps.predict(str(out))
-    assert out.read_text() == "{}"
-
-
 def test_the_scores_bookkeeping_by_hand():
     pred = preregistered("adam_form_gaps_predictions.json")
     got = preregistered("adam_form_gaps_measured.json")
