@@ -28,6 +28,9 @@ whose crossings are known (tests/pilot/test_trainer_logs.py holds its own copy o
   summary as add_text("args", args.to_json_string()) writes it (tag args/text_summary, the
   text plugin, a DT_STRING tensor) and the logs' scalars (train/..., eval/...). The batch per
   optimizer step is 16 per device x processes x accumulation = 64, 128, 256.
+- openrlhf/ppo_*/: OpenRLHF's TensorboardLogger: each step's status as train/<key> (its
+  batch as train/rollout/num_samples, its lr as train/actor_lr, a warmup then constant), the
+  sample as text, and an evaluation every 4th step as eval/eval_gsm8k_pass1 and others.
 - tensorboard_hparams/b*/: a torch training loop's SummaryWriter: scalars acc, kl, lr by step,
   then add_hparams({lr, batch_size, optimizer}, {"hparam/acc": ...}), which writes the
   experiment, session-start and session-end summaries (torch.utils.tensorboard.summary.hparams)
@@ -302,16 +305,66 @@ def tensorboard_hparams(out):
         w.close()
 
 
+# OpenRLHF's run names default to "ppo_%m%dT%H:%M"; here without the colon, which some file
+# systems refuse. The names say nothing of the batch: it is read from rollout/num_samples.
+OPENRLHF_RUNS = {64: "ppo_1017T1200", 128: "ppo_1017T1530", 256: "ppo_1018T0910"}
+
+
+def openrlhf_status(b, t):
+    """One step's status as OpenRLHF's PPOTrainer hands it to TensorboardLogger.log_train, in
+    its order (ray/ppo_actor.py's means, then ppo_trainer.py's timings and rollout stats)."""
+    c = curves(b, t)
+    return {"policy_loss": 0.01, "entropy_loss": c["entropy"], "actor_lr": lr_at(b, t),
+            "actor_grad_norm": 0.5, "kl": c["kl"], "reward": c["acc"] + 0.1,
+            "response_length": 180.0, "total_length": 480.0, "ppo_clip_ratio": c["clip"],
+            "ppo_kl": c["kl"] / 100, "timing/make_experience": 0.2, "timing/ppo_train": 0.3,
+            "timing/broadcast": 0.1, "rollout/reward_mean": c["acc"], "rollout/reward_std": 0.4,
+            "rollout/response_length_mean": 180.0, "rollout/truncated_rate": 0.0,
+            "rollout/num_samples": float(b), "generated_samples": ["1 + 1 = 2", 1.0],
+            "timing/generation": c["step_time"] - 0.6, "timing/step_total": c["step_time"]}
+
+
+def openrlhf_eval(b, t):
+    """compute_eval_metrics' logs for one dataset (gsm8k) at 4 samples a prompt."""
+    c = curves(b, t)
+    return {"eval_gsm8k_pass4": min(1.0, c["heldout_acc"] + 0.15),
+            "eval_gsm8k_pass1": c["heldout_acc"], "eval_gsm8k_response_length_mean": 180.0,
+            "eval_gsm8k_truncated_rate": 0.0}
+
+
+def openrlhf(out):
+    """OpenRLHF's TensorboardLogger (openrlhf/utils/logging_utils.py at 3c3be623): a
+    SummaryWriter at <tensorboard_dir>/<run_name>; log_train writes each status value as
+    add_scalar("train/<key>", v, global_step) and the sample as add_text; log_eval writes
+    "eval/<key>". Steps from 1 (global_step after the first update), every step logged, an
+    evaluation every EVAL_EVERY steps and none at step 0, one update per rollout batch."""
+    for b, n in BATCHES.items():
+        w = _TorchWriter(os.path.join(out, OPENRLHF_RUNS[b]))
+        for t in range(1, n + 1):
+            for k, v in openrlhf_status(b, t).items():
+                if k == "generated_samples":
+                    text, reward = v
+                    w.add_text("train/generated_samples", f"Sample:\\n{text}\\n\\nReward: "
+                               f"{reward:.4f}", t)
+                else:
+                    w.add_scalar(f"train/{k}", v, t)
+            if t % EVAL_EVERY == 0:
+                for k, v in openrlhf_eval(b, t).items():
+                    w.add_scalar(f"eval/{k}", v, t)
+        w.close()
+
+
 if __name__ == "__main__" and sys.argv[1:2] == ["--tensorboard-only"]:
     import socket
     socket.gethostname = lambda: "vm"  # the host name in the event files' names
     root = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data",
         "trainer_logs")
-    for sub, write in (("trl_output", trl_output), ("tensorboard_hparams", tensorboard_hparams)):
+    for sub, write in (("trl_output", trl_output), ("tensorboard_hparams", tensorboard_hparams),
+                       ("openrlhf", openrlhf)):
         shutil.rmtree(os.path.join(root, sub), ignore_errors=True)
         write(os.path.join(root, sub))
-    print(f"wrote {root}/trl_output, tensorboard_hparams")
+    print(f"wrote {root}/trl_output, tensorboard_hparams, openrlhf")
 elif __name__ == "__main__":
     root = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data",

@@ -111,6 +111,50 @@ def test_tensorboard_tensor_scalars_read_with_the_verl_preset():
                step_time=False)  # not among the tags written
 
 
+OPENRLHF = os.path.join(DATA, "openrlhf")
+OPENRLHF_RUNS = {"ppo_1017T1200": 64, "ppo_1017T1530": 128, "ppo_1018T0910": 256}
+
+
+@needs_tensorboard
+def test_openrlhf_tensorboard_runs_read_with_the_batch_they_log():
+    """OpenRLHF's TensorboardLogger: no --batch, --lr or batch in the names; each run's batch is
+    its logged rollout/num_samples, its lr the peak of train/actor_lr (a warmup at half), its
+    steps every update from 1, its pass@1 every 4th step; the sample's text is no column."""
+    logs = read_logs(OPENRLHF, METRICS + ("ppo_kl", "seconds_per_update"), preset="openrlhf")
+    assert sorted(r.name for r in logs.runs) == sorted(OPENRLHF_RUNS)
+    for r in logs.runs:
+        b = OPENRLHF_RUNS[r.name]
+        assert r.batch == b and r.updates == 1.0  # no setting says otherwise
+        assert r.lr == pytest.approx(1e-6 * math.sqrt(b / 64), rel=1e-6)
+        steps = np.arange(1, STEPS[b] + 1)
+        np.testing.assert_array_equal(r.samples_R, steps * b)
+        assert r.seconds_per_update == pytest.approx(1 + b / 256, rel=1e-6)
+        for m in METRICS:
+            want, got = np.array([expected(b, t)[m] for t in steps]), r.metrics[m]
+            if m == "heldout_acc":
+                at = steps % 4 == 0
+                assert np.isnan(got[~at]).all()
+                got, want = got[at], want[at]
+            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{r.name} {m}")
+        np.testing.assert_allclose(r.metrics["ppo_kl"], r.metrics["kl"] / 100, rtol=1e-6)
+    assert "train/generated_samples" not in logs.header
+
+
+@needs_tensorboard
+def test_plan_py_plans_from_openrlhf_files_with_the_preset_alone(tmp_path):
+    """acc = s / P and kl = s / F are linear: crossings P / 2 and F (to float32)."""
+    code, _, err = _plan(tmp_path, OPENRLHF, "--preset", "openrlhf")
+    assert code == 0, err
+    with open(tmp_path / "out" / "plan.json") as f:
+        got = {r["run"]: r for r in json.load(f)["runs"]}
+    assert sorted(got) == sorted(OPENRLHF_RUNS)
+    for name, r in got.items():
+        b = OPENRLHF_RUNS[name]
+        assert r["batch"] == b and r["lr"] == pytest.approx(1e-6 * math.sqrt(b / 64), rel=1e-6)
+        assert r["progress_samples"] == pytest.approx(500 * (1 + b / 256), rel=1e-6)
+        assert r["failure_samples"] == pytest.approx(2000 * (b / 64) ** 0.25, rel=1e-6)
+
+
 def test_presets_map_the_trainers_names():
     trl = ["learning_rate", "kl", "entropy", "reward", "rewards/accuracy_reward/mean",
            "eval_rewards/accuracy_reward/mean", "clip_ratio/region_mean", "clip_ratio/low_mean",
@@ -137,6 +181,21 @@ def test_presets_map_the_trainers_names():
         "val-core/openai/gsm8k/acc/mean@1": "heldout_acc"}
     with pytest.raises(PilotError, match=r"'heldout_acc' could be any of .*--col heldout_acc="):
         presets.preset_columns("verl", ["val-core/a/acc/mean@1", "val-core/b/acc/mean@1"], {})
+    # OpenRLHF's tags (train/<status key>, eval/<eval key>): the batch is the rollout's
+    # responses; pass@1, not pass@4, is the held-out accuracy; reward_std and timing/generation
+    # are left alone
+    openrlhf = ["train/actor_lr", "train/kl", "train/ppo_kl", "train/entropy_loss",
+                "train/ppo_clip_ratio", "train/reward", "train/rollout/reward_mean",
+                "train/rollout/reward_std", "train/rollout/num_samples", "train/timing/generation",
+                "train/timing/step_total", "eval/eval_gsm8k_pass4", "eval/eval_gsm8k_pass1"]
+    assert presets.preset_columns("openrlhf", openrlhf, {}) == {
+        "train/rollout/num_samples": "batch", "train/actor_lr": "lr",
+        "train/rollout/reward_mean": "acc", "eval/eval_gsm8k_pass1": "heldout_acc",
+        "train/reward": "reward", "train/kl": "kl", "train/ppo_kl": "ppo_kl",
+        "train/entropy_loss": "entropy", "train/ppo_clip_ratio": "clip",
+        "train/timing/step_total": "seconds_per_update"}
+    with pytest.raises(PilotError, match=r"'heldout_acc' could be any of .*--col heldout_acc="):
+        presets.preset_columns("openrlhf", ["eval/eval_gsm8k_pass1", "eval/eval_math_pass1"], {})
 
 
 def test_a_csv_export_reads_the_preset_names_too(tmp_path):
@@ -292,7 +351,8 @@ BAD = {  # name: (make(tmp_path) -> (path, extra argv), needles)
                                  ["logs no learning rate", "--lr b128=LR"]),
     "metric missing": (lambda t: (TRL, ["--preset", "trl", "--failure", "drift>=1"]),
                        ["no column 'drift' for the condition"]),
-    "unknown preset": (lambda t: (TRL, ["--preset", "openrlhf"]), ["--preset", "trl, verl"]),
+    "unknown preset": (lambda t: (TRL, ["--preset", "nemo-rl"]),
+                       ["--preset", "trl, verl, openrlhf"]),
     "a directory of nothing": (lambda t: (str(t), []), ["without TensorBoard event files"]),
     "--batch on a CSV": (lambda t: (os.path.join(ROOT, "twoclock", "data",
                                                  "example_pilot_logs.csv"),

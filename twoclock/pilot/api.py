@@ -48,9 +48,9 @@ def plan_logs(source, progress: str, failures=(), *, predict=None, margin: float
     smoothing: 'ema:T' or 'window:W' (samples), 'quad:N' (N logged points); columns: {NAME:
       COLUMN}, e.g. {'samples': 'train/num_samples'}; clip: the logged clipped-share metric
       (clip_bind: the share that binds; clip_steps: 'fixed' or 'per_batch'); forms: {CONDITION:
-      'power' | 'coupled' | 'knee'}; preset ('trl', 'verl'), batch and lr ({RUN or glob:
-      value}), batch_from_name (a regular expression on run names), samples_from_step (a step
-      column: samples = step x batch), restarts ('refuse' or 'keep-last'), updates ({RUN or
+      'power' | 'coupled' | 'knee'}; preset ('trl', 'verl', 'openrlhf'), batch and lr ({RUN
+      or glob: value}), batch_from_name (a regular expression on run names), samples_from_step
+      (a step column: samples = step x batch), restarts ('refuse' or 'keep-last'), updates ({RUN or
       glob: K}, optimizer updates per rollout batch): how runs are read (docs/plan.md);
       progress_form: 'adam', the progress form that reads each run's lr and K (pilots with
       unequal K need it); predict_rule: with it, the rule to predict under, 'P[:LR0@B0]'

@@ -47,8 +47,9 @@ class LogsInput:
                                      "(minibatches x epochs the same at every batch) or "
                                      "per_batch (a fixed minibatch size)",
                             choices=("fixed", "per_batch"))
-    preset: str | None = param(None, "trl | verl: read the trainer's metric names as acc, "
-                                     "heldout_acc, reward, kl, entropy, clip (docs/plan.md)",
+    preset: str | None = param(None, "trl | verl | openrlhf: read the trainer's metric names "
+                                     "as acc, heldout_acc, reward, kl, entropy, clip "
+                                     "(docs/plan.md)",
                                choices=tuple(PRESETS))
     batch: tuple = option((), "a run's batch (responses per update) where its files do not "
                               "record it; RUN may be a glob ('grpo_bs64*=64')",

@@ -1,6 +1,7 @@
 """Column presets: a trainer's metric names read as the planner's (`--preset trl`, `--preset
-verl`), so `--progress "acc>=0.7" --failure "kl>=0.5"` reads the same in either trainer's files.
-A name the file already has, or that --col maps, is left alone. Table: docs/plan.md."""
+verl`, `--preset openrlhf`), so `--progress "acc>=0.7" --failure "kl>=0.5"` reads the same in
+each trainer's files. A name the file already has, or that --col maps, is left alone. Table:
+docs/plan.md."""
 import fnmatch
 
 from twoclock.pilot.plan import PilotError
@@ -34,6 +35,24 @@ PRESETS = {
         "entropy": ("actor/entropy",),
         "clip": ("actor/pg_clipfrac",),
         "seconds_per_update": ("perf/time_per_step",),
+    },
+    # OpenRLHF (OpenRLHF/OpenRLHF at 3c3be6234e0cb353e76bb8019947db9dfe99fca7): its
+    # TensorboardLogger and WandbLogger (openrlhf/utils/logging_utils.py) write each step's
+    # status as "train/<key>" and each evaluation's as "eval/<key>", one step a rollout batch;
+    # the keys are ppo_trainer.py's (rollout/..., timing/..., eval_<dataset>_pass1) and
+    # ray/ppo_actor.py's (actor_lr, kl, ppo_kl, ppo_clip_ratio, entropy_loss). The rollout's
+    # responses, rollout/num_samples, are its batch; no setting is written to TensorBoard.
+    "openrlhf": {
+        "batch": ("train/rollout/num_samples",),
+        "lr": ("train/actor_lr",),
+        "acc": ("train/rollout/reward_mean",),
+        "heldout_acc": ("eval/eval_*_pass1",),
+        "reward": ("train/reward",),
+        "kl": ("train/kl",),
+        "ppo_kl": ("train/ppo_kl",),
+        "entropy": ("train/entropy_loss",),
+        "clip": ("train/ppo_clip_ratio",),
+        "seconds_per_update": ("train/timing/step_total",),
     },
 }
 

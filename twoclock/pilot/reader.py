@@ -141,12 +141,12 @@ def read_logs(path: str, metrics=(), columns=None, preset=None, batch=None, lr=N
               updates=None) -> Logs:
     """Read a log file, or a trainer's own files (pilot.formats: a directory of TensorBoard
     runs, trainer_state.json, verl's file logger); `metrics` are the columns the conditions read
-    (parsed and checked). `preset` ('trl', 'verl') maps the trainer's metric names (presets.
-    PRESETS) where --col (`columns`) does not; `batch` and `lr` ({run or glob: value}, --batch
-    and --lr), `batch_from_name` (a regular expression on run names) set a run's batch and lr
-    where the files do not (pilot.batches); `samples_from_step` (a CSV / JSON Lines column):
-    samples = that step x batch; `restarts`: 'refuse' a run that logs one step twice with other
-    values, or 'keep-last' (the later copy of each value).
+    (parsed and checked). `preset` ('trl', 'verl', 'openrlhf') maps the trainer's metric names
+    (presets.PRESETS) where --col (`columns`) does not; `batch` and `lr` ({run or glob:
+    value}, --batch and --lr), `batch_from_name` (a regular expression on run names) set a
+    run's batch and lr where the files do not (pilot.batches); `samples_from_step` (a CSV /
+    JSON Lines column): samples = that step x batch; `restarts`: 'refuse' a run that logs one
+    step twice with other values, or 'keep-last' (the later copy of each value).
 
     PilotError, one line naming the line and column, for: a missing run/batch/lr/samples column
     or a missing metric column; an empty or malformed cell; a run whose batch or lr changes; a
