@@ -938,6 +938,21 @@ BUGS = [
      f"{P}test_levels.py"),
     ("several targets: a target left out without its name", "trivial",
      "twoclock/pilot/config.py", '"left_out": left}', '"left_out": []}', f"{P}test_levels.py"),
+    ("openrlhf preset: the held-out accuracy read from any pass@k", "trivial",
+     "twoclock/pilot/presets.py", '"heldout_acc": ("eval/eval_*_pass1",),',
+     '"heldout_acc": ("eval/eval_*_pass*",),', f"{P}test_trainer_logs.py"),
+    ("openrlhf preset: the logged rollout size not read as the batch", "glue",
+     "twoclock/pilot/presets.py", '"batch": ("train/rollout/num_samples",),', "",
+     f"{P}test_trainer_logs.py"),
+    ("adam_remains: the head start in 1 / (1 - beta1), not beta1 / (1 - beta1)", "trivial",
+     "tools/adam_remains.py", "return beta1 / (1.0 - beta1) * 0.5",
+     "return 1.0 / (1.0 - beta1) * 0.5", f"{P}test_adam_remains.py"),
+    ("adam_remains: one coordinate's first moment without Adam's bias correction", "trivial",
+     "tools/adam_remains.py", "nxt = x - r * m / (1 - b1**t)", "nxt = x - r * m",
+     f"{P}test_adam_remains.py"),
+    ("adam_remains: a gap read as simulated minus form", "trivial", "tools/adam_remains.py",
+     "**{k: _exp(v) - truth for k, v in m.items()}}",
+     "**{k: truth - _exp(v) for k, v in m.items()}}", f"{P}test_adam_remains.py"),
 ]
 
 
