@@ -3,7 +3,8 @@
 --progress "heldout_acc>=0.7" --failure "kl>=0.5" [--failure ...] [--col
 samples=train/num_samples] [--smooth ema:2000]`,
 or from a trainer's own files: `twoclock plan --logs tb_runs/ --preset trl --batch b64=64 ...`
-(a TensorBoard directory, trainer_state.json, verl's file logger; docs/plan.md).
+(a TensorBoard directory, trainer_state.json, verl's file logger; OpenRLHF's TensorBoard runs
+with --preset openrlhf, which reads each run's batch from its logs; docs/plan.md).
 
 RUNS.csv has one row per pilot run: batch, lr, progress_samples, failure_samples (empty when
 the run did not fail) and optionally budget, seconds_per_update, seed, updates (K). With no CSV
@@ -15,7 +16,8 @@ from the pilots; by default the progress form is fitted on the runs of the rule 
 share (others are left out), and --progress-form adam fits runs at any lr and predicts under
 their rule or --predict-rule P[:LR0@B0].
 Update counts: K optimizer updates per rollout batch, from an `updates` column, minibatches x
-epochs, --updates RUN=K, or verl's / TRL's own settings (default 1); pilots with unequal K need
+epochs, --updates RUN=K, or verl's / TRL's own settings (default 1; OpenRLHF writes none:
+give --updates); pilots with unequal K need
 --progress-form adam, which reads K. --predict B:K asks for runs that take K (--predict 2048
 8192:4): with --progress-form adam at m = B / K samples per update (B alone: K = 1); the
 default forms plan only the pilots' K (B alone: that K).
