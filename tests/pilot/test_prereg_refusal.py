@@ -6,7 +6,7 @@ from tests.helpers import load_script
 
 
 @pytest.mark.parametrize("path", ["tools/adam_floor.py", "tools/adam_form_gaps.py",
-                                  "tools/adam_remains.py"])
+                                  "tools/adam_remains.py", "tools/momentum_head.py"])
 def test_predict_refuses_an_existing_file(path, tmp_path):
     out = tmp_path / "p.json"
     out.write_text("{}")
