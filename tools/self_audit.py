@@ -953,6 +953,16 @@ BUGS = [
     ("adam_remains: a gap read as simulated minus form", "trivial", "tools/adam_remains.py",
      "**{k: _exp(v) - truth for k, v in m.items()}}",
      "**{k: truth - _exp(v) for k, v in m.items()}}", f"{P}test_adam_remains.py"),
+    ("momentum_head: momentum's saving put back by adding it", "trivial", "tools/momentum_head.py",
+     "return np.asarray(u0, np.float64) - head_curve(beta1, target)(u0)",
+     "return np.asarray(u0, np.float64) + head_curve(beta1, target)(u0)",
+     f"{P}test_momentum_head.py"),
+    ("momentum_head: the held baseline from the smallest pilot", "trivial",
+     "tools/momentum_head.py", "np.atleast_1d(clocks[PILOTS[-1]])",
+     "np.atleast_1d(clocks[PILOTS[0]])", f"{P}test_momentum_head.py"),
+    ("momentum_head: the form fitted and brought back under a fixed lr", "glue",
+     "tools/momentum_head.py", "np.ones(Bp.size), 0.5, lr0, B0, sharp=True)",
+     "np.ones(Bp.size), 0.0, lr0, B0, sharp=True)", f"{P}test_momentum_head.py"),
 ]
 
 
