@@ -173,11 +173,20 @@ def one_coordinate_saving(updates0: float, beta1: float = 0.9, target: float = 0
                 return t - 1 + (x - end) / (x - nxt)
             x = nxt
 
+    def plain(r):  # updates(r, 0) in closed form: x_t = (1 - r)^t
+        t = max(1, math.ceil(math.log(end) / math.log1p(-r)))
+        while (1 - r) ** t > end:
+            t += 1
+        while t > 1 and (1 - r) ** (t - 1) <= end:
+            t -= 1
+        x, nxt = (1 - r) ** (t - 1), (1 - r) ** t
+        return t - 1 + (x - end) / (x - nxt)
+
     lo, hi = 1e-6, 0.5
-    for _ in range(60):  # bisection on r: updates(r, 0) falls with r
+    for _ in range(60):  # bisection on r: plain(r) falls with r
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if updates(mid, 0.0) > updates0 else (lo, mid)
-    return updates(lo, 0.0) - updates(lo, beta1)
+        lo, hi = (mid, hi) if plain(mid) > updates0 else (lo, mid)
+    return plain(lo) - updates(lo, beta1)
 
 
 def _table(doc: dict, pre: dict) -> str:
