@@ -963,6 +963,9 @@ BUGS = [
     ("momentum_head: the form fitted and brought back under a fixed lr", "glue",
      "tools/momentum_head.py", "np.ones(Bp.size), 0.5, lr0, B0, sharp=True)",
      "np.ones(Bp.size), 0.0, lr0, B0, sharp=True)", f"{P}test_momentum_head.py"),
+    ("adam_remains: the closed-form count one update late", "narrow", "tools/adam_remains.py",
+     "        return t - 1 + (x - end) / (x - nxt)\n\n    lo, hi",
+     "        return t + (x - end) / (x - nxt)\n\n    lo, hi", f"{P}test_adam_remains.py"),
 ]
 
 
