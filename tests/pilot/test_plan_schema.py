@@ -1,9 +1,9 @@
 """plan.json is documented: every key the command writes, in both modes (pilot runs: the
 published table and the example RUNS.csv; logged curves: the example log with a clip metric and
-smoothing, and a progress-only plan), is named in docs/results.md's plan.json section, and
-every key named there is written by one of these plans; the file carries its schema version,
-the one the section states. A key added without its row, or a row left for a key that went,
-fails here."""
+smoothing, a progress-only plan, OpenRLHF's runs), is named in docs/results.md's plan.json
+section, and every key named there is written by one of these plans; the file carries its
+schema version, the one the section states. A key added without its row, or a row left for a
+key that went, fails here."""
 import json
 import os
 import re
@@ -41,6 +41,10 @@ RUNS = {
     # quadratic writes `logs.smoothing.points`
     "auto": ["--logs", os.path.join(DATA, "example_pilot_logs.csv"), "--progress",
              "heldout_acc>=0.7", "--progress-form", "auto", "--smooth", "quad:5"],
+    # OpenRLHF's TensorBoard runs, whose K nothing gives (`logs.updates_unknown`)
+    "openrlhf": ["--logs", os.path.join(ROOT, "tests", "data", "trainer_logs", "openrlhf"),
+                 "--preset", "openrlhf", "--progress", "heldout_acc>=0.3", "--smooth",
+                 "window:1"],
 }
 
 

@@ -153,6 +153,24 @@ def test_plan_py_plans_from_openrlhf_files_with_the_preset_alone(tmp_path):
         assert r["batch"] == b and r["lr"] == pytest.approx(1e-6 * math.sqrt(b / 64), rel=1e-6)
         assert r["progress_samples"] == pytest.approx(500 * (1 + b / 256), rel=1e-6)
         assert r["failure_samples"] == pytest.approx(2000 * (b / 64) ** 0.25, rel=1e-6)
+        assert r["updates"] == 1.0
+    # OpenRLHF logs no K: the plan says each run was read as one update, and how to give K
+    assert "OpenRLHF writes no K" in got_logs(tmp_path)["updates_unknown"]
+
+
+def got_logs(tmp_path):
+    with open(tmp_path / "out" / "plan.json") as f:
+        return json.load(f)["logs"]
+
+
+@needs_tensorboard
+def test_openrlhf_runs_given_their_k_say_nothing_of_it(tmp_path):
+    code, _, err = _plan(tmp_path, OPENRLHF, "--preset", "openrlhf", "--updates", "ppo_*=2")
+    assert code == 0, err
+    with open(tmp_path / "out" / "plan.json") as f:
+        out = json.load(f)
+    assert {r["updates"] for r in out["runs"]} == {2.0}
+    assert "updates_unknown" not in out["logs"]
 
 
 def test_presets_map_the_trainers_names():

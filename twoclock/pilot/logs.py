@@ -308,8 +308,22 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
         logs={**_logs_block(logs, how, pc, prog, fcs, fails), **({} if var is None else {
             "eval_noise": evalnoise.summary(var, to_json(first.fit)["progress"], items)}),
               "erosion": ero.to_json(), **({} if asked != AUTO else {"progress_form": {
-                  "asked": AUTO, "chosen": progress_form or "default"}})},
+                  "asked": AUTO, "chosen": progress_form or "default"}}),
+              **({"updates_unknown": UPDATES_UNKNOWN} if _k_unread(logs, reading) else {})},
         progress_only=None if fcs else PROGRESS_ONLY)
+
+
+UPDATES_UNKNOWN = ("OpenRLHF writes no K: each run is read as one optimizer update per rollout "
+                   "batch; where train.batch_size is below the rollout's responses give --updates"
+                   " RUN=K, K = rollout.batch_size x rollout.n_samples_per_prompt x "
+                   "train.max_epochs / train.batch_size (docs/plan.md)")
+
+
+def _k_unread(logs: Logs, reading: dict) -> bool:
+    """Whether the runs are OpenRLHF's (--preset openrlhf) and nothing gave their K: no
+    --updates, no K column (OpenRLHF logs no setting)."""
+    return (reading.get("preset") == "openrlhf" and not reading.get("updates")
+            and not any(c in logs.header for c in updates.COLUMNS))
 
 
 AUTO = "auto"  # --progress-form auto: Adam's form, or the default forms where the metric
@@ -401,6 +415,8 @@ def table(out: dict) -> str:
             "(docs/plan.md): log more often")
     if out.get("progress_only"):
         lines.append("  " + out["progress_only"])
+    if lg.get("updates_unknown"):
+        lines.append("  " + lg["updates_unknown"])
     if lg.get("erosion", {}).get("turns_back"):
         metric = parse_condition(lg["progress"], "--progress").metric
         lines.append("  " + erosion.line(lg["erosion"], metric)
