@@ -153,31 +153,38 @@ def _measured(N, lr, cell, s) -> dict:
     return score_of(m, [np.median(N[i[b], s]) for b in PREDICT])
 
 
+def measure(cell: dict, rng, resamples: int = 200) -> dict:
+    """The cell simulated: each run's updates at BATCHES, the methods' scores on every seed, and
+    their percentile 95% CIs and the run-minus-plain contrasts over `resamples` joint resamples
+    of the seeds (drawn from rng)."""
+    N, lr = simulate(cell)
+    if (N <= 0).any():
+        raise SystemExit(f"{cell}: {int((N <= 0).sum())} runs never reached the target")
+    got = _measured(N, lr, cell, np.arange(S))
+    draws = [_measured(N, lr, cell, rng.integers(0, S, S)) for _ in range(resamples)]
+    pct = lambda f: [float(x) for x in np.percentile([f(d) for d in draws], [2.5, 97.5])]
+    le = lambda d, k: abs(math.log1p(d["error"][k]))
+    return {**cell, "updates": (np.median(N, axis=1) / np.array(BATCHES)).tolist(),
+            "measured": got,
+            "ci": {"error": {k: pct(lambda d, k=k: d["error"][k]) for k in got["error"]},
+                   "gap": {k: pct(lambda d, k=k: d["gap"][k]) for k in got["gap"]}},
+            "contrast": {"error": pct(lambda d: le(d, "run") - le(d, "plain")),
+                         "gap": pct(lambda d: abs(d["gap"]["run"]) - abs(d["gap"]["plain"]))}}
+
+
 def score(pred_path: str, out: str, resamples: int = 200) -> dict:
     with open(pred_path) as fh:
         pre = json.load(fh)
     rng = np.random.default_rng(0)
     rows = []
     for c in pre["cells"]:
-        cell = {k: c[k] for k in ("target", "lr0", "beta1")}
-        N, lr = simulate(cell)
-        if (N <= 0).any():
-            raise SystemExit(f"{cell}: {int((N <= 0).sum())} runs never reached the target")
-        got = _measured(N, lr, cell, np.arange(S))
-        draws = [_measured(N, lr, cell, rng.integers(0, S, S)) for _ in range(resamples)]
-        pct = lambda f: [float(x) for x in np.percentile([f(d) for d in draws], [2.5, 97.5])]
-        ci = {"error": {k: pct(lambda d, k=k: d["error"][k]) for k in got["error"]},
-              "gap": {k: pct(lambda d, k=k: d["gap"][k]) for k in got["gap"]}}
-        le = lambda d, k: abs(math.log1p(d["error"][k]))
-        contrast = {"error": pct(lambda d: le(d, "run") - le(d, "plain")),
-                    "gap": pct(lambda d: abs(d["gap"]["run"]) - abs(d["gap"]["plain"]))}
-        p = c["predicted"]
-        holds = {f"{part} {k}": bool(ci[part][k][0] <= p[part][k] <= ci[part][k][1])
-                 for part in ("error", "gap") for k in got[part]}
-        rows.append({**cell, "updates": (np.median(N, axis=1) / np.array(BATCHES)).tolist(),
-                     "measured": got, "ci": ci, "contrast": contrast,
-                     "run_beats_plain": {k: bool(v[1] < 0) for k, v in contrast.items()},
-                     "meanfield_holds": holds})
+        row = measure({k: c[k] for k in ("target", "lr0", "beta1")}, rng, resamples)
+        ci, p = row["ci"], c["predicted"]
+        row["run_beats_plain"] = {k: bool(v[1] < 0) for k, v in row["contrast"].items()}
+        row["meanfield_holds"] = {f"{part} {k}": bool(ci[part][k][0] <= p[part][k]
+                                                      <= ci[part][k][1])
+                                  for part in ("error", "gap") for k in ci[part]}
+        rows.append(row)
         # each finished cell kept at once: a crash later loses no simulation done
         atomic_write(out + ".partial", lambda fh: json.dump(rows, fh, indent=1))
     doc = {"predictions": pred_path, "rule": pre["rule"], "cells": rows, "n": len(rows),
@@ -216,21 +223,8 @@ if __name__ == "__main__":
         print(f"run beats plain: 8x error at {d['run_beats_plain']['error']} of {d['n']} cells, "
               f"the exponent at {d['run_beats_plain']['gap']} of {d['n']}; mean field's numbers "
               f"in their CIs: {d['meanfield_holds']} of {d['meanfield_numbers']}")
-    elif sys.argv[1:] == ["seen"]:
-        rng = np.random.default_rng(0)
-        rows = []
-        for rule_cell in ({"target": 0.05, "lr0": 0.01, "beta1": 0.9},):
-            N, lr = simulate(rule_cell)
-            got = _measured(N, lr, rule_cell, np.arange(S))
-            draws = [_measured(N, lr, rule_cell, rng.integers(0, S, S)) for _ in range(200)]
-            pct = lambda f: [float(x) for x in np.percentile([f(d) for d in draws], [2.5, 97.5])]
-            le = lambda d, k: abs(math.log1p(d["error"][k]))
-            rows.append({**rule_cell, "updates": (np.median(N, axis=1) / np.array(BATCHES))
-                         .tolist(), "measured": got,
-                         "ci": {"gap": {k: pct(lambda d, k=k: d["gap"][k]) for k in got["gap"]}},
-                         "contrast": {"error": pct(lambda d: le(d, "run") - le(d, "plain")),
-                                      "gap": pct(lambda d: abs(d["gap"]["run"])
-                                                 - abs(d["gap"]["plain"]))}})
-        _print_rows(rows)
+    elif sys.argv[1:] == ["seen"]:  # the default cell, the one seen before the predictions
+        _print_rows([measure({"target": 0.05, "lr0": 0.01, "beta1": 0.9},
+                             np.random.default_rng(0))])
     else:
         raise SystemExit(__doc__)
