@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from twoclock.pilot import (bands, clipping, erosion, evalnoise, floorout, plan as pilot,
-                            predict as pp, report, runband, updates)
+                            predict as pp, presets, report, runband, updates)
 from twoclock.pilot.clocks import Clock, bounded, check_reached, clocks, crossing, smooth
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
@@ -309,21 +309,16 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
             "eval_noise": evalnoise.summary(var, to_json(first.fit)["progress"], items)}),
               "erosion": ero.to_json(), **({} if asked != AUTO else {"progress_form": {
                   "asked": AUTO, "chosen": progress_form or "default"}}),
-              **({"updates_unknown": UPDATES_UNKNOWN} if _k_unread(logs, reading) else {})},
+              **({"updates_unknown": note} if (note := _k_unread(logs, reading)) else {})},
         progress_only=None if fcs else PROGRESS_ONLY)
 
 
-UPDATES_UNKNOWN = ("OpenRLHF writes no K: each run is read as one optimizer update per rollout "
-                   "batch; where train.batch_size is below the rollout's responses give --updates"
-                   " RUN=K, K = rollout.batch_size x rollout.n_samples_per_prompt x "
-                   "train.max_epochs / train.batch_size (docs/plan.md)")
-
-
-def _k_unread(logs: Logs, reading: dict) -> bool:
-    """Whether the runs are OpenRLHF's (--preset openrlhf) and nothing gave their K: no
-    --updates, no K column (OpenRLHF logs no setting)."""
-    return (reading.get("preset") == "openrlhf" and not reading.get("updates")
-            and not any(c in logs.header for c in updates.COLUMNS))
+def _k_unread(logs: Logs, reading: dict) -> str | None:
+    """The preset's note (presets.K_UNREAD) where its trainer writes no K and nothing gave the
+    runs' K: no --updates, no K column; else None."""
+    note = presets.K_UNREAD.get(reading.get("preset"))
+    return None if note is None or reading.get("updates") or any(
+        c in logs.header for c in updates.COLUMNS) else note
 
 
 AUTO = "auto"  # --progress-form auto: Adam's form, or the default forms where the metric

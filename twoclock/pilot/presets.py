@@ -57,6 +57,16 @@ PRESETS = {
 }
 
 
+# a preset whose trainer writes no K (optimizer updates per rollout batch): what the plan says
+# where no --updates and no K column give it (pilot.logs, logs.updates_unknown)
+K_UNREAD = {
+    "openrlhf": ("OpenRLHF writes no K: each run is read as one optimizer update per rollout "
+                 "batch; where train.batch_size is below the rollout's responses give --updates "
+                 "RUN=K, K = rollout.batch_size x rollout.n_samples_per_prompt x "
+                 "train.max_epochs / train.batch_size (docs/plan.md)"),
+}
+
+
 def preset_columns(preset: str, head, columns: dict, skip=()) -> dict:
     """columns ({file column: name}) with the preset's names added for the file's columns:
     a name --col maps already, or that a column has itself, is left alone, as are `skip`."""
@@ -78,4 +88,4 @@ def preset_columns(preset: str, head, columns: dict, skip=()) -> dict:
     return out
 
 
-__all__ = ["PRESETS", "preset_columns"]
+__all__ = ["PRESETS", "K_UNREAD", "preset_columns"]
