@@ -42,11 +42,13 @@ def expected(b, t):
             "entropy": 2 - s / (1.2 * F), "clip": 0.01 * s / F}
 
 
-def check_runs(logs, every, rtol, metrics=METRICS, step_time=True):
-    """Each run b64, b128, b256: batch, peak lr, samples = step x batch, every metric."""
-    assert sorted(r.name for r in logs.runs) == ["b128", "b256", "b64"]
+def check_runs(logs, every, rtol, metrics=METRICS, step_time=True, names=None):
+    """Each run (b64, b128, b256, or `names`: {run: batch}): batch, peak lr, samples = step x
+    batch, every metric."""
+    names = names or {f"b{b}": b for b in STEPS}
+    assert sorted(r.name for r in logs.runs) == sorted(names)
     for r in logs.runs:
-        b = int(r.name[1:])
+        b = names[r.name]
         assert r.batch == b
         assert r.lr == pytest.approx(1e-6 * math.sqrt(b / 64), rel=1e-6)  # the peak, not warmup
         steps = np.arange(every, STEPS[b] + 1, every)
@@ -121,21 +123,9 @@ def test_openrlhf_tensorboard_runs_read_with_the_batch_they_log():
     its logged rollout/num_samples, its lr the peak of train/actor_lr (a warmup at half), its
     steps every update from 1, its pass@1 every 4th step; the sample's text is no column."""
     logs = read_logs(OPENRLHF, METRICS + ("ppo_kl", "seconds_per_update"), preset="openrlhf")
-    assert sorted(r.name for r in logs.runs) == sorted(OPENRLHF_RUNS)
+    check_runs(logs, every=1, rtol=1e-6, names=OPENRLHF_RUNS)
     for r in logs.runs:
-        b = OPENRLHF_RUNS[r.name]
-        assert r.batch == b and r.updates == 1.0  # no setting says otherwise
-        assert r.lr == pytest.approx(1e-6 * math.sqrt(b / 64), rel=1e-6)
-        steps = np.arange(1, STEPS[b] + 1)
-        np.testing.assert_array_equal(r.samples_R, steps * b)
-        assert r.seconds_per_update == pytest.approx(1 + b / 256, rel=1e-6)
-        for m in METRICS:
-            want, got = np.array([expected(b, t)[m] for t in steps]), r.metrics[m]
-            if m == "heldout_acc":
-                at = steps % 4 == 0
-                assert np.isnan(got[~at]).all()
-                got, want = got[at], want[at]
-            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{r.name} {m}")
+        assert r.updates == 1.0  # no setting says otherwise
         np.testing.assert_allclose(r.metrics["ppo_kl"], r.metrics["kl"] / 100, rtol=1e-6)
     assert "train/generated_samples" not in logs.header
 
