@@ -99,17 +99,23 @@ def _cross(loss, level: float, b: float):
     return float(b * (t - 1 + before / (before - after)))
 
 
-def meanfield(cell: dict) -> dict:
-    """Each method's 8x (and 4x) error against mean-field Adam's own clock, in the initial loss's
-    units (target a fraction of it, as the engine's progress_frac)."""
+def meanfield_curves(cell: dict) -> tuple:
+    """({batch: mean-field Adam's expected loss per update over L0, to its plateau} at PILOTS and
+    PREDICT, the pilots' plateaus): the cell's clocks in the initial loss's units (target a
+    fraction of it, as the engine's progress_frac)."""
     from twoclock.models.quadratic.adam_progress import _adam_meanfield
     from twoclock.models.quadratic.problem import initial_loss
     cfg, opt = _config(cell)
     lr0, L0 = cell["lr0"], initial_loss(cfg)
     curves = {b: _adam_meanfield(cfg, opt, lr0, float(b), int(round(6e5 / lr0) // b), None)[0]
               / L0 for b in PILOTS + PREDICT}
-    floors = np.array([curves[b][-1] for b in PILOTS])
-    out = plan(lambda b, lv: _cross(curves[b], lv, b), floors, lr0, cell["target"])
+    return curves, np.array([curves[b][-1] for b in PILOTS])
+
+
+def meanfield(cell: dict) -> dict:
+    """Each method's 8x (and 4x) error against mean-field Adam's own clock."""
+    curves, floors = meanfield_curves(cell)
+    out = plan(lambda b, lv: _cross(curves[b], lv, b), floors, cell["lr0"], cell["target"])
     truth = [_cross(curves[b], cell["target"], b) for b in PREDICT]
     return {"truth": truth, "floors": floors.tolist(), **out,
             "error": {k: [p / t - 1 for p, t in zip(out[k], truth)]

@@ -86,15 +86,9 @@ def _exp(pair) -> float:
 
 def meanfield(cell: dict, beta1: float) -> dict:
     """Mean-field Adam's exponent 128 -> 256 and each method's on its own clocks."""
-    from twoclock.models.quadratic.adam_progress import _adam_meanfield
-    from twoclock.models.quadratic.problem import initial_loss
-    cell = dict(cell, opt={"beta1": beta1})
-    cfg, opt = af._config(cell)
-    lr0, L0 = cell["lr0"], initial_loss(cfg)
-    curves = {b: _adam_meanfield(cfg, opt, lr0, float(b), int(round(6e5 / lr0) // b), None)[0]
-              / L0 for b in af.PILOTS + af.PREDICT}
-    floors = np.array([curves[b][-1] for b in af.PILOTS])
-    m = _methods(lambda b, lv: af._cross(curves[b], lv, b), floors, lr0, cell["target"], beta1)
+    curves, floors = af.meanfield_curves(dict(cell, opt={"beta1": beta1}))
+    m = _methods(lambda b, lv: af._cross(curves[b], lv, b), floors, cell["lr0"], cell["target"],
+                 beta1)
     truth = _exp([af._cross(curves[b], cell["target"], b) for b in af.PREDICT])
     return {"simulated": truth, "gap": {k: _exp(v) - truth for k, v in m.items()}}
 
