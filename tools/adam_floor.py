@@ -164,6 +164,14 @@ def simulate(cell: dict) -> dict:
     return {"floors": floors, "clocks": clocks, "truth": truth}
 
 
+def check_reached(sim: dict, cell: dict) -> None:
+    """Refuse a simulated cell (simulate) any of whose runs never reached its level."""
+    unreached = sum(int((v <= 0).sum()) for v in sim["clocks"].values())
+    unreached += int((sim["truth"] <= 0).sum())
+    if unreached:
+        raise SystemExit(f"{cell}: {unreached} runs never reached their level; raise the budget")
+
+
 def _errors(sim: dict, cell: dict, s) -> dict:
     clock = lambda b, lv: sim["clocks"][(b, float(lv))][s]
     out = plan(clock, sim["floors"], cell["lr0"], cell["target"])
@@ -179,10 +187,7 @@ def score(pred_path: str, out: str, resamples: int = 300) -> dict:
     rows = []
     for c in pre["cells"]:
         sim = simulate(c)
-        unreached = sum(int((v <= 0).sum()) for v in sim["clocks"].values())
-        unreached += int((sim["truth"] <= 0).sum())
-        if unreached:
-            raise SystemExit(f"{c}: {unreached} runs never reached their level; raise the budget")
+        check_reached(sim, c)
         err = _errors(sim, c, np.arange(S))
         draws = [_errors(sim, c, rng.integers(0, S, S)) for _ in range(resamples)]
         ci = lambda f: [float(x) for x in np.percentile([f(d) for d in draws], [2.5, 97.5])]

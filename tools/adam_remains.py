@@ -119,9 +119,7 @@ def score(pred_path: str, out: str, resamples: int = 200) -> dict:
     for r in pre["rows"]:
         cell = {k: r[k] for k in ("name", "target", "lr0", "model")}
         sim = af.simulate(dict(cell, opt={"beta1": r["beta1"]}))
-        unreached = sum(int((v <= 0).sum()) for v in sim["clocks"].values())
-        if unreached + int((sim["truth"] <= 0).sum()):
-            raise SystemExit(f"{cell}: runs never reached their level; raise the budget")
+        af.check_reached(sim, cell)
         got = _gaps(sim, cell, r["beta1"], np.arange(af.S))
         draws = [_gaps(sim, cell, r["beta1"], rng.integers(0, af.S, af.S))
                  for _ in range(resamples)]
