@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import example, given, strategies as st
 
 from twoclock.pilot import floorout
 from twoclock.pilot.api import plan_logs
@@ -60,6 +61,32 @@ def test_the_floor_aware_plan_predicts_the_hand_clock_where_the_plain_plan_misse
                        [PHI / math.sqrt(b) for b in (128, 256)], rtol=1e-3)
     assert math.isclose(fo["phi"] * 0.01, PHI, rel_tol=1e-3)
     assert "floor_out" not in plain
+    # each run's floor over the target, by hand PHI / sqrt(b) / T: 0.530, 0.375, 0.265 (the
+    # plateaus' 3e-5 over 0.1); the largest is r8's, beyond the 0.361 the quadratic checked
+    assert np.allclose([r["floor_over_target"] for r in fo["runs"]],
+                       [PHI / math.sqrt(b) / T for b in (8, 16, 32)], atol=3e-4)
+    top = fo["floor_over_target"]
+    assert top["run"] == "r8" and top["value"] == pytest.approx(PHI / math.sqrt(8) / T, abs=3e-4)
+    assert top["line"].startswith("floor over the target: 0.53 at r8") and "beyond" in top["line"]
+
+
+@pytest.mark.parametrize("optimum,a,target,want", [
+    (0.0, [0.02, 0.01], 0.1, [0.2, 0.1]),        # a loss: a / T
+    (1.0, [0.8, 0.9], 0.75, [0.8, 0.4]),         # an accuracy: (1 - a) / (1 - T)
+    (2.0, [2.5, 2.25], 3.0, [0.5, 0.25])])       # a loss whose minimum is 2
+def test_the_floor_over_the_target_by_hand(optimum, a, target, want):
+    assert floorout.over_target(a, target, optimum) == pytest.approx(want)
+
+
+@given(ratio=st.floats(0.0, 2.0))
+@example(ratio=floorout.PLAIN_HELD)      # the boundaries belong to the side below them
+@example(ratio=floorout.CHECKED[1])
+@example(ratio=math.nextafter(floorout.CHECKED[1], 1.0))
+def test_the_floor_over_the_target_is_placed_on_the_measured_map(ratio):
+    line = floorout.regime(ratio, "r")
+    held, checked, beyond = ("plain form's 8x error held" in line, "and at most 0.361" in line,
+                             "beyond the floors" in line)
+    assert (held, checked, beyond) == (ratio <= 0.127, 0.127 < ratio <= 0.361, ratio > 0.361)
 
 
 def test_a_batch_whose_predicted_plateau_is_past_the_target_is_not_expected_to_reach_it():
@@ -81,13 +108,15 @@ def test_floor_out_needs_the_adam_form_and_a_run_at_its_plateau():
         _plan(_logs(), floor_out=0.03)
 
 
-def test_the_command_reads_the_flag(tmp_path):
+def test_the_command_reads_the_flag(tmp_path, capsys):
     # the CSV the command reads plans as the table in memory does (--predict 4: not expected)
     from tests.helpers import plan_main
     path = write_csv(tmp_path / "l.csv")
     args = ["--logs", path, "--progress", "loss<=0.06", "--progress-form", "adam", "--predict",
             "4", "64", "--no-figure", "--out", str(tmp_path)]
     assert plan_main("plan_floor_out")(args + ["--floor-out", "0"]) == 0
+    # by hand: r8's floor PHI / sqrt(8) = 0.0530 over the target 0.06
+    assert "floor over the target: 0.884 at r8" in capsys.readouterr().out
     import json
     with open(tmp_path / "plan.json") as f:
         out = json.load(f)

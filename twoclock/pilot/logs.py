@@ -426,6 +426,7 @@ def table(out: dict) -> str:
                      + "; predicted " + ", ".join(f"B {p['batch']:g} {p['plateau']:.4g}"
                                                   for p in fo["predictions"])
                      + "; " + fo["reading"])
+        lines.append("  " + fo["floor_over_target"]["line"])
     lines.append(report.table(out))
     lines += ["  " + p["band_why"] for p in out["predictions"] if p.get("band_why")]
     if rb:
