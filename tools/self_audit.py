@@ -969,6 +969,15 @@ BUGS = [
     ("openrlhf: the unread-K note shown where --updates gave K", "glue", "twoclock/pilot/logs.py",
      'return None if note is None or reading.get("updates") or any(',
      'return None if note is None or any(', f"{P}test_trainer_logs.py"),
+    ("floor over the target: read from the plateau, not its distance from the optimum", "trivial",
+     "twoclock/pilot/floorout.py", "np.abs(np.asarray(a_R, np.float64) - optimum) / abs(",
+     "np.abs(np.asarray(a_R, np.float64)) / abs(", f"{P}test_floorout.py"),
+    ("floor over the target: the smallest of the runs reported", "glue",
+     "twoclock/pilot/floorout.py", "top = int(np.argmax(ratio_R))", "top = int(np.argmin(ratio_R))",
+     f"{P}test_floorout.py"),
+    ("floor over the target: the plain form's bound taken as held past it", "narrow",
+     "twoclock/pilot/floorout.py", "if ratio <= PLAIN_HELD:", "if ratio <= CHECKED[0]:",
+     f"{P}test_floorout.py"),
 ]
 
 

@@ -80,6 +80,7 @@ def test_the_floor_over_the_target_by_hand(optimum, a, target, want):
 
 @given(ratio=st.floats(0.0, 2.0))
 @example(ratio=floorout.PLAIN_HELD)      # the boundaries belong to the side below them
+@example(ratio=math.nextafter(floorout.PLAIN_HELD, 1.0))
 @example(ratio=floorout.CHECKED[1])
 @example(ratio=math.nextafter(floorout.CHECKED[1], 1.0))
 def test_the_floor_over_the_target_is_placed_on_the_measured_map(ratio):
