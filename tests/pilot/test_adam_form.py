@@ -144,6 +144,24 @@ def test_a_plan_from_mixed_lrs_and_updates_predicts_the_form(tmp_path):
         assert lo < want < hi
 
 
+def test_the_form_says_its_noise_scale_or_that_the_pilots_show_no_knee(tmp_path):
+    # clocks sqrt(m (m + 40)) / lr at B 8..64 have B_n 40 (by hand); clocks sqrt(m) / lr (the
+    # noise-dominated limit, B_n infinite) are flat on the sqrt rule: no knee within the pilots
+    B = [8.0, 16.0, 32.0, 64.0] * 2
+    lr = [0.01] * 8
+    knee = _exact_runs(np.array(B), np.array(lr), 1.0, b_n=40.0, wiggle=1e-4)
+    flat = 50.0 * np.sqrt(B) / 0.01 * np.exp(1e-4 * (-1.0) ** np.arange(8))
+    why = []
+    for N in (knee, flat):
+        path = _csv(tmp_path, [(b, l, f"{n:.17g}", "") for b, l, n in zip(B, lr, N)],
+                    updates=False)
+        why.append(report.plan_file(path, [512.0], progress_form="adam").to_json()
+                   ["fit"]["progress"]["why"])
+    b_n = float(why[0].split("B_n = ")[-1].split(" samples per update")[0])
+    assert abs(b_n / 40.0 - 1) < 1e-2, why[0]
+    assert "B_n above the pilots' batches (no knee within them)" in why[1], why[1]
+
+
 def test_the_flags_reach_the_plan_json(tmp_path):
     import json
     from twoclock.cli.plan import main

@@ -350,9 +350,10 @@ def adam_clock(B, prog, lr, K, rule) -> ProgressClock:
     rate = loo_rate(B, predict, lambda b: _log_median(prog[B == b]))
     bn = fit.noise_scale
     why = (f"chosen with --progress-form: N = A sqrt(m (m + B_n)) / lr, m = B / K, "
-           f"fitted to {B.size} runs at their own lr; B_n = "
-           f"{'beyond the pilots' if bn is None else format(bn, '.4g')} samples per update; "
-           f"under lr ~ B^{rule.p:g} N grows as B^{0.5 - rule.p:g} below the knee, "
+           f"fitted to {B.size} runs at their own lr; "
+           + ("B_n above the pilots' batches (no knee within them); " if bn is None else
+              f"B_n = {bn:.4g} samples per update; ")
+           + f"under lr ~ B^{rule.p:g} N grows as B^{0.5 - rule.p:g} below the knee, "
            f"B^{1 - rule.p:g} past it")
     return ProgressClock(fit, [fit], {adam.FORM: fit.sse}, why, rate,
                          (float(B.min()), float(B.max())))
