@@ -14,6 +14,7 @@ from tests.helpers import plan_main
 from tests.pilot.test_first_point_bound import LATE, TWO
 from tests.pilot.test_floorout import write_csv
 from tests.pilot.test_logs_as_they_are import _log
+from tests.pilot.test_logs_minority import RUNS as MINORITY, _log as minority_log
 from twoclock.pilot.result import PLAN_SCHEMA
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -41,6 +42,8 @@ RUNS = {
     # quadratic writes `logs.smoothing.points`
     "auto": ["--logs", os.path.join(DATA, "example_pilot_logs.csv"), "--progress",
              "heldout_acc>=0.7", "--progress-form", "auto", "--smooth", "quad:5"],
+    # a batch where one of four runs reaches the target (`logs.progress_minority`)
+    "minority": ["--progress", "acc>=1", "--predict", "128", "--smooth", "window:1"],
     # OpenRLHF's TensorBoard runs, whose K nothing gives (`logs.updates_unknown`)
     "openrlhf": ["--logs", os.path.join(ROOT, "tests", "data", "trainer_logs", "openrlhf"),
                  "--preset", "openrlhf", "--progress", "heldout_acc>=0.3", "--smooth",
@@ -55,6 +58,8 @@ def plans(tmp_path_factory):
         d = tmp_path_factory.mktemp(mode)
         if mode == "bound":  # the log of test_first_point_bound, written here
             args = ["--logs", _log(d / "l.csv", TWO + [LATE])] + args
+        if mode == "minority":  # the log of test_logs_minority, written here
+            args = ["--logs", minority_log(d / "l.csv", MINORITY)] + args
         if mode == "floor":  # the synthetic log of test_floorout, written here
             args = ["--logs", write_csv(d / "l.csv", points=120)] + args
         assert main(args + ["--no-figure", "--out", str(d)]) == 0

@@ -75,12 +75,17 @@ class Clock:
     # a first-point run's bound [lower, first point] where the fits use it (pilot.logs, too
     # few batches timed): samples is then the bound's geometric middle
     bound: tuple | None = None
+    # it arrived, but at most half the runs of its batch did (`minority`): the batch's median
+    # clock lies beyond the runs' lengths, and its arrivals, the lucky fast ones, are left out
+    minority: bool = False
 
     @property
     def timed(self) -> bool:
         """Whether the fits use it: a crossing seen between two logged points, or a
-        first-point run's bound given a lower end (`bound`)."""
-        return self.crossed and (not self.first or self.bound is not None)
+        first-point run's bound given a lower end (`bound`), in a batch most of whose runs
+        arrived."""
+        return self.crossed and (not self.first or self.bound is not None) and \
+            not self.minority
 
 
 def clocks(logs: Logs, cond: Condition, how=None, need_one: bool = True,
@@ -137,6 +142,24 @@ def bounded(logs, prog) -> list:
     return out
 
 
+def minority(logs, prog) -> tuple:
+    """(the progress clocks with the arrivals of every batch where at most half the runs
+    arrived marked `minority`, one row per such batch: batch, runs, arrived, and the shortest
+    never-arrived run's length). The median over a batch's runs, where at most half arrived,
+    lies beyond the never-arrived runs' lengths (a run that never arrived within its length L
+    takes more than L): the arrivals are the fast tail of the batch's clocks, and fitted or
+    recommended as its median they would put the batch early."""
+    by = {}
+    for r, c in zip(logs.runs, prog):
+        by.setdefault(r.batch, []).append(c)
+    rows = [{"batch": b, "runs": len(cs), "arrived": sum(c.crossed for c in cs),
+             "beyond": min(c.samples for c in cs if not c.crossed)}
+            for b, cs in sorted(by.items()) if 0 < sum(c.crossed for c in cs) <= len(cs) / 2]
+    few = {row["batch"] for row in rows}
+    return [replace(c, minority=True) if c.crossed and r.batch in few else c
+            for r, c in zip(logs.runs, prog)], rows
+
+
 def check_reached(logs, prog, pc) -> None:
     """PilotError (one line) where the target's crossing is seen at fewer than three distinct
     batches (the progress fit's least), naming the batches it was seen at, those past it at
@@ -145,12 +168,13 @@ def check_reached(logs, prog, pc) -> None:
     timed = at(lambda c: c.timed)
     if len(timed) >= 3:
         return
-    first = [b for b in at(lambda c: c.first) if b not in timed]
-    never = [b for b in at(lambda c: not c.crossed) if b not in timed + first]
+    first = [b for b in at(lambda c: c.first and not c.minority) if b not in timed]
+    never = [b for b in at(lambda c: not c.crossed or c.minority) if b not in timed + first]
     bs = lambda x: "B " + ", ".join(f"{b:g}" for b in x) if x else "none"
     raise PilotError(f"--progress {pc.text!r}: crossed between logged points at {len(timed)} "
                      f"pilot batches ({bs(timed)}), the progress fit needs 3; past it at the "
                      f"first logged point: {bs(first)}; never reached: {bs(never)}")
 
 
-__all__ = ["local_quadratic", "smooth", "crossing", "Clock", "clocks", "bounded", "check_reached"]
+__all__ = ["local_quadratic", "smooth", "crossing", "Clock", "clocks", "bounded", "minority",
+           "check_reached"]

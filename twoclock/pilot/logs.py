@@ -32,7 +32,8 @@ import numpy as np
 
 from twoclock.pilot import (bands, clipping, erosion, evalnoise, floorout, plan as pilot,
                             predict as pp, presets, report, runband, updates)
-from twoclock.pilot.clocks import Clock, bounded, check_reached, clocks, crossing, smooth
+from twoclock.pilot.clocks import (Clock, bounded, check_reached, clocks, crossing, minority,
+                                   smooth)
 from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
                                        parse_smooth)
 from twoclock.pilot.plan import PilotError, PilotRuns
@@ -79,7 +80,8 @@ def _runs(logs, prog, fail, source, var=None, bracket=None):
                      take(lambda i: logs.runs[i].seconds_per_update),
                      tuple(logs.runs[i].name for i in keep), source=source,
                      updates_R=take(lambda i: logs.runs[i].updates), crossing_var_R=var,
-                     bracket_R=bracket)
+                     bracket_R=bracket, never_B=tuple(r.batch for r, c in zip(logs.runs, prog)
+                                                      if not c.crossed))
 
 
 def _inf(v):
@@ -192,7 +194,7 @@ def _logs_block(logs, how, pc, prog, fcs, fails) -> dict:
         **({} if not any(c.first for c in prog) else {"progress_first_point": [
             {"run": r.name, "batch": r.batch, "bound": [0.0, c.samples]} if c.bound is None
             else {"run": r.name, "batch": r.batch, "bound": list(c.bound), "used": c.samples}
-            for r, c in zip(logs.runs, prog) if c.first]})}
+            for r, c in zip(logs.runs, prog) if c.first and not c.minority]})}
 
 
 def plan_logs(path, progress: str, failures, *settings, **named) -> dict:
@@ -233,7 +235,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     logs = path if isinstance(path, Logs) else read_logs(
         path, tuple(dict.fromkeys([pc.metric] + [f.metric for f in fcs]
                                   + ([clip] if clip else []))), parse_columns(columns), **reading)
-    prog = bounded(logs, clocks(logs, pc, how, first_ok=True))
+    prog, few = minority(logs, clocks(logs, pc, how, first_ok=True))
+    prog = bounded(logs, prog)
     check_reached(logs, prog, pc)
     if progress_form is not None and progress_form not in LOG_FORMS:
         raise PilotError(f"--progress-form: {' or '.join(LOG_FORMS)} (got {progress_form!r})")
@@ -305,7 +308,8 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
             "no_failure_before": [{"batch": p.batch, "updates": p.updates,
                                    "samples": p.no_failure_before} for p in o.predictions],
             **_failed(logs.runs, fl)} for f, o, fl in zip(fcs, outs, fails)),
-        logs={**_logs_block(logs, how, pc, prog, fcs, fails), **({} if var is None else {
+        logs={**_logs_block(logs, how, pc, prog, fcs, fails),
+              **({"progress_minority": few} if few else {}), **({} if var is None else {
             "eval_noise": evalnoise.summary(var, to_json(first.fit)["progress"], items)}),
               "erosion": ero.to_json(), **({} if asked != AUTO else {"progress_form": {
                   "asked": AUTO, "chosen": progress_form or "default"}}),
@@ -388,6 +392,11 @@ def table(out: dict) -> str:
     if lg["progress_censored"]:
         lines.append(f"  {len(lg['progress_censored'])} runs never reached {lg['progress']} "
                      "(left out of the fits): " + ", ".join(lg["progress_censored"]))
+    for m in lg.get("progress_minority", []):
+        lines.append(f"  B {m['batch']:g}: {m['arrived']} of {m['runs']} runs reached "
+                     f"{lg['progress']}, so the batch's median clock lies beyond "
+                     f"{m['beyond']:g} samples (the shortest that never did): its arrivals "
+                     "are left out of the fits and the recommendation")
     first = [f for f in lg.get("progress_first_point", []) if "used" not in f]
     if first:
         lines.append(f"  {len(first)} runs already met {lg['progress']} at their first logged "
@@ -470,4 +479,4 @@ def table(out: dict) -> str:
 
 __all__ = ["REQUIRED", "Condition", "parse_condition", "parse_columns", "parse_smooth", "Run",
            "Logs", "read_logs", "smooth", "crossing", "Clock", "clocks", "bounded",
-           "check_reached", "plan_logs", "logs_plan", "table", "AUTO", "LOG_FORMS"]
+           "minority", "check_reached", "plan_logs", "logs_plan", "table", "AUTO", "LOG_FORMS"]

@@ -263,7 +263,9 @@ def _estimates(runs, on, cand, prog_median, fail_median, spu) -> list[Estimate]:
         pf_med = prog_median(b)
         ff_med = fail_median(b)
         ff_med = math.inf if ff_med is None else ff_med
-        p_meas, f_meas = _measured(runs.prog_R, at), _measured(runs.fail_R, at)
+        late = np.full(sum(1 for n in runs.never_B if n == b) if at.any() else 0, math.inf)
+        p_meas = _measured(np.r_[runs.prog_R[at], late], np.ones(at.sum() + late.size, bool))
+        f_meas = _measured(runs.fail_R, at)
         s = spu(b)
         out.append(Estimate(b, p_meas if p_meas is not None else pf_med,
                             f_meas if f_meas is not None else ff_med, pf_med, ff_med,

@@ -71,10 +71,15 @@ def table(out: dict) -> str:
              + f"{f['progress']['why']}"]
     cb = out["critical_batch"]
     knee = " (the knee: the sqrt rule's critical batch)" if f["progress"]["form"] == "adam" else ""
+    fitted = [q["batch"] for q in out["runs"] if q.get("on_rule", True)]
+    below = cb["batch"] is not None and fitted and cb["batch"] < min(fitted)
+    flat = ("no knee: noise-dominated" if knee else "progress flat")
     lines.append(f"critical batch{knee}: {_g(cb['batch'])} [{_g(cb['ci'][0])}, "
-                 f"{_g(cb['ci'][1])}] ({lvl}% CI)" if cb["batch"] is not None else
+                 f"{_g(cb['ci'][1])}] ({lvl}% CI)"
+                 + (f"; below the smallest pilot batch ({min(fitted):g}): every pilot is past "
+                    "it, so it is extrapolated" if below else "") if cb["batch"] is not None else
                  "critical batch: none within reach" + ("" if cb["ci"][0] is None else
-                                                        f" (progress flat up to {cb['ci'][0]:g})"))
+                                                        f" ({flat} up to {cb['ci'][0]:.4g})"))
     fe = out["failure_exponent"]
     lines.append("failure clock: " + ("no fit; " if fe["value"] is None else
                  f"as a power law N_fail ~ B^q, q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, "

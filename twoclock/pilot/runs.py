@@ -38,6 +38,9 @@ class PilotRuns:
     crossing_var_R: np.ndarray | None = None  # each clock's variance in log (evalnoise.py)
     # [R, 2]: the logged samples either side of each crossing (pilot/envelope.py's anchor)
     bracket_R: np.ndarray | None = None
+    # the batch of every run that never reached the target (logs only): a batch's measured
+    # median counts them as later than any arrival
+    never_B: tuple = ()
 
     def updates(self) -> np.ndarray:
         """K per run (1 where not given)."""
