@@ -991,6 +991,12 @@ BUGS = [
      'below = cb["batch"] is not None and fitted and cb["batch"] < min(fitted)',
      'below = cb["batch"] is not None and fitted and cb["batch"] < min(fitted) / 100',
      f"{P}test_critical_line.py"),
+    ("a prediction inside its first rollout batch read against B / K", "trivial",
+     "twoclock/pilot/logs.py", "if med is None or med >= b:", "if med is None or med >= b / k:",
+     f"{P}test_logs_minority.py"),
+    ("a band's reason named by its rollout batch alone", "glue", "twoclock/pilot/bands.py",
+     "band at B {at or format(b, 'g')} for", "band at B {format(b, 'g')} for",
+     f"{P}test_bands.py"),
 ]
 
 

@@ -71,6 +71,14 @@ def test_a_band_says_why_only_above_x2_either_side(down, up):
     assert (line is None) == (max(down, up) <= 2.0)
 
 
+def test_a_band_is_named_as_the_table_prints_its_batch():
+    # a prediction at 512:4 is the row "512:4", not "512" (which is 512:1 beside it)
+    band = {"median": 1000.0, "ci": [100.0, 3000.0]}
+    line = bands.why(band, 512.0, "acc>=0.5", {"batch": 300.0, "ci": [80.0, 900.0]}, EST,
+                     PILOTS, "512:4")
+    assert line.startswith("band at B 512:4 for acc>=0.5 is x10 either side: ")
+
+
 def test_the_reasons_name_the_pilot_and_the_critical_batch():
     band = {"median": 1000.0, "ci": [100.0, 3000.0]}
     line = bands.why(band, 512.0, "acc>=0.5", {"batch": 300.0, "ci": [80.0, 900.0]}, EST,

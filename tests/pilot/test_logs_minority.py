@@ -86,3 +86,22 @@ def test_too_few_batches_left_are_refused_naming_the_left_out_batch(tmp_path):
     with pytest.raises(PilotError, match=r"at 2 pilot batches \(B 32, 64\).*never reached: "
                                          r"B 8, 16"):
         pl.plan_logs(_log(tmp_path / "l.csv", runs), "acc>=1", [], predict=[128])
+
+
+def test_a_prediction_inside_its_first_rollout_batch_says_so(tmp_path):
+    """(twoclock/pilot/logs.py, `_first_batch`.) Pilots on Adam's form by hand, N = A sqrt(m (m +
+    40)) / lr with A 0.1, lr 0.01 (fixed), K 1 at B 8..64 (196 to 816 samples, each crossed
+    after the first logged point): at 4096:64 (m 64) the form gives 0.1 sqrt(64 x 104) / 0.01 =
+    815.8 samples, inside the first rollout batch of 4096 (12.7 of its 64 updates); at 512:1,
+    0.1 sqrt(512 x 552) / 0.01 = 5316, past its first batch."""
+    N = lambda b: 0.1 * (b * (b + 40.0)) ** 0.5 / 0.01
+    runs = [(f"r{b}{s}", b, N(b)) for b in (8, 16, 32, 64) for s in "ab"]
+    out = pl.plan_logs(_log(tmp_path / "l.csv", runs), "acc>=1", [], predict=["512", "4096:64"],
+                       progress_form="adam")
+    at = {(p["batch"], p["updates"]): p for p in out["predictions"]}
+    assert "first_batch" not in at[(512.0, 1.0)]
+    p = at[(4096.0, 64.0)]
+    assert p["progress_samples"]["median"] == pytest.approx(N(64), rel=1e-2)
+    assert p["first_batch"].startswith("B 4096:64: the form puts the target inside the first "
+                                       "rollout batch (")
+    assert "so read it as at least 4096" in p["first_batch"]

@@ -100,10 +100,10 @@ def reasons(b: float, critical: dict, estimates, pilot_batches,
 
 
 def why(band: dict, b: float, condition: str, critical: dict, estimates,
-        pilot_batches) -> str | None:
+        pilot_batches, at: str | None = None) -> str | None:
     """One line where the band at b is wider than WIDE either side (the first two reasons, the
     envelope's clause first where it set an end; pilots off the theory's exponents where the
-    envelope gives them); None otherwise."""
+    envelope gives them); None otherwise. at: the batch as the table prints it (B:K)."""
     w = width(band)
     if w is None or w <= WIDE:
         return None
@@ -113,7 +113,7 @@ def why(band: dict, b: float, condition: str, critical: dict, estimates,
     env = envelope.describe(info)
     rs = rs if env is None else [env] + rs
     head = "open-ended" if math.isinf(w) else f"x{w:.3g} either side"
-    return f"band at B {b:g} for {condition} is {head}: " + "; ".join(rs[:2])
+    return f"band at B {at or format(b, 'g')} for {condition} is {head}: " + "; ".join(rs[:2])
 
 
 __all__ = ["WIDE", "width", "width_json", "half_share", "score", "reasons", "why"]

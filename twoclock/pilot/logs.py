@@ -134,10 +134,29 @@ def _predictions(outs, fcs) -> list:
 
 def _with_bands(predictions, pc, critical, estimates, pilot_batches) -> list:
     """Each prediction with its progress band's width factor and, where wider than x2 either
-    side, why (pilot.bands)."""
+    side, why (pilot.bands); where its median lies inside its first rollout batch, that
+    (`first_batch`)."""
+    show = pp.shows_k(predictions)
     return [{**p, "band_width": bands.width_json(p["progress_samples"]),
              "band_why": bands.why(p["progress_samples"], p["batch"], pc.text, critical,
-                                   estimates, pilot_batches)} for p in predictions]
+                                   estimates, pilot_batches,
+                                   pp.label(p["batch"], p.get("updates", 1.0), show)),
+             **_first_batch(p, show)} for p in predictions]
+
+
+def _first_batch(p: dict, show: bool) -> dict:
+    """{'first_batch': the line} where the predicted median is below one rollout batch B: the
+    form puts the target within the first batch's updates, which a run only starts once it has
+    generated all B; {} otherwise."""
+    med, b, k = p["progress_samples"]["median"], p["batch"], p.get("updates", 1.0)
+    if med is None or med >= b:
+        return {}
+    return {"first_batch": f"B {pp.label(b, k, show)}: the form puts the target inside the "
+                           f"first rollout batch ({med:.4g} of its {b:g} samples, "
+                           f"{med * k / b:.2g} of its {k:g} updates); a run generates the whole "
+                           f"batch before its first update, so read it as at least {b:g}, and "
+                           "the form's 1/lr and m = B / K there as unchecked: run a pilot at "
+                           "this batch and K"}
 
 
 def _recommendation(est, margin: float, objective: str, fcs) -> dict:
@@ -437,7 +456,8 @@ def table(out: dict) -> str:
                      + "; " + fo["reading"])
         lines.append("  " + fo["floor_over_target"]["line"])
     lines.append(report.table(out))
-    lines += ["  " + p["band_why"] for p in out["predictions"] if p.get("band_why")]
+    lines += ["  " + p[k] for p in out["predictions"] for k in ("band_why", "first_batch")
+              if p.get(k)]
     if rb:
         lines.append("  " + runband.line(rb, lvl))
     if out["failures"]:
