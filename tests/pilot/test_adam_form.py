@@ -162,6 +162,31 @@ def test_the_form_says_its_noise_scale_or_that_the_pilots_show_no_knee(tmp_path)
     assert "B_n above the pilots' batches (no knee within them)" in why[1], why[1]
 
 
+def test_a_prediction_rule_keeps_the_pilots_own_rule_apart(tmp_path):
+    """Pilots on the sqrt rule (lr 0.01 sqrt(B / 8)), predicted under a fixed lr 0.01: the
+    printout and fit.pilots_rule give the pilots' rule, fit.rule the predicted one, and at a
+    pilot batch whose lr the fixed rule does not share (16: 0.01 against 0.0141) the
+    recommendation reads the fit at lr 0.01, by hand the formula there, not the runs."""
+    B = [8.0, 16.0, 32.0, 64.0] * 2
+    lr = [0.01 * math.sqrt(b / 8) for b in B]
+    N = _exact_runs(np.array(B), np.array(lr), 1.0, b_n=40.0, wiggle=1e-4)
+    path = _csv(tmp_path, [(b, l, f"{n:.17g}", "") for b, l, n in zip(B, lr, N)],
+                updates=False)
+    out = report.plan_file(path, [128.0], progress_form="adam",
+                           predict_rule=parse_rule("fixed:0.01@8")).to_json()
+    assert out["fit"]["rule"]["p"] == 0.0 and out["fit"]["pilots_rule"]["p"] == 0.5
+    assert out["fit"]["pilots_rule"]["lr0"] == pytest.approx(0.01 * math.sqrt(B[0] / 8))
+    head = report.table(out).splitlines()[0]
+    assert "8 on the rule lr = 0.01 (B/8)^0.5; predictions under lr = 0.01 (B/8)^0 " in head
+    est = {e["batch"]: e for e in out["estimates"]}
+    assert est[8.0]["source"] == "runs"  # lr 0.01 at B 8 under both rules
+    assert est[16.0]["source"] == "fit"
+    assert est[16.0]["progress"] == pytest.approx(by_hand(16.0, 0.01, 1.0, 50.0, 40.0), rel=1e-3)
+    # without --predict-rule there is no second rule
+    assert report.plan_file(path, [128.0], progress_form="adam").to_json()["fit"][
+        "pilots_rule"] is None
+
+
 def test_the_flags_reach_the_plan_json(tmp_path):
     import json
     from twoclock.cli.plan import main

@@ -44,9 +44,9 @@ RUNS = {
              "heldout_acc>=0.7", "--progress-form", "auto", "--smooth", "quad:5"],
     # a batch where one of four runs reaches the target (`logs.progress_minority`)
     # ... and Adam's form at 64 updates a rollout batch, inside the first batch
-    # (`predictions[].first_batch`)
+    # (`predictions[].first_batch`), under another rule than the pilots' (`fit.pilots_rule`)
     "minority": ["--progress", "acc>=1", "--predict", "128", "8192:64", "--smooth", "window:1",
-                 "--progress-form", "adam"],
+                 "--progress-form", "adam", "--predict-rule", "sqrt:0.01@16"],
     # OpenRLHF's TensorBoard runs, whose K nothing gives (`logs.updates_unknown`)
     "openrlhf": ["--logs", os.path.join(ROOT, "tests", "data", "trainer_logs", "openrlhf"),
                  "--preset", "openrlhf", "--progress", "heldout_acc>=0.3", "--smooth",

@@ -56,7 +56,12 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     except ValueError as e:
         raise PilotError(str(e)) from None
     on = found["on_rule"]
-    rule = Rule(*(predict_rule or (found["p"], found["lr0"], found["b0"])), int((~on).sum()))
+    pilots_rule = Rule(found["p"], found["lr0"], found["b0"], int((~on).sum()))
+    rule = pilots_rule if predict_rule is None else Rule(*predict_rule, pilots_rule.off_rule_runs)
+    # the runs a batch's measured clock is read from: those on the rule predicted under (its
+    # lr within 1%); under another rule than the pilots', the fit speaks at their batches too
+    same = np.allclose(rule.lr(runs.batch_R), pilots_rule.lr(runs.batch_R), rtol=0.01)
+    on_pred = on if same else np.isclose(runs.lr_R, rule.lr(runs.batch_R), rtol=0.01)
     use = (on if progress_form is None or np.unique(runs.batch_R[on]).size >= 3
            else np.ones_like(on))
     B, prog, fail = runs.batch_R[use], runs.prog_R[use], runs.fail_R[use]
@@ -101,8 +106,8 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     grid = np.geomspace(min(cand + [float(runs.batch_R.min())]), max(cand), 41).tolist()
     curves = Curves(grid, prog_band(grid),
                     None if failure.chosen is None else fail_band(grid))
-    est = _estimates(runs, on, cand, progress.median, lambda b: fail_band([b])[0]["median"],
-                     spu)
+    est = _estimates(runs, on_pred, cand, progress.median,
+                     lambda b: fail_band([b])[0]["median"], spu)
     rec = recommend(est, margin, objective="seconds" if tmodel is not None else "samples")
     fit_only = recommend([replace(e, progress=e.progress_fit, failure=e.failure_fit)
                           for e in est], margin, rec.objective, schedules=False)
@@ -111,7 +116,8 @@ def plan(runs: PilotRuns, predict=None, margin: float = 0.1, level: float = 0.95
     return Plan(predictions, CriticalBatch(**progress.fit.critical(level)),
                 Exponent(**exp, reading=_drift_reading(exp, int(np.isfinite(fail).sum()))),
                 replace(rec, fit_only_constant=fit_only.constant),
-                _fit(rule, progress, failure, tmodel, level, margin), curves, tuple(est),
+                _fit(rule, progress, failure, tmodel, level, margin,
+                     None if same else pilots_rule), curves, tuple(est),
                 tuple(RunRow(float(b), float(lr), float(p), None if not math.isfinite(f)
                              else float(f), bool(o), s)
                       for b, lr, p, f, o, s in zip(runs.batch_R, runs.lr_R, runs.prog_R,
@@ -154,8 +160,10 @@ BANDS = ("Student-t sampling error (progress: profile likelihood over the plausi
          "widened by its form's leave-one-end-out error growing with the distance in log B")
 
 
-def _fit(rule: Rule, progress, failure, tmodel, level: float, margin: float) -> Fit:
-    """What the plan says it fitted: the rule, both clocks' forms and fits, the throughput."""
+def _fit(rule: Rule, progress, failure, tmodel, level: float, margin: float,
+         pilots_rule: Rule | None = None) -> Fit:
+    """What the plan says it fitted: the rule, both clocks' forms and fits, the throughput;
+    pilots_rule: the pilots' own, where the predictions are under another."""
     pfit, ffit = progress.fit, failure.power
     return Fit(
         rule, ProgressReport(pfit.form, pfit.a, pfit.m, progress.why, progress.sse,
@@ -167,7 +175,7 @@ def _fit(rule: Rule, progress, failure, tmodel, level: float, margin: float) -> 
         _failure_form(failure.forms),
         None if tmodel is None else Throughput(tmodel.gen_latency, tmodel.critical_gen_batch,
                                                tmodel.knee),
-        level, margin, BANDS)
+        level, margin, BANDS, pilots_rule)
 
 
 def _step_times(runs: PilotRuns) -> tuple:

@@ -56,11 +56,14 @@ def ci(d, fmt="{:.4g}"):
 def table(out: dict) -> str:
     """The plan (its JSON) as printed text."""
     f, lvl = out["fit"], round(100 * out["fit"]["level"])
-    r = f["rule"]
+    r, pr = f["rule"], f.get("pilots_rule")
+    own = pr or r
     lines = [f"pilot runs: {out['source']}: {len(out['runs'])} runs, "
-             f"{len(out['runs']) - r['off_rule_runs']} on the rule lr = {r['lr0']:.4g} "
-             f"(B/{r['b0']:g})^{r['p']:g}"
-             + (f" ({r['off_rule_runs']} off it, not fitted)" if r["off_rule_runs"] else ""),
+             f"{len(out['runs']) - own['off_rule_runs']} on the rule lr = {own['lr0']:.4g} "
+             f"(B/{own['b0']:g})^{own['p']:g}"
+             + (f" ({own['off_rule_runs']} off it, not fitted)" if own["off_rule_runs"] else "")
+             + ("" if pr is None else f"; predictions under lr = {r['lr0']:.4g} "
+                f"(B/{r['b0']:g})^{r['p']:g} (--predict-rule)"),
              f"progress clock: {f['progress']['form']} form, "
              + ("" if f["progress"]["form"] == "adam" else "N_prog = N_min " + (
                  f"(1 + c B/B_crit)^{f['progress']['asymptote_exponent']:g}"

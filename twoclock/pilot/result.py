@@ -163,6 +163,8 @@ class Fit(Record):
     level: float
     margin: float
     bands: str
+    # the rule the pilots share, where --predict-rule predicts under another (else None)
+    pilots_rule: Rule | None = None
 
 
 @dataclass(frozen=True)
