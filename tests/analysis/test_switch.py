@@ -60,3 +60,23 @@ def test_latest_safe_switch_when_the_small_batch_fails_first():
     assert_close(plan.best.switch, 810.0, rtol=1e-9, atol=0, what="switch")
     assert_close(plan.best.seconds, 810 + 2 * 190, rtol=1e-9, atol=0, what="seconds")
     assert plan.safe_switches[0] == pytest.approx(2.5)
+
+
+def test_no_switch_comes_before_min_switch():
+    """The planner switches after at least one rollout batch of B1 (min_switch = B1). B2 is 4x
+    cheaper per sample and never fails, so without the bound the fastest schedule is the
+    earliest switch on the grid (1000 / 400 = 2.5 samples); with min_switch 8 every schedule
+    option's switch is at least 8, and the best is the earliest, 8 itself."""
+    small, large = pl.Clocks(8, 1000.0, math.inf), pl.Clocks(64, 1000.0, math.inf)
+    spp = {8: 1.0, 64: 0.25}.get
+    free = pl.plan_switch(small, large, spp, margin=0.1, objective="seconds")
+    opts = {o.kind: o for o in free.options}
+    assert opts["schedule"].switch == pytest.approx(2.5)
+    bound = pl.plan_switch(small, large, spp, margin=0.1, objective="seconds", min_switch=8.0)
+    opts = {o.kind: o for o in bound.options}
+    assert opts["schedule"].switch == pytest.approx(8.0)
+    # a bound at or past B1's clock leaves no schedule to search
+    none = pl.plan_switch(small, large, spp, margin=0.1, min_switch=1000.0)
+    assert "schedule" not in {o.kind for o in none.options}
+    with pytest.raises(ValueError, match="min_switch"):
+        pl.plan_switch(small, large, spp, min_switch=-1.0)

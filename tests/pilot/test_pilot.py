@@ -240,6 +240,17 @@ def test_published_table_is_consistent():
                          rtol=0.01, atol=0, what=f"time at P = {r['prompts']}")
 
 
+def test_the_recommended_schedule_switches_after_a_whole_rollout_batch():
+    # the published table's schedule had switched from 4096 after 323.7 samples, less than
+    # one rollout batch (pilot/plan.py: min_switch = B1)
+    s = pilot_report.plan_file().recommendation.schedule
+    assert s is None or s["switch_samples"] >= s["b1"]
+    text = pilot_report.table(pilot_report.plan_file().to_json())
+    # no pilot failed: no failure clock to keep ahead, and no share of it spent
+    assert "no pilot failed, so no failure clock to keep ahead" in text
+    assert "failure clock spent" not in text and "failure clock at least" not in text
+
+
 def test_default_plan_reproduces_the_article_reading():
     out = pilot_report.plan_file()
     a = out.article

@@ -128,14 +128,16 @@ def curve_remaining(small: Clocks, large: Clocks, curve_small, curve_large, star
 
 
 def plan_switch(small: Clocks, large: Clocks, seconds_per_sample, margin: float = 0.1,
-                objective: str = "seconds", remaining=None, n_grid: int = 401) -> Plan:
+                objective: str = "seconds", remaining=None, n_grid: int = 401,
+                min_switch: float = 0.0) -> Plan:
     """The fastest safe way to the target: constant B1, constant B2, or B1 -> B2 at a switch.
 
     seconds_per_sample(B) -> seconds per sample at batch B. margin: the failure clock must
     have at least this fraction left when the target is reached. objective: "seconds"
     (wall-clock) or "samples". remaining(S) -> samples needed at B2 after S samples at B1
     (default: the clock-fraction model; `curve_remaining` uses measured progress curves).
-    Switches are searched on a grid of n_grid points in (0, N_prog(B1)).
+    Switches are searched on a grid of n_grid points in (0, N_prog(B1)), or from min_switch
+    on where it is given (a planner's switch after at least one rollout batch of B1).
     """
     require(0 <= margin < 1, "margin", "in [0, 1)", margin)
     require(objective in ("seconds", "samples"), "objective", "seconds or samples", objective)
@@ -148,8 +150,9 @@ def plan_switch(small: Clocks, large: Clocks, seconds_per_sample, margin: float 
     key = (lambda o: o.seconds) if objective == "seconds" else (lambda o: o.samples)
     options = [opt_small, opt_large]
     safe = None
-    if math.isfinite(small.n_prog):
-        grid = np.linspace(0.0, small.n_prog, n_grid)[1:-1]
+    require(min_switch >= 0, "min_switch", ">= 0", min_switch)
+    if math.isfinite(small.n_prog) and min_switch < small.n_prog:
+        grid = np.linspace(min_switch, small.n_prog, n_grid)[(1 if min_switch == 0 else 0):-1]
         cand = [_option("schedule", float(S), rest(float(S)), small, large, spp1, spp2, margin)
                 for S in grid]
         ok = [o for o in cand if o.safe]

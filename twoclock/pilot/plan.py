@@ -305,7 +305,9 @@ def recommend(est: list, margin: float, objective: str,
     best = None
     for s, l in itertools.combinations(est, 2):
         cl = [Clocks(e.batch, e.progress, e.failure) for e in (s, l)]
-        pl = plan_switch(cl[0], cl[1], sps.__getitem__, margin=margin, objective=objective)
+        # a switch comes after at least one rollout batch of the smaller batch
+        pl = plan_switch(cl[0], cl[1], sps.__getitem__, margin=margin, objective=objective,
+                         min_switch=s.batch)
         for o in pl.options:
             cost = o.seconds if objective == "seconds" else o.samples
             if o.kind == "schedule" and o.safe and (best is None or cost < best["cost"]):

@@ -116,8 +116,10 @@ def table(out: dict) -> str:
     rec = out["recommendation"]
     unit = "s" if rec["objective"] == "seconds" else "samples"
     c = rec["constant"]
+    no_failure = all(e.get("failure") is None for e in out["estimates"])
     lines += ["", f"recommendation (least {rec['objective']} to target, " + (
         "progress only: no failure clock to keep ahead):" if out.get("progress_only") else
+        "no pilot failed, so no failure clock to keep ahead):" if no_failure else
         f"failure clock at least {rec['margin']:g} ahead):")]
     if rec["objective"] == "samples":
         lines.append("  (no seconds_per_update column: samples, not wall-clock time, are "
@@ -132,7 +134,8 @@ def table(out: dict) -> str:
     s = rec["schedule"]
     lines.append("  schedule: none is safe" if s is None else
                  f"  schedule {s['b1']:g} -> {s['b2']:g} after {s['switch_samples']:.4g} samples:"
-                 f" {s['cost']:.4g} {unit}, failure clock spent {s['failure_fraction']:.2f}"
+                 f" {s['cost']:.4g} {unit}"
+                 + ("" if no_failure else f", failure clock spent {s['failure_fraction']:.2f}")
                  + ("" if s["beats_constant"] else " (no faster than the constant batch)"))
     if rec["unsafe"]:
         lines.append("  predicted to fail first: " + ", ".join(f"{b:g}" for b in rec["unsafe"]))
