@@ -439,3 +439,24 @@ def test_eval_items_reaches_the_joint_fit_from_the_command(tmp_path):
         for pa, pb in zip(ta["predictions"], tb["predictions"]):
             ca, cb = pa["progress_samples"]["ci"], pb["progress_samples"]["ci"]
             assert cb[0] <= ca[0] and cb[1] >= ca[1]
+
+
+def test_several_targets_print_each_plans_notes_once_and_each_recommendation(tmp_path, capsys):
+    """The README's sweep command (one seed a batch, no --failure): the printout keeps what a
+    one-target plan says of the logs (progress-only, one run a batch: each once, however many
+    targets share it), and a recommendation line per target, its own plan's constant batch."""
+    import json
+    from tests.helpers import plan_main
+    args = ["--logs", "twoclock/data/example_sweep_logs.csv", "--out", str(tmp_path),
+            "--progress", "heldout_acc>=0.6 heldout_acc>=0.57 heldout_acc>=0.54",
+            "--progress-form", "auto", "--fit-knee", "--predict", "256", "1024", "--no-figure"]
+    assert plan_main("plan_levels_notes")(args) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert sum(ln.startswith("  progress-only plan: no --failure condition") for ln in text) == 1
+    assert sum(ln.startswith("  one run a batch: each band is for the median") for ln in text) \
+        == 1
+    out = json.loads((tmp_path / "plan.json").read_text())
+    for row in out["targets"]:
+        c = row["plan"]["recommendation"]["constant"]
+        assert (f"  {row['condition']}: constant batch {c['batch']:g}, "
+                f"{c['progress_samples']:.4g} samples (from the {c['source']})") in text

@@ -280,7 +280,13 @@ def table(out: dict) -> str:
                for r in out["targets"])  # B:K where any K != 1
     ci = ", ".join("unbounded" if v is None else f"{v:.3g}" for v in s["ci"])
     knee = f" {j['knee_sharpness']:.3g}" if j.get("knee_sharpness_fitted") else ""
-    lines = [f"targets: {len(out['targets'])}, fitted jointly ({j['form']}{knee}; {j['clocks']} "
+    # each target's own plan's notes (what was read, the runs left out, the notes that qualify
+    # every band), a line once however many targets share it
+    from twoclock.pilot.logs import notes  # the one-target printout's (logs imports no levels)
+    head = [] if "logs" not in out["targets"][0]["plan"] else list(dict.fromkeys(
+        ln for row in out["targets"] for ln in notes(row["plan"])))
+    lines = head + [f"targets: {len(out['targets'])}, fitted jointly ({j['form']}{knee}; "
+                    f"{j['clocks']} "
              f"clocks, residual sd {j['sigma']:.3g} in log N, {j['dof']} dof)",
              f"log B_n slope per unit of the level {s['value']:.3g} [{ci}] ({lvl}% CI): "
              f"{s['reading']}", "",
@@ -299,11 +305,21 @@ def table(out: dict) -> str:
     lines += ["  " + p["band_why"] for row in out["targets"] for p in row["predictions"]
               if p.get("band_why")]
     lines += [f"  left out: {x['why']}" for x in out.get("left_out", ())]
+    recs = [row["plan"].get("recommendation") for row in out["targets"]]
+    if None in recs:  # plans given without their recommendation (a joint fit alone)
+        return "\n".join(lines)
+    lines += ["", "recommendation: the joint fit makes none; each target's own plan's (least "
+              f"{recs[0]['objective']} to it):"]
+    for row, rec in zip(out["targets"], recs):
+        c = rec["constant"]
+        lines.append(f"  {row['condition']}: " + ("no constant batch is safe" if c is None else
+                     f"constant batch {c['batch']:g}, {c['progress_samples']:.4g} samples "
+                     f"(from the {c['source']})"))
     return "\n".join(lines)
 
 
 def _band(b: dict) -> str:
-    g = lambda v: "inf" if v is None else f"{v:.4g}"
+    g = lambda v: "inf" if v is None else f"{v:.0f}" if v >= 100 else f"{v:.4g}"
     return f"{g(b['median'])} [{g(b['ci'][0])}, {g(b['ci'][1])}]"
 
 

@@ -400,8 +400,22 @@ def _smoothing_text(sm) -> str:
 
 def table(out: dict) -> str:
     """The plan's text (report.table) after a block on the logs and one row per failure clock."""
-    lg = out["logs"]
     lvl = round(100 * out["fit"]["level"])
+    lines = notes(out)
+    rb = [p for p in out["predictions"] if p.get("run_band")]
+    lines.append(report.table(out))
+    lines += ["  " + p[k] for p in out["predictions"] for k in ("band_why", "first_batch")
+              if p.get(k)]
+    if rb:
+        lines.append("  " + runband.line(rb, lvl))
+    return "\n".join(lines + _failure_lines(out, lvl))
+
+
+def notes(out: dict) -> list:
+    """The block on the logs above a plan's table: what was read, the runs left out and why,
+    and the notes that qualify every band (progress only, one run a batch, a metric that turns
+    back, --floor-out's plateaus)."""
+    lg = out["logs"]
     lines = [f"logs: {lg['path']}: {lg['runs']} runs; progress {lg['progress']}, failure "
              + (", ".join(lg["failures"]) or "none") + "; first logged crossing, linear in samples"
              + _smoothing_text(lg["smoothing"])]
@@ -455,11 +469,12 @@ def table(out: dict) -> str:
                                                   for p in fo["predictions"])
                      + "; " + fo["reading"])
         lines.append("  " + fo["floor_over_target"]["line"])
-    lines.append(report.table(out))
-    lines += ["  " + p[k] for p in out["predictions"] for k in ("band_why", "first_batch")
-              if p.get(k)]
-    if rb:
-        lines.append("  " + runband.line(rb, lvl))
+    return lines
+
+
+def _failure_lines(out: dict, lvl: int) -> list:
+    """The lines below a plan's table: one per failure clock, and the clipping onset."""
+    lines = []
     if out["failures"]:
         lines += ["", f"failure clocks, one fit each (samples, {lvl}% CI); the recommendation "
                   "uses the earliest at each batch:"]
@@ -494,9 +509,10 @@ def table(out: dict) -> str:
             lines.append("  predicted " + co["metric"] + ": " + "; ".join(
                 f"B {p['batch']:g}: " + ("-" if p["share"] is None else f"{p['share']:.3g}")
                 for p in co["predictions"]) + clipping.reach_note(co))
-    return "\n".join(lines)
+    return lines
 
 
 __all__ = ["REQUIRED", "Condition", "parse_condition", "parse_columns", "parse_smooth", "Run",
            "Logs", "read_logs", "smooth", "crossing", "Clock", "clocks", "bounded",
-           "minority", "check_reached", "plan_logs", "logs_plan", "table", "AUTO", "LOG_FORMS"]
+           "minority", "check_reached", "plan_logs", "logs_plan", "notes", "table", "AUTO",
+           "LOG_FORMS"]
