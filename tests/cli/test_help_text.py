@@ -63,3 +63,20 @@ def test_a_studys_help_keeps_its_values_and_shows_none_where_none_is_typed(capsy
     assert "(default False)" not in text and "(default None)" not in text
     assert "--rotate random rotation of H and C --random-start" in text
     assert "seeds per (batch, lr0) (default 16)" in text
+
+
+def test_every_output_flag_says_what_it_does(capsys):
+    text = _help(capsys, plan, ["--help"])
+    assert "--no-figure do not draw the figure (plan.png, plan.pdf in OUT) --quiet" in text
+    text = _help(capsys, twoclock, ["run", "critical_batch", "--help"])
+    assert ("--no-figure do not draw the figure (critical_batch_quadratic.png, "
+            "critical_batch_quadratic.pdf in OUT)") in text
+
+
+def test_plans_batch_flag_counts_responses_per_rollout_batch(capsys):
+    """docs/plan.md: a run's batch is its responses per logged step (per rollout batch), not
+    per optimizer update (K updates may share one rollout batch)."""
+    text = _help(capsys, plan, ["--help"])
+    assert ("--batch RUN=B a run's batch (responses per rollout batch: the samples one logged "
+            "step consumes) where its files do not record it") in text
+    assert "responses per update" not in text

@@ -51,8 +51,9 @@ class LogsInput:
                                      "as acc, heldout_acc, reward, kl, entropy, clip "
                                      "(docs/plan.md)",
                                choices=tuple(PRESETS))
-    batch: tuple = option((), "a run's batch (responses per update) where its files do not "
-                              "record it; RUN may be a glob ('grpo_bs64*=64')",
+    batch: tuple = option((), "a run's batch (responses per rollout batch: the samples one "
+                              "logged step consumes) where its files do not record it; RUN "
+                              "may be a glob ('grpo_bs64*=64')",
                           action="append", metavar="RUN=B")
     lr: tuple = option((), "a run's learning rate (default: the peak it logs)",
                        action="append", metavar="RUN=LR")
