@@ -1,0 +1,38 @@
+"""The planner's command line refuses a bad setting in one line that names the flag as typed
+and what it takes, with exit 2, before anything is read or planned."""
+import os
+
+import pytest
+
+from twoclock.cli.plan import main
+from twoclock.pilot.config import PlanConfig
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "twoclock", "data", "example_pilot_logs.csv")
+
+
+def _refused(capsys, tmp_path, argv) -> str:
+    """main(argv)'s one-line error (exit 2, nothing written), without the prog's prefix."""
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--no-figure", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
+    return err.strip().removeprefix("plan.py: error: ")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--level", "1.5"], "--level must be in (0, 1), the bands' confidence level (got 1.5)"),
+    (["--level", "0"], "--level must be in (0, 1), the bands' confidence level (got 0.0)"),
+    (["--level", "nan"], "--level must be in (0, 1), the bands' confidence level (got nan)"),
+    (["--margin", "-1"], "--margin must be in [0, 1), the share of the failure clock left at "
+                         "the target (got -1.0)"),
+    (["--margin", "1"], "--margin must be in [0, 1), the share of the failure clock left at "
+                        "the target (got 1.0)"),
+])
+def test_level_and_margin_are_refused_naming_the_flag_and_the_range(capsys, tmp_path, argv,
+                                                                     says):
+    assert _refused(capsys, tmp_path, argv) == says
+    # from logs as well: the same line
+    assert _refused(capsys, tmp_path, ["--logs", EXAMPLE, "--progress", "heldout_acc>=0.75",
+                                       *argv]) == says
