@@ -36,3 +36,13 @@ def test_level_and_margin_are_refused_naming_the_flag_and_the_range(capsys, tmp_
     # from logs as well: the same line
     assert _refused(capsys, tmp_path, ["--logs", EXAMPLE, "--progress", "heldout_acc>=0.75",
                                        *argv]) == says
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--predict", "100.5"], "'100.5'"), (["--predict", "512", "100.5:2"], "'100.5:2'"),
+    (["--predict", "2048:4", "1e3", "3.75"], "'3.75'")])
+def test_a_predicted_batch_must_be_a_whole_number_of_samples(capsys, tmp_path, argv, said):
+    assert _refused(capsys, tmp_path, argv) == (
+        f"--predict must be a whole number of samples per rollout batch (got {said})")
+    with pytest.raises(ValueError, match=r"^--predict must be a whole number of samples"):
+        PlanConfig(predict=tuple(argv[1:]))

@@ -22,6 +22,9 @@ def _bad(item) -> ValueError:
 def _batch(b, item) -> float:
     if not (math.isfinite(b) and 1 <= b <= MAX_BATCH):  # the message older callers match
         raise ValueError(f"{FLAG} must be batches in [1, 2^53], counts of samples (got {b!r})")
+    if b != round(b):  # a rollout batch counts whole samples (512.0 is one)
+        raise ValueError(f"{FLAG} must be a whole number of samples per rollout batch (got "
+                         f"{item!r})")
     return float(b)
 
 
