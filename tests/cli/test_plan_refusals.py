@@ -46,3 +46,20 @@ def test_a_predicted_batch_must_be_a_whole_number_of_samples(capsys, tmp_path, a
         f"--predict must be a whole number of samples per rollout batch (got {said})")
     with pytest.raises(ValueError, match=r"^--predict must be a whole number of samples"):
         PlanConfig(predict=tuple(argv[1:]))
+
+
+def test_a_failure_condition_given_twice_is_refused_before_the_logs_are_fitted(capsys,
+                                                                              tmp_path):
+    """Each --failure is fitted and reported once: the same one twice is a slip, refused."""
+    base = ["--logs", EXAMPLE, "--progress", "heldout_acc>=0.75"]
+    assert _refused(capsys, tmp_path, [*base, "--failure", "kl>=1.5", "--failure",
+                                       "kl>=1.5"]) == (
+        "--failure 'kl>=1.5': given twice; give each failure condition once")
+    assert _refused(capsys, tmp_path, [*base, "--failure", "kl>=1.5", "--failure", "drift>=2",
+                                       "--failure", "kl >= 1.50"]) == (
+        "--failure 'kl >= 1.50': the same condition as --failure 'kl>=1.5'; give each failure "
+        "condition once")
+    # the Python entry, which the command calls, refuses the same
+    from twoclock import plan_logs
+    with pytest.raises(ValueError, match=r"^--failure 'kl>=1.5': given twice; give each"):
+        plan_logs(EXAMPLE, "heldout_acc>=0.75", ["kl>=1.5", "kl>=1.5"])

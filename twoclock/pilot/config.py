@@ -5,6 +5,7 @@ import math
 
 from twoclock.config import finite, option, param, require, require_choice
 from twoclock.pilot import api, levels, report
+from twoclock.pilot.conditions import parse_failures
 from twoclock.pilot.logs import AUTO, LOG_FORMS
 from twoclock.pilot.plan import PilotError, check_settings
 from twoclock.pilot.presets import PRESETS
@@ -102,6 +103,7 @@ class LogsInput:
                              else "the flags that read logs need --logs LOGS.csv")
         if self.progress is None:
             raise ValueError("--logs: give --progress (and no RUNS.csv)")
+        parse_failures(self.failure)  # each condition well formed and given once
         if self.eval_items is not None:
             require(self.eval_items >= 1, "--eval-items", "a whole number >= 1",
                     self.eval_items)
