@@ -12,12 +12,13 @@ EXAMPLE = os.path.join(ROOT, "twoclock", "data", "example_pilot_logs.csv")
 
 
 def _refused(capsys, tmp_path, argv) -> str:
-    """main(argv)'s one-line error (exit 2, nothing written), without the prog's prefix."""
+    """main(argv)'s one-line error (exit 2, no file written), without the prog's prefix."""
     with pytest.raises(SystemExit) as e:
         main([*argv, "--no-figure", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert not (tmp_path / "out").exists()
+    out = tmp_path / "out"  # the outputs' check may make the folder; nothing goes in it
+    assert not out.exists() or not any(out.iterdir())
     return err.strip().removeprefix("plan.py: error: ")
 
 
@@ -63,3 +64,19 @@ def test_a_failure_condition_given_twice_is_refused_before_the_logs_are_fitted(c
     from twoclock import plan_logs
     with pytest.raises(ValueError, match=r"^--failure 'kl>=1.5': given twice; give each"):
         plan_logs(EXAMPLE, "heldout_acc>=0.75", ["kl>=1.5", "kl>=1.5"])
+
+
+def test_the_way_to_the_adam_form_reads_as_a_flag_with_the_python_spelling_beside_it(
+        capsys, tmp_path):
+    """A refusal the command line shares with the Python entry names the flag first and the
+    keyword as Python spells it, never Python syntax alone."""
+    said = _refused(capsys, tmp_path, ["--predict", "2048:4"])  # the published table: K 1
+    assert said == ("--predict 2048:4: the default progress forms do not model K updates per "
+                    "rollout batch and plan runs with the pilots' K (1); use --progress-form "
+                    "adam (progress_form=\"adam\" in Python)")
+    from tests.pilot.test_logs_adam import _log
+    said = _refused(capsys, tmp_path, ["--logs", _log(tmp_path), "--progress", "acc>=0.5"])
+    assert said == ("--updates: the pilots take different optimizer updates per rollout batch "
+                    "(K 1: r0, r1, r2, r4, r5, r6; K 2: r3; K 4: r7) and the default progress "
+                    "forms do not account for K: plan runs with one K, or use --progress-form "
+                    "adam (progress_form=\"adam\" in Python)")
