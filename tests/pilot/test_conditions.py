@@ -2,7 +2,8 @@
 each refusal one line that names the item."""
 import pytest
 
-from twoclock.pilot.conditions import parse_condition, parse_forms, parse_per_run
+from twoclock.pilot.conditions import (parse_condition, parse_failures, parse_forms,
+                                       parse_per_run)
 from twoclock.pilot.plan import PilotError
 
 
@@ -32,3 +33,26 @@ def test_forms_key_on_the_condition_as_parsed():
         parse_forms(["kl >= 1=knee", "kl>=1=power"], fcs)
     with pytest.raises(PilotError, match="is not one of the --failure conditions"):
         parse_forms(["acc>=1=power"], fcs)
+
+
+@pytest.mark.parametrize("items, says", [
+    (["kl>=1.5", "kl>=1.5"], "--failure 'kl>=1.5': given twice; give each failure condition once"),
+    (["kl>=1.5", "drift>=2", "kl >= 1.50"],
+     "--failure 'kl >= 1.50': the same condition as --failure 'kl>=1.5'; give each failure "
+     "condition once"),
+    (["acc<=peak-0.1", "acc <= peak - .1"],
+     "--failure 'acc <= peak - .1': the same condition as --failure 'acc<=peak-0.1'; give each "
+     "failure condition once")])
+def test_a_failure_condition_given_twice_is_refused_naming_it(items, says):
+    with pytest.raises(PilotError) as e:
+        parse_failures(items)
+    assert str(e.value) == says
+
+
+def test_different_failure_conditions_are_each_kept_in_order():
+    """One metric at two thresholds, two ops, or a running peak: four conditions."""
+    got = parse_failures(["kl>=1.5", "kl>=2", "kl>1.5", "kl<=peak-1.5"])
+    assert [(c.metric, c.op, c.threshold, c.ref) for c in got] == [
+        ("kl", ">=", 1.5, None), ("kl", ">=", 2.0, None), ("kl", ">", 1.5, None),
+        ("kl", "<=", 1.5, "peak")]
+    assert parse_failures([]) == []

@@ -218,6 +218,33 @@ def test_the_python_entry_refuses_bad_items_naming_predict(item, tmp_path):
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("item", [100.5, "100.5", "100.5:2", (100.5, 2), "8192.25:4",
+                                  2.0 ** 51 + 0.5])
+def test_a_batch_that_is_not_a_whole_number_of_samples_is_refused_naming_predict(item):
+    """A rollout batch counts samples: 100.5 is no batch, by itself or as B in B:K (K has its
+    own check: 8192:1.5 in BAD), nor is 2^51 + 0.5 (a float that holds the half)."""
+    with pytest.raises(ValueError) as e:
+        pp.point(item)
+    assert str(e.value) == ("--predict must be a whole number of samples per rollout batch "
+                            f"(got {item!r})")
+
+
+def test_whole_batches_written_as_floats_are_batches(tmp_path):
+    """512.0 and '1024.0:2' are whole: the Python entry and the points read them as 512 and
+    1024 (by hand), and plan the same as the integers."""
+    assert pp.point(512.0) == pp.point("512.0") == pp.point(512) == (512.0, None)
+    assert pp.point("1024.0:2") == pp.point((1024.0, 2.0)) == (1024.0, 2.0)
+    assert pp.point("1e3") == (1000.0, None)
+    from tests.pilot.test_logs_adam import _log
+    path = _log(tmp_path)
+    floats = api.plan_logs(path, "acc>=0.5", [], predict=[512.0, (1024.0, 2.0)],
+                           progress_form="adam").to_json()
+    ints = api.plan_logs(path, "acc>=0.5", [], predict=[512, "1024:2"],
+                         progress_form="adam").to_json()
+    assert floats["predictions"] == ints["predictions"]
+    assert [(p["batch"], p["updates"]) for p in floats["predictions"]] == [(512, 1), (1024, 2)]
+
+
 def test_each_k_s_band_is_clipped_to_the_envelope_of_its_own_samples_per_update(runs_csv):
     """The envelope (pilot/envelope.py) at B:K is anchored at the largest pilot's samples per
     update m_top = 512 (B 512 at K 1), carried to K: batch_top = m_top K (by hand: 512 at

@@ -51,7 +51,8 @@ def add_output_args(p, name: str):
     o = p.add_argument_group("output")
     o.add_argument("--out", default="results", help="folder for the JSON and the figure")
     o.add_argument("--json", help=f"JSON path (default OUT/{name}.json)")
-    o.add_argument("--no-figure", action="store_true")
+    o.add_argument("--no-figure", action="store_true",
+                   help=f"do not draw the figure ({name}.png, {name}.pdf in OUT)")
     o.add_argument("--quiet", action="store_true", help="no progress output")
     return o
 

@@ -4,6 +4,7 @@ config (the policy's `warmup: WarmupConfig`) gives one flag per field of it, pre
 field's name: --warmup-lr sets warmup.lr."""
 import argparse
 from dataclasses import MISSING, fields, is_dataclass
+import re
 import types
 import typing
 
@@ -32,6 +33,30 @@ def _kind(f):
     return t, None
 
 
+# a help text that states its own default: "(default: ...", "; default: ...", "(default 4; ..."
+STATES_DEFAULT = re.compile(r"(^|[(;,]\s*)default\b")
+
+
+def with_default(help: str, value, switch: bool = False, none: bool = False) -> str:
+    """help, and "(default VALUE)" where the default says something: not None (unless the
+    flag takes 'none': then "(default none)"), not an empty tuple or list, not a switch's
+    False, and not where help already states its default."""
+    if STATES_DEFAULT.search(help) or (switch and value is False):
+        return help
+    if value is None:
+        return f"{help} (default none)" if none else help
+    if isinstance(value, (tuple, list)) and not value:
+        return help
+    return f"{help} (default {value})"
+
+
+def _takes_none(f) -> bool:
+    """Whether a field's flag reads 'none' as None (so None is a value the user can type)."""
+    if "argparse" in f.metadata:
+        return f.metadata["argparse"].get("type") == NUMBER_OR_NONE
+    return _kind(f)[0] is float_or_none
+
+
 def dest(cls, name: str) -> str:
     """Where a field's value lands in the namespace (prefixed: two configs may share a name)."""
     return f"{cls.__name__}.{name}"
@@ -50,7 +75,8 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
     as one value; a `split` field (a tuple) as one flag per item, split[field] naming them
     (help[name] their help).
 
-    A flag left out keeps the config's default (or defaults[field], shown in the help).
+    A flag left out keeps the config's default (or defaults[field]), shown in the help where
+    it says something (`with_default`).
     """
     rename, defaults, helps, split = rename or {}, defaults or {}, help or {}, split or {}
     for f in fields(cls):
@@ -68,11 +94,12 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
                 group.add_argument("--" + (prefix + item).replace("_", "-"),
                                    dest=_item(where, cls, f.name, i), type=_kind(f)[0],
                                    default=argparse.SUPPRESS, metavar=(prefix + item).upper(),
-                                   help=f"{helps.get(item, item)} (default {shown[i]})")
+                                   help=with_default(helps.get(item, item), shown[i]))
             continue
         if f.name in scalar:
             shown = shown[0]
-        help_ = f"{helps.get(f.name, f.metadata.get('help', f.name))} (default {shown})"
+        help_ = with_default(helps.get(f.name, f.metadata.get("help", f.name)), shown,
+                             switch=f.type in (bool, "bool"), none=_takes_none(f))
         if "argparse" in f.metadata:  # a field's `option`: how argparse reads it
             kw = {"metavar": f.name.upper(), **f.metadata["argparse"]}
             if kw.get("type") == NUMBER_OR_NONE:

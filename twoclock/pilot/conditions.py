@@ -79,6 +79,23 @@ def parse_condition(text: str, flag: str) -> Condition:
     return Condition(metric, op, float(x), flag, ref)
 
 
+def parse_failures(items) -> list:
+    """['kl>=1.5', ...] (--failure) -> [Condition, ...] in the order given; PilotError (one
+    line) for a condition given twice, as written or not ('kl>=1.5', 'kl >= 1.50'): each is
+    fitted once."""
+    out, seen = [], {}
+    for text in items:
+        c = parse_condition(text, "--failure")
+        key = (c.metric, c.op, c.ref, c.threshold)
+        if key in seen:
+            what = ("given twice" if seen[key] == text else
+                    f"the same condition as --failure {seen[key]!r}")
+            raise PilotError(f"--failure {text!r}: {what}; give each failure condition once")
+        seen[key] = text
+        out.append(c)
+    return out
+
+
 def parse_columns(items) -> dict:
     """['samples=train/num_samples', ...] -> {file column: name}; PilotError when malformed."""
     out = {}

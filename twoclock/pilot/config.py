@@ -5,6 +5,7 @@ import math
 
 from twoclock.config import finite, option, param, require, require_choice
 from twoclock.pilot import api, levels, report
+from twoclock.pilot.conditions import parse_failures
 from twoclock.pilot.logs import AUTO, LOG_FORMS
 from twoclock.pilot.plan import PilotError, check_settings
 from twoclock.pilot.presets import PRESETS
@@ -51,8 +52,9 @@ class LogsInput:
                                      "as acc, heldout_acc, reward, kl, entropy, clip "
                                      "(docs/plan.md)",
                                choices=tuple(PRESETS))
-    batch: tuple = option((), "a run's batch (responses per update) where its files do not "
-                              "record it; RUN may be a glob ('grpo_bs64*=64')",
+    batch: tuple = option((), "a run's batch (responses per rollout batch: the samples one "
+                              "logged step consumes) where its files do not record it; RUN "
+                              "may be a glob ('grpo_bs64*=64')",
                           action="append", metavar="RUN=B")
     lr: tuple = option((), "a run's learning rate (default: the peak it logs)",
                        action="append", metavar="RUN=LR")
@@ -101,6 +103,7 @@ class LogsInput:
                              else "the flags that read logs need --logs LOGS.csv")
         if self.progress is None:
             raise ValueError("--logs: give --progress (and no RUNS.csv)")
+        parse_failures(self.failure)  # each condition well formed and given once
         if self.eval_items is not None:
             require(self.eval_items >= 1, "--eval-items", "a whole number >= 1",
                     self.eval_items)

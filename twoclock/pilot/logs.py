@@ -34,8 +34,8 @@ from twoclock.pilot import (bands, clipping, erosion, evalnoise, floorout, plan 
                             predict as pp, presets, report, runband, updates)
 from twoclock.pilot.clocks import (Clock, bounded, check_reached, clocks, crossing, minority,
                                    smooth)
-from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition, parse_forms,
-                                       parse_smooth)
+from twoclock.pilot.conditions import (Condition, parse_columns, parse_condition,
+                                       parse_failures, parse_forms, parse_smooth)
 from twoclock.pilot.plan import PilotError, PilotRuns
 from twoclock.pilot.reader import REQUIRED, Logs, Run, read_logs
 from twoclock.pilot.result import LogsPlan, to_json
@@ -248,7 +248,7 @@ def logs_plan(path, progress: str, failures, predict=None, margin: float = 0.1,
     if clip_steps not in clipping.STEPS:
         raise PilotError(f"--clip-steps: {' or '.join(clipping.STEPS)} (got {clip_steps!r})")
     pc = parse_condition(progress, "--progress")
-    fcs = [parse_condition(f, "--failure") for f in failures]
+    fcs = parse_failures(failures)
     chosen = parse_forms(forms, fcs)
     how = parse_smooth(smoothing)
     logs = path if isinstance(path, Logs) else read_logs(

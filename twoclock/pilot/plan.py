@@ -27,9 +27,10 @@ PROGRESS_FORMS = ("adam",)  # chosen by the user; default: saturation or curvatu
 def check_settings(predict, margin: float, level: float) -> None:
     """The plan's settings, refused in one line: the points to predict (B or B:K, B a count
     of samples as a CSV's batch column, at most MAX_BATCH: pilot/predict.py), the failure
-    margin and the bands' level."""
-    require(0 <= margin < 1, "margin", "in [0, 1)", margin)
-    require(0 < level < 1, "level", "in (0, 1)", level)
+    margin and the bands' level, each named by its flag (as --predict's are)."""
+    require(0 <= margin < 1, "--margin", "in [0, 1), the share of the failure clock left at "
+            "the target", margin)
+    require(0 < level < 1, "--level", "in (0, 1), the bands' confidence level", level)
     pp.parse(predict)
 
 

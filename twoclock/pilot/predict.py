@@ -11,6 +11,9 @@ import numbers
 
 FLAG = "--predict"
 MAX_BATCH = 2**53  # a batch is a count of samples (floats hold every integer up to 2^53)
+# the form that models K, as the command line and the Python entry (which share these
+# messages) spell it
+ADAM = '--progress-form adam (progress_form="adam" in Python)'
 SHAPE = ("B or B:K, B a batch in [1, 2^53] (a count of samples) and K a whole number >= 1 "
          "(optimizer updates per rollout batch), e.g. 8192:4")
 
@@ -22,6 +25,9 @@ def _bad(item) -> ValueError:
 def _batch(b, item) -> float:
     if not (math.isfinite(b) and 1 <= b <= MAX_BATCH):  # the message older callers match
         raise ValueError(f"{FLAG} must be batches in [1, 2^53], counts of samples (got {b!r})")
+    if b != round(b):  # a rollout batch counts whole samples (512.0 is one)
+        raise ValueError(f"{FLAG} must be a whole number of samples per rollout batch (got "
+                         f"{item!r})")
     return float(b)
 
 
@@ -88,7 +94,7 @@ def check_form(points, progress_form, default_k: float) -> None:
         b, k = other[0]
         raise ValueError(f"{FLAG} {b:g}:{k:g}: the default progress forms do not model K "
                          f"updates per rollout batch and plan runs with the pilots' K "
-                         f"({default_k:g}); use --progress-form adam (progress_form='adam')")
+                         f"({default_k:g}); use {ADAM}")
 
 
 def per_updates(points, f) -> list:
@@ -112,7 +118,7 @@ def plan_points(predict, updates_R, progress_form, source: str) -> tuple:
         raise ValueError(f"{source}, column updates: the pilots take different optimizer "
                          f"updates per rollout batch (K {', '.join(f'{k:g}' for k in ks)}) and "
                          "the default progress forms do not account for K: plan runs with one "
-                         "K, or use --progress-form adam (progress_form='adam')")
+                         f"K, or use {ADAM}")
     k_default = 1.0 if progress_form is not None or not ks else ks[0]
     points = resolve(parse(predict), k_default)
     check_form(points, progress_form, k_default)
@@ -129,7 +135,8 @@ def shows_k(rows) -> bool:
     return any(r.get("updates", 1.0) != 1 for r in rows)
 
 
-__all__ = ["FLAG", "MAX_BATCH", "SHAPE", "point", "parse", "resolve", "check_form", "plan_points",
+__all__ = ["FLAG", "ADAM", "MAX_BATCH", "SHAPE", "point", "parse", "resolve", "check_form",
+           "plan_points",
            "per_updates",
            "label",
            "shows_k"]

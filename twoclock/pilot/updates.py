@@ -13,6 +13,7 @@ import math
 
 from twoclock.pilot import batches
 from twoclock.pilot.plan import PilotError
+from twoclock.pilot.predict import ADAM
 
 COLUMNS = ("updates", "minibatches", "epochs")  # the columns that give K
 FLAG = "--updates"
@@ -117,7 +118,7 @@ def check_mixed(runs, accounted: bool = False) -> None:
     by = "; ".join(f"K {k:g}: " + ", ".join(r.name for r in runs if r.updates == k) for k in ks)
     raise PilotError(f"{FLAG}: the pilots take different optimizer updates per rollout batch "
                      f"({by}) and the default progress forms do not account for K: plan runs "
-                     "with one K, or use --progress-form adam (progress_form='adam')")
+                     f"with one K, or use {ADAM}")
 
 
 def summary(rows) -> str | None:

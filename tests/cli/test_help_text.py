@@ -1,0 +1,82 @@
+"""--help as a reader sees it: an option's "(default ...)" only where the default says
+something (not None, not an empty list, not a switch's False, not where the help states its
+own default), and every output flag explained."""
+import pytest
+
+from twoclock.cli.flags import with_default
+from twoclock.cli.main import main as twoclock
+from twoclock.cli.plan import main as plan
+
+
+def _help(capsys, run, argv) -> str:
+    """The help text of run(argv), its lines joined as one (argparse wraps at the terminal)."""
+    with pytest.raises(SystemExit) as e:
+        run(argv)
+    assert e.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("value, switch, none, want", [
+    (None, False, False, "the help"),
+    ((), False, False, "the help"),
+    ([], False, False, "the help"),
+    (False, True, False, "the help"),
+    (None, False, True, "the help (default none)"),
+    (0.95, False, False, "the help (default 0.95)"),
+    (0, False, False, "the help (default 0)"),
+    ("refuse", False, False, "the help (default refuse)"),
+    ((8, 16), False, False, "the help (default (8, 16))"),
+    (True, True, False, "the help (default True)"),
+    (False, False, False, "the help (default False)"),  # a value, not a switch
+])
+def test_a_default_is_shown_only_where_it_says_something(value, switch, none, want):
+    assert with_default("the help", value, switch=switch, none=none) == want
+
+
+@pytest.mark.parametrize("text", ["a run's lr (default: the peak it logs)",
+                                  "pilot runs per batch (default 4; with --logs 8)",
+                                  "the rule to use; default: the pilots'"])
+def test_a_help_that_states_its_default_gets_no_second_one(text):
+    assert with_default(text, 7) == text and with_default(text, None) == text
+
+
+def test_plan_help_shows_real_defaults_and_no_empty_ones(capsys):
+    text = _help(capsys, plan, ["--help"])
+    for empty in ("(default None)", "(default ())", "(default False)", "(default [])"):
+        assert empty not in text
+    # by hand, from the flags' meaning: the positional argument states its own default once
+    assert "RUNS.csv pilot-run CSV (default: the published GRPO table) options:" in text or \
+        "RUNS.csv pilot-run CSV (default: the published GRPO table) optional arguments:" in text
+    assert "a run's learning rate (default: the peak it logs) --updates RUN=K" in text
+    assert "confidence level of the bands (default 0.95)" in text
+    assert "must be left at the target (default 0.1)" in text
+    assert "keep-last (the later copy) (default refuse)" in text
+    assert "the share at which clipping binds (default 0.02)" in text
+
+
+def test_a_studys_help_keeps_its_values_and_shows_none_where_none_is_typed(capsys):
+    text = _help(capsys, twoclock, ["run", "time_to_target", "--help"])
+    assert "(default None)" not in text and "(default False)" not in text
+    assert "memory cap on responses decoded at once ('none': no cap) (default none)" in text
+    assert "k: sharpness of the knee (1 = additive) (default 3.74)" in text
+    text = _help(capsys, twoclock, ["run", "critical_batch", "--help"])
+    assert "(default False)" not in text and "(default None)" not in text
+    assert "--rotate random rotation of H and C --random-start" in text
+    assert "seeds per (batch, lr0) (default 16)" in text
+
+
+def test_every_output_flag_says_what_it_does(capsys):
+    text = _help(capsys, plan, ["--help"])
+    assert "--no-figure do not draw the figure (plan.png, plan.pdf in OUT) --quiet" in text
+    text = _help(capsys, twoclock, ["run", "critical_batch", "--help"])
+    assert ("--no-figure do not draw the figure (critical_batch_quadratic.png, "
+            "critical_batch_quadratic.pdf in OUT)") in text
+
+
+def test_plans_batch_flag_counts_responses_per_rollout_batch(capsys):
+    """docs/plan.md: a run's batch is its responses per logged step (per rollout batch), not
+    per optimizer update (K updates may share one rollout batch)."""
+    text = _help(capsys, plan, ["--help"])
+    assert ("--batch RUN=B a run's batch (responses per rollout batch: the samples one logged "
+            "step consumes) where its files do not record it") in text
+    assert "responses per update" not in text
