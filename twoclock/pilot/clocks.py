@@ -171,9 +171,11 @@ def check_reached(logs, prog, pc) -> None:
     first = [b for b in at(lambda c: c.first and not c.minority) if b not in timed]
     never = [b for b in at(lambda c: not c.crossed or c.minority) if b not in timed + first]
     bs = lambda x: "B " + ", ".join(f"{b:g}" for b in x) if x else "none"
-    raise PilotError(f"--progress {pc.text!r}: crossed between logged points at {len(timed)} "
-                     f"pilot batches ({bs(timed)}), the progress fit needs 3; past it at the "
-                     f"first logged point: {bs(first)}; never reached: {bs(never)}")
+    seen = (f"at {len(timed)} pilot batch{'' if len(timed) == 1 else 'es'} ({bs(timed)})"
+            if timed else "at no pilot batch")
+    raise PilotError(f"--progress {pc.text!r}: crossed between logged points {seen}, the "
+                     f"progress fit needs 3; past it at the first logged point: {bs(first)}; "
+                     f"never reached: {bs(never)}")
 
 
 __all__ = ["local_quadratic", "smooth", "crossing", "Clock", "clocks", "bounded", "minority",

@@ -248,8 +248,12 @@ def choose_progress(B, N, p: float) -> tuple:
         why = f"only {best.form} applies under lr ~ B^{p:g} (saturation needs p < 0.95)"
     else:
         other = [f for f in forms if f != best.form][0]
-        why = (f"{best.form} fits better: squared log error {sse[best.form]:.4g} vs "
-               f"{sse[other]:.4g} for {other} (both 2 parameters)")
+        a, b = sse[best.form], sse[other]
+        digits = next((d for d in range(4, 10) if f"{a:.{d}g}" != f"{b:.{d}g}"), 9)
+        why = (f"{best.form} fits better: squared log error {a:.{digits}g} vs "
+               f"{b:.{digits}g} for {other} (both 2 parameters)" if b > a * (1 + 1e-3) else
+               f"{best.form} and {other} fit alike (squared log error {a:.{digits}g} vs "
+               f"{b:.{digits}g}, within 0.1%); {best.form} taken (both 2 parameters)")
         if sse[other] <= PLAUSIBLE * sse[best.form]:
             why += f"; within {PLAUSIBLE:g}x, so the bands span both forms"
     if best.m != 1.0:

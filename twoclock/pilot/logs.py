@@ -484,7 +484,8 @@ def _failure_lines(out: dict, lvl: int) -> list:
         fe = f["failure_exponent"]
         q = "no fit" if fe["value"] is None else \
             f"q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, {fe['ci'][1]:.3g}]"
-        lines.append(f"  {f['condition']}: {f['failed_runs']} runs crossed; {q}; "
+        n = f["failed_runs"]
+        lines.append(f"  {f['condition']}: {n} run{'' if n == 1 else 's'} crossed; {q}; "
                      + "; ".join(f"{at(p)}: " + report.ci(p["failure_samples"], "{:.0f}")
                                  if p["failure_samples"]["median"] is not None else
                                  f"{at(p)}: -" for p in f["predictions"]))
