@@ -39,6 +39,12 @@ def test_one_run_and_one_batch_take_the_singular(tmp_path, capsys):
     assert plan_main("plan_words")(args) == 0
     # one of the 12 pilots drops 0.1 below its peak (docs/plan.md, "No failure seen")
     assert "  heldout_acc<=peak-0.1: 1 run crossed; " in capsys.readouterr().out
+    # one of the 19 runs of the real sweep never reaches a return of 300 (B 300)
+    assert plan_main("plan_words")(["--logs", "twoclock/data/real/invpend_pg_b100_10000/"
+                                    "curves.csv", "--progress", "Eval_AverageReturn>=300",
+                                    "--no-figure", "--out", str(tmp_path)]) == 0
+    assert "  1 run never reached Eval_AverageReturn>=300 (left out of the fits): " in \
+        capsys.readouterr().out
     from tests.pilot.test_logs_minority import _log
     from twoclock.pilot import logs as pl
     runs = [("a8", 8, 500.0), ("b8", 8, 9e9), ("r16", 16, 900.0), ("n16", 16, 9e9),

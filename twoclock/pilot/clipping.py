@@ -95,7 +95,7 @@ def clip_onset(runs, prog, metric: str, bind: float, pred_B, rule, steps: str = 
         out["reading"] = (f"{metric} passes {bind:g} at B ~ {line_at:.0f} (pilots up to "
                           f"{now:.3g}; {slope})")
     elif line_at is not None:
-        out["reading"] = (f"{metric}: the line passes {bind:g} at B ~ {line_at:.0f}, past its "
+        out["reading"] = (f"{metric}: the line passes {bind:g} at B ~ {line_at:.3g}, past its "
                           f"checked reach ({REACH:g}x the pilots' move per rollout, shares up to "
                           f"{cap:.3g}; pilots up to {now:.3g}; {slope}): no onset predicted")
     else:

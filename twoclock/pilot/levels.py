@@ -280,6 +280,7 @@ def table(out: dict) -> str:
                for r in out["targets"])  # B:K where any K != 1
     ci = ", ".join("unbounded" if v is None else f"{v:.3g}" for v in s["ci"])
     knee = f" {j['knee_sharpness']:.3g}" if j.get("knee_sharpness_fitted") else ""
+    w = max([22] + [len(row["condition"]) for row in out["targets"]])  # the target column
     # each target's own plan's notes (what was read, the runs left out, the notes that qualify
     # every band), a line once however many targets share it
     from twoclock.pilot.logs import notes  # the one-target printout's (logs imports no levels)
@@ -290,7 +291,7 @@ def table(out: dict) -> str:
              f"clocks, residual sd {j['sigma']:.3g} in log N, {j['dof']} dof)",
              f"log B_n slope per unit of the level {s['value']:.3g} [{ci}] ({lvl}% CI): "
              f"{s['reading']}", "",
-             f"{'target':>22} {'B_n':>10} {'batch:K' if show else 'batch':>9}  joint "
+             f"{'target':>{w}} {'B_n':>10} {'batch:K' if show else 'batch':>9}  joint "
              f"[{lvl}% CI]"
              f"{'':18}one target's plan"]
     for row in out["targets"]:
@@ -298,8 +299,8 @@ def table(out: dict) -> str:
                for p in row["plan"]["predictions"]}
         for i, p in enumerate(row["predictions"]):
             ps, o = p["progress_samples"], own.get((p["batch"], p.get("updates", 1.0)))
-            lead = (f"{row['condition']:>22} {row['noise_scale']:>10.4g}" if i == 0 else
-                    " " * 33)
+            lead = (f"{row['condition']:>{w}} {row['noise_scale']:>10.4g}" if i == 0 else
+                    " " * (w + 11))
             b = pp.label(p["batch"], p.get("updates", 1.0), show)
             lines.append(f"{lead} {b:>9}  {_band(ps):<36}" + ("-" if o is None else _band(o)))
     lines += ["  " + p["band_why"] for row in out["targets"] for p in row["predictions"]

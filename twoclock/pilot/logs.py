@@ -423,7 +423,8 @@ def notes(out: dict) -> list:
     if k:
         lines.append("  " + k)
     if lg["progress_censored"]:
-        lines.append(f"  {len(lg['progress_censored'])} runs never reached {lg['progress']} "
+        n = len(lg["progress_censored"])
+        lines.append(f"  {n} run{'' if n == 1 else 's'} never reached {lg['progress']} "
                      "(left out of the fits): " + ", ".join(lg["progress_censored"]))
     for m in lg.get("progress_minority", []):
         lines.append(f"  B {m['batch']:g}: {m['arrived']} of {m['runs']} runs reached "
