@@ -144,7 +144,7 @@ def test_scores_and_summary_by_hand():
            "rows": rows + [never]}
     said = [line for line in pr.table(out).splitlines() if "never reached" in line]
     # by hand: fixed 2 covered of 2 scored + 1 = 66.7%; both and all 3 of 4 + 1 = 60.0%
-    assert said == [f"{m}, {r}: 1 predictions at held-out batches whose runs never reached the "
+    assert said == [f"{m}, {r}: 1 prediction at held-out batches whose runs never reached the "
                     f"target; counted as misses, 95% coverage {c}" for m, r, c in
                     (("m", "fixed", "66.7%"), ("m", "both", "60.0%"), ("all", "both", "60.0%"))]
 

@@ -483,8 +483,10 @@ def table(out: dict) -> str:
             lines.append(f"goal, {s['model']}: " + ("; ".join(s["goal_missed"]) or "met"))
     for s in out["summary"]:
         if s["unanswered"]:
-            lines.append(f"{s['model']}, {s['rule']}: {s['unanswered']} predictions at held-out "
-                         f"batches whose runs never reached the target; counted as misses, 95% "
+            n = s["unanswered"]
+            lines.append(f"{s['model']}, {s['rule']}: {n} prediction{'' if n == 1 else 's'} at "
+                         f"held-out batches whose runs never reached the target; counted as "
+                         f"misses, 95% "
                          f"coverage {pct(s['coverage_95_never_as_miss'])}")
     for s in out.get("floor_out", []):
         c = s["contrast_8x"]
