@@ -152,6 +152,12 @@ def test_adams_flags_have_one_spelling(name):
     ("plan_check", ["--pilots", "16", "32", "64"], "--pilots"),  # the CSV check has its own
     ("plan_check", ["--logs", "--pilots", "16", "16", "32"], "--pilots"),
     ("plan_check", ["--logs", "--pilots", "16", "32", "1000000"], "--pilots"),  # past budget
+    # no eps beside 'none' (it had simulated, then failed reading its claims), a repeat, 0
+    ("clipping", ["--clips", "none", "none"], "clips"),
+    ("clipping", ["--clips", "0.2", "0.2", "none"], "clips"),
+    ("clipping", ["--clips", "0", "none"], "clips"),
+    ("updates_cost", ["--lr0s", "0.05", "0.05"], "lr0s"),
+    ("updates_cost", ["--updates", "1", "1", "2"], "updates"),
 ])
 def test_a_study_refuses_bad_input_in_one_line_before_any_work(script, args, name):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", f"{script}.py"),

@@ -120,7 +120,7 @@ def test_the_estimate_is_shown_before_the_sweep(capsys):
     run_sweep(MODELS["quadratic"], QuadraticConfig(dim=4, drift_dim=2), OptimConfig(),
               SweepConfig(batches=(4,), lr0s=(1e-2,), seeds=2, budget=40, n_ckpt=2))
     err = capsys.readouterr().err
-    assert "2 runs in 1 chunks" in err and "memory ~" in err and "available" in err
+    assert "2 runs in 1 chunk," in err and "memory ~" in err and "available" in err
 
 
 # ------------------------------------------------------------------ failures after simulating

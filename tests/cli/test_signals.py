@@ -238,7 +238,7 @@ def test_an_interrupt_while_the_policy_compiles_exits_cleanly(tmp_path, sig):
     # the result is written
     if "nothing to save" not in lines[0] and "the results are there" not in lines[0]:
         assert ("after 1 of 1 chunks; their clocks are saved" in lines[0]
-                or "after 1 finished simulation; their clocks are saved" in lines[0]), lines[0]
+                or "after 1 finished simulation; its clocks are saved" in lines[0]), lines[0]
         assert (tmp_path / "critical_batch_policy.partial.json").is_file(), lines[0]
 
 

@@ -209,7 +209,8 @@ class Rescue:
             parts = [f"{len(done)} finished simulation{'s' * (len(done) != 1)}"] if done else []
             parts += [f"{c['chunks_finished']} of {c['chunks_total']} chunks" for c in part]
             saved = self.save(error)
-            msg = (f"after {' and '.join(parts)}; their clocks are saved in "
+            one = len(done) + len(part) == 1 and not part
+            msg = (f"after {' and '.join(parts)}; {'its' if one else 'their'} clocks are saved in "
                    f"{saved or 'no writable place'}")
             if stores:
                 how = "with --resume" if self.resume_flag else "the same command"

@@ -77,7 +77,8 @@ class Estimate:
                   else "")
         consts += f" + ~{_size(self.compile_bytes)} compiling" if self.compile_bytes else ""
         held = f"~{_size(self.process_bytes)} this process + " if self.process_bytes else ""
-        return (f"{self.runs} runs in {self.chunks} chunks, {self.run_updates:.3g} "
+        return (f"{self.runs} runs in {self.chunks} chunk{'' if self.chunks == 1 else 's'}, "
+                f"{self.run_updates:.3g} "
                 f"run-updates: memory {held}~{_size(self.result_bytes)} results + "
                 f"{f'~{_size(self.analysis_bytes)} analysis + ' if self.analysis_bytes else ''}"
                 f"~{_size(self.chunk_bytes)} per chunk{consts} (available {_size(self.limit_bytes)}"

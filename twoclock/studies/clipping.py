@@ -16,7 +16,8 @@ import numpy as np
 from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci, summarize
 from twoclock.analysis.paired import at_samples, finite_or_none, ratio_ci, ratio_of_ratios_ci
-from twoclock.config import NUMBER_OR_NONE, OptimConfig, SweepConfig, option, param, require
+from twoclock.config import (NUMBER_OR_NONE, OptimConfig, SweepConfig, finite, option, param,
+                             require)
 from twoclock.engine.sweep import run_sweep
 from twoclock.models.bandit import BanditConfig
 from twoclock.models.bandit.theory import (clipped_move_per_batch, drift_logratio_per_batch,
@@ -64,8 +65,13 @@ class Config:
         for b in batches:
             base.prompts(b)
         require(len(batches) >= 2, "batches", "at least two distinct values", batches)
-        require(None in self.clips and len(self.clips) >= 2, "clips",
-                "some eps values and 'none' (the unclipped reference)", self.clips)
+        eps = [c for c in self.clips if c is not None]
+        require(None in self.clips and eps, "clips",
+                "one or more eps values and 'none' (the unclipped reference)", self.clips)
+        require(len(set(self.clips)) == len(self.clips), "clips", "distinct values",
+                self.clips)
+        require(all(finite(c) and c > 0 for c in eps), "clips",
+                "eps values > 0 (and 'none')", self.clips)
         for c in self.clips:  # each eps through the config's own check
             dataclasses.replace(base, clip_low=c, clip_high=None)
         require(min(batches) <= self.early_samples <= budget, "early_samples",
@@ -178,8 +184,10 @@ def claims(runs, batches, idx) -> dict:
         "c_wider_clipping": [{"clip": c, "early_accuracy": get[(b_hi, c)]["early_accuracy"],
                               "failure": get[(b_hi, c)]["failure_samples"]}
                              for c in eps + [None]],
-        "c_earlier_failure": {"narrowest": eps[0], "widest": eps[-1], **delay_ci(
-            get[(b_hi, eps[-1])]["fail_n"], get[(b_hi, eps[0])]["fail_n"], idx)},
+        # one eps value: no narrower and wider to compare (None)
+        "c_earlier_failure": None if len(eps) < 2 else {
+            "narrowest": eps[0], "widest": eps[-1], **delay_ci(
+                get[(b_hi, eps[-1])]["fail_n"], get[(b_hi, eps[0])]["fail_n"], idx)},
         "collapse_unclipped": {str(b): {k: get[(b, None)]["collapse_samples"][k]
                                         for k in ("reached", "seeds", "median")}
                                for b in batches},
@@ -255,7 +263,9 @@ def claims_report(out: dict) -> str:
         f"eps {'none' if r['clip'] is None else r['clip']}: acc "
         f"{r['early_accuracy']['median']:.3f} fail {med(r['failure'])}"
         for r in c["c_wider_clipping"]))
-    lines.append(f"    N_fail(eps {e['widest']}) / N_fail(eps {e['narrowest']}) = {_ratio(e)}")
+    if e is not None:
+        lines.append(f"    N_fail(eps {e['widest']}) / N_fail(eps {e['narrowest']}) = "
+                     f"{_ratio(e)}")
     lines.append("collapse clock, unclipped: " + ", ".join(
         f"B = {b}: {d['reached']}/{d['seeds']} seeds" for b, d in c["collapse_unclipped"].items()))
     return "\n".join(lines)

@@ -51,6 +51,9 @@ class Config:
         require(len(self.lr0s) > 0 and all(x > 0 for x in self.lr0s), "lr0s",
                 "positive numbers", self.lr0s)
         require(len(self.clips) > 0, "clips", "at least one eps or 'none'", self.clips)
+        for name in ("updates", "lr0s", "clips"):  # a repeat would print its rows twice
+            v = getattr(self, name)
+            require(len(set(v)) == len(v), name, "distinct values", v)
         require_int("seeds", self.seeds, lo=2)
         require_int("budget", self.budget, lo=self.per_update)
         require(self.budget_factor >= 1, "budget_factor", ">= 1", self.budget_factor)
