@@ -118,3 +118,22 @@ def test_small_study_switch_zero_is_the_constant_large_run():
     assert large["progress_samples"]["reached"] > 0  # the comparison is not of two nothings
     assert out["plan"]["switch_samples"] in [None] + [r["switch"] for r in out["switch_sweep"]]
     assert {"progress_frac", "drift", "samples"} == set(large["curve"])
+
+
+def test_the_report_says_never_and_none_is_safe_where_nothing_reaches_the_target():
+    """A plan whose clocks never come (a budget too short): the report prints "never" and "-",
+    no Python None or inf, and names no "best" among options that are all unsafe."""
+    from twoclock.studies.schedule_study import report
+    never = {"batch": 8, "n_prog": None, "n_fail": None}
+    opts = [{"kind": "constant_small", "switch": float("inf"), "samples": None, "seconds": None,
+             "failure_fraction": None, "safe": False},
+            {"kind": "constant_large", "switch": 0.0, "samples": None, "seconds": None,
+             "failure_fraction": None, "safe": False}]
+    out = {"plan": {"clocks": {"small": never, "large": {**never, "batch": 256}}, "margin": 0.1,
+                    "options": opts, "best": opts[0], "switch_samples": None},
+           "config": {"fail_quantile": 0.2, "planner": "curves"}, "runs": [],
+           "switch_sweep": []}
+    text = report(out)
+    assert "B=8: N_prog never, N_fail never; B=256: N_prog never, N_fail never" in text
+    assert "None" not in text and "inf" not in text
+    assert "-> none is safe: the least risky is constant_small" in text and "best" not in text

@@ -12,6 +12,7 @@ before it at B2: otherwise nothing fails first and no schedule is needed. The qu
 model's threshold goes from 1.0 to 0.2, the bandit's drift threshold from 2 to 0.4.
 """
 from dataclasses import dataclass
+import math
 import sys
 import time
 
@@ -195,21 +196,28 @@ def run(model: Model, model_cfg, opt, study: Config, *, keep=None, quiet: bool =
 def report(out: dict) -> str:
     """The plan, the three runs and the measured switch grid as text."""
     plan, c = out["plan"], out["plan"]["clocks"]
-    num = lambda v, spec: "never" if v is None else format(v, spec)
+    num = lambda v, spec: ("never" if v is None or (isinstance(v, float) and math.isinf(v))
+                           else format(v, spec))
+    frac = lambda v: "-" if v is None else format(v, ".2f")
+    clock = lambda b: (f"B={c[b]['batch']}: N_prog {num(c[b]['n_prog'], '.0f')}, N_fail "
+                       f"{num(c[b]['n_fail'], '.0f')}")
     lines = [
         f"clocks (samples; N_prog median, N_fail {out['config']['fail_quantile']:.0%} quantile): "
-        f"B={c['small']['batch']}: N_prog {c['small']['n_prog']}, N_fail {c['small']['n_fail']}; "
-        f"B={c['large']['batch']}: N_prog {c['large']['n_prog']}, N_fail {c['large']['n_fail']}",
+        f"{clock('small')}; {clock('large')}",
         "plan ({} planner, margin {:.0%}):".format(out["config"]["planner"], plan["margin"]),
     ]
     for o in plan["options"]:
-        lines.append(f"  {o['kind']:<15} switch {o['switch']:>8.0f}  samples "
+        lines.append(f"  {o['kind']:<15} switch {num(o['switch'], '.0f'):>8}  samples "
                      f"{num(o['samples'], '.0f'):>6}"
                      f"  hours {num(o['seconds'] and o['seconds'] / 3600, '.2f'):>6}"
-                     f"  failure clock spent {num(o['failure_fraction'], '.2f')}"
+                     f"  failure clock spent {frac(o['failure_fraction'])}"
                      f"  {'safe' if o['safe'] else 'UNSAFE'}")
-    lines.append(f"  -> best: {plan['best']['kind']}" + (
-        f" (switch at {plan['switch_samples']} samples)" if plan["switch_samples"] else ""))
+    if not any(o["safe"] for o in plan["options"]):
+        lines.append(f"  -> none is safe: the least risky is {plan['best']['kind']}")
+    else:
+        lines.append(f"  -> best: {plan['best']['kind']}" + (
+            f" (run switching at {plan['switch_samples']:.0f} samples, a whole number of "
+            f"updates at B={c['small']['batch']})" if plan["switch_samples"] else ""))
     lines += ["", f"{'run':<32} {'samples to target':>26} {'failure clock':>26} "
                   f"{'reach first':>11} {'hours to target':>22}"]
     fmt = lambda s, spec=".0f": fmt_samples(s, spec=spec, counts=True)
