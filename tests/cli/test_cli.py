@@ -158,6 +158,7 @@ def test_adams_flags_have_one_spelling(name):
     ("clipping", ["--clips", "0", "none"], "clips"),
     ("updates_cost", ["--lr0s", "0.05", "0.05"], "lr0s"),
     ("updates_cost", ["--updates", "1", "1", "2"], "updates"),
+    ("shapes", ["--models", "quadratic", "--lr0", "0.01", "0.02"], "lr0"),  # one lr0 is used
 ])
 def test_a_study_refuses_bad_input_in_one_line_before_any_work(script, args, name):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", f"{script}.py"),

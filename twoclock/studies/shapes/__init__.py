@@ -99,6 +99,10 @@ class Config:
         for m, cfg, sweep in self.panels:
             require(len(sweep.batches) >= 3, "batches", "at least three distinct batches",
                     sweep.batches)
+            # the sqrt rule at one lr0, the fixed rule at its lr at the smallest batch: a
+            # second lr0 would be dropped unseen
+            require(len(sweep.lr0s) == 1, "lr0", "one value (the sqrt rule's, at --b0)",
+                    sweep.lr0s)
             for b in sweep.batches:
                 m.describe_batch(cfg, b)
 
