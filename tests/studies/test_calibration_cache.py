@@ -163,7 +163,7 @@ def test_pilots_that_meet_the_target_at_their_first_point_are_refused_before_the
     calls = _fake(monkeypatch, first=0.01)  # progress_frac already below the target
     panels = ((QUAD, QUAD.config(dim=16)),)
     with pytest.raises(Refused, match=r"^quadratic: --progress 'progress_frac<=0\.05': crossed "
-                                      r"between logged points at 0 pilot batches \(none\), the "
+                                      r"between logged points at no pilot batch, the "
                                       r"progress fit needs 3; past it at the first logged point: "
                                       r"B 4, 8, 16, 32; never reached: none$"):
         calibrate.calibrate(panels, OptimConfig(), str(tmp_path), N_CKPT, quiet=True)
