@@ -209,7 +209,7 @@ class Rescue:
             parts = [f"{len(done)} finished simulation{'s' * (len(done) != 1)}"] if done else []
             parts += [f"{c['chunks_finished']} of {c['chunks_total']} chunks" for c in part]
             saved = self.save(error)
-            one = len(done) + len(part) == 1 and not part
+            one = len(done) == 1 and not part
             msg = (f"after {' and '.join(parts)}; {'its' if one else 'their'} clocks are saved in "
                    f"{saved or 'no writable place'}")
             if stores:

@@ -77,7 +77,7 @@ class Estimate:
                   else "")
         consts += f" + ~{_size(self.compile_bytes)} compiling" if self.compile_bytes else ""
         held = f"~{_size(self.process_bytes)} this process + " if self.process_bytes else ""
-        return (f"{self.runs} runs in {self.chunks} chunk{'' if self.chunks == 1 else 's'}, "
+        return (f"{self.runs} runs in {self.chunks} chunk{'s' * (self.chunks != 1)}, "
                 f"{self.run_updates:.3g} "
                 f"run-updates: memory {held}~{_size(self.result_bytes)} results + "
                 f"{f'~{_size(self.analysis_bytes)} analysis + ' if self.analysis_bytes else ''}"

@@ -152,9 +152,10 @@ def minority(logs, prog) -> tuple:
     by = {}
     for r, c in zip(logs.runs, prog):
         by.setdefault(r.batch, []).append(c)
-    rows = [{"batch": b, "runs": len(cs), "arrived": sum(c.crossed for c in cs),
+    arrived = {b: sum(c.crossed for c in cs) for b, cs in by.items()}
+    rows = [{"batch": b, "runs": len(cs), "arrived": arrived[b],
              "beyond": min(c.samples for c in cs if not c.crossed)}
-            for b, cs in sorted(by.items()) if 0 < sum(c.crossed for c in cs) <= len(cs) / 2]
+            for b, cs in sorted(by.items()) if 0 < arrived[b] <= len(cs) / 2]
     few = {row["batch"] for row in rows}
     return [replace(c, minority=True) if c.crossed and r.batch in few else c
             for r, c in zip(logs.runs, prog)], rows
@@ -171,7 +172,7 @@ def check_reached(logs, prog, pc) -> None:
     first = [b for b in at(lambda c: c.first and not c.minority) if b not in timed]
     never = [b for b in at(lambda c: not c.crossed or c.minority) if b not in timed + first]
     bs = lambda x: "B " + ", ".join(f"{b:g}" for b in x) if x else "none"
-    seen = (f"at {len(timed)} pilot batch{'' if len(timed) == 1 else 'es'} ({bs(timed)})"
+    seen = (f"at {len(timed)} pilot batch{'es' * (len(timed) != 1)} ({bs(timed)})"
             if timed else "at no pilot batch")
     raise PilotError(f"--progress {pc.text!r}: crossed between logged points {seen}, the "
                      f"progress fit needs 3; past it at the first logged point: {bs(first)}; "

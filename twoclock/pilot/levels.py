@@ -28,6 +28,7 @@ import numpy as np
 from twoclock.config import scaled_lr
 from twoclock.pilot import adam, bands, envelope, fit as pf, forms, predict as pp
 from twoclock.pilot.conditions import parse_condition
+from twoclock.pilot.logs import notes
 from twoclock.pilot.plan import PilotError
 from twoclock.pilot.result import TARGETS_SCHEMA
 
@@ -283,11 +284,10 @@ def table(out: dict) -> str:
     w = max([22] + [len(row["condition"]) for row in out["targets"]])  # the target column
     # each target's own plan's notes (what was read, the runs left out, the notes that qualify
     # every band), a line once however many targets share it
-    from twoclock.pilot.logs import notes  # the one-target printout's (logs imports no levels)
     head = [] if "logs" not in out["targets"][0]["plan"] else list(dict.fromkeys(
         ln for row in out["targets"] for ln in notes(row["plan"])))
-    lines = head + [f"targets: {len(out['targets'])}, fitted jointly ({j['form']}{knee}; "
-                    f"{j['clocks']} "
+    lines = head + [
+             f"targets: {len(out['targets'])}, fitted jointly ({j['form']}{knee}; {j['clocks']} "
              f"clocks, residual sd {j['sigma']:.3g} in log N, {j['dof']} dof)",
              f"log B_n slope per unit of the level {s['value']:.3g} [{ci}] ({lvl}% CI): "
              f"{s['reading']}", "",

@@ -424,7 +424,7 @@ def notes(out: dict) -> list:
         lines.append("  " + k)
     if lg["progress_censored"]:
         n = len(lg["progress_censored"])
-        lines.append(f"  {n} run{'' if n == 1 else 's'} never reached {lg['progress']} "
+        lines.append(f"  {n} run{'s' * (n != 1)} never reached {lg['progress']} "
                      "(left out of the fits): " + ", ".join(lg["progress_censored"]))
     for m in lg.get("progress_minority", []):
         lines.append(f"  B {m['batch']:g}: {m['arrived']} of {m['runs']} runs reached "
@@ -486,7 +486,7 @@ def _failure_lines(out: dict, lvl: int) -> list:
         q = "no fit" if fe["value"] is None else \
             f"q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, {fe['ci'][1]:.3g}]"
         n = f["failed_runs"]
-        lines.append(f"  {f['condition']}: {n} run{'' if n == 1 else 's'} crossed; {q}; "
+        lines.append(f"  {f['condition']}: {n} run{'s' * (n != 1)} crossed; {q}; "
                      + "; ".join(f"{at(p)}: " + report.ci(p["failure_samples"], "{:.0f}")
                                  if p["failure_samples"]["median"] is not None else
                                  f"{at(p)}: -" for p in f["predictions"]))

@@ -34,11 +34,12 @@ def check_settings(predict, margin: float, level: float) -> None:
     pp.parse(predict)
 
 
-def _measured(x_R, mask_R):
-    """Median of the runs in mask (inf counts as 'later'), None when no run or inf."""
+def _measured(x_R, mask_R, later: int = 0):
+    """Median of the runs in mask and `later` runs later than any (inf counts as 'later'),
+    None when no run in mask, or inf."""
     if not mask_R.any():
         return None
-    m = float(np.median(x_R[mask_R]))
+    m = float(np.median(np.r_[x_R[mask_R], np.full(later, math.inf)]))
     return m if math.isfinite(m) else None
 
 
@@ -272,8 +273,7 @@ def _estimates(runs, on, cand, prog_median, fail_median, spu) -> list[Estimate]:
         pf_med = prog_median(b)
         ff_med = fail_median(b)
         ff_med = math.inf if ff_med is None else ff_med
-        late = np.full(sum(1 for n in runs.never_B if n == b) if at.any() else 0, math.inf)
-        p_meas = _measured(np.r_[runs.prog_R[at], late], np.ones(at.sum() + late.size, bool))
+        p_meas = _measured(runs.prog_R, at, runs.never_B.count(b))
         f_meas = _measured(runs.fail_R, at)
         s = spu(b)
         out.append(Estimate(b, p_meas if p_meas is not None else pf_med,

@@ -484,7 +484,7 @@ def table(out: dict) -> str:
     for s in out["summary"]:
         if s["unanswered"]:
             n = s["unanswered"]
-            lines.append(f"{s['model']}, {s['rule']}: {n} prediction{'' if n == 1 else 's'} at "
+            lines.append(f"{s['model']}, {s['rule']}: {n} prediction{'s' * (n != 1)} at "
                          f"held-out batches whose runs never reached the target; counted as "
                          f"misses, 95% "
                          f"coverage {pct(s['coverage_95_never_as_miss'])}")
