@@ -6,13 +6,11 @@ the emergent collapse, the measured gradient noise scale of the skill and the dr
 drift's restoring force and Adam's normaliser; for the emergent drift, the exponent p of
 lr ~ B^p that holds the failure clock flat.
 """
-from functools import partial
 import sys
 
-from twoclock.cli import run_study
-from twoclock.studies import STUDIES
+from twoclock.cli.launch import study_main
 
-main = partial(run_study.main, STUDIES.bandit_regimes)  # main(argv=None) -> exit code
+main = study_main("bandit_regimes")  # main(argv=None) -> exit code
 
 if __name__ == "__main__":
     sys.exit(main())

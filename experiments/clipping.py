@@ -5,13 +5,11 @@ progress gap remains; (c) a wider clip learns faster early and fails earlier. De
 emergent-drift regime (the bandit's `emergent` preset: M = 4 minibatches x E = 2 epochs,
 where clipping binds), B = 64 and 1024, eps 0.1 ... 0.5 and none, 16 seeds.
 """
-from functools import partial
 import sys
 
-from twoclock.cli import run_study
-from twoclock.studies import STUDIES
+from twoclock.cli.launch import study_main
 
-main = partial(run_study.main, STUDIES.clipping)  # main(argv=None) -> exit code
+main = study_main("clipping")  # main(argv=None) -> exit code
 
 if __name__ == "__main__":
     sys.exit(main())

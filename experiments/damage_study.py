@@ -4,13 +4,11 @@ Each learning-rate rule's cell is a sweep through the engine, resumable from the
 --out/store; prints the answers beside the noise-walk theory's predictions and writes
 damage_study.json (and its figure) to --out.
 """
-from functools import partial
 import sys
 
-from twoclock.cli import run_study
-from twoclock.studies import STUDIES
+from twoclock.cli.launch import study_main
 
-main = partial(run_study.main, STUDIES.damage_study)  # main(argv=None) -> exit code
+main = study_main("damage_study")  # main(argv=None) -> exit code
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,13 +7,11 @@ twoclock.studies.phase_study). Each model's grid is its phase default, which low
 threshold so that the boundary crosses the grid. --seeds, --seed and --n-ckpt apply to every
 panel; the grid and model flags need a single --models entry.
 """
-from functools import partial
 import sys
 
-from twoclock.cli import run_study
-from twoclock.studies import STUDIES
+from twoclock.cli.launch import study_main
 
-main = partial(run_study.main, STUDIES.phase)  # main(argv=None) -> exit code
+main = study_main("phase")  # main(argv=None) -> exit code
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,13 +9,11 @@ seed per batch, fixed lr and the sqrt rule, an evaluation on 1000 items every 25
 none at step 0, pilots at 3 batches, held out at 2x and 8x (its table in docs/plan.md). The simulated logs are kept
 under --out and reused while the simulation's configuration and code are unchanged.
 """
-from functools import partial
 import sys
 
-from twoclock.cli import run_study
-from twoclock.studies import STUDIES
+from twoclock.cli.launch import study_main
 
-main = partial(run_study.main, STUDIES.plan_calibration)  # main(argv=None) -> exit code
+main = study_main("plan_calibration")  # main(argv=None) -> exit code
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,13 +5,11 @@ errors at held-out larger batches (the numbers quoted in docs/plan.md). With `--
 the pilots (3 batches x 8 seeds) are written as per-step logs, the plan is made from that file
 alone (`plan.py --logs`), and every clock is scored at 4x and 8x the largest pilot.
 """
-from functools import partial
 import sys
 
-from twoclock.cli import run_study
-from twoclock.studies import STUDIES
+from twoclock.cli.launch import study_main
 
-main = partial(run_study.main, STUDIES.plan_check)  # main(argv=None) -> exit code
+main = study_main("plan_check")  # main(argv=None) -> exit code
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,13 +5,11 @@ Each difficulty level's cell is a sweep through the engine, resumable from the s
 --out/store, and written to --out/regime_map_cells/ as it finishes; prints the map beside the
 pre-registered predictions and writes regime_map.json (and its figure) to --out.
 """
-from functools import partial
 import sys
 
-from twoclock.cli import run_study
-from twoclock.studies import STUDIES
+from twoclock.cli.launch import study_main
 
-main = partial(run_study.main, STUDIES.regime_map)  # main(argv=None) -> exit code
+main = study_main("regime_map")  # main(argv=None) -> exit code
 
 if __name__ == "__main__":
     sys.exit(main())

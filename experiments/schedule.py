@@ -11,13 +11,11 @@ before it at B2; one simulated sample stands for 32 responses. `--model bandit`:
 B2 = 1024 responses, lr0 0.02, budget 40k responses, drift threshold 0.4 instead of 2; one
 sample is one response, and the progress curve is held-out error / initial error.
 """
-from functools import partial
 import sys
 
-from twoclock.cli import run_study
-from twoclock.studies import STUDIES
+from twoclock.cli.launch import study_main
 
-main = partial(run_study.main, STUDIES.schedule)  # main(argv=None) -> exit code
+main = study_main("schedule")  # main(argv=None) -> exit code
 
 if __name__ == "__main__":
     sys.exit(main())

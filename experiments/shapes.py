@@ -4,13 +4,11 @@ The critical batch against the target (sqrt rule) and the fixed-lr exponent agai
 each beside Adam's noise-scale theory (docs/shapes.md). Each model's two cells run through the
 engine, resumable from the store under --store; writes shapes.json (and its figure) to --out.
 """
-from functools import partial
 import sys
 
-from twoclock.cli import run_study
-from twoclock.studies import STUDIES
+from twoclock.cli.launch import study_main
 
-main = partial(run_study.main, STUDIES.shapes)  # main(argv=None) -> exit code
+main = study_main("shapes")  # main(argv=None) -> exit code
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,13 +7,11 @@ batch (throughput knee) and the critical training batch (where samples to target
 1 + delta), and stars the optimum. A run whose failure clock fires before its target counts
 as never reaching it. One simulated sample stands for 32 responses.
 """
-from functools import partial
 import sys
 
-from twoclock.cli import run_study
-from twoclock.studies import STUDIES
+from twoclock.cli.launch import study_main
 
-main = partial(run_study.main, STUDIES.time_to_target)  # main(argv=None) -> exit code
+main = study_main("time_to_target")  # main(argv=None) -> exit code
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -6,13 +6,11 @@ with K updates of m responses each, over the one-update run at m (1: the planner
 holds), with paired bootstrap CIs, the one-update run at B beside it, and the clip fraction
 (twoclock.studies.updates_cost; docs/plan.md, "Updates per rollout batch").
 """
-from functools import partial
 import sys
 
-from twoclock.cli import run_study
-from twoclock.studies import STUDIES
+from twoclock.cli.launch import study_main
 
-main = partial(run_study.main, STUDIES.updates_cost)  # main(argv=None) -> exit code
+main = study_main("updates_cost")  # main(argv=None) -> exit code
 
 if __name__ == "__main__":
     sys.exit(main())

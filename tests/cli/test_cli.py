@@ -97,8 +97,20 @@ def test_experiment_scripts_are_one_call_of_the_study_runner(name):
     code = [line for line in text.split('"""')[-1].splitlines()
             if line.strip() and not line.startswith(("import", "from"))]
     assert len(code) == 3 and "sys.path" not in text and "add_argument" not in text, code
-    assert code[0].startswith("main = partial(run_study.main, STUDIES."), code
+    assert code[0].startswith("main = study_main("), code
     assert code[2].strip() == "sys.exit(main())", code
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_scripts_load_without_jax(name):
+    """A script's heavy imports wait until main runs (twoclock/cli/launch.py): loading it in a
+    fresh interpreter must not import JAX or the studies, or a Ctrl-C there is a traceback."""
+    code = (f"import runpy, sys; runpy.run_path({os.path.join(ROOT, 'experiments', name + '.py')!r}"
+            "); print(sorted(m for m in ('jax', 'twoclock.studies', 'twoclock.engine') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out
 
 
 def parse(study: str, argv):

@@ -27,7 +27,7 @@ re-delivery is a signal of its own (RETRY_SIGNAL), not the received one again: t
 of one signal number can merge into one, and a user's second Ctrl-C must never be taken for
 our re-delivery.
 """
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 import os
 import signal
 import sys
@@ -35,7 +35,6 @@ import tempfile
 import threading
 import traceback
 
-from twoclock.atomic import Refused, atomic_write, dumps, one_line
 
 EXIT_BAD_INPUT = 2
 EXIT_AFTER_SIMULATION = 3  # simulated, then failed: the clocks are in the .partial.json
@@ -143,6 +142,31 @@ class _Signals:
         self._raise_if_safe(frame)
 
 
+@contextmanager
+def loading(prog: str):
+    """Around what comes before a command's first simulation (its imports, JAX's setup, the
+    parsing): a SIGINT or SIGTERM is raised where it is safe, as inside a rescue (a signal that
+    lands in JAX's garbage-collection callback there was lost, and the run went on to exit 0),
+    and ends in one line and exit 130 or 143; nothing had run, so nothing is saved."""
+    signals = _Signals()
+    signals.install()
+    error = None
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        error = e
+    finally:
+        unraised = signals.restore()
+    if error is None and unraised is not None:
+        error = Terminated() if unraised == signal.SIGTERM else KeyboardInterrupt()
+    if error is not None:
+        what, code = (("SIGTERM", EXIT_SIGTERM) if isinstance(error, Terminated)
+                      else ("SIGINT", EXIT_SIGINT))
+        print(f"{prog}: interrupted by {what} before any simulation began; nothing to save",
+              file=sys.stderr, flush=True)
+        sys.exit(code)
+
+
 class Rescue:
     """The clocks a script has simulated so far, saved if the script then fails."""
 
@@ -185,6 +209,7 @@ class Rescue:
 
     def save(self, error: BaseException) -> str | None:
         """Write the kept clocks (and the result, if built) to the first writable place."""
+        from twoclock.atomic import atomic_write, dumps, one_line  # (numpy: loaded late)
         body = dumps({"error": one_line(error), "traceback": traceback.format_exception(error),
                       "result": self.result, "simulations": self.kept}, lenient=True)
         name = os.path.basename(self.partial_path())
@@ -220,6 +245,7 @@ class Rescue:
         sys.exit(code)
 
     def fail(self, error: BaseException):
+        from twoclock.atomic import one_line
         stores = sorted({k["store"] for k in self.kept if k["store"]})
         where = f" (finished chunks in {', '.join(stores)})" if stores else ""
         if self.written:
@@ -244,6 +270,7 @@ class Rescue:
             return False
         if isinstance(error, KeyboardInterrupt):
             self.interrupted(error)
+        from twoclock.atomic import Refused
         if isinstance(error, Refused):
             if not self.kept and not self.written:
                 print(f"{self.prog}: error: {error}", file=sys.stderr, flush=True)

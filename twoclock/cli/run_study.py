@@ -14,6 +14,7 @@ from twoclock.cli.common import (OneLineParser, add_output_args, guard, model_co
 from twoclock.cli.engine_flags import (add_engine_args, add_max_lanes, check_engine_args,
                                        engine_from_args)
 from twoclock.cli.flags import add_config_flags, asdict_shallow, config_from_flags, dest
+from twoclock.cli.rescue import loading
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.engine.runtime import setup
 from twoclock.studies.protocol import (Study, StudyDefaults, applies, declared, defaults,
@@ -193,10 +194,11 @@ def main(study: Study, argv=None, prog: str | None = None) -> int:
     """Parse (one line and exit 2 for bad input), run, report, write the JSON and the figure."""
     prog = prog or declared(study, "SCRIPT") or os.path.basename(sys.argv[0])
     argv = sys.argv[1:] if argv is None else argv
-    setup()  # all cores as devices, persistent compilation cache
-    model, model_cfg, opt, cfg, ns = parsed(prog, lambda a: parse(study, a, prog), argv)
-    name = output_name(study, model, cfg, given(ns, study.config)
-                       | {n for n in declared(study, "PRESETS", {}) if getattr(ns, n)})
+    with loading(prog):  # a signal before the first simulation: one line, exit 130 or 143
+        setup()  # all cores as devices, persistent compilation cache
+        model, model_cfg, opt, cfg, ns = parsed(prog, lambda a: parse(study, a, prog), argv)
+        name = output_name(study, model, cfg, given(ns, study.config)
+                           | {n for n in declared(study, "PRESETS", {}) if getattr(ns, n)})
     with guard(ns, name, prog) as rescue:
         out = study.run(model, model_cfg, opt, cfg, keep=rescue.keep, quiet=ns.quiet,
                         engine=engine_from_args(ns, rescue.save_ahead))
