@@ -52,3 +52,35 @@ def test_one_run_and_one_batch_take_the_singular(tmp_path, capsys):
     with pytest.raises(PilotError, match=r"crossed between logged points at 1 pilot batch "
                                          r"\(B 64\), the progress fit needs 3"):
         pl.plan_logs(_log(tmp_path / "l.csv", runs), "acc>=1", [], predict=[128])
+
+
+def _runs_csv(tmp_path, rows, spu=False) -> str:
+    """A runs CSV of (batch, lr, progress_samples[, seconds_per_update]), no run failed."""
+    p = tmp_path / "runs.csv"
+    head = "batch,lr,progress_samples,failure_samples" + (",seconds_per_update" if spu else "")
+    p.write_text("\n".join([head] + [",".join(str(x) for x in r[:3]) + ","
+                                     + "".join(f",{x}" for x in r[3:]) for r in rows]) + "\n")
+    return str(p)
+
+
+def _line(text, start):
+    got = [ln for ln in text.splitlines() if ln.startswith(start)]
+    assert len(got) == 1, text
+    return got[0]
+
+
+def test_the_constant_batch_names_samples_once_when_samples_are_minimised(tmp_path):
+    # no step times: samples are minimised; by hand the fewest samples are B 8's median of
+    # 990 and 1010, 1000 (the clocks grow with B), read from the runs; the cost is those same
+    # samples, so the line says them once
+    rows = [(8, 0.01, 990), (8, 0.01, 1010), (16, 0.01, 1400), (16, 0.01, 1420),
+            (32, 0.01, 2000), (32, 0.01, 2080)]
+    text = report.table(report.plan_file(_runs_csv(tmp_path, rows)).to_json())
+    assert _line(text, "  constant batch ") == "  constant batch 8: 1000 samples (from the runs)"
+    # with step times the cost is seconds, another quantity, and is printed: 1 s an update at
+    # every batch, so by hand B 32's 2040 samples take 2040 / 32 = 63.75 s (B 16's 88.1 s,
+    # B 8's 125 s)
+    rows = [r + (1.0,) for r in rows]
+    text = report.table(report.plan_file(_runs_csv(tmp_path, rows, spu=True)).to_json())
+    assert _line(text, "  constant batch ") == ("  constant batch 32: 2040 samples (from the "
+                                                "runs), 63.75 s")

@@ -124,9 +124,12 @@ def table(out: dict) -> str:
     if rec["objective"] == "samples":
         lines.append("  (no seconds_per_update column: samples, not wall-clock time, are "
                      "minimised, which favours the smallest batch)")
+    # the cost beside the samples only where it is another quantity (seconds): minimising
+    # samples, the cost is the samples already printed
     lines.append("  constant batch: none is safe" if c is None else
                  f"  constant batch {c['batch']:g}: {c['progress_samples']:.4g} samples "
-                 f"(from the {c['source']}), {c['cost']:.4g} {unit}")
+                 f"(from the {c['source']})"
+                 + (f", {c['cost']:.4g} {unit}" if rec["objective"] == "seconds" else ""))
     fo = rec["fit_only_constant"]
     if fo is not None and c is not None and fo["batch"] != c["batch"]:
         lines.append(f"  (the fitted curves alone would pick {fo['batch']:g}: "
