@@ -84,3 +84,46 @@ def test_the_constant_batch_names_samples_once_when_samples_are_minimised(tmp_pa
     text = report.table(report.plan_file(_runs_csv(tmp_path, rows, spu=True)).to_json())
     assert _line(text, "  constant batch ") == ("  constant batch 32: 2040 samples (from the "
                                                 "runs), 63.75 s")
+
+
+def test_the_headline_gives_the_chosen_failure_forms_own_parameters():
+    import math
+    from twoclock.pilot import plan as pilot
+    from twoclock.pilot.runs import PilotRuns
+    # the knee: every pilot fails at N_fail = 2000 (1 + 0.2 B / 40), the curvature form (its
+    # exponent 1, N_fail(B_crit) = 1.2 N_min) with critical batch 40; under the sqrt rule the
+    # saturation form's exponent is 1/2, so the knee fitted to it is the curvature shape at 40
+    B = np.array([8.0, 16, 32, 64, 128, 256])
+    n = B.size
+    runs = PilotRuns(B, 0.01 * np.sqrt(B / 8), 1000 * np.sqrt(1 + B / 64),
+                     2000 * (1 + 0.2 * B / 40), np.full(n, np.inf), np.full(n, np.nan),
+                     ("",) * n)
+    head = _line(report.table(pilot.plan(runs, failure_form="knee").to_json()),
+                 "failure clock: ")
+    got = re.match(r"failure clock: knee form \(curvature shape\), critical batch (\S+); "
+                   r"the power law, not chosen, q = ", head)
+    assert got, head
+    assert float(got.group(1)) == pytest.approx(40, rel=0.02)
+    # coupled: N_fail = 3 N_prog at every pilot, so k = 3
+    runs = PilotRuns(B, 0.01 * np.sqrt(B / 8), 1000 * np.sqrt(1 + B / 64),
+                     3000 * np.sqrt(1 + B / 64), np.full(n, np.inf), np.full(n, np.nan),
+                     ("",) * n)
+    head = _line(report.table(pilot.plan(runs, failure_form="coupled").to_json()),
+                 "failure clock: ")
+    assert head.startswith("failure clock: coupled form, N_fail = 3 N_prog; the power law, "
+                           "not chosen, q = "), head
+    # from logs, the per-condition line too: TRL's fixture, acc = s / P and kl = s / F linear
+    # (tests/pilot/test_trainer_logs.py), P = 500 (1 + b / 256), F = 2000 (b / 64)^(1/4); the
+    # pilots keep the ratio F / P (coupled, chosen by the tests): k is its geometric mean
+    from twoclock.pilot import api, logs as pl
+    k = math.exp(np.mean([math.log(2000 * (b / 64) ** 0.25 / (500 * (1 + b / 256)))
+                          for b in (64, 128, 256)]))
+    out = api.plan_logs("tests/data/trainer_logs/trl", "acc>=0.5", ["kl>=1"],
+                        preset="trl").to_json()
+    assert out["failures"][0]["form"]["chosen"] == "coupled"
+    text = pl.table(out)
+    assert _line(text, "failure clock: ").startswith(
+        f"failure clock: coupled form, N_fail = {k:.3g} N_prog; the power law, not chosen, ")
+    assert _line(text, "  kl>=1: ").startswith(
+        f"  kl>=1: 3 runs crossed; coupled form, N_fail = {k:.3g} N_prog; the power law, not "
+        "chosen, q = ")

@@ -29,6 +29,21 @@ def disagreement_lines(form: dict, predictions, indent: str = "    ") -> list:
             "their left-out errors chose: plan on the band, or add pilot seeds"]
 
 
+def chosen_form(ff: dict | None) -> str | None:
+    """The chosen failure form's own parameters in words, where it is not the power law (whose
+    exponent q the lines print anyway); None for the power law or where no form was fitted.
+    ff: the plan's failure_form (FailureForm.to_json: each form's parameters by its name)."""
+    if ff is None or ff["chosen"] in (None, "power"):
+        return None
+    par = ff[ff["chosen"]]
+    if ff["chosen"] == "coupled":
+        return f"coupled form, N_fail = {par['ratio_to_progress']:.3g} N_prog"
+    cb = par["critical_batch"]
+    return (f"knee form ({par['form']} shape), " + ("no critical batch within the pilots' "
+                                                    "reach" if cb is None else
+                                                    f"critical batch {cb:.4g}"))
+
+
 def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95,
               progress_form: str | None = None, predict_rule: tuple | None = None) -> Plan:
     """pilot.plan on a CSV, or with path None on the published table (plus its reading).
@@ -84,10 +99,15 @@ def table(out: dict) -> str:
                  "critical batch: none within reach" + ("" if cb["ci"][0] is None else
                                                         f" ({flat} up to {cb['ci'][0]:.4g})"))
     fe = out["failure_exponent"]
-    lines.append("failure clock: " + ("no fit; " if fe["value"] is None else
-                 f"as a power law N_fail ~ B^q, q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, "
-                 f"{fe['ci'][1]:.3g}]; ") + fe["reading"])
     ff = f.get("failure_form")
+    own = chosen_form(ff)
+    lines.append("failure clock: " + ("no fit; " if fe["value"] is None and own is None else
+                 "" if own is None else f"{own}; ")
+                 + ("" if fe["value"] is None else
+                    ("as a power law N_fail ~ B^q" if own is None else
+                     "the power law, not chosen")
+                    + f", q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, {fe['ci'][1]:.3g}]; ")
+                 + fe["reading"])
     if ff is not None:
         lines.append(f"failure clock's form (the clock that fails first at the largest batch): "
                      f"{ff['why']}")
@@ -184,4 +204,4 @@ def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
             f"{100 * d['rel_error']:>+6.1f}% {'yes' if d['covered'] else 'no'}")
 
 
-__all__ = ["plan_file", "ci", "table", "updates_note", "scored"]
+__all__ = ["plan_file", "chosen_form", "ci", "table", "updates_note", "scored"]
