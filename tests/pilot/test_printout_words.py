@@ -127,3 +127,23 @@ def test_the_headline_gives_the_chosen_failure_forms_own_parameters():
     assert _line(text, "  kl>=1: ").startswith(
         f"  kl>=1: 3 runs crossed; coupled form, N_fail = {k:.3g} N_prog; the power law, not "
         "chosen, q = ")
+
+
+def test_the_form_error_is_not_named_by_a_progress_forms_name():
+    # the published table's progress clock is the saturation form; its form error, the bend of
+    # log N in log B its left-out end batches imply, was printed as "curvature 0.145", which
+    # reads as the other progress form ("curvature", fit.FORMS)
+    out = report.plan_file().to_json()
+    assert out["fit"]["progress"]["form"] == "saturation"
+    line = _line(report.table(out), "form error: ")
+    assert "curvature" not in line, line
+    got = re.search(r"the form misses a bend of log N in log B of (\S+) per \(log B\)\^2\)$", line)
+    assert got and float(got.group(1)) == pytest.approx(
+        out["fit"]["progress_form_error"]["curvature"], rel=1e-2), line
+    # a failure clock's form choice lists the same rate for each failure form (TRL's fixture:
+    # power, coupled, knee), and not as "curvature errors" either
+    from twoclock.pilot import api
+    why = api.plan_logs("tests/data/trainer_logs/trl", "acc>=0.5", ["kl>=1"],
+                        preset="trl").to_json()["failures"][0]["form"]["why"]
+    assert "curvature" not in why and "(the bend each form misses with an end batch left " \
+        "out, per (log B)^2: power " in why, why

@@ -114,8 +114,11 @@ def table(out: dict) -> str:
         lines += disagreement_lines(ff, out["predictions"], indent="  ")
     pe = f.get("progress_form_error")
     if pe is not None and pe["curvature"] is not None:
+        # the rate forms.loo_rate measures: the bend of log N in log B the left-out end
+        # batches' errors imply (not the "curvature" progress form, whose name this shares)
         lines.append(f"form error: the bands past the pilots carry each form's leave-one-end-out "
-                     f"error (progress: curvature {pe['curvature']:.3g} per log B squared)")
+                     f"error (progress: with an end batch left out, the form misses a bend of "
+                     f"log N in log B of {pe['curvature']:.3g} per (log B)^2)")
     t = f["throughput"]
     if t is not None:
         lines.append(f"throughput: roofline fitted to step times (t_lat {t['gen_latency']:.4g} s,"
