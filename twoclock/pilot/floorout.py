@@ -240,5 +240,5 @@ def from_logs(logs, pc, optimum, predict, rule, timed, progress_form, again):
 
 
 __all__ = ["TAIL", "STILL", "CLOSE", "LAW", "PLAIN_HELD", "CHECKED", "CHI2_999", "plateau",
-           "plateaus", "turn", "law", "chi2_999", "agree", "over_target", "regime", "shifted", "plan",
-           "from_logs"]
+           "plateaus", "turn", "law", "chi2_999", "agree", "over_target", "regime", "shifted",
+           "plan", "from_logs"]

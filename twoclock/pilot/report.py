@@ -135,7 +135,7 @@ def table(out: dict) -> str:
         lines.append(f"{b:>8} {p['lr']:>9.4g}  {ci(p['progress_samples'], '{:.0f}'):<30}"
                      f"{'-' if fs['median'] is None else ci(fs, '{:.0f}'):<30}"
                      f"{'-' if h is None else ci(h, '{:.3g}'):<24}")
-    lines += updates_note(out)
+    lines += updates_note(out) + envelope_note(out["predictions"], f["progress"]["form"])
     rec = out["recommendation"]
     unit = "s" if rec["objective"] == "seconds" else "samples"
     c = rec["constant"]
@@ -197,6 +197,23 @@ def updates_note(out: dict) -> list:
             "\"Updates per rollout batch\"): a pilot at that K says which"]
 
 
+def envelope_note(predictions, form: str) -> list:
+    """A line where Adam's form predicts at B:K (K != 1) past its envelope's anchor: the
+    envelope (pilot/envelope.py) starts from the largest pilot's samples per update times K
+    (plan._envelope), not from the largest pilot batch, which the band's reason calls "the
+    largest pilot"; e.g. B 1024 for 2048:4 where the largest pilot takes 256 an update."""
+    got = [(p, p["progress_samples"].get("envelope")) for p in predictions
+           if p.get("updates", 1.0) != 1.0]
+    got = [(p, e) for p, e in got if e]
+    if form != "adam" or not got:
+        return []
+    m = got[0][1]["batch_top"] / got[0][0]["updates"]
+    at = ", ".join(f"B {e['batch_top']:g} for {pp.label(p['batch'], p['updates'], True)}"
+                   for p, e in got)
+    return [f"envelope at B:K: anchored at the largest pilot's samples per update ({m:.4g}) "
+            f"times K: {at}"]
+
+
 def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
     """A held-out check's row: head, then the answer (d[answer]), predicted, band, error and
     coverage of d (a score: answer, predicted, ci, rel_error, covered), `width` wide."""
@@ -207,4 +224,5 @@ def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
             f"{100 * d['rel_error']:>+6.1f}% {'yes' if d['covered'] else 'no'}")
 
 
-__all__ = ["plan_file", "chosen_form", "ci", "table", "updates_note", "scored"]
+__all__ = ["plan_file", "chosen_form", "ci", "table", "updates_note", "envelope_note",
+           "scored"]
