@@ -147,3 +147,21 @@ def test_the_form_error_is_not_named_by_a_progress_forms_name():
                         preset="trl").to_json()["failures"][0]["form"]["why"]
     assert "curvature" not in why and "(the bend each form misses with an end batch left " \
         "out, per (log B)^2: power " in why, why
+
+
+def test_a_band_of_zero_width_from_exact_pilots_is_said_to_be_so(tmp_path):
+    from twoclock.pilot import api, logs as pl
+    # TRL's noise-free fixture: acc = s / P with P = 500 (1 + b / 256), linear in B, which is
+    # the curvature form exactly (exponent 1): no residual, so each pilot batch's band is its
+    # clock alone, 625 [625, 625], 750 [750, 750], 1000 [1000, 1000]
+    text = pl.table(api.plan_logs("tests/data/trainer_logs/trl", "acc>=0.5", ["kl>=1"],
+                                  preset="trl").to_json())
+    assert "     64     1e-06  625 [625, 625] " in text
+    assert _line(text, "band of zero width").startswith(
+        "band of zero width at B 64, 128, 256: the pilots' clocks fit the curvature form "
+        "exactly (squared log error "), text
+    assert _line(text, "band of zero width").endswith("; real logs have scatter")
+    # pilots with scatter (1000 +- 1% about a flat clock): bands with width, and no such line
+    rows = [(b, 0.01, 1000 * (1.01 if i % 2 else 0.99)) for i, b in enumerate([8, 16, 32] * 2)]
+    text = report.table(report.plan_file(_runs_csv(tmp_path, rows)).to_json())
+    assert "zero width" not in text

@@ -135,7 +135,8 @@ def table(out: dict) -> str:
         lines.append(f"{b:>8} {p['lr']:>9.4g}  {ci(p['progress_samples'], '{:.0f}'):<30}"
                      f"{'-' if fs['median'] is None else ci(fs, '{:.0f}'):<30}"
                      f"{'-' if h is None else ci(h, '{:.3g}'):<24}")
-    lines += updates_note(out) + envelope_note(out["predictions"], f["progress"]["form"])
+    lines += (updates_note(out) + envelope_note(out["predictions"], f["progress"]["form"])
+              + zero_width_note(out, show))
     rec = out["recommendation"]
     unit = "s" if rec["objective"] == "seconds" else "samples"
     c = rec["constant"]
@@ -214,6 +215,28 @@ def envelope_note(predictions, form: str) -> list:
             f"times K: {at}"]
 
 
+# a chosen progress form whose squared log error over the pilots is at most this fits them
+# exactly (residuals ~1e-5 in log; any logged run scatters by percents): its band has no width
+EXACT_SSE = 1e-9
+
+
+def zero_width_note(out: dict, show: bool) -> list:
+    """A line where a progress band prints with no width ([625, 625]) because the pilots'
+    clocks fit the chosen form exactly (its squared log error at most EXACT_SSE: no scatter
+    to make a band from, as in a noise-free fixture); [] otherwise."""
+    pr = out["fit"]["progress"]
+    sse = pr["sse_log"].get(pr["form"])
+    zero = [p for p in out["predictions"] if p["progress_samples"]["median"] is not None
+            and None not in p["progress_samples"]["ci"]
+            and len({f"{v:.0f}" for v in p["progress_samples"]["ci"]}) == 1]
+    if not zero or sse is None or sse > EXACT_SSE:
+        return []
+    at = ", ".join(pp.label(p["batch"], p.get("updates", 1.0), show) for p in zero)
+    return [f"band of zero width at B {at}: the pilots' clocks fit the {pr['form']} form "
+            f"exactly (squared log error {sse:.2g}), so there is no scatter to make a band "
+            "from; real logs have scatter"]
+
+
 def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
     """A held-out check's row: head, then the answer (d[answer]), predicted, band, error and
     coverage of d (a score: answer, predicted, ci, rel_error, covered), `width` wide."""
@@ -225,4 +248,4 @@ def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
 
 
 __all__ = ["plan_file", "chosen_form", "ci", "table", "updates_note", "envelope_note",
-           "scored"]
+           "zero_width_note", "EXACT_SSE", "scored"]
