@@ -259,3 +259,16 @@ def test_each_k_s_band_is_clipped_to_the_envelope_of_its_own_samples_per_update(
         (a_lo, a_hi), r = e["anchor"], 8192.0 / e["batch_top"]
         assert e["ci"][0] == pytest.approx(a_lo * r ** 0.0, rel=1e-9), k
         assert e["ci"][1] == pytest.approx(a_hi * r ** 0.5, rel=1e-9), k
+
+
+def test_the_printout_says_where_a_b_k_envelope_is_anchored(runs_csv):
+    """The band's reason calls the envelope's anchor "the largest pilot"; at B:K it is the
+    largest pilot's samples per update times K. By hand: the pilots' largest m = B / K is 512
+    (B 512 at K 1), so 8192:4's envelope starts at B 512 x 4 = 2048, a batch no pilot ran;
+    8192 at K 1 starts at the largest pilot itself and needs no line."""
+    text = report.table(_adam(runs_csv, [8192, "8192:4"]))
+    got = [ln for ln in text.splitlines() if ln.startswith("envelope at B:K")]
+    assert got == ["envelope at B:K: anchored at the largest pilot's samples per update (512) "
+                   "times K: B 2048 for 8192:4"], text
+    assert not any(ln.startswith("envelope at B:K")
+                   for ln in report.table(_adam(runs_csv, [8192])).splitlines())

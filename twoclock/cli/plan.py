@@ -69,9 +69,8 @@ def main(argv=None, prog: str = "plan.py") -> int:
         fail(prog, str(e))
     # the plan is computed: a failing table, JSON or figure keeps it (plan.partial.json, exit 3)
     with Rescue(prog, json_path(ns, "plan"), fallback=(ns.out,)) as rescue:
-        if "targets" in out:  # several targets: the joint table, the first target's figure
-            publish(ns, "plan", out, levels.table,
-                    lambda o: logs_figure.logs_figure(o["targets"][0]["plan"]), rescue=rescue)
+        if "targets" in out:  # several targets: the joint table, every target in the figure
+            publish(ns, "plan", out, levels.table, logs_figure.targets_figure, rescue=rescue)
         elif cfg.logs is not None:
             publish(ns, "plan", out, pilot_logs.table, logs_figure.logs_figure, rescue=rescue)
         else:

@@ -46,10 +46,11 @@ def _curves(a, out, text: str, colour_of, title: str):
     a.set_title(title, loc="left")
 
 
-def _batch_legend(a, batches, colour_of):
-    """One entry per batch, in numeric order."""
-    a.legend([Line2D([], [], color=colour_of[b], lw=1) for b in batches],
-             [f"B = {b:g}" for b in batches], fontsize=6, loc="best")
+def _batch_legend(a, batches, colour_of, levels=()):
+    """One entry per batch, in numeric order; then each (target, its level line's style)."""
+    a.legend([Line2D([], [], color=colour_of[b], lw=1) for b in batches]
+             + [Line2D([], [], color="0.3", ls=ls, lw=1) for _, ls in levels],
+             [f"B = {b:g}" for b in batches] + [t for t, _ in levels], fontsize=6, loc="best")
 
 
 def _has_clip(co) -> bool:
@@ -89,10 +90,54 @@ def _clip(a, co, colour_of, pred_B, title: str):
     a.legend(fontsize=5.5, loc="best")
 
 
-def logs_figure(out: dict):
+# each further target's line style in the clocks panel (several targets: `targets_figure`)
+TARGET_STYLES = ("--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+
+
+def targets_figure(out: dict):
+    """Several targets (pilot/levels.py's document): the first target's plan figure, with
+    every other target drawn too: its level on the progress panel, and in the clocks panel its
+    own plan's progress clock (fit and band, its pilots' crossings, its predictions), each
+    target a line style of its own."""
+    rows = out["targets"]
+    return logs_figure(rows[0]["plan"], others=[(r["condition"], r["plan"]) for r in rows[1:]])
+
+
+def _style(i: int):
+    """The i-th further target's line style (they repeat past TARGET_STYLES)."""
+    return TARGET_STYLES[i % len(TARGET_STYLES)]
+
+
+def _other_target(a, text: str, plan: dict, col, ls):
+    """One more target's progress clock in the clocks panel (a): its plan's fitted band, its
+    pilots' crossings and its predictions with their bands, in line style ls."""
+    cur = plan["curves"]
+    curve = cur["progress_samples"]
+    band(a, cur["batch"], [x["median"] for x in curve], [x["ci"][0] for x in curve],
+         [x["ci"][1] for x in curve], col, label="progress " + text, marker="", ls=ls)
+    pts = [(c["batch"], c[text]["clock"]) for c in plan["logs"]["curves"] if c[text]["crossed"]]
+    a.plot([p[0] for p in pts], [p[1] for p in pts], marker="D", ls="none", color=col,
+           mec="k", mew=0.4, ms=2.5)
+    ok = [p for p in plan["predictions"] if p["progress_samples"]["median"] is not None]
+    if ok:
+        med = np.array([p["progress_samples"]["median"] for p in ok])
+        lo = np.array([_or(p["progress_samples"]["ci"][0], m) for p, m in zip(ok, med)])
+        hi = np.array([_or(p["progress_samples"]["ci"][1], m) for p, m in zip(ok, med)])
+        eb = a.errorbar([p["batch"] for p in ok], med, yerr=[med - lo, hi - med], fmt="s",
+                        color=col, mec="k", mew=0.4, ms=3, capsize=2, lw=1)
+        eb[-1][0].set_linestyle(ls)
+
+
+def _or(v, default):
+    return default if v is None else v
+
+
+def logs_figure(out: dict, others=()):
     """(a) the progress metric's curves; (b...) one panel per failure condition; with a logged
     clipped share, its panel; last: the clocks against batch (pilot runs' crossings, fits with
-    bands, predictions with their bands, the clipping onset)."""
+    bands, predictions with their bands, the clipping onset). others: further targets of the
+    progress metric, (condition, its own plan), each drawn on (a) and in the clocks panel
+    (`targets_figure`)."""
     lg = out["logs"]
     conds = [lg["progress"]] + list(lg["failures"])
     co = out.get("clip_onset")
@@ -105,7 +150,14 @@ def logs_figure(out: dict):
         kind = "progress" if k == 0 else "failure"
         _curves(a, out, cond, colour_of, f"({letters[k]}) {kind}: {cond}")
         if k == 0:
-            _batch_legend(a, batches, colour_of)
+            for i, (text, _) in enumerate(others):  # each further target's level
+                a.axhline(parse_condition(text, "--progress").level, color="0.3", ls=_style(i),
+                          lw=1)
+            if others:
+                a.set_title(f"({letters[k]}) {kind}: {len(others) + 1} targets of "
+                            f"{parse_condition(cond, '--progress').metric}", loc="left")
+            _batch_legend(a, batches, colour_of, [(cond, ":")] * bool(others) + [
+                (t, _style(i)) for i, (t, _) in enumerate(others)])
     if clip:
         _clip(axes[len(conds)], co, colour_of, [p["batch"] for p in out["predictions"]],
               f"({letters[len(conds)]}) clipping: {co['metric']} per run, fit, onset")
@@ -140,11 +192,13 @@ def logs_figure(out: dict):
             if p.get("updates", 1) != 1 and x["median"] is not None:
                 a.annotate(f"K = {p['updates']:g}", (p["batch"], x["median"]), fontsize=6,
                            textcoords="offset points", xytext=(4, 3), color=col)
+    for i, (text, plan) in enumerate(others):
+        _other_target(a, text, plan, clock_col[0], _style(i))
     rec = out["recommendation"]["constant"]
     if rec is not None:
         a.plot([rec["batch"]], [rec["progress_samples"]], marker="*", ms=10, ls="none",
-               color=OKABE_ITO[2], mec="k", mew=0.5, label=f"recommended B = {rec['batch']:g}",
-               zorder=5)
+               color=OKABE_ITO[2], mec="k", mew=0.5, label=f"recommended B = {rec['batch']:g}"
+               + (f" ({lg['progress']})" if others else ""), zorder=5)
     _onset(a, co)
     log_batch_axis(a, sorted(set(batches) | {p["batch"] for p in out["predictions"]}),
                    label="batch B")
@@ -156,4 +210,4 @@ def logs_figure(out: dict):
     return fig
 
 
-__all__ = ["logs_figure"]
+__all__ = ["logs_figure", "targets_figure"]

@@ -56,8 +56,8 @@ def plateaus(logs, metric: str, optimum: float, target: float) -> tuple:
     run, where its tail is too short or still moving (|drift| above STILL standard errors and
     CLOSE of the plateau's distance from the target: a drift that moves the shift by less is
     kept), where it reached the target and its tail came back past it by more than STILL
-    standard errors (a trough, as drift makes), or where the plateaus lie on both sides of the
-    optimum."""
+    standard errors (a trough of a loss, a peak of a score, as drift makes: `turn`), or where
+    the plateaus lie on both sides of the optimum."""
     out, ses = [], []
     for r in logs.runs:
         ok = np.isfinite(r.metrics[metric])
@@ -76,7 +76,8 @@ def plateaus(logs, metric: str, optimum: float, target: float) -> tuple:
                 abs(mean - target) > STILL * se_mean:
             raise PilotError(f"--floor-out: run {r.name!r} reached the target {target:g} and came"
                              f" back: its tail sits at {mean:.4g}, past the target by more than "
-                             f"{STILL:g} standard errors; a trough is not Adam's floor")
+                             f"{STILL:g} standard errors; {turn(target, optimum)} is not Adam's "
+                             "floor")
         out.append(mean)
         ses.append(se_mean)
     a = np.array(out)
@@ -85,6 +86,13 @@ def plateaus(logs, metric: str, optimum: float, target: float) -> tuple:
         raise PilotError(f"--floor-out: the runs' plateaus of {metric} ({seen}) lie on both "
                          f"sides of the optimum {optimum:g}")
     return a, np.array(ses)
+
+
+def turn(target: float, optimum: float) -> str:
+    """What a run that reached the target and came back made of its curve: a peak where the
+    metric rises to its optimum (a score: the optimum above the target), else a trough (a
+    loss)."""
+    return "a peak" if optimum > target else "a trough"
 
 
 def law(a_R, B_R, lr_R, K_R, optimum: float) -> float:
@@ -232,5 +240,5 @@ def from_logs(logs, pc, optimum, predict, rule, timed, progress_form, again):
 
 
 __all__ = ["TAIL", "STILL", "CLOSE", "LAW", "PLAIN_HELD", "CHECKED", "CHI2_999", "plateau",
-           "plateaus", "law", "chi2_999", "agree", "over_target", "regime", "shifted", "plan",
-           "from_logs"]
+           "plateaus", "turn", "law", "chi2_999", "agree", "over_target", "regime", "shifted",
+           "plan", "from_logs"]

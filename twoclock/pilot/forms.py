@@ -278,7 +278,8 @@ def _why(forms, chosen, plausible, cf, tied=False, reason=None) -> str:
                       for f, v in forms.items())
     reason = reason or ("the clock grows with B and keeps its ratio to progress" if tied
                         else "the smallest error predicting each pilot batch left out")
-    s = f"{chosen}: {reason} (curvature errors: {rates})"
+    s = (f"{chosen}: {reason} (the bend each form misses with an end batch left out, per "
+         f"(log B)^2: {rates})")
     if cf is not None and cf.slope is not None:
         lo, hi = cf.slope["ci"]
         s += (f"; log(N_fail/N_prog) vs log B slope {cf.slope['value']:.3g} [{lo:.3g}, {hi:.3g}]"

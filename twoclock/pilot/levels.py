@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from twoclock.config import scaled_lr
-from twoclock.pilot import adam, bands, envelope, fit as pf, forms, predict as pp
+from twoclock.pilot import adam, bands, envelope, fit as pf, forms, predict as pp, report
 from twoclock.pilot.conditions import parse_condition
 from twoclock.pilot.logs import notes
 from twoclock.pilot.plan import PilotError
@@ -305,6 +305,9 @@ def table(out: dict) -> str:
             lines.append(f"{lead} {b:>9}  {_band(ps):<36}" + ("-" if o is None else _band(o)))
     lines += ["  " + p["band_why"] for row in out["targets"] for p in row["predictions"]
               if p.get("band_why")]
+    lines += ["  " + ln for ln in dict.fromkeys(  # each B:K envelope's anchor, once
+        ln for row in out["targets"] for ln in report.envelope_note(
+            row["predictions"], row["plan"].get("fit", {}).get("progress", {}).get("form")))]
     lines += [f"  left out: {x['why']}" for x in out.get("left_out", ())]
     recs = [row["plan"].get("recommendation") for row in out["targets"]]
     if None in recs:  # plans given without their recommendation (a joint fit alone)

@@ -29,6 +29,21 @@ def disagreement_lines(form: dict, predictions, indent: str = "    ") -> list:
             "their left-out errors chose: plan on the band, or add pilot seeds"]
 
 
+def chosen_form(ff: dict | None) -> str | None:
+    """The chosen failure form's own parameters in words, where it is not the power law (whose
+    exponent q the lines print anyway); None for the power law or where no form was fitted.
+    ff: the plan's failure_form (FailureForm.to_json: each form's parameters by its name)."""
+    if ff is None or ff["chosen"] in (None, "power"):
+        return None
+    par = ff[ff["chosen"]]
+    if ff["chosen"] == "coupled":
+        return f"coupled form, N_fail = {par['ratio_to_progress']:.3g} N_prog"
+    cb = par["critical_batch"]
+    return (f"knee form ({par['form']} shape), " + ("no critical batch within the pilots' "
+                                                    "reach" if cb is None else
+                                                    f"critical batch {cb:.4g}"))
+
+
 def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95,
               progress_form: str | None = None, predict_rule: tuple | None = None) -> Plan:
     """pilot.plan on a CSV, or with path None on the published table (plus its reading).
@@ -84,18 +99,26 @@ def table(out: dict) -> str:
                  "critical batch: none within reach" + ("" if cb["ci"][0] is None else
                                                         f" ({flat} up to {cb['ci'][0]:.4g})"))
     fe = out["failure_exponent"]
-    lines.append("failure clock: " + ("no fit; " if fe["value"] is None else
-                 f"as a power law N_fail ~ B^q, q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, "
-                 f"{fe['ci'][1]:.3g}]; ") + fe["reading"])
     ff = f.get("failure_form")
+    own = chosen_form(ff)
+    lines.append("failure clock: " + ("no fit; " if fe["value"] is None and own is None else
+                 "" if own is None else f"{own}; ")
+                 + ("" if fe["value"] is None else
+                    ("as a power law N_fail ~ B^q" if own is None else
+                     "the power law, not chosen")
+                    + f", q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, {fe['ci'][1]:.3g}]; ")
+                 + fe["reading"])
     if ff is not None:
         lines.append(f"failure clock's form (the clock that fails first at the largest batch): "
                      f"{ff['why']}")
         lines += disagreement_lines(ff, out["predictions"], indent="  ")
     pe = f.get("progress_form_error")
     if pe is not None and pe["curvature"] is not None:
+        # the rate forms.loo_rate measures: the bend of log N in log B the left-out end
+        # batches' errors imply (not the "curvature" progress form, whose name this shares)
         lines.append(f"form error: the bands past the pilots carry each form's leave-one-end-out "
-                     f"error (progress: curvature {pe['curvature']:.3g} per log B squared)")
+                     f"error (progress: with an end batch left out, the form misses a bend of "
+                     f"log N in log B of {pe['curvature']:.3g} per (log B)^2)")
     t = f["throughput"]
     if t is not None:
         lines.append(f"throughput: roofline fitted to step times (t_lat {t['gen_latency']:.4g} s,"
@@ -112,7 +135,8 @@ def table(out: dict) -> str:
         lines.append(f"{b:>8} {p['lr']:>9.4g}  {ci(p['progress_samples'], '{:.0f}'):<30}"
                      f"{'-' if fs['median'] is None else ci(fs, '{:.0f}'):<30}"
                      f"{'-' if h is None else ci(h, '{:.3g}'):<24}")
-    lines += updates_note(out)
+    lines += (updates_note(out) + envelope_note(out["predictions"], f["progress"]["form"])
+              + zero_width_note(out, show))
     rec = out["recommendation"]
     unit = "s" if rec["objective"] == "seconds" else "samples"
     c = rec["constant"]
@@ -124,9 +148,12 @@ def table(out: dict) -> str:
     if rec["objective"] == "samples":
         lines.append("  (no seconds_per_update column: samples, not wall-clock time, are "
                      "minimised, which favours the smallest batch)")
+    # the cost beside the samples only where it is another quantity (seconds): minimising
+    # samples, the cost is the samples already printed
     lines.append("  constant batch: none is safe" if c is None else
                  f"  constant batch {c['batch']:g}: {c['progress_samples']:.4g} samples "
-                 f"(from the {c['source']}), {c['cost']:.4g} {unit}")
+                 f"(from the {c['source']})"
+                 + (f", {c['cost']:.4g} {unit}" if rec["objective"] == "seconds" else ""))
     fo = rec["fit_only_constant"]
     if fo is not None and c is not None and fo["batch"] != c["batch"]:
         lines.append(f"  (the fitted curves alone would pick {fo['batch']:g}: "
@@ -171,6 +198,45 @@ def updates_note(out: dict) -> list:
             "\"Updates per rollout batch\"): a pilot at that K says which"]
 
 
+def envelope_note(predictions, form: str) -> list:
+    """A line where Adam's form predicts at B:K (K != 1) past its envelope's anchor: the
+    envelope (pilot/envelope.py) starts from the largest pilot's samples per update times K
+    (plan._envelope), not from the largest pilot batch, which the band's reason calls "the
+    largest pilot"; e.g. B 1024 for 2048:4 where the largest pilot takes 256 an update."""
+    got = [(p, p["progress_samples"].get("envelope")) for p in predictions
+           if p.get("updates", 1.0) != 1.0]
+    got = [(p, e) for p, e in got if e]
+    if form != "adam" or not got:
+        return []
+    m = got[0][1]["batch_top"] / got[0][0]["updates"]
+    at = ", ".join(f"B {e['batch_top']:g} for {pp.label(p['batch'], p['updates'], True)}"
+                   for p, e in got)
+    return [f"envelope at B:K: anchored at the largest pilot's samples per update ({m:.4g}) "
+            f"times K: {at}"]
+
+
+# a chosen progress form whose squared log error over the pilots is at most this fits them
+# exactly (residuals ~1e-5 in log; any logged run scatters by percents): its band has no width
+EXACT_SSE = 1e-9
+
+
+def zero_width_note(out: dict, show: bool) -> list:
+    """A line where a progress band prints with no width ([625, 625]) because the pilots'
+    clocks fit the chosen form exactly (its squared log error at most EXACT_SSE: no scatter
+    to make a band from, as in a noise-free fixture); [] otherwise."""
+    pr = out["fit"]["progress"]
+    sse = pr["sse_log"].get(pr["form"])
+    zero = [p for p in out["predictions"] if p["progress_samples"]["median"] is not None
+            and None not in p["progress_samples"]["ci"]
+            and len({f"{v:.0f}" for v in p["progress_samples"]["ci"]}) == 1]
+    if not zero or sse is None or sse > EXACT_SSE:
+        return []
+    at = ", ".join(pp.label(p["batch"], p.get("updates", 1.0), show) for p in zero)
+    return [f"band of zero width at B {at}: the pilots' clocks fit the {pr['form']} form "
+            f"exactly (squared log error {sse:.2g}), so there is no scatter to make a band "
+            "from; real logs have scatter"]
+
+
 def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
     """A held-out check's row: head, then the answer (d[answer]), predicted, band, error and
     coverage of d (a score: answer, predicted, ci, rel_error, covered), `width` wide."""
@@ -181,4 +247,5 @@ def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
             f"{100 * d['rel_error']:>+6.1f}% {'yes' if d['covered'] else 'no'}")
 
 
-__all__ = ["plan_file", "ci", "table", "updates_note", "scored"]
+__all__ = ["plan_file", "chosen_form", "ci", "table", "updates_note", "envelope_note",
+           "zero_width_note", "EXACT_SSE", "scored"]
