@@ -1032,6 +1032,12 @@ BUGS = [
     ("a zero-width band from exact pilots printed unsaid", "trivial",
      "twoclock/pilot/report.py", "sse is None or sse > EXACT_SSE:", "sse is None or sse >= 0:",
      f"{P}test_printout_words.py -k zero"),
+    ("a study's imports made when its script loads, outside the loading guard", "glue",
+     "twoclock/cli/launch.py", "        with loading(os.path.basename(sys.argv[0])):",
+     "        if True:", "tests/cli/test_launch.py -k loads"),
+    ("a signal before the first simulation left to Python's default handler", "glue",
+     "twoclock/cli/rescue.py", "    signals = _Signals()\n    signals.install()\n    error = None",
+     "    signals = _Signals()\n    error = None", "tests/cli/test_launch.py -k gc"),
 ]
 
 
