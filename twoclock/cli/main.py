@@ -60,9 +60,12 @@ def main(argv=None) -> int:
         return plan.main(rest, prog=f"{PROG} plan")
     if command == "run":
         studies = _studies()
-        if not rest or rest[0] in ("-h", "--help"):
+        if not rest:  # a refusal like the others: one line, the study missing and the choices
+            return _refuse("run: give a study to run: one of "
+                           f"{', '.join(sorted(studies))}")
+        if rest[0] in ("-h", "--help"):
             print(_usage())
-            return 0 if rest else 2
+            return 0
         if rest[0] not in studies:
             return _refuse(f"run: no study {rest[0]!r}; the studies are "
                            f"{', '.join(sorted(studies))}")
