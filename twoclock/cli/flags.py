@@ -127,6 +127,58 @@ def _item(where: str, cls, name: str, i: int) -> str:
     return f"{where}{dest(cls, name)}[{i}]"
 
 
+# a config's refusal, `twoclock.config.require`: "<name> must be <allowed> (got <value>)"
+REFUSAL = re.compile(r"^([A-Za-z_]\w*) must be ")
+
+
+def flag_names(parser) -> tuple:
+    """({name: {flag: dest}}, {name: {flag: dest}}): the names a refusal may start with, each
+    with the flags of the parser it may mean. First (exact) each flag's field (its
+    destination's last part: SweepConfig.seeds -> seeds) and its own spelling (--lr-rule ->
+    lr_rule); then (a fallback) a list flag's item, its field's singular (batches -> batch,
+    lr0s -> lr0)."""
+    exact, items = {}, {}
+    for a in parser._actions:
+        longs = [o for o in a.option_strings if o.startswith("--")]
+        if not longs or longs[0] == "--help":
+            continue
+        field = re.sub(r"\[\d+\]$", "", a.dest.rsplit("/", 1)[-1]).rsplit(".", 1)[-1]
+        for name in (field, longs[0][2:].replace("-", "_")):
+            exact.setdefault(name, {})[longs[0]] = a.dest
+            for end in ("s", "es"):
+                if name.endswith(end) and len(name) > len(end):
+                    items.setdefault(name[:-len(end)], {})[longs[0]] = a.dest
+    return exact, items
+
+
+def flagged(message: str, parser, ns=None) -> str:
+    """A config's refusal as the command line's user reads it: its leading field name
+    replaced by the flag they typed (lr_rule -> --lr-rule, batch -> --batches), and a field
+    with an underscore that its allowed range names by its flag too. Where several flags
+    answer to the leading name (the schedule's --batch-small and --batch-large for batch), the
+    one whose value (in ns) the refusal quotes; a name no flag, or no one flag, answers to is
+    left as it is."""
+    m = REFUSAL.match(message)
+    if m is None:
+        return message
+    exact, items = flag_names(parser)
+    head, rest = m.group(1), message[m.end(1):]
+    # a field the allowed range names ("> batch_small (512)"): its flag where it has one
+    cut = rest.rfind(" (got ")
+    cut = len(rest) if cut < 0 else cut
+    one = lambda w: next(iter(exact[w[0]])) if len(exact.get(w[0], ())) == 1 else w[0]
+    rest = re.sub(r"\b[a-z]\w*_\w+\b", one, rest[:cut]) + rest[cut:]
+    for table in (exact, items):
+        flags = table.get(head)
+        if not flags:
+            continue
+        if len(flags) > 1 and ns is not None:
+            flags = {f: d for f, d in flags.items()
+                     if hasattr(ns, d) and message.endswith(f"(got {getattr(ns, d)!r})")}
+        return next(iter(flags)) + rest if len(flags) == 1 else head + rest
+    return head + rest
+
+
 def asdict_shallow(cfg) -> dict:
     """A config's fields as a dict, nested configs left as they are."""
     return {f.name: getattr(cfg, f.name) for f in fields(cfg)}

@@ -13,7 +13,8 @@ from twoclock.cli.common import (OneLineParser, add_output_args, guard, model_co
                                  parsed, publish)
 from twoclock.cli.engine_flags import (add_engine_args, add_max_lanes, check_engine_args,
                                        engine_from_args)
-from twoclock.cli.flags import add_config_flags, asdict_shallow, config_from_flags, dest
+from twoclock.cli.flags import (add_config_flags, asdict_shallow, config_from_flags, dest,
+                                flagged)
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.engine.runtime import setup
 from twoclock.studies.protocol import (Study, StudyDefaults, applies, declared, defaults,
@@ -56,8 +57,8 @@ def _refuse(study: Study, model) -> None:
     from twoclock.models import MODELS
     if not applies(study, model):
         ok = [n for n, m in MODELS.items() if applies(study, m)]
-        raise ValueError(f"model must be one of {', '.join(ok)} (the models {study.name} "
-                         f"applies to) (got {model.name!r})")
+        raise ValueError(f"--model{'s' * several(study)} must be one of {', '.join(ok)} (the "
+                         f"models {study.name} applies to) (got {model.name!r})")
 
 
 def add_model_args(p, study: Study, model, defaults) -> None:
@@ -134,6 +135,16 @@ def parse(study: Study, argv, prog: str) -> tuple:
     elif engine:  # {"max_lanes": the study's default}: the engine flag it offers
         add_max_lanes(o, engine["max_lanes"])
     ns = p.parse_args(argv)
+    try:
+        return _configs(study, ns, models, one, d, engine)
+    except ValueError as e:  # a config's refusal names the flag the user typed, not its field
+        raise ValueError(flagged(str(e), p, ns)) from None
+
+
+def _configs(study: Study, ns, models, one, d, engine) -> tuple:
+    """parse's (model, model_cfg, opt, cfg, ns) from the parsed flags; ValueError names a bad
+    value (by its config's field: parse puts the flag in its place)."""
+    cls, many = study.config, several(study)
     preset = presets_given(study, ns)
     if many:
         panels = _panels(study, ns, models, one)
