@@ -177,6 +177,58 @@ def test_a_refusal_keeps_a_name_no_one_flag_answers_to():
         "--batch-large must be > --batch-small (512) (got 'batch_small')"
 
 
+@pytest.mark.parametrize("study, argv, says", [
+    ("headline", ["--seeds", "2.5"], "--seeds must be an integer >= 1 (got 2.5)"),
+    ("headline", ["--seeds", "eight"], "--seeds must be an integer >= 1 (got 'eight')"),
+    ("headline", ["--seed", "0.5"], "--seed must be an integer >= 0 (got 0.5)"),
+    ("headline", ["--batches", "8", "16.5"], "--batches must be an integer >= 1 (got 16.5)"),
+    ("headline", ["--max-lanes", "2.5"], "--max-lanes must be an integer >= 1 (got 2.5)"),
+    ("bandit_regimes", ["--seeds", "2.5"], "--seeds must be an integer >= 1 (got 2.5)"),
+    ("clipping", ["--early-samples", "100.5"],
+     "--early-samples must be an integer >= 1 (got 100.5)"),
+    ("plan_check", ["--pilot-seeds", "2.5"], "--pilot-seeds must be an integer >= 1 (got 2.5)"),
+], ids=["seeds", "seeds-text", "seed", "batches", "max-lanes", "bandit-seeds", "early-samples",
+        "pilot-seeds"])
+def test_an_integer_flag_names_itself_and_its_range(study, argv, says):
+    """argparse's own refusal ("argument --seeds: invalid int value: '2.5'") named no range:
+    the value reaches the config's check, which names it (and the flag, not the field)."""
+    with pytest.raises(ValueError) as e:
+        parse(study, argv)
+    assert str(e.value) == says
+
+
+def test_an_integer_flag_takes_a_whole_number_in_any_spelling():
+    _, _, _, cfg, _ = parse("headline", ["--budget", "1e5", "--seeds", "4.0"])
+    assert (cfg.sweep.budget, cfg.sweep.seeds) == (100_000, 4)
+    assert type(cfg.sweep.budget) is int
+
+
+def test_a_config_that_does_not_check_an_integer_still_gets_a_whole_number():
+    """config_from_flags refuses a non-integer for an int field its config takes unchecked
+    (2.5 kept, 'x' compared with a number), by its flag."""
+    import argparse
+    from dataclasses import dataclass
+    from twoclock.cli.flags import add_config_flags, config_from_flags
+
+    @dataclass(frozen=True)
+    class Loose:
+        n: int = 3
+        m: int = 4
+
+        def __post_init__(self):  # a range that reads m as a number ('x' > 100: TypeError)
+            if self.m > 100:
+                raise ValueError(f"m must be <= 100 (got {self.m!r})")
+
+    p = argparse.ArgumentParser()
+    add_config_flags(p, Loose)
+    for argv, says in ((["--n", "2.5"], "--n must be a whole number (got 2.5)"),
+                       (["--m", "x"], "--m must be a whole number (got 'x')")):
+        with pytest.raises(ValueError) as e:
+            config_from_flags(p.parse_args(argv), Loose)
+        assert str(e.value) == says
+    assert config_from_flags(p.parse_args(["--n", "7"]), Loose) == Loose(n=7)
+
+
 @pytest.mark.parametrize("name", ["headline", "schedule", "time_to_target", "phase", "clipping",
                                   "plan_check"])
 def test_adams_flags_have_one_spelling(name):

@@ -21,16 +21,68 @@ def float_or_none(text: str):
         raise argparse.ArgumentTypeError(f"expected a number or 'none' (got {text!r})") from None
 
 
+class _NumberGiven(float):
+    """A number an integer flag was given that is not whole (2.5), with the flag (`.flag`)."""
+
+
+class _TextGiven(str):
+    """Text an integer flag was given that is no number ('x'), with the flag (`.flag`)."""
+
+
+def whole_number(text: str, flag: str | None = None):
+    """An integer flag's value: the int it spells ('8', and '1e5' or '8.0' too); else the
+    number (2.5) or the text itself, for the config to refuse with its flag and its allowed
+    range ("--seeds must be an integer >= 1 (got 2.5)") where argparse's "invalid int value"
+    named no range. A config that does not check the value is covered by config_from_flags
+    (`_require_whole`), which names the flag (given) the value carries."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        v = float(text)
+    except ValueError:
+        v = _TextGiven(text)
+    else:
+        if v.is_integer():
+            return int(v)
+        v = _NumberGiven(v)
+    v.flag = flag
+    return v
+
+
+def _whole_for(flag: str):
+    """whole_number for one flag (the value it refuses carries the flag)."""
+    return lambda text: whole_number(text, flag)
+
+
+def _type(f, flag: str):
+    """The argparse type of a field's flag: an int's reads whole numbers for that flag."""
+    kind = _kind(f)[0]
+    return _whole_for(flag) if kind is whole_number else kind
+
+
 def _kind(f):
-    """(argparse type, nargs) for a dataclass field."""
+    """(argparse type, nargs) for a dataclass field (an int's: whole_number)."""
     t = f.type if not isinstance(f.type, str) else eval(f.type, vars(typing))  # noqa: S307
     args = typing.get_args(t)
     if typing.get_origin(t) in (typing.Union, types.UnionType) and type(None) in args:
         return (str, None) if str in args else (float_or_none, None)
     if t is tuple:
         elem = type(f.default[0]) if f.default is not MISSING and f.default else float
-        return elem, "+"
-    return t, None
+        return (whole_number if elem is int else elem), "+"
+    return (whole_number if t is int else t), None
+
+
+def _require_whole(cls, kw: dict) -> None:
+    """ValueError naming the flag (else the field) where an integer flag's value is not an
+    int (2.5, 'x'): for a config that takes such a value without checking it."""
+    for f in fields(cls):
+        v = kw.get(f.name)
+        bad = [x for x in (v if isinstance(v, (tuple, list)) else (v,))
+               if isinstance(x, (_NumberGiven, _TextGiven))]
+        if bad:
+            raise ValueError(f"{bad[0].flag or f.name} must be a whole number (got {bad[0]!r})")
 
 
 # a help text that states its own default: "(default: ...", "; default: ...", "(default 4; ..."
@@ -91,8 +143,8 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
         shown = defaults.get(f.name, f.default)
         if f.name in split:
             for i, item in enumerate(split[f.name]):
-                group.add_argument("--" + (prefix + item).replace("_", "-"),
-                                   dest=_item(where, cls, f.name, i), type=_kind(f)[0],
+                one = "--" + (prefix + item).replace("_", "-")
+                group.add_argument(one, dest=_item(where, cls, f.name, i), type=_type(f, one),
                                    default=argparse.SUPPRESS, metavar=(prefix + item).upper(),
                                    help=with_default(helps.get(item, item), shown[i]))
             continue
@@ -104,6 +156,8 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
             kw = {"metavar": f.name.upper(), **f.metadata["argparse"]}
             if kw.get("type") == NUMBER_OR_NONE:
                 kw["type"] = float_or_none
+            elif kw.get("type") is int:
+                kw["type"] = _whole_for(flag)
             # a positional argument's name is its destination
             name = ((where + dest(cls, f.name),) if kw.pop("positional", False) else
                     (flag,))
@@ -114,10 +168,8 @@ def add_config_flags(group, cls, rename: dict | None = None, skip=(),
             group.add_argument(flag, dest=where + dest(cls, f.name), action="store_true",
                                default=argparse.SUPPRESS, help=help_)
             continue
-        kind, nargs = _kind(f)
-        if f.name in scalar:
-            nargs = None
-        group.add_argument(flag, dest=where + dest(cls, f.name), type=kind, nargs=nargs,
+        nargs = None if f.name in scalar else _kind(f)[1]
+        group.add_argument(flag, dest=where + dest(cls, f.name), type=_type(f, flag), nargs=nargs,
                            default=argparse.SUPPRESS,
                            metavar=(prefix + rename.get(f.name, f.name)).upper(), help=help_)
 
@@ -204,4 +256,10 @@ def config_from_flags(ns, cls, defaults: dict | None = None, where: str = "", sc
             v = getattr(ns, where + dest(cls, f.name))
             kw[f.name] = tuple(v) if isinstance(v, list) else (v,) if f.name in scalar else v
     kw.update(overrides)
-    return cls(**kw)
+    try:
+        cfg = cls(**kw)
+    except TypeError:  # a config that compared 'x' with a number: refused by its field
+        _require_whole(cls, kw)
+        raise
+    _require_whole(cls, kw)  # a config that took 2.5 for an int
+    return cfg
