@@ -1,6 +1,8 @@
 """--help as a reader sees it: an option's "(default ...)" only where the default says
 something (not None, not an empty list, not a switch's False, not where the help states its
 own default), and every output flag explained."""
+import re
+
 import pytest
 
 from twoclock.cli.flags import with_default
@@ -28,6 +30,7 @@ def _help(capsys, run, argv) -> str:
     ((8, 16), False, False, "the help (default (8, 16))"),
     (True, True, False, "the help (default True)"),
     (False, False, False, "the help (default False)"),  # a value, not a switch
+    ((0.1, None), False, True, "the help (default (0.1, none))"),  # typed 'none' in a list too
 ])
 def test_a_default_is_shown_only_where_it_says_something(value, switch, none, want):
     assert with_default("the help", value, switch=switch, none=none) == want
@@ -80,3 +83,23 @@ def test_plans_batch_flag_counts_responses_per_rollout_batch(capsys):
     assert ("--batch RUN=B a run's batch (responses per rollout batch: the samples one logged "
             "step consumes) where its files do not record it") in text
     assert "responses per update" not in text
+
+
+@pytest.mark.parametrize("study, models", [
+    ("clipping", "bandit"), ("updates_cost", "bandit"),  # the bandit's clip, its theory
+    ("time_to_target", "quadratic"),  # defaults for the quadratic alone
+    ("critical_batch", "quadratic | bandit | policy"),  # every model
+])
+def test_model_lists_only_the_models_the_study_accepts(capsys, study, models):
+    """--model listed every model, and the study then refused all but its own."""
+    text = _help(capsys, twoclock, ["run", study, "--help"])
+    got = re.search(r"--model MODEL the model: (.*?) study:", text)
+    assert got is not None and got.group(1) == models, text
+
+
+def test_clips_help_reads_as_one_sentence_with_none_as_typed(capsys):
+    text = _help(capsys, twoclock, ["run", "clipping", "--help"])
+    assert ("--clips CLIPS [CLIPS ...] symmetric clip eps values and 'none', the unclipped "
+            "reference every claim compares with (give it too) (default (0.1, 0.2, 0.3, 0.5, "
+            "none))") in text
+    assert "(required)" not in text and "None" not in text

@@ -99,6 +99,8 @@ def with_default(help: str, value, switch: bool = False, none: bool = False) -> 
         return f"{help} (default none)" if none else help
     if isinstance(value, (tuple, list)) and not value:
         return help
+    if none and isinstance(value, (tuple, list)):  # None typed as 'none' in a list too
+        value = "(" + ", ".join("none" if v is None else str(v) for v in value) + ")"
     return f"{help} (default {value})"
 
 

@@ -64,7 +64,8 @@ def _refuse(study: Study, model) -> None:
 def add_model_args(p, study: Study, model, defaults) -> None:
     """--model, the optimizer's flags and the model's (defaults: the study's for the model)."""
     from twoclock.models import MODELS
-    p.add_argument("--model", default=model.name, help=" | ".join(MODELS))
+    ok = [n for n, m in MODELS.items() if applies(study, m)]  # the others are refused
+    p.add_argument("--model", default=model.name, help="the model: " + " | ".join(ok))
     add_optim_args(p, study)
     add_config_flags(p.add_argument_group(f"{model.name} model"), model.config,
                      skip=declared(study, "SKIP_MODEL", ()), defaults=defaults)

@@ -43,7 +43,8 @@ class Config:
     SCRIPT = "clipping.py"
     DEFAULTS = staticmethod(defaults)
     SKIP_MODEL = ("clip_low", "clip_high")  # each clip sets them
-    clips: tuple = option(CLIPS, "symmetric clip eps values; 'none' = unclipped (required)",
+    clips: tuple = option(CLIPS, "symmetric clip eps values and 'none', the unclipped "
+                                 "reference every claim compares with (give it too)",
                           type=NUMBER_OR_NONE, nargs="+")
     regime_map: bool = param(False, "instead: the delay over (batch, eps) and (lr0, eps), "
                                     "batches 64, 256, 1024 x lr0 0.01, 0.02, 0.04 x the clips "
