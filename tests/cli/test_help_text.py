@@ -103,3 +103,29 @@ def test_clips_help_reads_as_one_sentence_with_none_as_typed(capsys):
             "reference every claim compares with (give it too) (default (0.1, 0.2, 0.3, 0.5, "
             "none))") in text
     assert "(required)" not in text and "None" not in text
+
+
+def test_a_sweep_over_several_models_shows_each_models_own_defaults(capsys):
+    """phase_diagram and shapes ran each panel at its model's grid while --help showed
+    SweepConfig's (16 seeds, budget 200000, 128 checkpoints). The values here are the studies'
+    tables (phase: quadratic 6 batches 8..256, 30k samples; bandit 64..1024, 100k; 8 seeds and
+    8 checkpoints each. shapes: 16 / 8 / 4 seeds, 40k / 60k / 4096 budgets, 256 runs a chunk)."""
+    text = _help(capsys, twoclock, ["run", "phase_diagram", "--help"])
+    assert ("--batches BATCHES [BATCHES ...] batch sizes (default: each model's own: quadratic "
+            "(8, 16, 32, 64, 128, 256); bandit (64, 128, 256, 512, 1024))") in text
+    assert ("--budget BUDGET sample budget per run (default: each model's own: quadratic "
+            "30000; bandit 100000)") in text
+    assert "--seeds SEEDS seeds per (batch, lr0) (default 8)" in text
+    assert "--n-ckpt N_CKPT checkpoints recorded per run (default 8)" in text
+    for wrong in ("(default 16)", "(default 200000)", "(default 128)", "(0.005, 0.01, 0.02))"):
+        assert wrong not in text, wrong
+    text = _help(capsys, twoclock, ["run", "shapes", "--help"])
+    assert ("--seeds SEEDS seeds per (batch, lr0) (default: each model's own: quadratic 16; "
+            "bandit 8; policy 4)") in text
+    assert ("--budget BUDGET sample budget per run (default: each model's own: quadratic "
+            "40000; bandit 60000; policy 4096)") in text
+    assert "--max-lanes MAX_LANES runs per compiled chunk (default 256)" in text
+    # one model: its own values as the defaults
+    text = _help(capsys, twoclock, ["run", "shapes", "--models", "bandit", "--help"])
+    assert "--seeds SEEDS seeds per (batch, lr0) (default 8)" in text
+    assert "--budget BUDGET sample budget per run (default 60000)" in text

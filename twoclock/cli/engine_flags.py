@@ -21,15 +21,16 @@ def add_max_lanes(o, default: int | None = None) -> None:
                         "smaller uses less memory")
 
 
-def add_engine_args(o) -> None:
-    """--x64, the store's flags, --max-lanes, --codegen and the multi-host flags."""
+def add_engine_args(o, max_lanes: int | None = None) -> None:
+    """--x64, the store's flags, --max-lanes (default: max_lanes, the study's, else the
+    engine's), --codegen and the multi-host flags."""
     o.add_argument("--x64", action="store_true", help="simulate in float64")
     o.add_argument("--store", default=None,
                    help="results store folder (default OUT/store); finished chunks live there")
     o.add_argument("--no-store", action="store_true", help="keep nothing between runs")
     o.add_argument("--resume", action="store_true",
                    help="reuse the finished chunks of an interrupted identical sweep")
-    add_max_lanes(o)
+    add_max_lanes(o, max_lanes)
     o.add_argument("--codegen", choices=CODEGENS, default="auto",
                    help="XLA's CPU code generator: quick compiles faster and runs slower than "
                         "fused; auto picks quick for a short sweep whose numbers it leaves "

@@ -121,8 +121,10 @@ def parse(study: Study, argv, prog: str) -> tuple:
                          defaults=nested_defaults(f, getattr(d, f.name, None)),
                          help=meta["help"], scalar=meta["scalar"], split=meta["split"])
     if many and shared is not None:
+        shown, helps = _sweep_defaults(study, models) if one is None else (d.sweep, {})
         add_config_flags(p.add_argument_group("sweep (each model's defaults for the study)"),
-                         SweepConfig, rename={"lr0s": "lr0"}, defaults=d.sweep or None)
+                         SweepConfig, rename={"lr0s": "lr0"}, defaults=shown or None,
+                         help=helps)
     for name, (help_, _) in declared(study, "PRESETS", {}).items():
         p.add_argument(f"--{name}", action="store_true", help=help_)
     if one is not None and declared(study, "MODEL_FLAGS", True):
@@ -132,7 +134,7 @@ def parse(study: Study, argv, prog: str) -> tuple:
     o = add_output_args(p, output_name(study, one, cls()))
     engine = declared(study, "ENGINE_FLAGS", False)
     if engine is True:
-        add_engine_args(o)
+        add_engine_args(o, declared(study, "MAX_LANES"))
     elif engine:  # {"max_lanes": the study's default}: the engine flag it offers
         add_max_lanes(o, engine["max_lanes"])
     ns = p.parse_args(argv)
@@ -162,6 +164,23 @@ def _configs(study: Study, ns, models, one, d, engine) -> tuple:
     for what, path in (cfg.outputs() if hasattr(cfg, "outputs") else {}).items():
         check_file(path, what)  # the study's own files, writable before any work
     return one, model_cfg, opt, cfg, ns
+
+
+def _sweep_defaults(study: Study, models) -> tuple:
+    """({field: default}, {field: help}) of the sweep flags of a study over several models:
+    a value every model's defaults for the study share is the flag's default; one they do not
+    share is said in the help, model by model (each panel runs its model's own)."""
+    runs = {m.name: SweepConfig(**{**asdict_shallow(SweepConfig()), **defaults(study, m).sweep})
+            for m in models}
+    shown, helps = {}, {}
+    for f in fields(SweepConfig):
+        values = {name: getattr(sweep, f.name) for name, sweep in runs.items()}
+        if len(set(values.values())) == 1:
+            shown[f.name] = next(iter(values.values()))
+        else:
+            helps[f.name] = (f"{f.metadata['help']} (default: each model's own: "
+                             + "; ".join(f"{n} {v}" for n, v in values.items()) + ")")
+    return shown, helps
 
 
 def presets_given(study: Study, ns) -> dict:

@@ -27,8 +27,9 @@ line reads them, the study's functions need not):
         (`twoclock.atomic.check_file`) with its check, before any work
     MODEL_FLAGS = False: no --model, optimizer or model flags; SKIP_OPTIM, SKIP_MODEL: the
         optimizer's and model's fields the study sets itself
-    ENGINE_FLAGS = True: offer the engine flags (--store, --resume, --max-lanes, ...); or
-        {"max_lanes": the study's default}: offer --max-lanes alone (`Engine.max_lanes`)
+    ENGINE_FLAGS = True: offer the engine flags (--store, --resume, --max-lanes, ...), with
+        MAX_LANES the study's default runs per chunk where it has its own; or {"max_lanes":
+        the study's default}: offer --max-lanes alone (`Engine.max_lanes`)
     PRESETS: {NAME: (help, config overrides)}, each a flag --NAME (e.g. --quick)
     a `panels` field: a study over several models (--models), one panel each, built by the
         command line; SHARED: the sweep fields one command line sets for every panel (None: no

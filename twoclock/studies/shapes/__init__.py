@@ -82,6 +82,7 @@ class Config:
     DEFAULTS = DEFAULTS
     SHARED = SHARED
     ENGINE_FLAGS = True
+    MAX_LANES = 256  # runs per compiled chunk unless --max-lanes says otherwise
     SKIP_OPTIM = ("lr_rule",)
     models: tuple = param(("quadratic", "bandit", "policy"), "the models, one panel each")
     levels: int = param(8, "targets along the progress path, the last the model's target")
@@ -199,7 +200,7 @@ def run(model, model_cfg, opt, st: Config, *, keep=None, quiet: bool = False,
         got, secs = {}, 0.0
         for name, _, opt_, sw, res, s in run_cells(
                 m, todo, title=f"shapes {m.name}", store_root=engine.store,
-                max_lanes=engine.max_lanes or 256, keep=keep, quiet=quiet,
+                max_lanes=engine.max_lanes or Config.MAX_LANES, keep=keep, quiet=quiet,
                 cell_key=lambda n, m=m: f"shapes_{m.name}_{n}"):
             got[name], got[f"opt_{name}"], secs = res, opt_, secs + s
         idx = clocks.bootstrap_indices(todo[0][3].seeds)
