@@ -162,6 +162,21 @@ def test_bad_input_is_refused_in_one_line_before_any_work(args, name):
     assert name in lines[0] and "Traceback" not in p.stderr
 
 
+@pytest.mark.parametrize("argv", [["--n-ckpt", "5"], ["--models", "quadratic", "--n-ckpt", "5"]])
+def test_n_ckpt_is_refused_saying_why_and_not_offered(argv, capsys):
+    """The study records a checkpoint at every update of the smallest batch (each target's
+    crossing is interpolated between updates): --n-ckpt had been taken and then replaced
+    unseen (with several models, refused as if it changed one model's grid)."""
+    with pytest.raises(ValueError) as e:
+        run_study.parse(STUDIES.shapes, argv, "shapes.py")
+    assert str(e.value) == ("--n-ckpt is not offered by shapes: it records a checkpoint at "
+                            "every update of the smallest batch, since each target's crossing "
+                            "is read between updates; drop it")
+    with pytest.raises(SystemExit):
+        run_study.parse(STUDIES.shapes, argv[:-2] + ["--help"], "shapes.py")
+    assert "--n-ckpt" not in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_the_quadratic_panel_end_to_end(tmp_path):
     """A small quadratic run through the one command: the targets evenly spaced to the model's

@@ -122,9 +122,13 @@ def parse(study: Study, argv, prog: str) -> tuple:
                          help=meta["help"], scalar=meta["scalar"], split=meta["split"])
     if many and shared is not None:
         shown, helps = _sweep_defaults(study, models) if one is None else (d.sweep, {})
+        fixed = declared(study, "FIXED_SWEEP", {})
         add_config_flags(p.add_argument_group("sweep (each model's defaults for the study)"),
                          SweepConfig, rename={"lr0s": "lr0"}, defaults=shown or None,
-                         help=helps)
+                         help=helps, skip=tuple(fixed))
+        for name in fixed:  # not in the help; given, refused in one line saying why
+            p.add_argument("--" + name.replace("_", "-"), dest=f"fixed.{name}",
+                           default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     for name, (help_, _) in declared(study, "PRESETS", {}).items():
         p.add_argument(f"--{name}", action="store_true", help=help_)
     if one is not None and declared(study, "MODEL_FLAGS", True):
@@ -148,6 +152,10 @@ def _configs(study: Study, ns, models, one, d, engine) -> tuple:
     """parse's (model, model_cfg, opt, cfg, ns) from the parsed flags; ValueError names a bad
     value (by its config's field: parse puts the flag in its place)."""
     cls, many = study.config, several(study)
+    for name, why in declared(study, "FIXED_SWEEP", {}).items():
+        if hasattr(ns, f"fixed.{name}"):
+            raise ValueError(f"--{name.replace('_', '-')} is not offered by {study.name}: "
+                             f"{why}; drop it")
     preset = presets_given(study, ns)
     if many:
         panels = _panels(study, ns, models, one)

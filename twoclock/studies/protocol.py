@@ -33,7 +33,9 @@ line reads them, the study's functions need not):
     PRESETS: {NAME: (help, config overrides)}, each a flag --NAME (e.g. --quick)
     a `panels` field: a study over several models (--models), one panel each, built by the
         command line; SHARED: the sweep fields one command line sets for every panel (None: no
-        sweep flags, the models bring their own runs and the panels are (model, model config))
+        sweep flags, the models bring their own runs and the panels are (model, model config));
+        FIXED_SWEEP: {sweep field: why}, the fields the study sets itself (their flags are
+        refused in one line saying why)
 """
 from dataclasses import field, fields, replace
 import sys

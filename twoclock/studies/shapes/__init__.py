@@ -83,6 +83,8 @@ class Config:
     SHARED = SHARED
     ENGINE_FLAGS = True
     MAX_LANES = 256  # runs per compiled chunk unless --max-lanes says otherwise
+    FIXED_SWEEP = {"n_ckpt": "it records a checkpoint at every update of the smallest batch, "
+                             "since each target's crossing is read between updates"}
     SKIP_OPTIM = ("lr_rule",)
     models: tuple = param(("quadratic", "bandit", "policy"), "the models, one panel each")
     levels: int = param(8, "targets along the progress path, the last the model's target")
