@@ -129,3 +129,15 @@ def test_a_sweep_over_several_models_shows_each_models_own_defaults(capsys):
     text = _help(capsys, twoclock, ["run", "shapes", "--models", "bandit", "--help"])
     assert "--seeds SEEDS seeds per (batch, lr0) (default 8)" in text
     assert "--budget BUDGET sample budget per run (default 60000)" in text
+
+
+@pytest.mark.parametrize("study", ["bandit_regimes", "plan_check", "plan_calibration"])
+def test_a_study_that_draws_no_figure_offers_no_no_figure(capsys, study):
+    """These three print tables and write JSON only: --no-figure had been offered and did
+    nothing. It is still taken (scripts pass it to every study), and changes nothing."""
+    text = _help(capsys, twoclock, ["run", study, "--help"])
+    assert "--no-figure" not in text and "figure" not in text, text
+    assert "--out OUT folder for the JSON --json JSON" in text
+    from twoclock.cli.run_study import parse
+    from twoclock.studies import STUDIES
+    assert parse(STUDIES[study], ["--no-figure"], study)[4].no_figure is True

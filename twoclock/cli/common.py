@@ -46,13 +46,19 @@ def parsed(prog: str, parse, argv=None):
         fail(prog, str(e))
 
 
-def add_output_args(p, name: str):
-    """--out, --json, --no-figure, --quiet: the output flags every experiment shares."""
+def add_output_args(p, name: str, figure: bool = True):
+    """--out, --json, --no-figure, --quiet: the output flags every experiment shares. A
+    command that draws no figure (figure False) does not offer --no-figure: it still takes it
+    (a caller may pass it to every study) but says nothing of it, and never draws one."""
     o = p.add_argument_group("output")
-    o.add_argument("--out", default="results", help="folder for the JSON and the figure")
+    o.add_argument("--out", default="results",
+                   help="folder for the JSON and the figure" if figure else "folder for the JSON")
     o.add_argument("--json", help=f"JSON path (default OUT/{name}.json)")
-    o.add_argument("--no-figure", action="store_true",
-                   help=f"do not draw the figure ({name}.png, {name}.pdf in OUT)")
+    if figure:
+        o.add_argument("--no-figure", action="store_true",
+                       help=f"do not draw the figure ({name}.png, {name}.pdf in OUT)")
+    else:
+        o.add_argument("--no-figure", action="store_true", default=True, help=argparse.SUPPRESS)
     o.add_argument("--quiet", action="store_true", help="no progress output")
     return o
 

@@ -135,7 +135,7 @@ def parse(study: Study, argv, prog: str) -> tuple:
         add_model_args(p, study, one, d.model)
     elif one is None:
         add_optim_args(p, study)
-    o = add_output_args(p, output_name(study, one, cls()))
+    o = add_output_args(p, output_name(study, one, cls()), figure=study.figure is not None)
     engine = declared(study, "ENGINE_FLAGS", False)
     if engine is True:
         add_engine_args(o, declared(study, "MAX_LANES"))
