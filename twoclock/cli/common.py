@@ -130,14 +130,21 @@ def publish(ns, name: str, out: dict, text, figure=None, rescue: Rescue | None =
     if figure is not None and not ns.no_figure:
         print("figure: " + ", ".join(save(figure(out), os.path.join(ns.out, name))))
     elif figure is not None:  # an earlier run's figure is not of these results: not kept
-        stale = [f for f in (os.path.join(ns.out, f"{name}.{ext}") for ext in ("png", "pdf"))
-                 if os.path.isfile(f)]
-        for f in stale:
-            os.remove(f)
+        stale = remove_stale_figure(ns, name)
         if stale:
             print(f"removed {', '.join(stale)}: an earlier run's figure, not of these results "
                   "(--no-figure)", flush=True)
     return path
+
+
+def remove_stale_figure(ns, name: str) -> list:
+    """Remove OUT/name.{png,pdf} (an earlier run's figure, where this run draws none);
+    the paths removed."""
+    stale = [f for f in (os.path.join(ns.out, f"{name}.{ext}") for ext in ("png", "pdf"))
+             if os.path.isfile(f)]
+    for f in stale:
+        os.remove(f)
+    return stale
 
 
 def add_model_flags(p, model, defaults: dict | None = None, skip_optim=()) -> None:

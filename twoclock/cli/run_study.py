@@ -10,7 +10,7 @@ import sys
 
 from twoclock.atomic import check_file
 from twoclock.cli.common import (OneLineParser, add_output_args, guard, model_config,
-                                 parsed, publish)
+                                 parsed, publish, remove_stale_figure)
 from twoclock.cli.engine_flags import (add_engine_args, add_max_lanes, check_engine_args,
                                        engine_from_args)
 from twoclock.cli.flags import (add_config_flags, asdict_shallow, config_from_flags, dest,
@@ -243,7 +243,11 @@ def main(study: Study, argv=None, prog: str | None = None) -> int:
             return 0
         publish(ns, name, out, study.report, rescue=rescue)
         fig = None if study.figure is None or ns.no_figure else study.figure(out)
-        if fig is not None:  # (a result with nothing to draw gives None)
+        if isinstance(fig, str):  # nothing to draw, and why: said, and no older figure kept
+            stale = remove_stale_figure(ns, name)
+            print(f"no figure: {fig}" + (f"; removed {', '.join(stale)} (an earlier run's "
+                                         "figure)" if stale else ""), flush=True)
+        elif fig is not None:  # (a result with nothing to draw gives None)
             from twoclock.figures.style import save
             print("figure: " + ", ".join(save(fig, os.path.join(ns.out, name))))
     return 0

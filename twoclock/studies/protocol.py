@@ -8,7 +8,8 @@ A study is a frozen config (fields made with `twoclock.config.param`, checked in
     run(model, model_cfg, opt, cfg, *, keep, quiet, engine) -> JSON-ready dict (None: nothing
         to publish, as on the other processes of a multi-host run)
     report(result) -> the text the command prints
-    figure(result) -> a matplotlib Figure, or None where the result has nothing to draw
+    figure(result) -> a matplotlib Figure; or, where the result has nothing to draw, a str
+        saying why (the command prints it in one line) or None
 
 A study declares the models it is written for (`models`: it may import their packages and
 nothing else of twoclock.models) or takes any model whose `defaults` are not None. A study
