@@ -155,6 +155,9 @@ def analyse(model, cfg, st: Config, res: dict, idx) -> dict:
         rows.append({"progress_frac": v, "accuracy": None if acc0 is None else 1 - v * (1 - acc0),
                      "samples_at_b_min": med_min[k], **{f"critical_{n}": crit[k][n]
                                                          for n in ("batch", "ci", "found")},
+                     # the batches whose median run reached this target (the report's words)
+                     "reached_batches": [b for b, p in zip(batches, prog[k])
+                                         if clocks.summarize(p, idx=idx)["median"] is not None],
                      "noise": noise[k],
                      "theory_batch": None if bn is None else float(
                          curves.sqrt_rule_critical(batches[0], bn, st.delta)),
