@@ -37,9 +37,12 @@ def clock_table(result: dict) -> str:
             f"{'theory N_prog':>13} {'theory N_fail':>13}")
     lines = [f"clocks in {unit}; rel = relative to the smallest batch at the same lr0", head,
              "-" * len(head)]
-    for lr0 in sorted({r["lr0"] for r in runs}):
+    lr0s = sorted({r["lr0"] for r in runs})
+    for lr0 in lr0s:
         rows = sorted((r for r in runs if r["lr0"] == lr0), key=lambda r: r["batch"])
         base = rows[0]
+        if len(lr0s) > 1:  # one block per lr0, each labelled (the lr column is lr(B))
+            lines.append(f"lr0 = {lr0:g}:")
         for r in rows:
             th = r.get("theory", {})
             p, f, u = r["progress_samples"], r["failure_samples"], r["progress_updates"]
