@@ -128,11 +128,12 @@ def report(out: dict) -> str:
                      f"{'-' if t is None or ref is None else format(t / ref, '.3f'):>10}")
     ct = out["critical_training_batch"]
     first = min((r for r in out["runs"] if r["lr_rule"] == rules[0]), key=lambda r: r["batch"])
-    unmeasured = first["progress_samples"]["median"] is None  # no reference to slow down from
+    if first["progress_samples"]["median"] is None:  # no reference to slow down from
+        said = "not measured (the smallest batch did not reach the target in most seeds)"
+    else:
+        said = "none in range" if ct is None else format(ct, ".1f")
     lines.append(f"critical generation batch {out['critical_generation_batch']:.1f}, critical "
-                 "training batch " + ("not measured (the smallest batch did not reach the "
-                                      "target in most seeds)" if unmeasured else "none in range" if ct is None
-                                      else format(ct, '.1f')))
+                 f"training batch {said}")
     if out["optimum"]:
         lines.append(f"optimum: {out['optimum']['lr_rule']} LR at B={out['optimum']['batch']}")
     by = {(r["lr_rule"], r["batch"]): r["time_to_target"]["median"] for r in out["runs"]}
