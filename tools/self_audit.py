@@ -92,6 +92,9 @@ ONESEED = f"{P}test_one_seed_bias.py"
 DESIGN = f"{S}test_practitioner_design.py"
 LEVELS = f"{P}test_levels.py"
 PLEVELS = f"{S}test_practitioner_levels.py"
+# the study command lines as a new user reads them (--help, refusals, printouts)
+HELP = "tests/cli/test_help_text.py"
+CLI = "tests/cli/test_cli.py"
 
 # (bug, kind, file, original text, buggy text, selection)
 BUGS = [
@@ -113,8 +116,8 @@ BUGS = [
      "twoclock/analysis/report.py",
      '2 * d.get("runs", 0) >= p["seeds"]', '2 * d.get("runs", 0) > p["seeds"]', REPORT),
     ("critical table: CI ends swapped", "glue", "twoclock/analysis/report.py",
-     "f\"{cb['batch']:.1f} [{fmt_num(cb['ci'][0], '.1f')}, {fmt_num(cb['ci'][1], '.1f')}]\"",
-     "f\"{cb['batch']:.1f} [{fmt_num(cb['ci'][1], '.1f')}, {fmt_num(cb['ci'][0], '.1f')}]\"",
+     "[{fmt_num(cb['ci'][0], '.1f')}, \"\n                    f\"{fmt_num(cb['ci'][1], '.1f')}]",
+     "[{fmt_num(cb['ci'][1], '.1f')}, \"\n                    f\"{fmt_num(cb['ci'][0], '.1f')}]",
      REPORT),
     ("schedule seconds: stage 2 priced at B1's throughput", "trivial",
      "twoclock/analysis/switch.py",
@@ -1038,6 +1041,49 @@ BUGS = [
     ("a signal before the first simulation left to Python's default handler", "glue",
      "twoclock/cli/rescue.py", "    signals = _Signals()\n    signals.install()\n    error = None",
      "    signals = _Signals()\n    error = None", "tests/cli/test_launch.py -k gc"),
+    # ------------------------------------------------------------------ the study command lines
+    ("shapes: --n-ckpt taken and replaced unseen", "glue", "twoclock/studies/shapes/__init__.py",
+     '    FIXED_SWEEP = {"n_ckpt": ', '    _FIXED_SWEEP = {"n_ckpt": ', f"{SHAPES} -k n_ckpt"),
+    ("several models' --help: SweepConfig's defaults, not each model's", "trivial",
+     "twoclock/cli/run_study.py",
+     "shown, helps = _sweep_defaults(study, models) if one is None else (d.sweep, {})",
+     "shown, helps = (d.sweep, {})", f"{HELP} -k several_models"),
+    ("--no-figure offered by a study that draws no figure", "glue", "twoclock/cli/run_study.py",
+     "figure=study.figure is not None)", "figure=True)", f"{HELP} -k no_no_figure"),
+    ("time_to_target: the figure skipped unsaid", "trivial", "twoclock/studies/time_to_target.py",
+     '    if out["reference_seconds"] is not None:\n        return time_to_target_figure(out)',
+     '    if True:\n        return None if out["reference_seconds"] is None else '
+     'time_to_target_figure(out)',
+     f"{S}test_studies_time_phase.py -k 'nothing_reached or which_batch or says_in_one_line'"),
+    ("twoclock run with no study: the usage and exit 2, no error line", "trivial",
+     "twoclock/cli/main.py",
+     '            return _refuse("run: give a study to run: one of "\n'
+     "                           f\"{', '.join(sorted(studies))}\")",
+     "            print(_usage())\n            return 2", "tests/cli/test_console.py -k unknown"),
+    ("--seeds 2.5: argparse's int, no range named", "glue", "twoclock/cli/flags.py",
+     "    return (whole_number if t is int else t), None", "    return t, None",
+     f"{CLI} -k integer"),
+    ("a refusal names the config field, not the flag typed", "glue", "twoclock/cli/run_study.py",
+     "raise ValueError(flagged(str(e), p, ns)) from None", "raise ValueError(str(e)) from None",
+     f"{CLI} -k refusal_names"),
+    ("--help lists every model, the study refuses all but its own", "trivial",
+     "twoclock/cli/run_study.py", 'help="the model: " + " | ".join(ok))',
+     'help="the model: " + " | ".join(MODELS))', f"{HELP} -k model_lists"),
+    ("critical batch: 'measured none in range' where no run reached the target", "trivial",
+     "twoclock/analysis/report.py",
+     '        unreached = _unreached(result, cb["lr0"]) if cb["batch"] is None else None',
+     "        unreached = None", f"{A}test_report.py -k no_run_reached"),
+    ("shapes: 'B_crit > 256' where the smallest batch never reached the target", "trivial",
+     "twoclock/studies/shapes/report.py",
+     '        elif r["samples_at_b_min"] is not None:  # no slowdown up to the largest batch',
+     "        elif True:", f"{SHAPES} -k no_batch_reached_has"),
+    ("a clock table's second lr0 block without its label", "trivial",
+     "twoclock/analysis/report.py",
+     "        if len(lr0s) > 1:  # one block per lr0, each labelled (the lr column is lr(B))",
+     "        if len(lr0s) > 1 and lr0 == lr0s[0]:", f"{S}test_bandit_regimes.py"),
+    ("twoclock run: the studies loaded outside the loading guard", "glue", "twoclock/cli/main.py",
+     '        with loading(f"{PROG} run"):', "        if True:",
+     "tests/cli/test_launch.py -k twoclock_run"),
 ]
 
 

@@ -54,6 +54,36 @@ def test_critical_table_prints_the_ci_low_then_high():
     assert "measured 25.0 [10.0, 40.0] (found in 90% of bootstrap resamples)" in out
 
 
+def _crit(runs, batch=None, theory_batch=None):
+    th = {"mechanism": "curvature", "batch": theory_batch, "curvature": 282.8,
+          "saturation": None}
+    return report.critical_table({
+        "config": {"delta": 0.2, "sweep": {"budget": 64}}, "unit": "samples", "runs": runs,
+        "critical_batch": [{"lr0": 0.01, "batch": batch, "ci": [None, None], "found": 0.0,
+                            "theory": th}]}).splitlines()[1]
+
+
+def test_critical_table_says_no_run_reached_the_target_within_the_budget():
+    """A budget no run reaches: 'measured none in range' beside 'curvature mechanism, B ~ -'
+    read as a measured absence and a predicted mechanism; it says what happened instead."""
+    never = _s(None, None, None, reached=0)
+    runs = [_run(b, never, never, never) for b in (16, 8)]
+    assert _crit(runs) == ("  lr0=0.01: no run reached the target within the budget (64 "
+                           "samples), so no critical batch was measured; theory: none "
+                           "predicted (curvature 282.8, saturation -)")
+    # B 8 censored in most seeds, B 16 reached by all: the smallest batch is what is missing
+    runs = [_run(8, _s(None, 40.0, None, reached=1), never, never),
+            _run(16, _s(50.0, 45.0, 55.0), never, _s(3.0, 3, 3))]
+    assert _crit(runs).startswith("  lr0=0.01: the smallest batch (B 8) did not reach the "
+                                  "target in most seeds within the budget (64 samples), so no "
+                                  "critical batch was measured; theory: none predicted")
+    # the smallest batch reached: a critical batch beyond the range is 'none in range'
+    runs[0] = _run(8, _s(48.0, 45.0, 50.0), never, _s(6.0, 6, 6))
+    assert _crit(runs, theory_batch=40.0) == (
+        "  lr0=0.01: measured none in range; theory: curvature mechanism, B ~ 40.0 (curvature "
+        "282.8, saturation -)")
+
+
 @dataclass
 class _Part:
     x: float

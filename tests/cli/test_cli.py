@@ -22,8 +22,9 @@ def cli(*args):
 
 @pytest.mark.parametrize("args, name", [
     (["--batches", "0", "8"], "batch"), (["--lr0", "-1"], "lr0"), (["--target", "1.5"], "target"),
-    (["--drift-threshold", "0"], "drift_threshold"), (["--budget", "4", "--batches", "8"], "budget"),
-    (["--optimizer", "lion"], "optimizer"), (["--lr-rule", "cube"], "lr_rule"), (["--dim", "0"], "dim"),
+    (["--drift-threshold", "0"], "--drift-threshold"),
+    (["--budget", "4", "--batches", "8"], "budget"), (["--optimizer", "lion"], "optimizer"),
+    (["--lr-rule", "cube"], "--lr-rule"), (["--dim", "0"], "dim"),
     (["--model", "nope"], "model"), (["--batches", "eight"], "--batches"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, name):
@@ -139,6 +140,107 @@ def test_schedule_flags_take_the_models_defaults_and_given_flags_win(model):
     assert cfg.sweep.batches == (b1 // 2, b2)
 
 
+@pytest.mark.parametrize("study, argv, head, got", [
+    ("headline", ["--lr-rule", "cube"], "--lr-rule must be one of fixed, sqrt, linear", "'cube'"),
+    ("headline", ["--batches", "8", "0"], "--batches must be an integer >= 1", "0"),
+    ("headline", ["--drift-threshold", "0"], "--drift-threshold must be", "0.0"),
+    ("headline", ["--seed", "-1"], "--seed must be an integer >= 0", "-1"),  # not --seeds
+    ("schedule", ["--fail-quantile", "0.9"], "--fail-quantile must be in (0, 0.5]", "0.9"),
+    # two flags fill the sweep's batches: the one whose value is refused
+    ("schedule", ["--batch-large", "0"], "--batch-large must be an integer >= 1", "0"),
+    ("schedule", ["--batch-small", "0"], "--batch-small must be an integer >= 1", "0"),
+    ("damage_study", ["--quick", "--fixed-responses", "99999"], "--fixed-responses must be",
+     "(99999,)"),
+    ("clipping", ["--early-samples", "1"], "--early-samples must be in [64,", "1"),
+], ids=["lr-rule", "batches", "drift-threshold", "seed", "fail-quantile", "batch-large",
+        "batch-small", "fixed-responses", "early-samples"])
+def test_a_refusal_names_the_flag_the_user_typed_not_the_config_field(study, argv, head, got):
+    """The configs refuse by field (lr_rule, batch, fail_quantile); the command line's user
+    typed a flag, and reads that flag in the refusal."""
+    with pytest.raises(ValueError) as e:
+        parse(study, argv)
+    assert str(e.value).startswith(head) and str(e.value).endswith(f"(got {got})"), str(e.value)
+
+
+def test_a_refusal_keeps_a_name_no_one_flag_answers_to():
+    """flagged: a field's flag first (seed -> --seed beside --seeds), a list flag's item next
+    (batch -> --batches), and the message as it is where no flag, or two, answer."""
+    import argparse
+    from twoclock.cli.flags import flagged
+    p = argparse.ArgumentParser()
+    for flag, dest in (("--seed", "SweepConfig.seed"), ("--seeds", "SweepConfig.seeds"),
+                       ("--batches", "SweepConfig.batches"), ("--lr-rule", "OptimConfig.lr_rule"),
+                       ("--clip-low", "BanditConfig.clip"), ("--clip-high", "Other.clip")):
+        p.add_argument(flag, dest=dest)
+    assert flagged("seed must be >= 0 (got -1)", p) == "--seed must be >= 0 (got -1)"
+    assert flagged("seeds must be >= 1 (got 0)", p) == "--seeds must be >= 1 (got 0)"
+    assert flagged("batch must be >= 1 (got 0)", p) == "--batches must be >= 1 (got 0)"
+    assert flagged("lr_rule must be one of x (got 'y')", p) == "--lr-rule must be one of x " \
+                                                                "(got 'y')"
+    for message in ("clip must be > 0 (got 0)", "dim must be >= 1 (got 0)",
+                    "--seeds and --seed contradict", "the seeds must be fewer"):
+        assert flagged(message, p) == message
+    ns = argparse.Namespace(**{"BanditConfig.clip": 0.5, "Other.clip": 0.0})
+    assert flagged("clip must be > 0 (got 0.0)", p, ns) == "--clip-high must be > 0 (got 0.0)"
+    # a field the allowed range names, by its flag too; the value quoted stays as it is
+    p.add_argument("--batch-small", dest="S.batches[0]")
+    p.add_argument("--batch-large", dest="S.batches[1]")
+    assert flagged("batch_large must be > batch_small (512) (got 'batch_small')", p) == \
+        "--batch-large must be > --batch-small (512) (got 'batch_small')"
+
+
+@pytest.mark.parametrize("study, argv, says", [
+    ("headline", ["--seeds", "2.5"], "--seeds must be an integer >= 1 (got 2.5)"),
+    ("headline", ["--seeds", "eight"], "--seeds must be an integer >= 1 (got 'eight')"),
+    ("headline", ["--seed", "0.5"], "--seed must be an integer >= 0 (got 0.5)"),
+    ("headline", ["--batches", "8", "16.5"], "--batches must be an integer >= 1 (got 16.5)"),
+    ("headline", ["--max-lanes", "2.5"], "--max-lanes must be an integer >= 1 (got 2.5)"),
+    ("bandit_regimes", ["--seeds", "2.5"], "--seeds must be an integer >= 1 (got 2.5)"),
+    ("clipping", ["--early-samples", "100.5"],
+     "--early-samples must be an integer >= 1 (got 100.5)"),
+    ("plan_check", ["--pilot-seeds", "2.5"], "--pilot-seeds must be an integer >= 1 (got 2.5)"),
+], ids=["seeds", "seeds-text", "seed", "batches", "max-lanes", "bandit-seeds", "early-samples",
+        "pilot-seeds"])
+def test_an_integer_flag_names_itself_and_its_range(study, argv, says):
+    """argparse's own refusal ("argument --seeds: invalid int value: '2.5'") named no range:
+    the value reaches the config's check, which names it (and the flag, not the field)."""
+    with pytest.raises(ValueError) as e:
+        parse(study, argv)
+    assert str(e.value) == says
+
+
+def test_an_integer_flag_takes_a_whole_number_in_any_spelling():
+    _, _, _, cfg, _ = parse("headline", ["--budget", "1e5", "--seeds", "4.0"])
+    assert (cfg.sweep.budget, cfg.sweep.seeds) == (100_000, 4)
+    assert type(cfg.sweep.budget) is int
+
+
+def test_a_config_that_does_not_check_an_integer_still_gets_a_whole_number():
+    """config_from_flags refuses a non-integer for an int field its config takes unchecked
+    (2.5 kept, 'x' compared with a number), by its flag."""
+    import argparse
+    from dataclasses import dataclass
+    from twoclock.cli.flags import add_config_flags, config_from_flags
+
+    @dataclass(frozen=True)
+    class Loose:
+        n: int = 3
+        m: int = 4
+
+        def __post_init__(self):  # a range that reads m as a number ('x' > 100: TypeError)
+            if self.m > 100:
+                raise ValueError(f"m must be <= 100 (got {self.m!r})")
+
+    p = argparse.ArgumentParser()
+    add_config_flags(p, Loose)
+    for argv, says in ((["--n", "2.5"], "--n must be a whole number (got 2.5)"),
+                       (["--m", "x"], "--m must be a whole number (got 'x')")):
+        with pytest.raises(ValueError) as e:
+            config_from_flags(p.parse_args(argv), Loose)
+        assert str(e.value) == says
+    assert config_from_flags(p.parse_args(["--n", "7"]), Loose) == Loose(n=7)
+
+
 @pytest.mark.parametrize("name", ["headline", "schedule", "time_to_target", "phase", "clipping",
                                   "plan_check"])
 def test_adams_flags_have_one_spelling(name):
@@ -159,7 +261,7 @@ def test_adams_flags_have_one_spelling(name):
     # more seeds than the paired bootstrap can hold: refused at once (issue 33, 6)
     ("policy_study", ["--quick", "--seeds", "100000000", "--parts", "collapse"], "seeds"),
     ("damage_study", ["--seeds", "1"], "seeds"),
-    ("damage_study", ["--quick", "--fixed-responses", "99999"], "fixed_responses"),
+    ("damage_study", ["--quick", "--fixed-responses", "99999"], "--fixed-responses"),
     # appended, so that the cases above keep their ids (tests/slow_in_ci.txt names them)
     ("plan_check", ["--pilots", "16", "32", "64"], "--pilots"),  # the CSV check has its own
     ("plan_check", ["--logs", "--pilots", "16", "16", "32"], "--pilots"),

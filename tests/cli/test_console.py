@@ -41,13 +41,20 @@ def test_python_m_twoclock_reaches_each_commands_own_help(args, prog):
 @pytest.mark.parametrize("args, says", [
     (["nosuch"], "no command 'nosuch'; the commands are plan, run, figures"),
     (["run", "nosuch"], "run: no study 'nosuch'; the studies are "),
-    ([], "usage: twoclock")])
+    ([], "usage: twoclock"),
+    # no study: the refusal names what is missing and the choices (it had printed the usage
+    # and exited 2 with no error line); the choices by hand, in order, from experiments/
+    (["run"], "twoclock: error: run: give a study to run: one of bandit_regimes, clipping, "
+              "critical_batch, damage_study, headline, phase, phase_diagram, plan_calibration, "
+              "plan_check, policy_study, regime_map, schedule, shapes, time_to_target, "
+              "updates_cost")])
 def test_an_unknown_command_or_study_is_one_line_and_exit_2(args, says):
     code, out, err = _run([sys.executable, "-m", "twoclock", *args])
     assert code == 2, (out, err)
     assert says in (err or out), (out, err)
     if args:
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert not out, out
 
 
 def test_twoclock_plan_is_the_scripts_plan(tmp_path):

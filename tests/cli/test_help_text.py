@@ -1,6 +1,8 @@
 """--help as a reader sees it: an option's "(default ...)" only where the default says
 something (not None, not an empty list, not a switch's False, not where the help states its
 own default), and every output flag explained."""
+import re
+
 import pytest
 
 from twoclock.cli.flags import with_default
@@ -28,6 +30,7 @@ def _help(capsys, run, argv) -> str:
     ((8, 16), False, False, "the help (default (8, 16))"),
     (True, True, False, "the help (default True)"),
     (False, False, False, "the help (default False)"),  # a value, not a switch
+    ((0.1, None), False, True, "the help (default (0.1, none))"),  # typed 'none' in a list too
 ])
 def test_a_default_is_shown_only_where_it_says_something(value, switch, none, want):
     assert with_default("the help", value, switch=switch, none=none) == want
@@ -80,3 +83,61 @@ def test_plans_batch_flag_counts_responses_per_rollout_batch(capsys):
     assert ("--batch RUN=B a run's batch (responses per rollout batch: the samples one logged "
             "step consumes) where its files do not record it") in text
     assert "responses per update" not in text
+
+
+@pytest.mark.parametrize("study, models", [
+    ("clipping", "bandit"), ("updates_cost", "bandit"),  # the bandit's clip, its theory
+    ("time_to_target", "quadratic"),  # defaults for the quadratic alone
+    ("critical_batch", "quadratic | bandit | policy"),  # every model
+])
+def test_model_lists_only_the_models_the_study_accepts(capsys, study, models):
+    """--model listed every model, and the study then refused all but its own."""
+    text = _help(capsys, twoclock, ["run", study, "--help"])
+    got = re.search(r"--model MODEL the model: (.*?) study:", text)
+    assert got is not None and got.group(1) == models, text
+
+
+def test_clips_help_reads_as_one_sentence_with_none_as_typed(capsys):
+    text = _help(capsys, twoclock, ["run", "clipping", "--help"])
+    assert ("--clips CLIPS [CLIPS ...] symmetric clip eps values and 'none', the unclipped "
+            "reference every claim compares with (give it too) (default (0.1, 0.2, 0.3, 0.5, "
+            "none))") in text
+    assert "(required)" not in text and "None" not in text
+
+
+def test_a_sweep_over_several_models_shows_each_models_own_defaults(capsys):
+    """phase_diagram and shapes ran each panel at its model's grid while --help showed
+    SweepConfig's (16 seeds, budget 200000, 128 checkpoints). The values here are the studies'
+    tables (phase: quadratic 6 batches 8..256, 30k samples; bandit 64..1024, 100k; 8 seeds and
+    8 checkpoints each. shapes: 16 / 8 / 4 seeds, 40k / 60k / 4096 budgets, 256 runs a chunk)."""
+    text = _help(capsys, twoclock, ["run", "phase_diagram", "--help"])
+    assert ("--batches BATCHES [BATCHES ...] batch sizes (default: each model's own: quadratic "
+            "(8, 16, 32, 64, 128, 256); bandit (64, 128, 256, 512, 1024))") in text
+    assert ("--budget BUDGET sample budget per run (default: each model's own: quadratic "
+            "30000; bandit 100000)") in text
+    assert "--seeds SEEDS seeds per (batch, lr0) (default 8)" in text
+    assert "--n-ckpt N_CKPT checkpoints recorded per run (default 8)" in text
+    for wrong in ("(default 16)", "(default 200000)", "(default 128)", "(0.005, 0.01, 0.02))"):
+        assert wrong not in text, wrong
+    text = _help(capsys, twoclock, ["run", "shapes", "--help"])
+    assert ("--seeds SEEDS seeds per (batch, lr0) (default: each model's own: quadratic 16; "
+            "bandit 8; policy 4)") in text
+    assert ("--budget BUDGET sample budget per run (default: each model's own: quadratic "
+            "40000; bandit 60000; policy 4096)") in text
+    assert "--max-lanes MAX_LANES runs per compiled chunk (default 256)" in text
+    # one model: its own values as the defaults
+    text = _help(capsys, twoclock, ["run", "shapes", "--models", "bandit", "--help"])
+    assert "--seeds SEEDS seeds per (batch, lr0) (default 8)" in text
+    assert "--budget BUDGET sample budget per run (default 60000)" in text
+
+
+@pytest.mark.parametrize("study", ["bandit_regimes", "plan_check", "plan_calibration"])
+def test_a_study_that_draws_no_figure_offers_no_no_figure(capsys, study):
+    """These three print tables and write JSON only: --no-figure had been offered and did
+    nothing. It is still taken (scripts pass it to every study), and changes nothing."""
+    text = _help(capsys, twoclock, ["run", study, "--help"])
+    assert "--no-figure" not in text and "figure" not in text, text
+    assert "--out OUT folder for the JSON --json JSON" in text
+    from twoclock.cli.run_study import parse
+    from twoclock.studies import STUDIES
+    assert parse(STUDIES[study], ["--no-figure"], study)[4].no_figure is True

@@ -82,3 +82,17 @@ def test_a_ctrl_c_in_jaxs_gc_callback_while_loading_is_not_lost():
     assert "finished" not in out and "Exception ignored" not in err, err
     assert err.strip() == ("child: interrupted by SIGINT before any simulation began; "
                            "nothing to save"), err
+
+
+def test_a_ctrl_c_while_twoclock_run_loads_the_studies_is_one_line(monkeypatch, capsys):
+    from twoclock.cli import main
+    monkeypatch.delitem(sys.modules, "twoclock.studies", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_CtrlC("twoclock.studies"), *sys.meta_path])
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            main.main(["run", "critical_batch"])
+    except KeyboardInterrupt:
+        pytest.fail("the Ctrl-C escaped as a KeyboardInterrupt: a traceback for the user")
+    assert exit_.value.code == 130
+    assert capsys.readouterr().err.splitlines() == [
+        "twoclock run: interrupted by SIGINT before any simulation began; nothing to save"]

@@ -26,7 +26,7 @@ def _refused(tmp_path, monkeypatch, args) -> str:
 @pytest.mark.parametrize("args, line", [
     (["--lr0", "-1e-4"], "lr0 must be a finite number > 0 (got -0.0001)"),
     (["--lr0", "1e-2", "-2.5E-3"], "lr0 must be a finite number > 0 (got -0.0025)"),
-    (["--batches", "-4", "8"], "batch must be an integer >= 1 (got -4)"),
+    (["--batches", "-4", "8"], "--batches must be an integer >= 1 (got -4)"),
     (["--eps", "-1e-9"], "eps must be a finite number >= 0 (got -1e-09)"),
     (["--lr0", "-inf"], "lr0 must be a finite number > 0 (got -inf)"),
 ])

@@ -61,7 +61,7 @@ BAD = [
     (["--out", "{file}"], "--out"), (["--store", "/proc/s"], "--store"),
     (["--seed", str(2**64)], "seed"), (["--seed", str(2**32)], "seed"),
     (["--seeds", str(10**21)], "seeds"), (["--lr0", "0.01", "0.01"], "lr0"),
-    (["--max-lanes", "0"], "max_lanes"), (["--resume", "--no-store"], "--resume"),
+    (["--max-lanes", "0"], "--max-lanes"), (["--resume", "--no-store"], "--resume"),
     (["--store", "s", "--no-store"], "--store"),
     (["--coordinator", "127.0.0.1:1234"], "--coordinator"),
     (["--num-processes", "2"], "--num-processes"), (["--process-id", "0"], "--process-id"),

@@ -129,14 +129,14 @@ def parse(argv):
 def test_predict_never_writes_over_a_pre_registration(tmp_path):
     path = tmp_path / "pred.json"
     path.write_text("{}")
-    with pytest.raises(ValueError, match="predictions_file"):
+    with pytest.raises(ValueError, match="^--predictions-file must be"):
         parse(["--predict", "--predictions-file", str(path)])
     _, _, _, cfg, _ = parse(["--predict", "--predictions-file", str(tmp_path / "new.json")])
     assert cfg.parts == ("predict",) and (cfg.seeds, cfg.budget) == (8, 16_384)
 
 
 def test_prereg_needs_predictions_made_for_its_design(tmp_path):
-    with pytest.raises(ValueError, match="predictions_file"):
+    with pytest.raises(ValueError, match="^--predictions-file must be"):
         parse(["--prereg", "--predictions-file", str(tmp_path / "missing.json")])
     bad = tmp_path / "bad.json"
     bad.write_text("not json")

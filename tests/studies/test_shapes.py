@@ -1,5 +1,6 @@
 """The shapes study's estimators and theory (twoclock.studies.shapes.curves, .path) against
 hand values, a NumPy reference written here and synthetic clocks with a known exponent."""
+import importlib
 import json
 import math
 import os
@@ -146,6 +147,48 @@ def test_levels_and_rise():
         curves.levels(1.0, 0.2, 0)
 
 
+def _row(samples_at_b_min, reached, batch=None):
+    return {"progress_frac": 0.5, "accuracy": None, "samples_at_b_min": samples_at_b_min,
+            "critical_batch": batch, "critical_ci": [None, None], "critical_found": 0.0,
+            "noise": {"b_noise": None, "b_adam_critical": None}, "theory_batch": None,
+            "theory_path_batch": None, "reached_batches": reached}
+
+
+def test_a_target_no_batch_reached_has_no_critical_batch_not_one_past_the_largest():
+    """'B_crit > 32' claimed every batch up to 32 was no slower than B_min: where B_min itself
+    never reached the target there is no critical batch at all."""
+    report = importlib.import_module("twoclock.studies.shapes.report")  # (the module)
+    p = {"start_accuracy": None, "batches": [8, 16, 32], "critical_rise_per_unit": None,
+         "critical": [_row(None, []), _row(None, [16]), _row(120.0, [8, 16, 32])]}
+    cells = [line[22:46].strip() for line in report.critical_table(p)[1:4]]
+    assert cells == ["no batch reached", "B_min not reached", "> 32"]
+
+
+@pytest.mark.slow
+def test_a_budget_no_batch_reaches_says_so_end_to_end(tmp_path, capsys):
+    """64 samples: the quadratic needs 339 at B 8 to reach loss/L0 0.525 (docs/shapes.md), so
+    no batch reaches either target, and the printout says that (it said 'B_crit > 32')."""
+    code = run_study.main(STUDIES.shapes, ["--models", "quadratic", "--seeds", "2",
+                                           "--batches", "8", "16", "32", "--budget", "64",
+                                           "--levels", "2", "--no-store", "--quiet",
+                                           "--no-figure", "--out", str(tmp_path)], "shapes.py")
+    assert code == 0
+    rows = json.loads((tmp_path / "shapes.json").read_text())["panels"][0]["critical"]
+    assert [r["reached_batches"] for r in rows] == [[], []]
+    text = capsys.readouterr().out
+    assert text.count("no batch reached") == 2 and "> 32" not in text
+
+
+def test_the_report_names_no_internal_issue():
+    from twoclock.studies.shapes import real_exponent
+    report = importlib.import_module("twoclock.studies.shapes.report")
+    out = {"panels": [], "real": {"critical_batch": {"0.4": 325},
+                                  "fixed_exponent": real_exponent()}}
+    text = report.report(out)
+    assert "issue" not in text and text.startswith("real sweep (OLMo-2 1B, GRPO on math): "
+                                                   "critical batch 40%: 325; "), text
+
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -160,6 +203,21 @@ def test_bad_input_is_refused_in_one_line_before_any_work(args, name):
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1, p.stderr
     assert name in lines[0] and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("argv", [["--n-ckpt", "5"], ["--models", "quadratic", "--n-ckpt", "5"]])
+def test_n_ckpt_is_refused_saying_why_and_not_offered(argv, capsys):
+    """The study records a checkpoint at every update of the smallest batch (each target's
+    crossing is interpolated between updates): --n-ckpt had been taken and then replaced
+    unseen (with several models, refused as if it changed one model's grid)."""
+    with pytest.raises(ValueError) as e:
+        run_study.parse(STUDIES.shapes, argv, "shapes.py")
+    assert str(e.value) == ("--n-ckpt is not offered by shapes: it records a checkpoint at "
+                            "every update of the smallest batch, since each target's crossing "
+                            "is read between updates; drop it")
+    with pytest.raises(SystemExit):
+        run_study.parse(STUDIES.shapes, argv[:-2] + ["--help"], "shapes.py")
+    assert "--n-ckpt" not in capsys.readouterr().out
 
 
 @pytest.mark.slow

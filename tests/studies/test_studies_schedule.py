@@ -93,11 +93,13 @@ def test_study_bad_input_names_the_parameter():
 
 
 @pytest.mark.parametrize("args, name", [
-    (["--batch-small", "64", "--batch-large", "64"], "batches"), (["--batch-small", "0"], "batch"),
-    (["--batch-small", "512"], "batch_large"), (["--lr0", "0"], "lr0"), (["--lr0", "-1"], "lr0")])
+    (["--batch-small", "64", "--batch-large", "64"], "batches"),
+    (["--batch-small", "0"], "--batch-small"), (["--batch-small", "512"], "--batch-large"),
+    (["--lr0", "0"], "--lr0"), (["--lr0", "-1"], "--lr0")])
 def test_the_commands_batches_and_lr0_are_refused_by_the_sweeps_checks(args, name):
     """--batch-small, --batch-large and --lr0 reach the nested sweep, whose checks refuse them
-    (the study adds only that the small batch comes first)."""
+    (the study adds only that the small batch comes first), each refusal naming the flag (a
+    refusal of both, two equal batches, names the sweep's batches)."""
     from twoclock.cli.run_study import parse
     with pytest.raises(ValueError, match=f"^{name} must be"):
         parse(ss.STUDY, args, "schedule.py")

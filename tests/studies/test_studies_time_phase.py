@@ -61,6 +61,69 @@ def test_failure_first_is_never_and_the_optimum_is_the_fastest_median():
     assert "B=64: " in text.splitlines()[-1] and "B=8:" not in text.splitlines()[-1]
 
 
+def _never_out(prog_8_sqrt):
+    """A time-to-target result where no fixed-rule run reaches the target, and the sqrt rule's
+    at B 8 has clocks prog_8_sqrt (0: never), at B 64 never; budget 64."""
+    never = [[0] * 3] * 2
+    rows = (tt.rows(fake_sweep((8, 64), [prog_8_sqrt, [0] * 3], never), "sqrt", 0.01, THR, None)
+            + tt.rows(fake_sweep((8, 64), never, never), "fixed", 0.01, THR, None))
+    first = fake_sweep((8, 64), [prog_8_sqrt, [0] * 3], never)
+    return {"runs": rows, "lr_rules": ["sqrt", "fixed"], "critical_generation_batch": 39.5,
+            "config": {"sweep": {"budget": 64}},
+            **tt.summary(rows, ["sqrt", "fixed"], 0.2, first, None)}
+
+
+def test_nothing_reached_says_what_is_missing_not_an_empty_ratio_or_none_in_range():
+    """No run reaches the target: the ratio line said nothing after its colon, the critical
+    training batch was 'none in range' (there is no smallest-batch clock to slow down from),
+    and the figure was skipped unsaid."""
+    out = _never_out([0, 0, 0])
+    lines = tt.report(out).splitlines()
+    assert lines[-1] == ("fixed-LR / sqrt-LR time at the same batch: none (no batch where both "
+                         "rules reached the target)")
+    assert lines[-2] == ("critical generation batch 39.5, critical training batch not measured "
+                         "(the smallest batch did not reach the target in most seeds)")
+    assert not any(line.rstrip().endswith(":") for line in lines)
+    assert tt.figure(out) == ("no batch reached the target (in most seeds, before failing) "
+                              "within the budget of 64 samples")
+    # B 8 under sqrt reaches at 40 in every seed: its row has a time, the reference does too,
+    # and the figure is drawn; at B 8 under fixed nothing: still no ratio at any batch
+    out = _never_out([40, 40, 40])
+    assert out["reference_seconds"] is not None
+    assert tt.report(out).splitlines()[-1].endswith("none (no batch where both rules reached "
+                                                    "the target)")
+
+
+def test_a_figure_without_its_reference_says_which_batch_is_missing():
+    """Only the fixed rule reaches at B 8: the reference (the first rule's smallest batch)
+    is missing, and the reason names it."""
+    never = [[0] * 3] * 2
+    rows = (tt.rows(fake_sweep((8, 64), never, never), "sqrt", 0.01, THR, None)
+            + tt.rows(fake_sweep((8, 64), [[40] * 3, [0] * 3], never), "fixed", 0.01, THR,
+                      None))
+    out = {"runs": rows, "lr_rules": ["sqrt", "fixed"], "config": {"sweep": {"budget": 64}},
+           "reference_seconds": None}
+    assert tt.figure(out) == ("the smallest batch under the sqrt rule (B=8), whose time all "
+                              "times are normalised by, never reached the target (in most "
+                              "seeds, before failing) within the budget of 64 samples")
+
+
+def test_the_command_says_in_one_line_that_no_figure_was_drawn(tmp_path, capsys):
+    """A study whose figure says why it draws nothing: the command prints that in one line
+    (and removes an earlier run's figure of the same name, not of these results)."""
+    from twoclock.cli import run_study
+    from twoclock.studies import STUDIES
+    out = _never_out([0, 0, 0])
+    study = STUDIES.time_to_target._replace(run=lambda *a, **k: out)
+    (tmp_path / "time_to_target.png").write_text("old")
+    assert run_study.main(study, ["--out", str(tmp_path), "--quiet"], "time_to_target.py") == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1] == ("no figure: no batch reached the target (in most seeds, before "
+                           "failing) within the budget of 64 samples; removed "
+                           f"{tmp_path / 'time_to_target.png'} (an earlier run's figure)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["time_to_target.json"]
+
+
 def test_time_to_target_config_bad_input():
     for kw, name in ((dict(lr_rules=("sqrt", "cubic")), "lr_rules"),
                      (dict(lr_rules=("sqrt", "sqrt")), "lr_rules"), (dict(delta=0.0), "delta"),

@@ -37,9 +37,12 @@ def clock_table(result: dict) -> str:
             f"{'theory N_prog':>13} {'theory N_fail':>13}")
     lines = [f"clocks in {unit}; rel = relative to the smallest batch at the same lr0", head,
              "-" * len(head)]
-    for lr0 in sorted({r["lr0"] for r in runs}):
+    lr0s = sorted({r["lr0"] for r in runs})
+    for lr0 in lr0s:
         rows = sorted((r for r in runs if r["lr0"] == lr0), key=lambda r: r["batch"])
         base = rows[0]
+        if len(lr0s) > 1:  # one block per lr0, each labelled (the lr column is lr(B))
+            lines.append(f"lr0 = {lr0:g}:")
         for r in rows:
             th = r.get("theory", {})
             p, f, u = r["progress_samples"], r["failure_samples"], r["progress_updates"]
@@ -75,16 +78,38 @@ def critical_table(result: dict) -> str:
     lines = ["critical batch (smallest B with N_prog(B)/N_prog(B_min) >= "
              f"{1 + result['config'].get('delta', DELTA):g}, interpolated on log B):"]
     for cb in result["critical_batch"]:
-        meas = ("none in range" if cb["batch"] is None else
-                f"{cb['batch']:.1f} [{fmt_num(cb['ci'][0], '.1f')}, {fmt_num(cb['ci'][1], '.1f')}]"
-                f" (found in {cb['found']:.0%} of bootstrap resamples)")
-        line = f"  lr0={cb['lr0']:g}: measured {meas}"
+        unreached = _unreached(result, cb["lr0"]) if cb["batch"] is None else None
+        if unreached:
+            line = f"  lr0={cb['lr0']:g}: {unreached}, so no critical batch was measured"
+        else:
+            meas = ("none in range" if cb["batch"] is None else
+                    f"{cb['batch']:.1f} [{fmt_num(cb['ci'][0], '.1f')}, "
+                    f"{fmt_num(cb['ci'][1], '.1f')}] (found in {cb['found']:.0%} of bootstrap "
+                    "resamples)")
+            line = f"  lr0={cb['lr0']:g}: measured {meas}"
         th = cb.get("theory")
         if th and th.get("skipped"):
             line += f"; theory skipped: {th['skipped']}"
         elif th:
-            line += (f"; theory: {th['mechanism']} mechanism, B ~ {fmt_num(th['batch'], '.1f')}"
-                     f" (curvature {fmt_num(th.get('curvature'), '.1f')}, "
+            said = ("none predicted" if th["batch"] is None else
+                    f"{th['mechanism']} mechanism, B ~ {th['batch']:.1f}")
+            line += (f"; theory: {said} (curvature {fmt_num(th.get('curvature'), '.1f')}, "
                      f"saturation {fmt_num(th.get('saturation'), '.1f')})")
         lines.append(line)
     return "\n".join(lines)
+
+
+def _unreached(result: dict, lr0) -> str | None:
+    """Why no critical batch was measured at lr0 where its smallest batch's progress median
+    is censored (none to slow down from): no run reached the target, or the smallest batch
+    not in most seeds, within the budget; None where it has a median (none in range)."""
+    rows = sorted((r for r in result.get("runs", ()) if r["lr0"] == lr0),
+                  key=lambda r: r["batch"])
+    if not rows or rows[0]["progress_samples"]["median"] is not None:
+        return None
+    budget = (f"within the budget ({result['config']['sweep']['budget']} "
+              f"{result.get('unit', 'samples')})")
+    if all(not r["progress_samples"].get("reached") for r in rows):
+        return f"no run reached the target {budget}"
+    return (f"the smallest batch (B {rows[0]['batch']}) did not reach the target in most seeds "
+            f"{budget}")

@@ -46,13 +46,19 @@ def parsed(prog: str, parse, argv=None):
         fail(prog, str(e))
 
 
-def add_output_args(p, name: str):
-    """--out, --json, --no-figure, --quiet: the output flags every experiment shares."""
+def add_output_args(p, name: str, figure: bool = True):
+    """--out, --json, --no-figure, --quiet: the output flags every experiment shares. A
+    command that draws no figure (figure False) does not offer --no-figure: it still takes it
+    (a caller may pass it to every study) but says nothing of it, and never draws one."""
     o = p.add_argument_group("output")
-    o.add_argument("--out", default="results", help="folder for the JSON and the figure")
+    o.add_argument("--out", default="results",
+                   help="folder for the JSON and the figure" if figure else "folder for the JSON")
     o.add_argument("--json", help=f"JSON path (default OUT/{name}.json)")
-    o.add_argument("--no-figure", action="store_true",
-                   help=f"do not draw the figure ({name}.png, {name}.pdf in OUT)")
+    if figure:
+        o.add_argument("--no-figure", action="store_true",
+                       help=f"do not draw the figure ({name}.png, {name}.pdf in OUT)")
+    else:
+        o.add_argument("--no-figure", action="store_true", default=True, help=argparse.SUPPRESS)
     o.add_argument("--quiet", action="store_true", help="no progress output")
     return o
 
@@ -124,14 +130,21 @@ def publish(ns, name: str, out: dict, text, figure=None, rescue: Rescue | None =
     if figure is not None and not ns.no_figure:
         print("figure: " + ", ".join(save(figure(out), os.path.join(ns.out, name))))
     elif figure is not None:  # an earlier run's figure is not of these results: not kept
-        stale = [f for f in (os.path.join(ns.out, f"{name}.{ext}") for ext in ("png", "pdf"))
-                 if os.path.isfile(f)]
-        for f in stale:
-            os.remove(f)
+        stale = remove_stale_figure(ns, name)
         if stale:
             print(f"removed {', '.join(stale)}: an earlier run's figure, not of these results "
                   "(--no-figure)", flush=True)
     return path
+
+
+def remove_stale_figure(ns, name: str) -> list:
+    """Remove OUT/name.{png,pdf} (an earlier run's figure, where this run draws none);
+    the paths removed."""
+    stale = [f for f in (os.path.join(ns.out, f"{name}.{ext}") for ext in ("png", "pdf"))
+             if os.path.isfile(f)]
+    for f in stale:
+        os.remove(f)
+    return stale
 
 
 def add_model_flags(p, model, defaults: dict | None = None, skip_optim=()) -> None:

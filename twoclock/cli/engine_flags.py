@@ -2,6 +2,7 @@
 place for every study that offers them, and their checks."""
 import os
 
+from twoclock.cli.flags import whole_number
 from twoclock.config import require, require_int
 from twoclock.engine.layout import CODEGENS
 from twoclock.engine.sweep import DEFAULT_MAX_LANES
@@ -15,20 +16,21 @@ DISTRIBUTED = ("coordinator", "num_processes", "process_id")
 
 def add_max_lanes(o, default: int | None = None) -> None:
     """--max-lanes: runs per compiled chunk (default: the study's, else the engine's)."""
-    o.add_argument("--max-lanes", type=int, default=default,
+    o.add_argument("--max-lanes", type=whole_number, default=default,
                    help=f"runs per compiled chunk (default {default or DEFAULT_MAX_LANES}); "
                         "smaller uses less memory")
 
 
-def add_engine_args(o) -> None:
-    """--x64, the store's flags, --max-lanes, --codegen and the multi-host flags."""
+def add_engine_args(o, max_lanes: int | None = None) -> None:
+    """--x64, the store's flags, --max-lanes (default: max_lanes, the study's, else the
+    engine's), --codegen and the multi-host flags."""
     o.add_argument("--x64", action="store_true", help="simulate in float64")
     o.add_argument("--store", default=None,
                    help="results store folder (default OUT/store); finished chunks live there")
     o.add_argument("--no-store", action="store_true", help="keep nothing between runs")
     o.add_argument("--resume", action="store_true",
                    help="reuse the finished chunks of an interrupted identical sweep")
-    add_max_lanes(o)
+    add_max_lanes(o, max_lanes)
     o.add_argument("--codegen", choices=CODEGENS, default="auto",
                    help="XLA's CPU code generator: quick compiles faster and runs slower than "
                         "fused; auto picks quick for a short sweep whose numbers it leaves "
@@ -37,8 +39,10 @@ def add_engine_args(o) -> None:
                    help="call jax.distributed.initialize() first (multi-host runs; on a "
                         "SLURM/TPU/MPI cluster the three flags below are auto-detected)")
     o.add_argument("--coordinator", help="HOST:PORT of process 0 (with --distributed)")
-    o.add_argument("--num-processes", type=int, help="number of processes (with --distributed)")
-    o.add_argument("--process-id", type=int, help="this process's index (with --distributed)")
+    o.add_argument("--num-processes", type=whole_number,
+                   help="number of processes (with --distributed)")
+    o.add_argument("--process-id", type=whole_number,
+                   help="this process's index (with --distributed)")
 
 
 def check_distributed(ns) -> None:
@@ -61,15 +65,16 @@ def check_distributed(ns) -> None:
         require_int("--num-processes", ns.num_processes)
     if ns.process_id is not None:
         n = ns.num_processes
-        require(ns.process_id >= 0 and (n is None or ns.process_id < n), "--process-id",
-                "in [0, --num-processes)" if n else "an integer >= 0", ns.process_id)
+        require_int("--process-id", ns.process_id, lo=0)
+        require(n is None or ns.process_id < n, "--process-id", "in [0, --num-processes)",
+                ns.process_id)
 
 
 def check_engine_args(ns) -> None:
     """ValueError for engine flags that contradict each other or are out of range (of those
     the study offers)."""
     if getattr(ns, "max_lanes", None) is not None:
-        require_int("max_lanes", ns.max_lanes)
+        require_int("--max-lanes", ns.max_lanes)
     if not hasattr(ns, "no_store"):  # a study that offers --max-lanes alone
         return
     if ns.resume and ns.no_store:

@@ -59,14 +59,19 @@ def main(argv=None) -> int:
         from twoclock.cli import plan
         return plan.main(rest, prog=f"{PROG} plan")
     if command == "run":
-        studies = _studies()
-        if not rest or rest[0] in ("-h", "--help"):
+        from twoclock.cli.rescue import loading  # a Ctrl-C while the studies load: one line
+        with loading(f"{PROG} run"):
+            studies = _studies()
+            from twoclock.cli import run_study
+        if not rest:  # a refusal like the others: one line, the study missing and the choices
+            return _refuse("run: give a study to run: one of "
+                           f"{', '.join(sorted(studies))}")
+        if rest[0] in ("-h", "--help"):
             print(_usage())
-            return 0 if rest else 2
+            return 0
         if rest[0] not in studies:
             return _refuse(f"run: no study {rest[0]!r}; the studies are "
                            f"{', '.join(sorted(studies))}")
-        from twoclock.cli import run_study
         return run_study.main(studies[rest[0]], rest[1:], prog=f"{PROG} run {rest[0]}")
     if command == "figures":
         try:

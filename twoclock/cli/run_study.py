@@ -10,10 +10,11 @@ import sys
 
 from twoclock.atomic import check_file
 from twoclock.cli.common import (OneLineParser, add_output_args, guard, model_config,
-                                 parsed, publish)
+                                 parsed, publish, remove_stale_figure)
 from twoclock.cli.engine_flags import (add_engine_args, add_max_lanes, check_engine_args,
                                        engine_from_args)
-from twoclock.cli.flags import add_config_flags, asdict_shallow, config_from_flags, dest
+from twoclock.cli.flags import (add_config_flags, asdict_shallow, config_from_flags, dest,
+                                flagged)
 from twoclock.cli.rescue import loading
 from twoclock.config import OptimConfig, SweepConfig
 from twoclock.engine.runtime import setup
@@ -57,14 +58,15 @@ def _refuse(study: Study, model) -> None:
     from twoclock.models import MODELS
     if not applies(study, model):
         ok = [n for n, m in MODELS.items() if applies(study, m)]
-        raise ValueError(f"model must be one of {', '.join(ok)} (the models {study.name} "
-                         f"applies to) (got {model.name!r})")
+        raise ValueError(f"--model{'s' * several(study)} must be one of {', '.join(ok)} (the "
+                         f"models {study.name} applies to) (got {model.name!r})")
 
 
 def add_model_args(p, study: Study, model, defaults) -> None:
     """--model, the optimizer's flags and the model's (defaults: the study's for the model)."""
     from twoclock.models import MODELS
-    p.add_argument("--model", default=model.name, help=" | ".join(MODELS))
+    ok = [n for n, m in MODELS.items() if applies(study, m)]  # the others are refused
+    p.add_argument("--model", default=model.name, help="the model: " + " | ".join(ok))
     add_optim_args(p, study)
     add_config_flags(p.add_argument_group(f"{model.name} model"), model.config,
                      skip=declared(study, "SKIP_MODEL", ()), defaults=defaults)
@@ -120,21 +122,41 @@ def parse(study: Study, argv, prog: str) -> tuple:
                          defaults=nested_defaults(f, getattr(d, f.name, None)),
                          help=meta["help"], scalar=meta["scalar"], split=meta["split"])
     if many and shared is not None:
+        shown, helps = _sweep_defaults(study, models) if one is None else (d.sweep, {})
+        fixed = declared(study, "FIXED_SWEEP", {})
         add_config_flags(p.add_argument_group("sweep (each model's defaults for the study)"),
-                         SweepConfig, rename={"lr0s": "lr0"}, defaults=d.sweep or None)
+                         SweepConfig, rename={"lr0s": "lr0"}, defaults=shown or None,
+                         help=helps, skip=tuple(fixed))
+        for name in fixed:  # not in the help; given, refused in one line saying why
+            p.add_argument("--" + name.replace("_", "-"), dest=f"fixed.{name}",
+                           default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     for name, (help_, _) in declared(study, "PRESETS", {}).items():
         p.add_argument(f"--{name}", action="store_true", help=help_)
     if one is not None and declared(study, "MODEL_FLAGS", True):
         add_model_args(p, study, one, d.model)
     elif one is None:
         add_optim_args(p, study)
-    o = add_output_args(p, output_name(study, one, cls()))
+    o = add_output_args(p, output_name(study, one, cls()), figure=study.figure is not None)
     engine = declared(study, "ENGINE_FLAGS", False)
     if engine is True:
-        add_engine_args(o)
+        add_engine_args(o, declared(study, "MAX_LANES"))
     elif engine:  # {"max_lanes": the study's default}: the engine flag it offers
         add_max_lanes(o, engine["max_lanes"])
     ns = p.parse_args(argv)
+    try:
+        return _configs(study, ns, models, one, d, engine)
+    except ValueError as e:  # a config's refusal names the flag the user typed, not its field
+        raise ValueError(flagged(str(e), p, ns)) from None
+
+
+def _configs(study: Study, ns, models, one, d, engine) -> tuple:
+    """parse's (model, model_cfg, opt, cfg, ns) from the parsed flags; ValueError names a bad
+    value (by its config's field: parse puts the flag in its place)."""
+    cls, many = study.config, several(study)
+    for name, why in declared(study, "FIXED_SWEEP", {}).items():
+        if hasattr(ns, f"fixed.{name}"):
+            raise ValueError(f"--{name.replace('_', '-')} is not offered by {study.name}: "
+                             f"{why}; drop it")
     preset = presets_given(study, ns)
     if many:
         panels = _panels(study, ns, models, one)
@@ -151,6 +173,23 @@ def parse(study: Study, argv, prog: str) -> tuple:
     for what, path in (cfg.outputs() if hasattr(cfg, "outputs") else {}).items():
         check_file(path, what)  # the study's own files, writable before any work
     return one, model_cfg, opt, cfg, ns
+
+
+def _sweep_defaults(study: Study, models) -> tuple:
+    """({field: default}, {field: help}) of the sweep flags of a study over several models:
+    a value every model's defaults for the study share is the flag's default; one they do not
+    share is said in the help, model by model (each panel runs its model's own)."""
+    runs = {m.name: SweepConfig(**{**asdict_shallow(SweepConfig()), **defaults(study, m).sweep})
+            for m in models}
+    shown, helps = {}, {}
+    for f in fields(SweepConfig):
+        values = {name: getattr(sweep, f.name) for name, sweep in runs.items()}
+        if len(set(values.values())) == 1:
+            shown[f.name] = next(iter(values.values()))
+        else:
+            helps[f.name] = (f"{f.metadata['help']} (default: each model's own: "
+                             + "; ".join(f"{n} {v}" for n, v in values.items()) + ")")
+    return shown, helps
 
 
 def presets_given(study: Study, ns) -> dict:
@@ -206,7 +245,11 @@ def main(study: Study, argv=None, prog: str | None = None) -> int:
             return 0
         publish(ns, name, out, study.report, rescue=rescue)
         fig = None if study.figure is None or ns.no_figure else study.figure(out)
-        if fig is not None:  # (a result with nothing to draw gives None)
+        if isinstance(fig, str):  # nothing to draw, and why: said, and no older figure kept
+            stale = remove_stale_figure(ns, name)
+            print(f"no figure: {fig}" + (f"; removed {', '.join(stale)} (an earlier run's "
+                                         "figure)" if stale else ""), flush=True)
+        elif fig is not None:  # (a result with nothing to draw gives None)
             from twoclock.figures.style import save
             print("figure: " + ", ".join(save(fig, os.path.join(ns.out, name))))
     return 0

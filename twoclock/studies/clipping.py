@@ -17,7 +17,7 @@ from twoclock.analysis import results
 from twoclock.analysis.clocks import bootstrap_indices, censored, median_ci, summarize
 from twoclock.analysis.paired import at_samples, finite_or_none, ratio_ci, ratio_of_ratios_ci
 from twoclock.config import (NUMBER_OR_NONE, OptimConfig, SweepConfig, finite, option, param,
-                             require)
+                             require, require_int)
 from twoclock.engine.sweep import run_sweep
 from twoclock.models.bandit import BanditConfig
 from twoclock.models.bandit.theory import (clipped_move_per_batch, drift_logratio_per_batch,
@@ -43,7 +43,8 @@ class Config:
     SCRIPT = "clipping.py"
     DEFAULTS = staticmethod(defaults)
     SKIP_MODEL = ("clip_low", "clip_high")  # each clip sets them
-    clips: tuple = option(CLIPS, "symmetric clip eps values; 'none' = unclipped (required)",
+    clips: tuple = option(CLIPS, "symmetric clip eps values and 'none', the unclipped "
+                                 "reference every claim compares with (give it too)",
                           type=NUMBER_OR_NONE, nargs="+")
     regime_map: bool = param(False, "instead: the delay over (batch, eps) and (lr0, eps), "
                                     "batches 64, 256, 1024 x lr0 0.01, 0.02, 0.04 x the clips "
@@ -56,6 +57,9 @@ class Config:
                                     "lr0s": "base learning rate at --b0",
                                     "seeds": "seeds per (batch, clip)", "seed": "the first seed",
                                     "budget": "responses per run"})
+
+    def __post_init__(self):
+        require_int("early_samples", self.early_samples)
 
     def check(self, model, base: BanditConfig, opt=None) -> None:
         """ValueError naming the parameter, before anything runs (the sweep's own values are

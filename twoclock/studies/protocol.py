@@ -8,7 +8,8 @@ A study is a frozen config (fields made with `twoclock.config.param`, checked in
     run(model, model_cfg, opt, cfg, *, keep, quiet, engine) -> JSON-ready dict (None: nothing
         to publish, as on the other processes of a multi-host run)
     report(result) -> the text the command prints
-    figure(result) -> a matplotlib Figure, or None where the result has nothing to draw
+    figure(result) -> a matplotlib Figure; or, where the result has nothing to draw, a str
+        saying why (the command prints it in one line) or None
 
 A study declares the models it is written for (`models`: it may import their packages and
 nothing else of twoclock.models) or takes any model whose `defaults` are not None. A study
@@ -27,12 +28,15 @@ line reads them, the study's functions need not):
         (`twoclock.atomic.check_file`) with its check, before any work
     MODEL_FLAGS = False: no --model, optimizer or model flags; SKIP_OPTIM, SKIP_MODEL: the
         optimizer's and model's fields the study sets itself
-    ENGINE_FLAGS = True: offer the engine flags (--store, --resume, --max-lanes, ...); or
-        {"max_lanes": the study's default}: offer --max-lanes alone (`Engine.max_lanes`)
+    ENGINE_FLAGS = True: offer the engine flags (--store, --resume, --max-lanes, ...), with
+        MAX_LANES the study's default runs per chunk where it has its own; or {"max_lanes":
+        the study's default}: offer --max-lanes alone (`Engine.max_lanes`)
     PRESETS: {NAME: (help, config overrides)}, each a flag --NAME (e.g. --quick)
     a `panels` field: a study over several models (--models), one panel each, built by the
         command line; SHARED: the sweep fields one command line sets for every panel (None: no
-        sweep flags, the models bring their own runs and the panels are (model, model config))
+        sweep flags, the models bring their own runs and the panels are (model, model config));
+        FIXED_SWEEP: {sweep field: why}, the fields the study sets itself (their flags are
+        refused in one line saying why)
 """
 from dataclasses import field, fields, replace
 import sys

@@ -127,8 +127,13 @@ def report(out: dict) -> str:
                      f"{'never' if t is None else format(t / 3600, '.2f'):>8} "
                      f"{'-' if t is None or ref is None else format(t / ref, '.3f'):>10}")
     ct = out["critical_training_batch"]
+    first = min((r for r in out["runs"] if r["lr_rule"] == rules[0]), key=lambda r: r["batch"])
+    if first["progress_samples"]["median"] is None:  # no reference to slow down from
+        said = "not measured (the smallest batch did not reach the target in most seeds)"
+    else:
+        said = "none in range" if ct is None else format(ct, ".1f")
     lines.append(f"critical generation batch {out['critical_generation_batch']:.1f}, critical "
-                 f"training batch {'none in range' if ct is None else format(ct, '.1f')}")
+                 f"training batch {said}")
     if out["optimum"]:
         lines.append(f"optimum: {out['optimum']['lr_rule']} LR at B={out['optimum']['batch']}")
     by = {(r["lr_rule"], r["batch"]): r["time_to_target"]["median"] for r in out["runs"]}
@@ -136,14 +141,24 @@ def report(out: dict) -> str:
         ratios = [f"B={b}: {by[('fixed', b)] / by[('sqrt', b)]:.2f}"
                   for (rule, b) in sorted(by) if rule == "fixed"
                   and by[("fixed", b)] and by.get(("sqrt", b))]
-        lines.append("fixed-LR / sqrt-LR time at the same batch: " + ", ".join(ratios))
+        lines.append("fixed-LR / sqrt-LR time at the same batch: " + (", ".join(ratios) or
+                     "none (no batch where both rules reached the target)"))
     return "\n".join(lines)
 
 
 def figure(out: dict):
-    """Hours to target against batch per rule; None without a reference time to normalise by."""
+    """Hours to target against batch per rule; without a reference time to normalise by, why
+    there is none (a str)."""
     from twoclock.figures.style import time_to_target_figure
-    return None if out["reference_seconds"] is None else time_to_target_figure(out)
+    if out["reference_seconds"] is not None:
+        return time_to_target_figure(out)
+    reach = (f"reached the target (in most seeds, before failing) within the budget of "
+             f"{out['config']['sweep']['budget']} samples")
+    rule, b_min = out["lr_rules"][0], min(r["batch"] for r in out["runs"])
+    if all(r["time_to_target"]["median"] is None for r in out["runs"]):
+        return f"no batch {reach}"
+    return (f"the smallest batch under the {rule} rule (B={b_min}), whose time all times are "
+            f"normalised by, never {reach}")
 
 
 __all__ = ["Config", "DEFAULTS", "figure", "defaults", "rows", "summary", "run", "report"]

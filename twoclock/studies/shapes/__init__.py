@@ -82,6 +82,9 @@ class Config:
     DEFAULTS = DEFAULTS
     SHARED = SHARED
     ENGINE_FLAGS = True
+    MAX_LANES = 256  # runs per compiled chunk unless --max-lanes says otherwise
+    FIXED_SWEEP = {"n_ckpt": "it records a checkpoint at every update of the smallest batch, "
+                             "since each target's crossing is read between updates"}
     SKIP_OPTIM = ("lr_rule",)
     models: tuple = param(("quadratic", "bandit", "policy"), "the models, one panel each")
     levels: int = param(8, "targets along the progress path, the last the model's target")
@@ -152,6 +155,9 @@ def analyse(model, cfg, st: Config, res: dict, idx) -> dict:
         rows.append({"progress_frac": v, "accuracy": None if acc0 is None else 1 - v * (1 - acc0),
                      "samples_at_b_min": med_min[k], **{f"critical_{n}": crit[k][n]
                                                          for n in ("batch", "ci", "found")},
+                     # the batches whose median run reached this target (the report's words)
+                     "reached_batches": [b for b, p in zip(batches, prog[k])
+                                         if clocks.summarize(p, idx=idx)["median"] is not None],
                      "noise": noise[k],
                      "theory_batch": None if bn is None else float(
                          curves.sqrt_rule_critical(batches[0], bn, st.delta)),
@@ -199,7 +205,7 @@ def run(model, model_cfg, opt, st: Config, *, keep=None, quiet: bool = False,
         got, secs = {}, 0.0
         for name, _, opt_, sw, res, s in run_cells(
                 m, todo, title=f"shapes {m.name}", store_root=engine.store,
-                max_lanes=engine.max_lanes or 256, keep=keep, quiet=quiet,
+                max_lanes=engine.max_lanes or Config.MAX_LANES, keep=keep, quiet=quiet,
                 cell_key=lambda n, m=m: f"shapes_{m.name}_{n}"):
             got[name], got[f"opt_{name}"], secs = res, opt_, secs + s
         idx = clocks.bootstrap_indices(todo[0][3].seeds)

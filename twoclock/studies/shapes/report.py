@@ -18,7 +18,13 @@ def critical_table(p: dict) -> list:
     lines = [head + (f" {'Adam per-coord':>14}" if not acc else "")]
     for r in p["critical"]:
         b = r["critical_batch"]
-        cell = (f"> {p['batches'][-1]}" if b is None else f"{b:.1f} {_ci(r['critical_ci'])}")
+        if b is not None:
+            cell = f"{b:.1f} {_ci(r['critical_ci'])}"
+        elif r["samples_at_b_min"] is not None:  # no slowdown up to the largest batch
+            cell = f"> {p['batches'][-1]}"
+        else:  # no median at B_min to slow down from: no critical batch, not a large one
+            cell = "no batch reached" if not r.get("reached_batches", [None]) else \
+                "B_min not reached"
         line = (f"{_f(r['accuracy'] if acc else r['progress_frac'], '.3f'):>9} "
                 f"{_f(r['samples_at_b_min'], '.0f'):>11} {cell:>24} {r['critical_found']:>6.2f} "
                 f"{_f(r['noise']['b_noise'], '.4g'):>9} {_f(r['theory_batch'], '.4g'):>8} "
@@ -53,7 +59,7 @@ def report(out: dict) -> str:
                   "critical batch against the target (sqrt rule):", *critical_table(p),
                   "local exponent against batch (fixed lr):", *exponent_table(p), ""]
     real = out["real"]
-    lines.append("real sweep (issue 52): critical batch " + ", ".join(
+    lines.append("real sweep (OLMo-2 1B, GRPO on math): critical batch " + ", ".join(
         f"{float(k):.0%}: {v}" for k, v in real["critical_batch"].items())
         + f"; fixed-lr exponent {real['fixed_exponent']['exponent'][0]}-"
           f"{real['fixed_exponent']['exponent'][1]} over {real['fixed_exponent']['range'][0]}-"
