@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from tests.cli.test_signals import GC_PROXY
 from twoclock.cli.launch import study_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -42,22 +43,8 @@ def test_a_ctrl_c_while_the_study_loads_is_one_line(module, monkeypatch, capsys)
                                 "began; nothing to save"], err
 
 
-GC_CHILD = """
-import gc, os, signal, sys, time
-import jax._src.lib as lib
+GC_CHILD = GC_PROXY.format(sig="SIGINT") + """
 from twoclock.cli.rescue import loading
-real = lib._jax
-
-class Proxy:  # the gc callback calls _jax.collect_garbage(): the signal comes from in there
-    fired = False
-    def __getattr__(self, name):
-        return getattr(real, name)
-    def collect_garbage(self):
-        if not Proxy.fired:
-            Proxy.fired = True
-            os.kill(os.getpid(), signal.SIGINT)
-        real.collect_garbage()
-
 with loading("child"):
     lib._jax = Proxy()
     gc.collect()  # the signal lands in JAX's gc callback

@@ -22,10 +22,9 @@ from tests.cli.test_robustness import strict_load
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": ROOT}
 
-GC_CHILD = """
+GC_PROXY = """
 import gc, os, signal, sys, time
 import jax, jax._src.lib as lib
-from twoclock.cli.rescue import Rescue
 real = lib._jax
 
 class Proxy:  # the gc callback calls _jax.collect_garbage(): the signal comes from in there
@@ -35,9 +34,12 @@ class Proxy:  # the gc callback calls _jax.collect_garbage(): the signal comes f
     def collect_garbage(self):
         if not Proxy.fired:
             Proxy.fired = True
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.{sig})
         real.collect_garbage()
+"""  # then: lib._jax = Proxy(); gc.collect() where the signal is to land
 
+GC_CHILD = GC_PROXY.format(sig="SIGTERM") + """
+from twoclock.cli.rescue import Rescue
 with Rescue("child", sys.argv[1]) as r:
     r.keep("one simulation", {"prog_n": [1, 2]})
     lib._jax = Proxy()

@@ -158,15 +158,21 @@ def test_plateaus_off_the_law_are_refused_though_they_fall_with_b():
         _plan(cols, floor_out=0.0)
 
 
-def test_a_run_that_reached_the_target_and_came_back_is_a_trough_not_a_floor():
-    # run r32 falls past the target 0.1 to its floor and then drifts back up to 0.13 (a line
-    # from the run's middle on): its tail sits past the target, so its plateau is not a floor
+def _came_back() -> dict:
+    """_logs() with run r32 falling past the target 0.1 to its floor and then drifting back up
+    to 0.13 (a line from the run's middle on)."""
     cols = _logs()
     t32 = [t for t, b in zip(cols["samples"], cols["batch"]) if b == 32]
     half = t32[len(t32) // 2]
     for i, (b, t) in enumerate(zip(cols["batch"], cols["samples"])):
         if b == 32 and t > half:
             cols["loss"][i] = min(0.13, cols["loss"][i] + 0.2 * (t - half) / half)
+    return cols
+
+
+def test_a_run_that_reached_the_target_and_came_back_is_a_trough_not_a_floor():
+    # run r32's tail sits past the target, so its plateau is not a floor
+    cols = _came_back()
     with pytest.raises(PilotError, match="run 'r32' reached the target 0.1 and came back"
                                          ".*; a trough is not Adam's floor"):
         _plan(cols, floor_out=0.0)
@@ -176,12 +182,7 @@ def test_a_score_that_reached_the_target_and_came_back_is_a_peak_not_a_trough():
     # the same curves as a score, acc = 1 - loss (optimum 1, target 0.9): run r32 rises past
     # 0.9 to its floor 1 - 0.15 / sqrt(32) = 0.973 and falls back to 0.87, below the target:
     # its curve peaked, so the refusal names a peak (a score's turn), not a trough
-    cols = _logs()
-    t32 = [t for t, b in zip(cols["samples"], cols["batch"]) if b == 32]
-    half = t32[len(t32) // 2]
-    for i, (b, t) in enumerate(zip(cols["batch"], cols["samples"])):
-        if b == 32 and t > half:
-            cols["loss"][i] = min(0.13, cols["loss"][i] + 0.2 * (t - half) / half)
+    cols = _came_back()
     cols["acc"] = [1.0 - v for v in cols.pop("loss")]
     with pytest.raises(PilotError, match="run 'r32' reached the target 0.9 and came back") as e:
         plan_logs(cols, "acc>=0.9", predict=[128], progress_form="adam", floor_out=1.0)
