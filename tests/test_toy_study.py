@@ -70,13 +70,13 @@ def test_the_runner_runs_the_toy_study_and_its_numbers_are_the_hand_computed_one
     assert f"B 8: {want['8']:.1f}; B 32: {want['32']:.1f}" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, name", [(("--seeds", "0"), "seeds"), (("--lr0", "-1"), "lr0"),
-                                        (("--model", "quadratic"), "model")])
-def test_the_toy_studys_bad_input_is_one_line_and_exit_2(studies, tmp_path, capsys, argv, name):
+@pytest.mark.parametrize("argv, flag", [(("--seeds", "0"), "--seeds"), (("--lr0", "-1"), "--lr0"),
+                                        (("--model", "quadratic"), "--model")])
+def test_the_toy_studys_bad_input_is_one_line_and_exit_2(studies, tmp_path, capsys, argv, flag):
     with pytest.raises(SystemExit) as e:
         main(*argv, "--out", str(tmp_path))
     err = capsys.readouterr().err.strip().splitlines()
-    assert e.value.code == 2 and len(err) == 1 and err[0].startswith(f"toy.py: error: {name}")
+    assert e.value.code == 2 and len(err) == 1 and err[0].startswith(f"toy.py: error: {flag} ")
     assert not any(tmp_path.iterdir())  # refused before anything ran
 
 

@@ -132,7 +132,7 @@ def test_axes_labelled_catches_a_missing_label():
 @pytest.mark.parametrize("script, args, name", [
     ("schedule.py", ["--margin", "1.5"], "margin"),
     ("schedule.py", ["--model", "bandit", "--batch-large", "1020"], "batch"),
-    ("time_to_target.py", ["--lr-rules", "cubic"], "lr_rules"),
+    ("time_to_target.py", ["--lr-rules", "cubic"], "--lr-rules"),
     ("phase_diagram.py", ["--models", "bandit", "--failure-clock", "tick"], "failure-clock"),
     ("phase_diagram.py", ["--models", "lattice"], "model"),
     ("phase_diagram.py", ["--batches", "8", "16"], "--batches"),

@@ -220,7 +220,7 @@ def test_cli_flags_round_trip():
     with pytest.raises(ValueError, match="^clip_high must be"):
         config_from_flags(p.parse_args(["--clip-high", "-1"]), BanditConfig)
     # the headline's --batches: each must be P x G, refused before anything runs
-    with pytest.raises(ValueError, match="^batch must be"):
+    with pytest.raises(ValueError, match=r"^--batches must be a multiple of group G = 8 \(got 60"):
         run_study.parse(STUDIES.headline, ["--model", "bandit", "--batches", "64", "60"],
                         "critical_batch.py")
 

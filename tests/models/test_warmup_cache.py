@@ -235,5 +235,5 @@ def test_warmup_flags_keep_their_spelling_and_nest(tmp_path):
     assert cfg.warmup == WarmupConfig(lr=1e-3, steps=7) and cfg.d_model == 64
     code, _, err = run_main(["--model", "policy", "--warmup-noise", "1.0",
                              "--out", str(tmp_path)])
-    assert code == 2 and err.strip() == ("critical_batch.py: error: warmup_noise must be in "
+    assert code == 2 and err.strip() == ("critical_batch.py: error: --warmup-noise must be in "
                                          "[0, 1) (got 1.0)"), err

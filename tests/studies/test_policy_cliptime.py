@@ -94,7 +94,7 @@ def test_an_early_samples_before_the_first_checkpoint_is_refused_before_any_run(
     from tests.cli.test_edge_values_policy_plan import STUDY, _study
     code, err = _study([*STUDY, "--early-samples", "127", "--parts", "cliptime", "--out",
                         str(tmp_path)], False)
-    assert code == 2 and "early_samples must be >= 128" in err, err
+    assert code == 2 and "--early-samples must be >= 128" in err, err
     assert len(err.strip().splitlines()) == 1
     assert _study([*STUDY, "--early-samples", "128", "--parts", "cliptime", "--out",
                    str(tmp_path)], False)[0] == "reached"

@@ -278,7 +278,7 @@ REFUSED = [
                 str(t / "m.json")], "within must be a number in (0, 1) (got '0.2')"),
     (lambda t: ["--predict", "--prereg"], "--predict and --prereg cannot be given together"),
     (lambda t: ["--early-samples", "4096", "--budget", "256", "--batches", "64", "128"],
-     "early_samples must be <= 256"),
+     "--early-samples must be <= 256"),
 ]
 
 

@@ -191,7 +191,8 @@ def test_bad_flags_are_one_line_errors_before_any_simulation(flags, name, tmp_pa
                         str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and name in lines[0], p.stderr
+    flag = "--" + name.replace("_", "-")  # the flag typed, not the config field
+    assert len(lines) == 1 and lines[0].startswith(f"policy_study.py: error: {flag} "), p.stderr
     assert not any(tmp_path.iterdir())  # nothing simulated, nothing written
 
 
