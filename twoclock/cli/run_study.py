@@ -54,19 +54,23 @@ def study_config(ns, cls, defaults, overrides=None):
                                                 **sub})
 
 
-def _refuse(study: Study, model) -> None:
+def _accepted(study: Study) -> list:
+    """The names of the models the study applies to."""
     from twoclock.models import MODELS
+    return [n for n, m in MODELS.items() if applies(study, m)]
+
+
+def _refuse(study: Study, model) -> None:
     if not applies(study, model):
-        ok = [n for n, m in MODELS.items() if applies(study, m)]
+        ok = _accepted(study)
         raise ValueError(f"--model{'s' * several(study)} must be one of {', '.join(ok)} (the "
                          f"models {study.name} applies to) (got {model.name!r})")
 
 
 def add_model_args(p, study: Study, model, defaults) -> None:
     """--model, the optimizer's flags and the model's (defaults: the study's for the model)."""
-    from twoclock.models import MODELS
-    ok = [n for n, m in MODELS.items() if applies(study, m)]  # the others are refused
-    p.add_argument("--model", default=model.name, help="the model: " + " | ".join(ok))
+    p.add_argument("--model", default=model.name,  # the others are refused (_refuse)
+                   help="the model: " + " | ".join(_accepted(study)))
     add_optim_args(p, study)
     add_config_flags(p.add_argument_group(f"{model.name} model"), model.config,
                      skip=declared(study, "SKIP_MODEL", ()), defaults=defaults)

@@ -156,8 +156,8 @@ def analyse(model, cfg, st: Config, res: dict, idx) -> dict:
                      "samples_at_b_min": med_min[k], **{f"critical_{n}": crit[k][n]
                                                          for n in ("batch", "ci", "found")},
                      # the batches whose median run reached this target (the report's words)
-                     "reached_batches": [b for b, p in zip(batches, prog[k])
-                                         if clocks.summarize(p, idx=idx)["median"] is not None],
+                     "reached_batches": [b for b, m in zip(batches, np.median(
+                         clocks.censored(prog[k]), axis=-1)) if np.isfinite(m)],
                      "noise": noise[k],
                      "theory_batch": None if bn is None else float(
                          curves.sqrt_rule_critical(batches[0], bn, st.delta)),
