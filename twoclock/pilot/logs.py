@@ -482,11 +482,7 @@ def _failure_lines(out: dict, lvl: int) -> list:
     show = pp.shows_k(out["predictions"] + list(out["runs"]))
     at = lambda p: "B " + pp.label(p["batch"], p.get("updates", 1.0), show)
     for f in out["failures"]:
-        fe, own = f["failure_exponent"], report.chosen_form(f.get("form"))
-        q = "no fit" if fe["value"] is None else \
-            f"q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, {fe['ci'][1]:.3g}]"
-        q = q if own is None else own if fe["value"] is None else \
-            f"{own}; the power law, not chosen, {q}"
+        q = report.failure_words(f["failure_exponent"], report.chosen_form(f.get("form")))
         n = f["failed_runs"]
         lines.append(f"  {f['condition']}: {n} run{'s' * (n != 1)} crossed; {q}; "
                      + "; ".join(f"{at(p)}: " + report.ci(p["failure_samples"], "{:.0f}")

@@ -44,6 +44,17 @@ def chosen_form(ff: dict | None) -> str | None:
                                                     f"critical batch {cb:.4g}"))
 
 
+def failure_words(fe: dict, own: str | None, power: str = "") -> str:
+    """A failure clock's fit in words: the chosen form's own (`chosen_form`), then the power
+    law's q as not chosen; where the power law is chosen (own None), power + its q, or "no
+    fit". fe: the clock's failure_exponent (value, ci)."""
+    q = None if fe["value"] is None else \
+        f"q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, {fe['ci'][1]:.3g}]"
+    if own is None:
+        return "no fit" if q is None else power + q
+    return own if q is None else f"{own}; the power law, not chosen, {q}"
+
+
 def plan_file(path=None, predict=None, margin: float = 0.1, level: float = 0.95,
               progress_form: str | None = None, predict_rule: tuple | None = None) -> Plan:
     """pilot.plan on a CSV, or with path None on the published table (plus its reading).
@@ -101,12 +112,7 @@ def table(out: dict) -> str:
     fe = out["failure_exponent"]
     ff = f.get("failure_form")
     own = chosen_form(ff)
-    lines.append("failure clock: " + ("no fit; " if fe["value"] is None and own is None else
-                 "" if own is None else f"{own}; ")
-                 + ("" if fe["value"] is None else
-                    ("as a power law N_fail ~ B^q" if own is None else
-                     "the power law, not chosen")
-                    + f", q = {fe['value']:.3g} [{fe['ci'][0]:.3g}, {fe['ci'][1]:.3g}]; ")
+    lines.append(f"failure clock: {failure_words(fe, own, 'as a power law N_fail ~ B^q, ')}; "
                  + fe["reading"])
     if ff is not None:
         lines.append(f"failure clock's form (the clock that fails first at the largest batch): "
@@ -247,5 +253,5 @@ def scored(head: str, d: dict, width: int, answer: str = "measured") -> str:
             f"{100 * d['rel_error']:>+6.1f}% {'yes' if d['covered'] else 'no'}")
 
 
-__all__ = ["plan_file", "chosen_form", "ci", "table", "updates_note", "envelope_note",
-           "zero_width_note", "EXACT_SSE", "scored"]
+__all__ = ["plan_file", "chosen_form", "failure_words", "ci", "table", "updates_note",
+           "envelope_note", "zero_width_note", "EXACT_SSE", "scored"]
